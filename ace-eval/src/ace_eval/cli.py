@@ -1,0 +1,26 @@
+"""The `ace-eval` command line."""
+
+from __future__ import annotations
+
+import click
+
+from ace_eval import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ace-eval")
+def main() -> None:
+    """Run ACE on benchmarks and trace collections, and export the learned skillbook.
+
+    ACE learns from an agent's traces: a reflector reads each trace, a skill manager turns
+    what went wrong into atomic edits of a skillbook, and the skillbook goes back into the
+    agent's context.
+    """
+
+
+# Sub-commands register below, one line each (keep this block sorted).
+# -- commands --
+
+
+if __name__ == "__main__":
+    main()

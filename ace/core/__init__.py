@@ -1,0 +1,16 @@
+"""The skillbook and its provenance records."""
+
+from ace.core.insight_source import InsightSource
+from ace.core.skill import VALID_SECTIONS, Skill, normalize_keywords
+from ace.core.skillbook import SCHEMA_VERSION, Skillbook
+from ace.core.update_operation import UpdateOperation
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "VALID_SECTIONS",
+    "InsightSource",
+    "Skill",
+    "Skillbook",
+    "UpdateOperation",
+    "normalize_keywords",
+]

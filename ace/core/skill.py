@@ -1,0 +1,278 @@
+"""`Skill`, the skillbook's one record, and the invariants every skill obeys."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from ace.core.insight_source import InsightSource, utc_now
+from ace.exceptions import SkillbookError
+
+__all__ = [
+    "MAX_KEYWORD_LENGTH",
+    "VALID_SECTIONS",
+    "Embedding",
+    "Section",
+    "Skill",
+    "embedding_input",
+    "embedding_input_hash",
+    "normalize_keywords",
+    "validate_insight",
+    "validate_issue",
+    "validate_section",
+]
+
+Section = Literal["context", "harness"]
+VALID_SECTIONS: frozenset[str] = frozenset({"context", "harness"})
+MAX_KEYWORD_LENGTH = 40
+Embedding: TypeAlias = npt.NDArray[np.float32]
+
+_NON_IDENT = re.compile(r"[^\w.]+")
+_UNDERSCORES = re.compile(r"_{2,}")
+
+
+@dataclass(kw_only=True)
+class Skill:
+    """One learned skill: a problem (`issue`, scope inline), the action (`insight`) and labels (`keywords`)."""
+
+    id: str
+    section: Section
+    """`context` (the agent should act differently) or `harness` (a problem of the runtime around it)."""
+    keywords: list[str]
+    """Fine-grained, normalised category labels; never empty."""
+    issue: str
+    """The problem and where it applies, in prose."""
+    insight: str | None
+    """The imperative action; required for `context`, optional for `harness`."""
+    occurrences: list[InsightSource] = field(default_factory=list[InsightSource])
+    """Append-only audit chain: one entry per mutation."""
+    active: bool = True
+    used_count: int = 0
+    helpful_count: int = 0
+    harmful_count: int = 0
+    neutral_count: int = 0
+    embedding: Embedding | None = None
+    """Cached vector of `embedding_input(...)`; stored in the `.npz` sidecar, never in JSON."""
+    created_at: str = field(default_factory=utc_now)
+    updated_at: str = field(default_factory=utc_now)
+
+    @property
+    def removal_reason(self) -> str | None:
+        """Why the skill was soft-removed (from its audit chain), or `None` while it is active."""
+        if self.active:
+            return None
+        for source in reversed(self.occurrences):
+            if source.operation_type == "REMOVE":
+                return source.learning_text
+        return None
+
+    def embedding_text(self) -> str:
+        """The text this skill is embedded and searched by (the spec's formula)."""
+        return embedding_input(self.issue, self.insight, self.keywords)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with a fixed key order; the embedding is left out (it lives in the sidecar)."""
+        return {
+            "id": self.id,
+            "section": self.section,
+            "keywords": list(self.keywords),
+            "issue": self.issue,
+            "insight": self.insight,
+            "active": self.active,
+            "used_count": self.used_count,
+            "helpful_count": self.helpful_count,
+            "harmful_count": self.harmful_count,
+            "neutral_count": self.neutral_count,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "occurrences": [o.to_dict() for o in self.occurrences],
+        }
+
+    def to_llm_dict(self) -> dict[str, Any]:
+        """The fields an LLM needs to reason about the skill (no timestamps, no audit chain)."""
+        return {
+            "id": self.id,
+            "section": self.section,
+            "keywords": list(self.keywords),
+            "issue": self.issue,
+            "insight": self.insight,
+            "helpful": self.helpful_count,
+            "harmful": self.harmful_count,
+            "neutral": self.neutral_count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Skill:
+        """Inverse of `to_dict`, checking every invariant; raises `ValueError` naming the field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"skill must be an object, got {type(data).__name__}")
+        unknown = set(data) - _SKILL_KEYS
+        if unknown:
+            raise ValueError(f"unknown skill field(s) {sorted(unknown)}")
+        missing = [k for k in ("id", "section", "keywords", "issue", "occurrences") if k not in data]
+        if missing:
+            raise ValueError(f"missing skill field(s) {missing}")
+        skill_id = data["id"]
+        if not isinstance(skill_id, str) or not skill_id:
+            raise ValueError(f"skill field 'id' must be a non-empty string, got {skill_id!r}")
+        section = validate_section(data["section"])
+        keywords = data["keywords"]
+        stored = normalize_keywords(keywords)
+        if stored != keywords:
+            raise ValueError(f"skill {skill_id}: keywords {keywords!r} are not normalised (expected {stored!r})")
+        issue = validate_issue(data["issue"])
+        insight = validate_insight(section, data.get("insight"))
+        occurrences = data["occurrences"]
+        if not isinstance(occurrences, list):
+            raise ValueError(f"skill {skill_id}: field 'occurrences' must be a list")
+        counters = [_counter(data, name, skill_id) for name in _COUNTERS]
+        active = data.get("active", True)
+        if not isinstance(active, bool):
+            raise ValueError(f"skill {skill_id}: field 'active' must be true or false, got {active!r}")
+        created_at, updated_at = (_timestamp(data, name, skill_id) for name in ("created_at", "updated_at"))
+        try:
+            chain = [InsightSource.from_dict(o) for o in occurrences]
+        except ValueError as e:
+            raise ValueError(f"skill {skill_id}: {e}") from None
+        return cls(
+            id=skill_id,
+            section=section,
+            keywords=list(stored),
+            issue=issue,
+            insight=insight,
+            occurrences=chain,
+            active=active,
+            used_count=counters[0],
+            helpful_count=counters[1],
+            harmful_count=counters[2],
+            neutral_count=counters[3],
+            created_at=created_at,
+            updated_at=updated_at,
+        )
+
+
+_COUNTERS = ("used_count", "helpful_count", "harmful_count", "neutral_count")
+
+
+def _counter(data: dict[str, Any], name: str, skill_id: str) -> int:
+    value = data.get(name, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"skill {skill_id}: field {name!r} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _timestamp(data: dict[str, Any], name: str, skill_id: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"skill {skill_id}: field {name!r} must be an ISO timestamp string, got {value!r}")
+    return value
+
+
+_SKILL_KEYS = frozenset(
+    {
+        "id",
+        "section",
+        "keywords",
+        "issue",
+        "insight",
+        "active",
+        "used_count",
+        "helpful_count",
+        "harmful_count",
+        "neutral_count",
+        "created_at",
+        "updated_at",
+        "occurrences",
+    }
+)
+
+
+def validate_section(section: object) -> Section:
+    """Return `section` if it is `context` or `harness`; raise naming the fix otherwise."""
+    if section == "context":
+        return "context"
+    if section == "harness":
+        return "harness"
+    raise SkillbookError(
+        f"section must be one of {sorted(VALID_SECTIONS)}, got {section!r}: use 'context' for guidance the "
+        "agent should follow and 'harness' for problems of the runtime around it; put finer categories in "
+        "keywords"
+    )
+
+
+def validate_issue(issue: object) -> str:
+    """The issue text, stripped; every mutation needs a non-empty one."""
+    if not isinstance(issue, str) or not issue.strip():
+        raise SkillbookError(
+            f"issue is required and must be non-empty text, got {issue!r}: describe the problem and where it applies"
+        )
+    return issue.strip()
+
+
+def validate_insight(section: Section, insight: object) -> str | None:
+    """The insight text, stripped: required for `context`, optional (`None` when blank) for `harness`."""
+    if insight is not None and not isinstance(insight, str):
+        raise SkillbookError(f"insight must be text or null, got {type(insight).__name__}")
+    text = insight.strip() if isinstance(insight, str) else ""
+    if section == "context" and not text:
+        raise SkillbookError(
+            "insight is required for a context skill: pass insight= with the imperative action the agent "
+            "should take (or use section='harness' for a problem with no agent-side action)"
+        )
+    return text or None
+
+
+def normalize_keywords(keywords: object) -> list[str]:
+    """Keywords as short lowercase identifiers (`Booking API` -> `booking_api`), de-duplicated, order kept.
+
+    Raises `SkillbookError` when `keywords` is not a list of strings, when a label is longer than
+    `MAX_KEYWORD_LENGTH` after normalisation, or when nothing is left.
+    """
+    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
+        raise SkillbookError(
+            f"keywords must be a list of short labels, got {type(keywords).__name__}: pass e.g. "
+            "['airline', 'booking_api']"
+        )
+    out: list[str] = []
+    seen: set[str] = set()
+    for raw in keywords:
+        if not isinstance(raw, str):
+            raise SkillbookError(f"keywords must be strings, got {raw!r}")
+        label = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
+        if not label:
+            continue
+        if len(label) > MAX_KEYWORD_LENGTH:
+            raise SkillbookError(
+                f"keyword {raw!r} is too long ({len(label)} > {MAX_KEYWORD_LENGTH} characters): keywords are "
+                "short stable labels (domain, subsystem, API family); put prose in issue"
+            )
+        if label not in seen:
+            seen.add(label)
+            out.append(label)
+    if not out:
+        raise SkillbookError(
+            "keywords must contain at least one label: pass 1-5 short labels such as the domain, subsystem, "
+            "API family or behaviour category"
+        )
+    return out
+
+
+def embedding_input(issue: str, insight: str | None, keywords: list[str]) -> str:
+    """The spec's embedding text: issue, then insight, then `Keywords: a, b`, joined by blank lines."""
+    parts = [issue]
+    if insight is not None:
+        parts.append(insight)
+    if keywords:
+        parts.append(f"Keywords: {', '.join(keywords)}")
+    return "\n\n".join(parts)
+
+
+def embedding_input_hash(text: str) -> str:
+    """Short stable fingerprint of an embedding input, so a cached vector is only reused for the same text."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()

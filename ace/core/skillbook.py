@@ -1,0 +1,480 @@
+"""`Skillbook`: the flat, thread-safe set of skills, with its invariants, audit log and rendering."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, assert_never
+
+import numpy as np
+
+from ace.core.insight_source import InsightSource, OperationType, utc_now
+from ace.core.skill import (
+    VALID_SECTIONS,
+    Embedding,
+    Section,
+    Skill,
+    embedding_input_hash,
+    normalize_keywords,
+    validate_insight,
+    validate_issue,
+    validate_section,
+)
+from ace.core.storage import read_embeddings, read_json_file, sidecar_path, write_embeddings, write_json_file
+from ace.core.update_operation import UpdateOperation
+from ace.exceptions import SkillbookError, SkillbookFormatError, UnknownSkillError
+
+__all__ = ["SCHEMA_VERSION", "VALID_SECTIONS", "Skill", "Skillbook", "UpdateOperation"]
+
+SCHEMA_VERSION = "2"
+_SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
+_CHANGELOG_SIZE = 10_000
+
+
+class Skillbook:
+    """A flat set of skills, each mutation checked against the spec's invariants and recorded twice:
+    in the skill's own `occurrences` chain and in the skillbook's `operations` log.
+
+    All methods are safe to call from several threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._skills: dict[str, Skill] = {}
+        self._sections: dict[Section, dict[str, None]] = {s: {} for s in _SECTION_ORDER}
+        self._next_ids: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
+        self._operations: list[UpdateOperation] = []
+        self._version = 0
+        self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
+        self.embedding_model: str | None = None
+        """Name of the model the cached embeddings came from; a different model means re-embed."""
+
+    # ----------------------------------------------------------------- reading
+    def __len__(self) -> int:
+        """Number of stored skills, inactive ones included."""
+        return len(self._skills)
+
+    def __contains__(self, skill_id: object) -> bool:
+        return skill_id in self._skills
+
+    @property
+    def version(self) -> int:
+        """Increases by one with every mutation; indexes compare it to know when they are stale."""
+        return self._version
+
+    @property
+    def operations(self) -> tuple[UpdateOperation, ...]:
+        """The audit log, oldest first."""
+        with self._lock:
+            return tuple(self._operations)
+
+    def get_skill(self, skill_id: str) -> Skill | None:
+        """The skill with this id, or `None`."""
+        return self._skills.get(skill_id)
+
+    def require_skill(self, skill_id: str) -> Skill:
+        """The skill with this id; raises `UnknownSkillError` (with close matches) otherwise."""
+        skill = self._skills.get(skill_id)
+        if skill is None:
+            raise UnknownSkillError(skill_id, list(self._skills))
+        return skill
+
+    def skills(self, *, include_inactive: bool = False, section: Section | None = None) -> list[Skill]:
+        """Skills in creation order; active only unless `include_inactive`."""
+        with self._lock:
+            if section is None:
+                pool: Iterator[Skill] = iter(self._skills.values())
+            else:
+                pool = (self._skills[i] for i in self._sections[validate_section(section)])
+            return [s for s in pool if include_inactive or s.active]
+
+    def section_ids(self, section: Section) -> list[str]:
+        """Ids of all skills (active or not) in one section, in creation order."""
+        with self._lock:
+            return list(self._sections[validate_section(section)])
+
+    def changes_since(self, version: int) -> set[str] | None:
+        """Ids of skills changed after `version`, or `None` when the change log no longer reaches back."""
+        with self._lock:
+            if version == self._version:
+                return set()
+            if not self._changes or self._changes[0][0] > version + 1:
+                return None
+            return {sid for v, sid in self._changes if v > version}
+
+    # --------------------------------------------------------------- mutations
+    def add_skill(
+        self,
+        section: str,
+        issue: str,
+        keywords: Sequence[str],
+        insight: str | None = None,
+        *,
+        insight_source: InsightSource | None = None,
+    ) -> Skill:
+        """Add a skill and return it; its id is `<section>-NNNNN`, never reused."""
+        op = UpdateOperation(type="ADD", section=section, issue=issue, insight=insight, keywords=list(keywords))
+        with self._lock:
+            return self._commit(op, insight_source)
+
+    def update_skill(
+        self,
+        skill_id: str,
+        issue: str,
+        keywords: Sequence[str] | None = None,
+        insight: str | None = None,
+        *,
+        insight_source: InsightSource | None = None,
+    ) -> Skill:
+        """Rewrite a skill's issue (required), and its keywords / insight when given (omit to keep them)."""
+        op = UpdateOperation(
+            type="UPDATE",
+            skill_id=skill_id,
+            issue=issue,
+            insight=insight,
+            keywords=list(keywords) if keywords is not None else None,
+        )
+        with self._lock:
+            return self._commit(op, insight_source)
+
+    def tag_skill(self, skill_id: str, delta: int, *, insight_source: InsightSource | None = None) -> Skill:
+        """Record one use of a skill: delta 1 helpful, -1 harmful, 0 neutral."""
+        with self._lock:
+            return self._commit(UpdateOperation(type="TAG", skill_id=skill_id, delta=delta), insight_source)
+
+    def remove_skill(
+        self,
+        skill_id: str,
+        reason: str,
+        *,
+        insight_source: InsightSource | None = None,
+        soft: bool = True,
+    ) -> Skill:
+        """Deactivate a skill (soft, the default: history kept) or, with `soft=False`, purge it for good."""
+        with self._lock:
+            if not soft:
+                skill = self.require_skill(skill_id)
+                self.purge(skill_id, reason)
+                return skill
+            return self._commit(UpdateOperation(type="REMOVE", skill_id=skill_id, reason=reason), insight_source)
+
+    def purge(self, skill_id: str, reason: str | None = None) -> None:
+        """Delete a skill and its history for good. For operators only: no agent tool reaches this."""
+        with self._lock:
+            self._commit(UpdateOperation(type="PURGE", skill_id=skill_id, reason=reason), None)
+
+    def apply_operations(
+        self, operations: Sequence[UpdateOperation], *, insight_source: InsightSource | None = None
+    ) -> list[Skill]:
+        """Apply a batch all or nothing: if one operation is refused, none of them is applied."""
+        with self._lock:
+            snapshot = self._snapshot()
+            results: list[Skill] = []
+            try:
+                for i, op in enumerate(operations):
+                    try:
+                        results.append(self._commit(op, insight_source))
+                    except SkillbookError as e:
+                        raise SkillbookError(
+                            f"operation {i} ({op.type}) refused, so none of the batch was applied: {e}"
+                        ) from e
+            except BaseException:
+                self._restore(snapshot)
+                raise
+            return results
+
+    def set_embedding(self, skill_id: str, embedding: Embedding | None) -> None:
+        """Cache a skill's vector (float32, 1-D); not a content mutation, so nothing is logged."""
+        with self._lock:
+            skill = self.require_skill(skill_id)
+            skill.embedding = None if embedding is None else np.asarray(embedding, dtype=np.float32).reshape(-1)
+
+    # ---------------------------------------------------------------- internal
+    def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
+        """Validate and apply one operation, append its provenance, log it. Caller holds the lock."""
+        now = utc_now()
+        match op.type:
+            case "ADD":
+                skill = self._build_new(op, now)
+            case "UPDATE":
+                skill = self._build_update(op, now)
+            case "TAG":
+                skill = self._build_tag(op, now)
+            case "REMOVE":
+                skill = self._build_remove(op, now)
+            case "PURGE":
+                skill = self.require_skill(op.skill_id or "")
+                del self._skills[skill.id]
+                del self._sections[skill.section][skill.id]
+                self._log(dataclasses.replace(op, section=skill.section, timestamp=now), skill.id)
+                return skill
+            case _ as unreachable:
+                assert_never(unreachable)
+        kind: OperationType = op.type
+        entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
+        if kind == "REMOVE":
+            entry = dataclasses.replace(entry, learning_text=op.reason)
+        skill.occurrences = [*skill.occurrences, entry]
+        if skill.id not in self._skills:
+            self._sections[skill.section][skill.id] = None
+        self._skills[skill.id] = skill
+        self._log(
+            dataclasses.replace(
+                op,
+                skill_id=skill.id,
+                section=skill.section,
+                issue=skill.issue if op.type in ("ADD", "UPDATE") else None,
+                insight=skill.insight if op.type in ("ADD", "UPDATE") else None,
+                keywords=list(skill.keywords) if op.type in ("ADD", "UPDATE") else None,
+                trace_uid=entry.trace_uid,
+                timestamp=now,
+            ),
+            skill.id,
+        )
+        return skill
+
+    def _build_new(self, op: UpdateOperation, now: str) -> Skill:
+        section = validate_section(op.section)
+        issue = validate_issue(op.issue)
+        if op.keywords is None:
+            raise SkillbookError("keywords are required when adding a skill: pass 1-5 short labels")
+        keywords = normalize_keywords(op.keywords)
+        insight = validate_insight(section, op.insight)
+        skill_id = f"{section}-{self._next_ids[section]:05d}"
+        self._next_ids[section] += 1
+        return Skill(
+            id=skill_id,
+            section=section,
+            keywords=keywords,
+            issue=issue,
+            insight=insight,
+            created_at=now,
+            updated_at=now,
+        )
+
+    def _active_skill(self, skill_id: str | None, verb: str) -> Skill:
+        skill = self.require_skill(skill_id or "")
+        if not skill.active:
+            raise SkillbookError(
+                f"skill {skill.id} was removed ({skill.removal_reason or 'no reason given'}), so it cannot be "
+                f"{verb}: add a new skill instead"
+            )
+        return skill
+
+    def _build_update(self, op: UpdateOperation, now: str) -> Skill:
+        old = self._active_skill(op.skill_id, "updated")
+        issue = validate_issue(op.issue)
+        keywords = normalize_keywords(op.keywords) if op.keywords is not None else list(old.keywords)
+        insight = old.insight if op.insight is None else validate_insight(old.section, op.insight)
+        changed = (issue, insight, keywords) != (old.issue, old.insight, old.keywords)
+        return dataclasses.replace(
+            old,
+            issue=issue,
+            insight=insight,
+            keywords=keywords,
+            embedding=None if changed else old.embedding,
+            updated_at=now,
+        )
+
+    def _build_tag(self, op: UpdateOperation, now: str) -> Skill:
+        old = self._active_skill(op.skill_id, "tagged")
+        delta = op.delta
+        if delta not in (-1, 0, 1) or isinstance(delta, bool):
+            raise SkillbookError(f"delta must be -1 (harmful), 0 (neutral) or 1 (helpful), got {delta!r}")
+        return dataclasses.replace(
+            old,
+            used_count=old.used_count + 1,
+            helpful_count=old.helpful_count + (delta == 1),
+            harmful_count=old.harmful_count + (delta == -1),
+            neutral_count=old.neutral_count + (delta == 0),
+            updated_at=now,
+        )
+
+    def _build_remove(self, op: UpdateOperation, now: str) -> Skill:
+        old = self._active_skill(op.skill_id, "removed again")
+        if not isinstance(op.reason, str) or not op.reason.strip():
+            raise SkillbookError("reason is required to remove a skill: say why it is harmful or outdated")
+        return dataclasses.replace(old, active=False, updated_at=now)
+
+    def _log(self, op: UpdateOperation, skill_id: str) -> None:
+        self._operations.append(op)
+        self._version += 1
+        self._changes.append((self._version, skill_id))
+
+    def _snapshot(self) -> tuple[Any, ...]:
+        return (
+            dict(self._skills),
+            {s: dict(ids) for s, ids in self._sections.items()},
+            dict(self._next_ids),
+            len(self._operations),
+            self._version,
+            len(self._changes),
+        )
+
+    def _restore(self, snap: tuple[Any, ...]) -> None:
+        skills, sections, next_ids, n_ops, version, n_changes = snap
+        self._skills, self._sections, self._next_ids = skills, sections, next_ids
+        del self._operations[n_ops:]
+        self._version = version
+        while len(self._changes) > n_changes:
+            self._changes.pop()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the skillbook's lock for a consistent multi-step read (e.g. building an index)."""
+        with self._lock:
+            yield
+
+    # --------------------------------------------------------------- rendering
+    def as_prompt(self) -> str:
+        """Active skills grouped by section, in the spec's prompt format; `""` when there are none."""
+        lines: list[str] = []
+        with self._lock:
+            for section in _SECTION_ORDER:
+                active = [self._skills[i] for i in self._sections[section] if self._skills[i].active]
+                if not active:
+                    continue
+                lines.append(f"## {section}")
+                for s in active:
+                    lines.append(f"- [{s.id}]")
+                    lines.append(f"Keywords: {', '.join(s.keywords)}")
+                    lines.append(f"Issue: {s.issue}")
+                    if s.insight:
+                        lines.append(f"Insight: {s.insight}")
+        return "\n".join(lines)
+
+    def to_llm_dict(self) -> dict[str, Any]:
+        """Active skills as plain data for an LLM prompt or tool result."""
+        return {"skills": [s.to_llm_dict() for s in self.skills()]}
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for dashboards and logs: skills by section and state, tags, occurrences, cached vectors."""
+        with self._lock:
+            all_skills = list(self._skills.values())
+        active = [s for s in all_skills if s.active]
+        return {
+            "skills": len(all_skills),
+            "active": len(active),
+            "inactive": len(all_skills) - len(active),
+            "sections": {sec: sum(1 for s in active if s.section == sec) for sec in _SECTION_ORDER},
+            "tags": {
+                "helpful": sum(s.helpful_count for s in all_skills),
+                "harmful": sum(s.harmful_count for s in all_skills),
+                "neutral": sum(s.neutral_count for s in all_skills),
+            },
+            "occurrences": sum(len(s.occurrences) for s in all_skills),
+            "operations": len(self._operations),
+            "embedded": sum(1 for s in all_skills if s.embedding is not None),
+        }
+
+    # ----------------------------------------------------------------- storage
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (schema v2): stable key and skill order, no embeddings."""
+        with self._lock:
+            return {
+                "schema_version": SCHEMA_VERSION,
+                "embedding_model": self.embedding_model,
+                "embedding_dim": self._embedding_dim(),
+                "next_ids": dict(self._next_ids),
+                "skills": [s.to_dict() for s in self._skills.values()],
+                "operations": [op.to_dict() for op in self._operations],
+            }
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "skillbook") -> Skillbook:
+        """Rebuild a skillbook from `to_dict` output, checking the schema version and every invariant."""
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+            raise SkillbookFormatError(
+                f"Skillbook format v2 required — regenerate ({source}: schema_version is {found!r})",
+                path=source,
+            )
+        unknown = set(data) - _TOP_KEYS
+        if unknown:
+            raise SkillbookFormatError(f"{source}: unknown top-level field(s) {sorted(unknown)}", path=source)
+        book = cls()
+        model = data.get("embedding_model")
+        if model is not None and not isinstance(model, str):
+            raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
+        book.embedding_model = model
+        raw_skills = data.get("skills", [])
+        if not isinstance(raw_skills, list):
+            raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
+        for i, raw in enumerate(raw_skills):
+            try:
+                skill = Skill.from_dict(raw)
+            except ValueError as e:
+                raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
+            if skill.id in book._skills:
+                raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
+            book._skills[skill.id] = skill
+            book._sections[skill.section][skill.id] = None
+        raw_ops = data.get("operations", [])
+        if not isinstance(raw_ops, list):
+            raise SkillbookFormatError(f"{source}: 'operations' must be a list", path=source)
+        try:
+            book._operations = [UpdateOperation.from_dict(op) for op in raw_ops]
+        except ValueError as e:
+            raise SkillbookFormatError(f"{source}: operations: {e}", path=source) from None
+        book._next_ids = book._restore_next_ids(data.get("next_ids"), source)
+        return book
+
+    def save_to_file(self, path: str | os.PathLike[str]) -> None:
+        """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
+        with self._lock:
+            payload = self.to_dict()
+            embedded = [s for s in self._skills.values() if s.embedding is not None]
+            ids = [s.id for s in embedded]
+            hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
+            vectors = [s.embedding for s in embedded if s.embedding is not None]
+            model = self.embedding_model
+        sidecar = sidecar_path(path)
+        if vectors:
+            write_embeddings(sidecar, ids=ids, hashes=hashes, matrix=np.stack(vectors), model=model)
+        else:
+            sidecar.unlink(missing_ok=True)
+        write_json_file(path, payload)
+
+    @classmethod
+    def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
+        """Read a skillbook file (schema v2 only) and reuse every cached vector whose text is unchanged."""
+        data = read_json_file(path)
+        book = cls.from_dict(data, source=str(path))
+        stored_dim = data.get("embedding_dim")
+        dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
+        cached = read_embeddings(sidecar_path(path), model=book.embedding_model, dim=dim)
+        if cached:
+            for skill in book._skills.values():
+                hit = cached.get(skill.id)
+                if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
+                    skill.embedding = hit[1]
+        return book
+
+    def _embedding_dim(self) -> int | None:
+        for s in self._skills.values():
+            if s.embedding is not None:
+                return int(s.embedding.shape[0])
+        return None
+
+    def _restore_next_ids(self, raw: Any, source: str) -> dict[Section, int]:
+        """Stored counters, raised past any id present so ids are never reused."""
+        out: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
+        if raw is not None:
+            if not isinstance(raw, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in raw.values()
+            ):
+                raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers")
+            for sec, value in raw.items():
+                out[validate_section(sec)] = value
+        for sid, skill in self._skills.items():
+            _, _, number = sid.rpartition("-")
+            if number.isdigit():
+                out[skill.section] = max(out[skill.section], int(number) + 1)
+        return out
+
+
+_TOP_KEYS = frozenset({"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"})

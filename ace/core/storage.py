@@ -1,0 +1,136 @@
+"""Skillbook files: `skillbook.json` (diffable, no vectors) and the `.embeddings.npz` cache beside it.
+
+Every write goes to a temporary file in the same folder and is renamed over the target, so a crash
+or an exception mid-write leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ace.core.skill import Embedding
+from ace.exceptions import SkillbookFormatError
+
+__all__ = [
+    "atomic_write",
+    "read_embeddings",
+    "read_json_file",
+    "sidecar_path",
+    "write_embeddings",
+    "write_json_file",
+]
+
+
+def sidecar_path(path: str | os.PathLike[str]) -> Path:
+    """`skillbook.json` -> `skillbook.embeddings.npz` (same folder, same stem)."""
+    p = Path(path)
+    return p.with_name(f"{p.stem}.embeddings.npz")
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+    """Call `write` on a temporary file beside `path`, fsync it, then rename it over `path`."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_file(path: str | os.PathLike[str], payload: Mapping[str, Any]) -> None:
+    """Write `payload` as indented UTF-8 JSON, atomically."""
+    data = json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    atomic_write(path, write)
+
+
+def read_json_file(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file; a syntax error names the file, line, column and character offset."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
+    except UnicodeDecodeError as e:
+        raise SkillbookFormatError(f"{p}: not UTF-8 text (byte {e.start}): {e.reason}", path=str(p)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SkillbookFormatError(
+            f"{p}: malformed JSON at line {e.lineno}, column {e.colno} (char {e.pos}): {e.msg}", path=str(p)
+        ) from None
+
+
+def write_embeddings(
+    path: str | os.PathLike[str],
+    *,
+    ids: list[str],
+    hashes: list[str],
+    matrix: Embedding,
+    model: str | None,
+) -> None:
+    """Write the vector cache atomically: ids, the text fingerprint of each, and one float32 matrix."""
+
+    def write(f: IO[bytes]) -> None:
+        # One entry per array (not per skill) keeps a 50,000-skill cache fast; level 1 trades little size.
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            for name, arr in (
+                ("ids", np.asarray(ids, dtype=np.str_)),
+                ("hashes", np.asarray(hashes, dtype=np.str_)),
+                ("embeddings", np.ascontiguousarray(matrix, dtype=np.float32)),
+                ("model", np.asarray(model or "", dtype=np.str_)),
+            ):
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, arr, allow_pickle=False)
+
+    atomic_write(path, write)
+
+
+def read_embeddings(
+    path: str | os.PathLike[str], *, model: str | None, dim: int | None
+) -> dict[str, tuple[str, Embedding]]:
+    """The cached vectors by skill id, each with the fingerprint of the text it was computed from.
+
+    A cache, never an error: a missing, corrupt or foreign file, one from another model or of another
+    dimension than `dim`, yields `{}`.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return {}
+    try:
+        with np.load(p, allow_pickle=False) as npz:
+            ids = npz["ids"]
+            hashes = npz["hashes"]
+            matrix = npz["embeddings"]
+            stored_model = str(npz["model"]) or None
+    except Exception:
+        return {}
+    if (
+        stored_model != model
+        or matrix.dtype != np.float32
+        or matrix.ndim != 2
+        or (dim is not None and matrix.shape[1] != dim)
+        or ids.ndim != 1
+        or not (len(ids) == len(hashes) == matrix.shape[0])
+    ):
+        return {}
+    return {str(i): (str(h), matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True))}
