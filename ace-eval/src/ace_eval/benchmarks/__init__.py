@@ -1,0 +1,1 @@
+"""Benchmarks ACE can run an agent on."""

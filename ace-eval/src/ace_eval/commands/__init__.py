@@ -1,0 +1,1 @@
+"""Click command groups of `ace-eval`, one module each."""

@@ -1,0 +1,1 @@
+"""Trace collections, training and the end-to-end run."""

@@ -1,0 +1,1 @@
+"""Finding and resolving near-duplicate skills."""

@@ -1,0 +1,1 @@
+"""Pipeline steps, one per module: reflect, update, deduplicate, export, persist."""
