@@ -6,7 +6,7 @@ import dataclasses
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, assert_never
 
@@ -24,7 +24,14 @@ from ace.core.skill import (
     validate_issue,
     validate_section,
 )
-from ace.core.storage import read_embeddings, read_json_file, sidecar_path, write_embeddings, write_json_file
+from ace.core.storage import (
+    atomic_write_many,
+    embeddings_writer,
+    json_writer,
+    read_embeddings,
+    read_json_file,
+    sidecar_path,
+)
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, SkillbookFormatError, UnknownSkillError
 
@@ -52,6 +59,8 @@ class Skillbook:
         self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
         self.embedding_model: str | None = None
         """Name of the model the cached embeddings came from; a different model means re-embed."""
+        self.caches: dict[str, object] = {}
+        """Derived data rebuilt on demand (e.g. the search index), keyed by owner; never saved or copied."""
 
     # ----------------------------------------------------------------- reading
     def __len__(self) -> int:
@@ -117,7 +126,9 @@ class Skillbook:
         insight_source: InsightSource | None = None,
     ) -> Skill:
         """Add a skill and return it; its id is `<section>-NNNNN`, never reused."""
-        op = UpdateOperation(type="ADD", section=section, issue=issue, insight=insight, keywords=list(keywords))
+        op = UpdateOperation(
+            type="ADD", section=section, issue=issue, insight=insight, keywords=_keyword_list(keywords)
+        )
         with self._lock:
             return self._commit(op, insight_source)
 
@@ -136,7 +147,7 @@ class Skillbook:
             skill_id=skill_id,
             issue=issue,
             insight=insight,
-            keywords=list(keywords) if keywords is not None else None,
+            keywords=_keyword_list(keywords) if keywords is not None else None,
         )
         with self._lock:
             return self._commit(op, insight_source)
@@ -191,7 +202,17 @@ class Skillbook:
         """Cache a skill's vector (float32, 1-D); not a content mutation, so nothing is logged."""
         with self._lock:
             skill = self.require_skill(skill_id)
-            skill.embedding = None if embedding is None else np.asarray(embedding, dtype=np.float32).reshape(-1)
+            if embedding is None:
+                skill.embedding = None
+                return
+            vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
+            dim = self._embedding_dim(exclude=skill_id)
+            if dim is not None and vector.shape[0] != dim:
+                raise SkillbookError(
+                    f"embedding of {skill_id} has dimension {vector.shape[0]} but the skillbook's vectors have {dim}: "
+                    "clear all embeddings (set_embedding(id, None)) before switching embedding models"
+                )
+            skill.embedding = vector
 
     # ---------------------------------------------------------------- internal
     def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
@@ -434,10 +455,11 @@ class Skillbook:
             model = self.embedding_model
         sidecar = sidecar_path(path)
         if vectors:
-            write_embeddings(sidecar, ids=ids, hashes=hashes, matrix=np.stack(vectors), model=model)
+            cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=model)
+            atomic_write_many([(sidecar, cache), (path, json_writer(payload))])
         else:
+            atomic_write_many([(path, json_writer(payload))])
             sidecar.unlink(missing_ok=True)
-        write_json_file(path, payload)
 
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
@@ -454,9 +476,9 @@ class Skillbook:
                     skill.embedding = hit[1]
         return book
 
-    def _embedding_dim(self) -> int | None:
+    def _embedding_dim(self, exclude: str | None = None) -> int | None:
         for s in self._skills.values():
-            if s.embedding is not None:
+            if s.embedding is not None and s.id != exclude:
                 return int(s.embedding.shape[0])
         return None
 
@@ -475,6 +497,14 @@ class Skillbook:
             if number.isdigit():
                 out[skill.section] = max(out[skill.section], int(number) + 1)
         return out
+
+
+def _keyword_list(keywords: object) -> list[str]:
+    """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
+    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
+        return normalize_keywords(keywords)  # always raises, with the error that names the fix
+    items: list[str] = list(keywords)
+    return items
 
 
 _TOP_KEYS = frozenset({"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"})

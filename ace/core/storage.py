@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,12 +21,14 @@ from ace.core.skill import Embedding
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
+    "Writer",
     "atomic_write",
+    "atomic_write_many",
+    "embeddings_writer",
+    "json_writer",
     "read_embeddings",
     "read_json_file",
     "sidecar_path",
-    "write_embeddings",
-    "write_json_file",
 ]
 
 
@@ -36,31 +38,48 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(f"{p.stem}.embeddings.npz")
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+Writer = Callable[[IO[bytes]], None]
+
+
+def atomic_write(path: str | os.PathLike[str], write: Writer) -> None:
     """Call `write` on a temporary file beside `path`, fsync it, then rename it over `path`."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    atomic_write_many([(path, write)])
+
+
+def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) -> None:
+    """Write every file to a temporary beside its target first, and rename them all only once all succeeded.
+
+    An exception in any writer leaves every target as it was and no temporary file behind.
+    """
+    pending: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        for path, write in files:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            pending.append((tmp, target))
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+        while pending:
+            tmp, target = pending[0]
+            os.replace(tmp, target)
+            pending.pop(0)
+    finally:
+        for tmp, _ in pending:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
-def write_json_file(path: str | os.PathLike[str], payload: Mapping[str, Any]) -> None:
-    """Write `payload` as indented UTF-8 JSON, atomically."""
+def json_writer(payload: Mapping[str, Any]) -> Writer:
+    """A writer of `payload` as indented UTF-8 JSON (one field per line, so diffs stay readable)."""
     data = json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
 
     def write(f: IO[bytes]) -> None:
         f.write(data)
 
-    atomic_write(path, write)
+    return write
 
 
 def read_json_file(path: str | os.PathLike[str]) -> Any:
@@ -80,15 +99,8 @@ def read_json_file(path: str | os.PathLike[str]) -> Any:
         ) from None
 
 
-def write_embeddings(
-    path: str | os.PathLike[str],
-    *,
-    ids: list[str],
-    hashes: list[str],
-    matrix: Embedding,
-    model: str | None,
-) -> None:
-    """Write the vector cache atomically: ids, the text fingerprint of each, and one float32 matrix."""
+def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, model: str | None) -> Writer:
+    """A writer of the vector cache: ids, the text fingerprint of each, one float32 matrix, the model name."""
 
     def write(f: IO[bytes]) -> None:
         # One entry per array (not per skill) keeps a 50,000-skill cache fast; level 1 trades little size.
@@ -102,7 +114,7 @@ def write_embeddings(
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, arr, allow_pickle=False)
 
-    atomic_write(path, write)
+    return write
 
 
 def read_embeddings(
