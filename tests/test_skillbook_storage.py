@@ -6,11 +6,13 @@ import json
 import os
 import zipfile
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import pytest
 
 from ace import InsightSource, Skillbook, SkillbookFormatError
+from ace.core import skillbook as skillbook_module
 from ace.core import storage
 from ace.core.storage import sidecar_path
 
@@ -85,7 +87,9 @@ def test_json_is_diffable_and_carries_no_embeddings(tmp_path: Path) -> None:
     assert doc["schema_version"] == "2"
     assert list(doc) == ["schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"]
     assert all("embedding" not in s for s in doc["skills"])
-    assert text.count("\n") > 50  # one field per line, so git diffs show what changed
+    # One line per top-level field, per skill and per logged operation: a changed skill is a changed line.
+    assert text.count("\n") == 6 + 2 * 2 + len(doc["skills"]) + len(doc["operations"])
+    assert text.splitlines()[6].startswith('  {"id": "harness-00001"')
     assert "ünïcode" in text
 
 
@@ -108,14 +112,19 @@ def test_failed_save_leaves_previous_files_intact(tmp_path: Path, monkeypatch: p
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     new = build(30, dim=8, seed=1)
-    real_dumps = json.dumps
+    real_json_writer = skillbook_module.json_writer
 
-    def exploding_dumps(*args: object, **kwargs: object) -> str:
-        real_dumps(*args, **kwargs)  # type: ignore[arg-type]
-        raise OSError("disk full")
+    def exploding_json_writer(*args: Any, **kwargs: Any) -> storage.Writer:
+        inner = real_json_writer(*args, **kwargs)
 
-    # Fail inside the JSON write (after the sidecar was written), then inside the sidecar write itself.
-    monkeypatch.setattr(storage.json, "dumps", exploding_dumps)
+        def write(f: IO[bytes]) -> None:
+            inner(f)  # the whole new document is in the temporary file...
+            raise OSError("disk full")  # ...when the write fails
+
+        return write
+
+    # Fail inside the JSON write (after the sidecar's temporary was written), then inside the sidecar write.
+    monkeypatch.setattr(skillbook_module, "json_writer", exploding_json_writer)
     with pytest.raises(OSError, match="disk full"):
         new.save_to_file(path)
     monkeypatch.undo()

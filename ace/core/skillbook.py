@@ -27,6 +27,7 @@ from ace.core.skill import (
 from ace.core.storage import (
     atomic_write_many,
     embeddings_writer,
+    gc_paused,
     json_writer,
     read_embeddings,
     read_json_file,
@@ -446,7 +447,7 @@ class Skillbook:
 
     def save_to_file(self, path: str | os.PathLike[str]) -> None:
         """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
-        with self._lock:
+        with self._lock, gc_paused():
             payload = self.to_dict()
             embedded = [s for s in self._skills.values() if s.embedding is not None]
             ids = [s.id for s in embedded]
@@ -456,16 +457,17 @@ class Skillbook:
         sidecar = sidecar_path(path)
         if vectors:
             cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=model)
-            atomic_write_many([(sidecar, cache), (path, json_writer(payload))])
+            atomic_write_many([(sidecar, cache), (path, json_writer(payload, one_per_line=_LIST_FIELDS))])
         else:
-            atomic_write_many([(path, json_writer(payload))])
+            atomic_write_many([(path, json_writer(payload, one_per_line=_LIST_FIELDS))])
             sidecar.unlink(missing_ok=True)
 
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
         """Read a skillbook file (schema v2 only) and reuse every cached vector whose text is unchanged."""
-        data = read_json_file(path)
-        book = cls.from_dict(data, source=str(path))
+        with gc_paused():
+            data = read_json_file(path)
+            book = cls.from_dict(data, source=str(path))
         stored_dim = data.get("embedding_dim")
         dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
         cached = read_embeddings(sidecar_path(path), model=book.embedding_model, dim=dim)
@@ -507,4 +509,5 @@ def _keyword_list(keywords: object) -> list[str]:
     return items
 
 
+_LIST_FIELDS = ("skills", "operations")
 _TOP_KEYS = frozenset({"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"})

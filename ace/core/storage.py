@@ -7,11 +7,12 @@ or an exception mid-write leaves the previous file intact.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,11 +26,25 @@ __all__ = [
     "atomic_write",
     "atomic_write_many",
     "embeddings_writer",
+    "gc_paused",
     "json_writer",
     "read_embeddings",
     "read_json_file",
     "sidecar_path",
 ]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small acyclic objects (a load of 5,000 skills
+    otherwise triggers repeated full collections that double its time); restores the previous state."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def sidecar_path(path: str | os.PathLike[str]) -> Path:
@@ -72,9 +87,21 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
                 os.unlink(tmp)
 
 
-def json_writer(payload: Mapping[str, Any]) -> Writer:
-    """A writer of `payload` as indented UTF-8 JSON (one field per line, so diffs stay readable)."""
-    data = json.dumps(payload, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ()) -> Writer:
+    """A writer of `payload` as UTF-8 JSON, one top-level field per line and, for the list fields named in
+    `one_per_line`, one item per line: stable and diffable (a changed skill is a changed line), and encoded by
+    the C encoder (an indented dump goes through the pure-Python encoder, ~10x slower)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    lines = ["{"]
+    for n, (key, value) in enumerate(payload.items()):
+        comma = "," if n < len(payload) - 1 else ""
+        if key in one_per_line and isinstance(value, list) and value:
+            items = ",\n  ".join(encode(v) for v in value)
+            lines.append(f" {encode(key)}: [\n  {items}\n ]{comma}")
+        else:
+            lines.append(f" {encode(key)}: {encode(value)}{comma}")
+    lines.append("}\n")
+    data = "\n".join(lines).encode("utf-8")
 
     def write(f: IO[bytes]) -> None:
         f.write(data)
@@ -103,8 +130,9 @@ def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, m
     """A writer of the vector cache: ids, the text fingerprint of each, one float32 matrix, the model name."""
 
     def write(f: IO[bytes]) -> None:
-        # One entry per array (not per skill) keeps a 50,000-skill cache fast; level 1 trades little size.
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        # One entry per array, not per skill, and stored rather than deflated: float32 vectors shrink by
+        # under 10% while deflate costs ~0.7 s at 5,000 x 384. It is still a standard `.npz` for `np.load`.
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
             for name, arr in (
                 ("ids", np.asarray(ids, dtype=np.str_)),
                 ("hashes", np.asarray(hashes, dtype=np.str_)),
