@@ -281,3 +281,12 @@ def test_save_creates_parent_folders_and_leaves_no_temp_files(tmp_path: Path) ->
     path = tmp_path / "a" / "b" / "skillbook.json"
     build(3, dim=4).save_to_file(path)
     assert sorted(os.listdir(path.parent)) == ["skillbook.embeddings.npz", "skillbook.json"]
+
+
+def test_saved_files_get_the_ordinary_file_mode(tmp_path: Path) -> None:
+    path = tmp_path / "skillbook.json"
+    build(2, dim=4).save_to_file(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in (path, sidecar_path(path)):
+        assert p.stat().st_mode & 0o777 == 0o666 & ~umask

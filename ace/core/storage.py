@@ -74,6 +74,7 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             pending.append((tmp, target))
             with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
                 write(f)
                 f.flush()
                 os.fsync(f.fileno())
@@ -85,6 +86,19 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
         for tmp, _ in pending:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _default_mode() -> int:
+    """The mode `open()` would give a new file under the current umask (read without changing it, since
+    `os.umask` is process-wide and racy with other threads); 0o644 where the umask cannot be read."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o644
 
 
 def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ()) -> Writer:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ace_eval import __version__
+from ace_eval.commands.collection import collection
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +21,7 @@ def main() -> None:
 
 # Sub-commands register below, one line each (keep this block sorted).
 # -- commands --
+main.add_command(collection)
 
 
 if __name__ == "__main__":

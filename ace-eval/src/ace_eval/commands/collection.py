@@ -1,0 +1,137 @@
+"""`ace-eval collection`: import traces from other systems, summarise a collection, repair an interrupted one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ace_eval import __version__
+from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
+from ace_eval.e2e.collection import (
+    CollectionError,
+    CollectionManifest,
+    read_collection,
+    repair_collection,
+    write_collection,
+)
+from ace_eval.e2e.importers import IMPORT_FORMATS, ImportFormat, import_traces
+
+__all__ = ["collection"]
+
+
+def _parse_models(values: tuple[str, ...]) -> dict[str, str]:
+    models: dict[str, str] = {}
+    for value in values:
+        role, sep, name = value.partition("=")
+        if not sep or not role.strip() or not name.strip():
+            raise click.BadParameter(f"{value!r}: write ROLE=MODEL, e.g. agent=gpt-4o", param_hint="--model")
+        models[role.strip()] = name.strip()
+    return models
+
+
+@click.group("collection")
+def collection() -> None:
+    """Trace collections: a folder with manifest.json and traces.jsonl (one trace per line)."""
+
+
+@collection.command("import")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(IMPORT_FORMATS), required=True, help="The format of SRC.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="The new collection folder.")
+@click.option("--source-system", help="Name of the source (default: from the data, e.g. tau-bench-airline).")
+@click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
+@click.option("--model", "models", multiple=True, metavar="ROLE=MODEL", help="A model that produced the traces.")
+def import_command(
+    src: Path,
+    fmt: ImportFormat,
+    out: Path,
+    source_system: str | None,
+    benchmark: str | None,
+    models: tuple[str, ...],
+) -> None:
+    """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
+    model_map = _parse_models(models)
+    try:
+        imported = import_traces(fmt, src, source_system=source_system)
+        manifest = write_collection(
+            out,
+            imported.traces,
+            source_system=imported.source_system,
+            benchmark=benchmark or imported.benchmark,
+            models={**imported.models, **model_map},
+            metadata={**imported.metadata, "ace_eval_version": __version__},
+        )
+    except CollectionError as e:
+        raise click.ClickException(str(e)) from None
+    counts = manifest.counts
+    click.echo(
+        f"Imported {counts.traces} traces from {src} ({fmt}): {counts.successes} successes of "
+        f"{counts.with_reward} with a reward, {counts.tasks} tasks."
+    )
+    click.echo(f"Collection: {out}")
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_stats(directory: Path, manifest: CollectionManifest, stats: CollectionStats, *, top_tools: int = 10) -> str:
+    """The text `ace-eval collection stats` prints."""
+    models = ", ".join(f"{role}={name}" for role, name in manifest.models.items()) or "-"
+    rows = [
+        ("source system", manifest.source_system),
+        ("benchmark", manifest.benchmark or "-"),
+        ("models", models),
+        ("traces", f"{stats.traces} ({stats.with_reward} with a reward)"),
+        ("successes", f"{stats.successes} ({_rate(stats.success_rate)}, reward >= {manifest.success_threshold:g})"),
+        ("mean reward", _number(stats.mean_reward)),
+        ("messages/trace", f"{stats.messages.mean:.1f} (min {stats.messages.min}, max {stats.messages.max})"),
+        ("tool calls/trace", f"{stats.tool_calls.mean:.1f} (min {stats.tool_calls.min}, max {stats.tool_calls.max})"),
+    ]
+    if stats.tools:
+        rows.append(("tools", ", ".join(f"{name} {n}" for name, n in list(stats.tools.items())[:top_tools])))
+    lines = [f"Collection {directory}", *(f"  {label:<17} {value}" for label, value in rows)]
+    if stats.tasks:
+        width = max(len("task"), *(len(t.task_id) for t in stats.tasks))
+        lines += ["", f"  {'task':<{width}}  runs  successes  mean reward"]
+        lines += [
+            f"  {t.task_id:<{width}}  {t.traces:>4}  {t.successes:>9}  {_number(t.mean_reward):>11}"
+            for t in stats.tasks
+        ]
+    return "\n".join(lines)
+
+
+@collection.command("stats")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
+def stats_command(directory: Path, as_json: bool) -> None:
+    """Validate the collection in DIRECTORY and print its traces, success rate, sizes and results per task."""
+    try:
+        manifest, traces = read_collection(directory)
+    except CollectionError as e:
+        raise click.ClickException(str(e)) from None
+    stats = collection_stats(traces, manifest.success_threshold)
+    if as_json:
+        payload = {"manifest": manifest.model_dump(mode="json"), "stats": stats.to_dict()}
+        click.echo(json.dumps(payload, indent=1, ensure_ascii=False))
+    else:
+        click.echo(format_stats(directory, manifest, stats))
+
+
+@collection.command("repair")
+@click.argument("directory", type=click.Path(path_type=Path))
+def repair_command(directory: Path) -> None:
+    """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest."""
+    try:
+        manifest, dropped = repair_collection(directory)
+    except CollectionError as e:
+        raise click.ClickException(str(e)) from None
+    if dropped:
+        click.echo("Dropped the unfinished last line (a trace the interrupted run had not finished writing).")
+    click.echo(f"Manifest recounted: traces {manifest.counts.traces}, successes {manifest.counts.successes}.")

@@ -1,0 +1,140 @@
+"""tau-bench result files: a JSON list of `{task_id, reward, info: {task, ..., reward_info}, traj, trial}`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace_eval.e2e._collection_model import CollectionError
+from ace_eval.e2e.importers._common import ImportedCollection, build_trace, load_json, validate_source
+
+__all__ = ["import_tau_bench", "tau_bench_feedback"]
+
+_SOURCE = ConfigDict(strict=True, extra="allow")
+# Where a trace field comes from in a tau-bench run.
+_RENAMES = {"messages": "traj", "question": "info.task.instruction", "trace_id": "task_id"}
+
+
+class _Task(BaseModel):
+    model_config = _SOURCE
+    instruction: str
+    user_id: str | None = None
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)
+
+
+class _Info(BaseModel):
+    model_config = _SOURCE
+    task: _Task
+    source: str | None = None
+    user_cost: float | None = None
+    reward_info: dict[str, Any] | None = None
+
+
+class _Result(BaseModel):
+    model_config = _SOURCE
+    task_id: int | str
+    reward: float
+    info: _Info
+    traj: list[Any]
+    trial: int | None = None
+
+
+def _domain(entries: list[Any]) -> str | None:
+    """`airline` or `retail` from the policy heading of the first run's system prompt."""
+    for entry in entries[:1]:
+        traj = entry.get("traj") if isinstance(entry, dict) else None
+        first = traj[0] if isinstance(traj, list) and traj else None
+        content = first.get("content") if isinstance(first, dict) and first.get("role") == "system" else None
+        heading = content.strip().splitlines()[0].lower() if isinstance(content, str) and content.strip() else ""
+        for domain in ("airline", "retail"):
+            if domain in heading:
+                return domain
+    return None
+
+
+def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str:
+    """The grader's verdict in words, from tau-bench's `reward_info` (database check, then required outputs)."""
+    if reward_info is None:
+        return f"reward {reward:g}: no grading details recorded (reward_info is null)"
+    info = reward_info.get("info") or {}
+    parts: list[str] = []
+    if "r_actions" in info:
+        if info["r_actions"] >= 1:
+            parts.append("the final database matches the one the gold actions produce")
+        else:
+            parts.append("the final database differs from the one the gold actions produce")
+    if "r_outputs" in info:
+        # tau-bench checks the outputs only once the database matched.
+        parts.append("the final database matches the one the gold actions produce")
+        outputs = info.get("outputs") or {}
+        missing = [str(k) for k, said in outputs.items() if not said]
+        if missing:
+            parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
+        elif outputs:
+            parts.append("the agent told the user every required output")
+    return f"reward {reward:g}: " + ("; ".join(parts) if parts else "no breakdown recorded")
+
+
+def import_tau_bench(path: str | os.PathLike[str], *, source_system: str | None = None) -> ImportedCollection:
+    """Convert a tau-bench result file; `source_system` defaults to `tau-bench-<domain>` (airline or retail)."""
+    file = str(path)
+    raw = load_json(path)
+    if not isinstance(raw, list):
+        hint = " (this looks like a tau2-bench Results file: use --format tau2)" if isinstance(raw, dict) else ""
+        raise CollectionError(
+            f"a tau-bench result file is a JSON list of runs, got {type(raw).__name__}{hint}", file=file
+        )
+    domain = _domain(raw)
+    system = source_system or (f"tau-bench-{domain}" if domain else "tau-bench")
+    traces = []
+    for i, entry in enumerate(raw):
+        result = validate_source(_Result, entry, file=file, where=f"[{i}]")
+        task = result.info.task
+        trace_id = (
+            f"task-{result.task_id}-trial-{result.trial}"
+            if result.trial is not None
+            else f"task-{result.task_id}-run-{i}"
+        )
+        reward_info = result.info.reward_info
+        metadata: dict[str, Any] = {
+            "trial": result.trial,
+            "user_id": task.user_id,
+            "user_source": result.info.source,
+            "user_cost": result.info.user_cost,
+            # The gold actions are in ground_truth; reward_info repeats them.
+            "reward_info": None if reward_info is None else {k: v for k, v in reward_info.items() if k != "actions"},
+        }
+
+        def locate(trace_field: str, i: int = i) -> str:
+            head, sep, rest = (
+                trace_field.partition("[") if trace_field.startswith("messages") else (trace_field, "", "")
+            )
+            return f"[{i}].{_RENAMES.get(head, head)}{sep}{rest}"
+
+        traces.append(
+            build_trace(
+                {
+                    "source_system": system,
+                    "trace_id": trace_id,
+                    "task_id": str(result.task_id),
+                    "question": task.instruction,
+                    "messages": result.traj,
+                    "reward": result.reward,
+                    "feedback": tau_bench_feedback(result.reward, reward_info),
+                    "ground_truth": {"actions": task.actions, "outputs": task.outputs},
+                    "metadata": metadata,
+                },
+                file=file,
+                locate=locate,
+            )
+        )
+    return ImportedCollection(
+        traces=traces,
+        source_system=system,
+        benchmark=system,
+        metadata={"importer": "tau-bench", "source_file": Path(path).name},
+    )
