@@ -53,7 +53,17 @@ def test_real_tau_bench_runs(airline_data: Path, tmp_path: Path) -> None:
         (
             0.0,
             {"reward": 0.0, "info": {"r_outputs": 0.0, "outputs": {"327": True, "1000": False}}},
-            "matches the one the gold actions produce; the agent never told the user: '1000'",
+            "reward 0: the agent never told the user: '1000'",
+        ),
+        (
+            0.0,
+            {"reward": 0.0, "info": {"r_outputs": 1.0, "outputs": {"327": True}}},
+            "reward 0: the final database differs from the one the gold actions produce; the agent told the user",
+        ),
+        (
+            1.0,
+            {"reward": 1.0, "info": {"r_outputs": 1.0, "outputs": {"327": True}}},
+            "reward 1: the final database matches the one the gold actions produce; the agent told the user",
         ),
         (0.0, None, "no grading details recorded"),
     ],

@@ -68,10 +68,14 @@ def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str
         else:
             parts.append("the final database differs from the one the gold actions produce")
     if "r_outputs" in info:
-        # tau-bench checks the outputs only once the database matched.
-        parts.append("the final database matches the one the gold actions produce")
+        # For a task with required outputs, tau-bench records only the outputs check: the database verdict is
+        # overwritten, so it is known only when the reward or a complete outputs check implies it.
         outputs = info.get("outputs") or {}
         missing = [str(k) for k, said in outputs.items() if not said]
+        if reward >= 1:
+            parts.append("the final database matches the one the gold actions produce")
+        elif not missing:
+            parts.append("the final database differs from the one the gold actions produce")
         if missing:
             parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
         elif outputs:
