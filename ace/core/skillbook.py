@@ -58,6 +58,7 @@ class Skillbook:
         self._operations: list[UpdateOperation] = []
         self._version = 0
         self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
+        self._keep_pairs: dict[tuple[str, str], None] = {}
         self.embedding_model: str | None = None
         """Name of the model the cached embeddings came from; a different model means re-embed."""
         self.caches: dict[str, object] = {}
@@ -81,6 +82,16 @@ class Skillbook:
         """The audit log, oldest first."""
         with self._lock:
             return tuple(self._operations)
+
+    @property
+    def keep_pairs(self) -> tuple[tuple[str, str], ...]:
+        """Pairs of skills a deduplication decided to keep apart (ids sorted within a pair), oldest first."""
+        with self._lock:
+            return tuple(self._keep_pairs)
+
+    def is_kept_pair(self, first_id: str, second_id: str) -> bool:
+        """Whether a deduplication already decided to keep these two skills apart."""
+        return _pair_key(first_id, second_id) in self._keep_pairs
 
     def get_skill(self, skill_id: str) -> Skill | None:
         """The skill with this id, or `None`."""
@@ -114,7 +125,12 @@ class Skillbook:
                 return set()
             if not self._changes or self._changes[0][0] > version + 1:
                 return None
-            return {sid for v, sid in self._changes if v > version}
+            changed: set[str] = set()
+            for v, sid in reversed(self._changes):  # newest first: stop at the first change already seen
+                if v <= version:
+                    break
+                changed.add(sid)
+            return changed
 
     # --------------------------------------------------------------- mutations
     def add_skill(
@@ -199,6 +215,20 @@ class Skillbook:
                 raise
             return results
 
+    def record_keep_pair(self, first_id: str, second_id: str) -> bool:
+        """Remember that two skills are distinct enough to keep (a dedup KEEP), so the pair is not asked again.
+
+        Not a content mutation: no occurrence or operation is logged. Returns `False` when already recorded.
+        """
+        with self._lock:
+            key = _pair_key(first_id, second_id)
+            for skill_id in key:
+                self.require_skill(skill_id)
+            if key in self._keep_pairs:
+                return False
+            self._keep_pairs[key] = None
+            return True
+
     def set_embedding(self, skill_id: str, embedding: Embedding | None) -> None:
         """Cache a skill's vector (float32, 1-D); not a content mutation, so nothing is logged."""
         with self._lock:
@@ -232,6 +262,7 @@ class Skillbook:
                 skill = self.require_skill(op.skill_id or "")
                 del self._skills[skill.id]
                 del self._sections[skill.section][skill.id]
+                self._keep_pairs = {k: None for k in self._keep_pairs if skill.id not in k}
                 self._log(dataclasses.replace(op, section=skill.section, timestamp=now), skill.id)
                 return skill
             case _ as unreachable:
@@ -332,14 +363,15 @@ class Skillbook:
             dict(self._skills),
             {s: dict(ids) for s, ids in self._sections.items()},
             dict(self._next_ids),
+            dict(self._keep_pairs),
             len(self._operations),
             self._version,
             len(self._changes),
         )
 
     def _restore(self, snap: tuple[Any, ...]) -> None:
-        skills, sections, next_ids, n_ops, version, n_changes = snap
-        self._skills, self._sections, self._next_ids = skills, sections, next_ids
+        skills, sections, next_ids, keep_pairs, n_ops, version, n_changes = snap
+        self._skills, self._sections, self._next_ids, self._keep_pairs = skills, sections, next_ids, keep_pairs
         del self._operations[n_ops:]
         self._version = version
         while len(self._changes) > n_changes:
@@ -395,9 +427,13 @@ class Skillbook:
 
     # ----------------------------------------------------------------- storage
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (schema v2): stable key and skill order, no embeddings."""
+        """The JSON document (schema v2): stable key and skill order, no embeddings.
+
+        `dedup_keep_pairs` (pairs of skill ids a deduplication decided to keep apart) is only present when
+        there is at least one.
+        """
         with self._lock:
-            return {
+            doc: dict[str, Any] = {
                 "schema_version": SCHEMA_VERSION,
                 "embedding_model": self.embedding_model,
                 "embedding_dim": self._embedding_dim(),
@@ -405,6 +441,9 @@ class Skillbook:
                 "skills": [s.to_dict() for s in self._skills.values()],
                 "operations": [op.to_dict() for op in self._operations],
             }
+            if self._keep_pairs:
+                doc["dedup_keep_pairs"] = [list(k) for k in self._keep_pairs]
+            return doc
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "skillbook") -> Skillbook:
@@ -443,6 +482,7 @@ class Skillbook:
         except ValueError as e:
             raise SkillbookFormatError(f"{source}: operations: {e}", path=source) from None
         book._next_ids = book._restore_next_ids(data.get("next_ids"), source)
+        book._keep_pairs = book._restore_keep_pairs(data.get("dedup_keep_pairs", []), source)
         return book
 
     def save_to_file(self, path: str | os.PathLike[str]) -> None:
@@ -484,6 +524,29 @@ class Skillbook:
                 return int(s.embedding.shape[0])
         return None
 
+    def _restore_keep_pairs(self, raw: Any, source: str) -> dict[tuple[str, str], None]:
+        """Stored KEEP pairs: each two distinct ids of skills in this skillbook."""
+        if not isinstance(raw, list):
+            raise SkillbookFormatError(f"{source}: 'dedup_keep_pairs' must be a list of [id, id] pairs", path=source)
+        out: dict[tuple[str, str], None] = {}
+        for i, pair in enumerate(raw):
+            if (
+                not isinstance(pair, list)
+                or len(pair) != 2
+                or not all(isinstance(x, str) for x in pair)
+                or pair[0] == pair[1]
+            ):
+                raise SkillbookFormatError(
+                    f"{source}: dedup_keep_pairs[{i}] must be two different skill ids, got {pair!r}", path=source
+                )
+            missing = [x for x in pair if x not in self._skills]
+            if missing:
+                raise SkillbookFormatError(
+                    f"{source}: dedup_keep_pairs[{i}] names unknown skill(s) {missing}", path=source
+                )
+            out[_pair_key(pair[0], pair[1])] = None
+        return out
+
     def _restore_next_ids(self, raw: Any, source: str) -> dict[Section, int]:
         """Stored counters, raised past any id present so ids are never reused."""
         out: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
@@ -501,6 +564,13 @@ class Skillbook:
         return out
 
 
+def _pair_key(first_id: str, second_id: str) -> tuple[str, str]:
+    """Order-free identity of a pair of skill ids; refuses a skill paired with itself."""
+    if first_id == second_id:
+        raise SkillbookError(f"a pair needs two different skills, got {first_id!r} twice")
+    return (first_id, second_id) if first_id < second_id else (second_id, first_id)
+
+
 def _keyword_list(keywords: object) -> list[str]:
     """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
     if isinstance(keywords, str) or not isinstance(keywords, Iterable):
@@ -510,4 +580,6 @@ def _keyword_list(keywords: object) -> list[str]:
 
 
 _LIST_FIELDS = ("skills", "operations")
-_TOP_KEYS = frozenset({"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"})
+_TOP_KEYS = frozenset(
+    {"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations", "dedup_keep_pairs"}
+)

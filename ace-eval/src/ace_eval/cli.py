@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from ace_eval import __version__
+from ace_eval.commands.benchmark import benchmark
 from ace_eval.commands.collection import collection
+from ace_eval.commands.data import data
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,7 +23,9 @@ def main() -> None:
 
 # Sub-commands register below, one line each (keep this block sorted).
 # -- commands --
+main.add_command(benchmark)
 main.add_command(collection)
+main.add_command(data)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""`ace-eval benchmark`: validate a benchmark's data folder (and recorded runs) offline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ace_eval.benchmarks.tau_bench.check import GoldHashes, check_trajectories, load_trajectories
+from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, DataFolderError, load_airline_data
+
+__all__ = ["DATA_DIR_ENV", "benchmark"]
+
+DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
+"""Environment variable naming the airline data folder when `--data-dir` is not given."""
+
+
+@click.group("benchmark")
+def benchmark() -> None:
+    """Check benchmark data offline."""
+
+
+@benchmark.command("check")
+@click.argument("name", type=click.Choice(["tau-bench-airline"]))
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar=DATA_DIR_ENV,
+    help=f"The airline data folder (flights.json, reservations.json, users.json, wiki.md, tasks_test.json); "
+    f"default ${DATA_DIR_ENV}.",
+)
+@click.option(
+    "--trajectories",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A tau-bench results file (JSON list of runs) whose tool calls are re-executed and re-scored.",
+)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+def check(name: str, data_dir: Path | None, trajectories: Path | None, progress: bool) -> None:
+    """Replay every task's gold actions and print `<task_id> <gold hash>`.
+
+    With --trajectories, re-execute every recorded run on a fresh database instead and print
+    `<task_id> <trial> <recorded reward> <computed reward>`; the exit status is 1 if any reward differs.
+    """
+    if data_dir is None:
+        raise click.UsageError(f"pass --data-dir (or set ${DATA_DIR_ENV}); to get the data, {FETCH_HINT}")
+    try:
+        data = load_airline_data(data_dir)
+        runs = load_trajectories(trajectories) if trajectories is not None else None
+    except DataFolderError as e:
+        raise click.ClickException(str(e)) from None
+    gold = GoldHashes(data)
+    if runs is None:
+        for task_id, gold_hash in gold.all(progress=progress):
+            click.echo(f"{task_id} {gold_hash}")
+        return
+    try:
+        checks = check_trajectories(data, runs, gold=gold, progress=progress)
+    except IndexError as e:
+        raise click.ClickException(f"{trajectories}: {e}") from None
+    for c in checks:
+        click.echo(f"{c.task_id} {c.trial} {c.recorded_reward} {c.reward}")
+    mismatches = [c for c in checks if not c.matches]
+    gold_diffs = {c.task_id for c in checks if c.gold_hash_matches is False}
+    gold_known = {c.task_id for c in checks if c.gold_hash_matches is not None}
+    observation_diffs = sum(c.observation_mismatches for c in checks)
+    tool_calls = sum(c.tool_calls for c in checks)
+    click.echo(
+        f"{len(checks) - len(mismatches)}/{len(checks)} recorded rewards reproduced; "
+        f"recorded gold hashes equal for {len(gold_known) - len(gold_diffs)}/{len(gold_known)} tasks; "
+        f"{tool_calls - observation_diffs}/{tool_calls} tool results identical to the recorded ones",
+        err=True,
+    )
+    if gold_diffs or observation_diffs:
+        click.echo(
+            "note: differing tool results or gold hashes mean the runs were recorded on another revision of the "
+            "data than this folder holds",
+            err=True,
+        )
+    if mismatches:
+        click.echo(f"error: {len(mismatches)} run(s) scored differently than recorded", err=True)
+        sys.exit(1)

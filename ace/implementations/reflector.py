@@ -1,0 +1,235 @@
+"""Reflectors: turn one trace into a `Reflection`. `SimpleReflector` is one structured-output call over the trace.
+
+Every reflector implements `Reflector.reflect(trace, skillbook)`. Skill tags are checked against the skills the
+trace had in context (`trace["skills_in_context"]`, still active in the skillbook): a tag naming another skill
+is sent back to the model once with the valid ids, and dropped (recorded in `ReflectorResult.dropped_tags`)
+if the model insists, so a reflection never tags a skill the agent could not have used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.models import Model
+from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RunUsage
+
+from ace.core.skillbook import Skillbook
+from ace.exceptions import AceError
+from ace.implementations.reflection import Reflection, SkillTag
+from ace.implementations.reflector_prompts import REFLECTOR_PROMPT, reflector_task_prompt
+from ace.implementations.trace_view import TraceView, skills_in_context
+from ace.llm import infer_model
+from ace.observability import AttributeInput, ace_span
+
+__all__ = [
+    "Reflector",
+    "ReflectorError",
+    "ReflectorKind",
+    "ReflectorResult",
+    "SimpleReflector",
+    "TagCheck",
+    "check_skill_tags",
+    "make_reflector",
+    "split_skill_tags",
+    "trace_attributes",
+]
+
+ReflectorKind = Literal["simple", "rr"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReflectorResult:
+    """One reflection with what it cost."""
+
+    reflection: Reflection
+    usage: RunUsage
+    """Requests and tokens of the whole reflection (retries and tool rounds included)."""
+    model_name: str | None
+    dropped_tags: tuple[SkillTag, ...] = ()
+    """Tags the model kept proposing for skills that were not in the trace's context; left out of `reflection`."""
+    tool_calls: int = 0
+    """Tools the reflector called (recursive reflector only)."""
+
+
+@runtime_checkable
+class Reflector(Protocol):
+    """Anything that analyses one trace against a skillbook."""
+
+    async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
+        """Reflect on `trace` (a collection trace as a mapping); `skillbook` resolves the skills in context."""
+        ...
+
+
+class ReflectorError(AceError, RuntimeError):
+    """A reflector could not produce a reflection; the message says why and what to change."""
+
+    def __init__(self, message: str, *, usage: RunUsage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or RunUsage()
+        """What the failed attempt cost."""
+
+
+# ------------------------------------------------------------------------------------------- skill tags
+@dataclass(kw_only=True)
+class TagCheck:
+    """Per-run state of the skill-tag check: which ids may be tagged, and what was dropped."""
+
+    allowed: frozenset[str]
+    dropped: list[SkillTag] = field(default_factory=list[SkillTag])
+
+
+def split_skill_tags(tags: Iterable[SkillTag], allowed: Collection[str]) -> tuple[list[SkillTag], list[SkillTag]]:
+    """Tags on allowed ids (one per skill, the last verdict wins, in first-mention order) and the others."""
+    latest: dict[str, SkillTag] = {}
+    rejected: list[SkillTag] = []
+    for tag in tags:
+        if tag.skill_id in allowed:
+            latest[tag.skill_id] = tag
+        else:
+            rejected.append(tag)
+    return list(latest.values()), rejected
+
+
+def check_skill_tags(reflection: Reflection, check: TagCheck, *, retry: int, max_retries: int) -> Reflection:
+    """The reflection with only allowed tags; asks the model to fix unknown ones while it has retries left.
+
+    Raises:
+        ModelRetry: some tag names a skill outside `check.allowed` and `retry < max_retries`.
+    """
+    kept, rejected = split_skill_tags(reflection.skill_tags, check.allowed)
+    if rejected and retry < max_retries:
+        valid = ", ".join(sorted(check.allowed)) or "none: return an empty skill_tags list"
+        raise ModelRetry(
+            f"skill_tags names skills that were not in the agent's context: "
+            f"{', '.join(sorted({t.skill_id for t in rejected}))}. Tag only skills listed in <skills_in_context> "
+            f"(valid ids: {valid}); keep every other field as it was."
+        )
+    check.dropped.extend(rejected)
+    return reflection if kept == reflection.skill_tags else reflection.model_copy(update={"skill_tags": kept})
+
+
+def trace_attributes(trace: Mapping[str, Any], view: TraceView, in_context_count: int) -> dict[str, AttributeInput]:
+    """The `ace.*` span attributes that identify a trace and its size (no content)."""
+    return {
+        "ace.trace_uid": _str_or_none(trace.get("trace_uid")),
+        "ace.source_system": _str_or_none(trace.get("source_system")),
+        "ace.trace_id": _str_or_none(trace.get("trace_id")),
+        "ace.messages_count": len(view.messages),
+        "ace.trace_tool_calls": len(view.tool_calls),
+        "ace.trace_failed_tool_results": len(view.errors) + len(view.orphan_errors),
+        "ace.skills_in_context_count": in_context_count,
+    }
+
+
+def _str_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+# ---------------------------------------------------------------------------------------- simple reflector
+class SimpleReflector:
+    """One structured-output model call over the rendered trace and the skills that were in context."""
+
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        *,
+        model_settings: ModelSettings | None = None,
+        max_tool_result_chars: int = 3_000,
+        output_retries: int = 2,
+        instructions: str = REFLECTOR_PROMPT,
+        instrument: InstrumentationSettings | bool | None = None,
+        record_content: bool = False,
+    ) -> None:
+        """Build the reflector.
+
+        Args:
+            model: A pydantic-ai model, or a model string routed by `ace.llm.infer_model` (role `reflector`).
+            model_settings: Temperature, max tokens and the like.
+            max_tool_result_chars: Longer tool results are shown head and tail around a truncation marker.
+            output_retries: How often a malformed reflection (or unknown skill tags) is sent back for a fix.
+            instructions: The system prompt.
+            instrument: pydantic-ai instrumentation for these calls only (default: the global setting).
+            record_content: Put the prompt and the reflection on the `reflect` span.
+        """
+        if output_retries < 0:
+            raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
+        self.model = infer_model(model, role="reflector")
+        self.max_tool_result_chars = max_tool_result_chars
+        self.record_content = record_content
+        self._capabilities: tuple[AbstractCapability[TagCheck], ...] = ()
+        if instrument:
+            options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
+            self._capabilities = (Instrumentation(settings=options),)
+        self.agent: Agent[TagCheck, Reflection] = Agent(
+            self.model,
+            output_type=Reflection,
+            instructions=instructions,
+            deps_type=TagCheck,
+            model_settings=model_settings,
+            retries={"output": output_retries},
+            name="reflector",
+        )
+
+        @self.agent.output_validator
+        def _valid_tags(ctx: RunContext[TagCheck], reflection: Reflection) -> Reflection:
+            return check_skill_tags(reflection, ctx.deps, retry=ctx.retry, max_retries=ctx.max_retries)
+
+    async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
+        """Reflect on `trace` in one structured-output call (plus retries for an invalid reflection)."""
+        view = TraceView.from_trace(trace)
+        in_context = skills_in_context(trace, skillbook)
+        prompt = reflector_task_prompt(trace, in_context, max_tool_result_chars=self.max_tool_result_chars)
+        check = TagCheck(allowed=in_context.ids)
+        attributes = {"ace.reflector": "simple", **trace_attributes(trace, view, len(in_context.skills))}
+        if self.record_content:
+            attributes["ace.prompt"] = prompt
+        with ace_span("reflect", attributes) as span:
+            try:
+                result = await self.agent.run(prompt, deps=check, capabilities=self._capabilities)
+            except (UnexpectedModelBehavior, UsageLimitExceeded) as e:
+                raise ReflectorError(
+                    f"the reflector model did not return a valid reflection ({e}); use a stronger reflector model "
+                    "or raise SimpleReflector(output_retries=...)"
+                ) from e
+            usage = result.usage
+            reflection = result.output
+            for key, value in {
+                "ace.requests": usage.requests,
+                "ace.input_tokens": usage.input_tokens,
+                "ace.output_tokens": usage.output_tokens,
+                "ace.tags_count": len(reflection.skill_tags),
+                "ace.dropped_tags_count": len(check.dropped),
+            }.items():
+                span.set_attribute(key, value)
+            if self.record_content:
+                span.set_attribute("ace.output", json.dumps(reflection.model_dump(), ensure_ascii=False))
+        return ReflectorResult(
+            reflection=reflection,
+            usage=usage,
+            model_name=self.model.model_name,
+            dropped_tags=tuple(check.dropped),
+        )
+
+
+# ---------------------------------------------------------------------------------------------- factory
+def make_reflector(kind: ReflectorKind, model: Model | str | None = None, **kwargs: Any) -> Reflector:
+    """The reflector `--reflector-type` names: `"simple"` (`SimpleReflector`) or `"rr"` (`RecursiveReflector`).
+
+    Keyword arguments go to the reflector's constructor (e.g. `config=RecursiveConfig(...)` for `"rr"`).
+    """
+    if kind == "simple":
+        return SimpleReflector(model, **kwargs)
+    if kind == "rr":
+        # Imported here: the rr package builds on this module (ReflectorResult, the tag check).
+        from ace.implementations.rr import RecursiveReflector
+
+        return RecursiveReflector(model, **kwargs)
+    raise ValueError(f"unknown reflector kind {kind!r}: use 'simple' (one call) or 'rr' (recursive, with tools)")

@@ -1,0 +1,93 @@
+"""Skill search for agents (`retrieve_top_k`) and the XML-ish rendering of its results (`render_skills_xml`).
+
+Search is hybrid, as the spec says: an optional section pre-filter, BM25 over issue + insight + keywords,
+dense cosine over the skills' embeddings, and Reciprocal Rank Fusion (k=60), with the requested keywords
+as a third fused ranking (see `retrieve_top_k`). The index behind it lives on the skillbook
+(`skillbook.caches`) and follows its mutations; it is never rebuilt per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from xml.sax.saxutils import escape, quoteattr
+
+from ace.core.skill import Section, Skill, validate_section
+from ace.core.skillbook import Skillbook
+from ace.embeddings.base import Embedder
+from ace.exceptions import SkillbookError
+from ace.retrieval.fusion import RRF_K
+from ace.retrieval.index import search_index
+
+__all__ = ["RRF_K", "render_skills_xml", "retrieve_top_k", "search_index"]
+
+
+def retrieve_top_k(
+    skillbook: Skillbook,
+    query: str,
+    *,
+    top_k: int = 5,
+    section: Section | None = None,
+    keywords: Sequence[str] | None = None,
+    embedder: Embedder | None = None,
+) -> list[Skill]:
+    """The `top_k` active skills that best match `query`, best first.
+
+    Ranking: `section` (when given) keeps only that section's skills. Every remaining active skill is
+    ranked by dense cosine between the query and `Skill.embedding_text()`, and the skills sharing at
+    least one query word are ranked by BM25 (rank-bm25's Okapi formula and scores; lowercase word
+    tokens, snake_case split, English function words dropped) over the same text; the two rankings are
+    fused by Reciprocal Rank Fusion, `sum 1/(60 + rank)`. Equal scores rank in skill creation order.
+    `embedder=None` uses the embedder the skillbook's index already has, else the offline default
+    (all-MiniLM-L6-v2 int8); an embedder of another model re-embeds every skill.
+
+    `keywords` boost rather than filter: the skills sharing at least one of them (after the same
+    normalisation as stored keywords) form a third fused ranking, ranked by how many they share (equal
+    counts tie). A keyword match is thus worth a first place in one ranking; it lifts labelled skills
+    above comparable ones without hiding a near-duplicate whose author chose other labels, which the
+    duplicate-avoidance rule (search before add) must still see. A label that normalises to nothing
+    (or is too long to be a keyword) is ignored.
+
+    Missing skill vectors are computed first, in batches, and cached on the skills (`set_embedding`).
+
+    Raises:
+        EmbeddingError: the query (or a skill without a cached vector) could not be embedded.
+        SkillbookError: empty query, `top_k` below 1, or an unknown section.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise SkillbookError("query must be non-empty text: describe the problem you are looking for")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise SkillbookError(f"top_k must be a positive integer, got {top_k!r}")
+    sec = validate_section(section) if section is not None else None
+    return search_index(skillbook, embedder).search(skillbook, query, top_k=top_k, section=sec, keywords=keywords)
+
+
+def render_skills_xml(skills: Sequence[Skill]) -> str:
+    """Skills as `<skill>` elements inside `<skills>`, text escaped, for an agent's tool result or prompt.
+
+    ```
+    <skills count="1">
+    <skill id="context-00001" section="context" helpful="2" harmful="0" neutral="1" used="3">
+    <keywords>airline, booking_api</keywords>
+    <issue>...</issue>
+    <insight>...</insight>
+    </skill>
+    </skills>
+    ```
+    An absent insight (harness skills) renders no `<insight>` element; inactive skills carry `active="false"`.
+    """
+    lines = [f'<skills count="{len(skills)}">']
+    for s in skills:
+        attrs = (
+            f'id={quoteattr(s.id)} section={quoteattr(s.section)} helpful="{s.helpful_count}" '
+            f'harmful="{s.harmful_count}" neutral="{s.neutral_count}" used="{s.used_count}"'
+        )
+        if not s.active:
+            attrs += ' active="false"'
+        lines.append(f"<skill {attrs}>")
+        lines.append(f"<keywords>{escape(', '.join(s.keywords))}</keywords>")
+        lines.append(f"<issue>{escape(s.issue)}</issue>")
+        if s.insight:
+            lines.append(f"<insight>{escape(s.insight)}</insight>")
+        lines.append("</skill>")
+    lines.append("</skills>")
+    return "\n".join(lines)

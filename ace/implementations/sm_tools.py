@@ -1,0 +1,400 @@
+"""The skill manager's atomic tools: add, update, tag, remove (soft), search and read skills.
+
+Each tool takes `RunContext[SMDeps]` first; its docstring is the description the model reads. A call the
+skillbook refuses (unknown id, context skill without insight, empty issue or keywords, bad delta, removed
+skill) is turned into `ModelRetry` with the reason, so the model retries and the skillbook is untouched.
+Every mutation records a per-operation `InsightSource` derived from `SMDeps.current_source`. Every call is
+one span named after the tool, with `ace.*` attributes (no skill text unless `record_content`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal
+
+from opentelemetry.trace import Span
+from pydantic_ai import ModelRetry, RunContext
+from typing_extensions import TypedDict
+
+from ace.core.insight_source import InsightSource, OperationType
+from ace.core.recursive_agent import SessionBudget
+from ace.core.skill import Section, Skill, normalize_keywords, validate_insight, validate_issue
+from ace.core.skillbook import Skillbook
+from ace.embeddings.base import Embedder
+from ace.exceptions import SkillbookError
+from ace.implementations.skill_rendering import retrieve_top_k
+from ace.observability import AttributeInput, ace_span
+
+__all__ = [
+    "SM_TOOLS",
+    "AddSkillResult",
+    "AppliedOperation",
+    "OkResult",
+    "Refusal",
+    "SMDeps",
+    "SMSettings",
+    "SkillDetail",
+    "SkillSummary",
+    "ToolName",
+    "add_skill",
+    "read_skill",
+    "remove_skill",
+    "search_skills",
+    "tag_skill",
+    "update_skill",
+]
+
+ToolName = Literal["add_skill", "update_skill", "tag_skill", "remove_skill", "search_skills", "read_skill"]
+_TAG_LABELS = {1: "helpful", -1: "harmful", 0: "neutral"}
+_OCCURRENCES_SHOWN = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class SMSettings:
+    """How a skill-manager session runs: budgets, retries, limits of the tools, and content recording."""
+
+    budget: SessionBudget = field(default_factory=lambda: SessionBudget(request_limit=20, tool_calls_limit=30))
+    """Request / tool-call / token limits and the history-compaction threshold of one session."""
+    tool_retries: int = 3
+    """How often the model may retry one refused tool before the session stops."""
+    context_top_k: int = 5
+    """Existing skills retrieved for the reflections and shown in the prompt (0: none)."""
+    max_keywords: int = 5
+    """Most keywords a skill may carry."""
+    max_top_k: int = 20
+    """Largest `top_k` a `search_skills` call may ask for."""
+    record_content: bool = False
+    """Put prompts and skill text on spans (the user opted in)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppliedOperation:
+    """One mutation a session applied to the skillbook."""
+
+    tool: ToolName
+    operation_type: OperationType
+    skill_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refusal:
+    """One tool call sent back to the model for a retry."""
+
+    tool: ToolName
+    reason: str
+
+
+@dataclass(kw_only=True)
+class SMDeps:
+    """What every skill-manager tool reads: the skillbook, the provenance of this session, search, settings."""
+
+    skillbook: Skillbook
+    current_source: InsightSource
+    """The trace / epoch / reflection this session learns from; each mutation derives its own entry from it."""
+    embedder: Embedder | None = None
+    """Dense half of `search_skills`; `None` keeps the skillbook index's embedder (or the offline default)."""
+    settings: SMSettings = field(default_factory=SMSettings)
+    applied: list[AppliedOperation] = field(default_factory=list[AppliedOperation])
+    """Mutations applied so far in this session, in order."""
+    refusals: list[Refusal] = field(default_factory=list[Refusal])
+    """Calls refused so far in this session, in order."""
+
+
+class AddSkillResult(TypedDict):
+    ok: bool
+    skill_id: str
+
+
+class OkResult(TypedDict):
+    ok: bool
+
+
+class SkillSummary(TypedDict):
+    id: str
+    section: Section
+    keywords: list[str]
+    issue: str
+    insight: str | None
+    helpful: int
+    harmful: int
+    neutral: int
+
+
+class OccurrenceView(TypedDict):
+    trace_uid: str
+    source_system: str
+    epoch: int | None
+    operation_type: str | None
+    timestamp: str
+
+
+class SkillDetail(SkillSummary):
+    used: int
+    active: bool
+    removal_reason: str | None
+    occurrences_count: int
+    occurrences: list[OccurrenceView]
+    """The latest few entries of the audit chain."""
+
+
+# ------------------------------------------------------------------------------------------ mutations
+def add_skill(
+    ctx: RunContext[SMDeps],
+    section: Literal["context", "harness"],
+    issue: str,
+    keywords: list[str],
+    insight: str | None = None,
+) -> AddSkillResult:
+    """Add a new skill. Always call search_skills first; if a similar issue exists, call update_skill instead.
+
+    Args:
+        section: 'context': guidance the agent must follow (needs insight); 'harness': a problem of its runtime.
+        issue: The problem and where it applies, in prose; start narrow (one domain, API or endpoint).
+        keywords: 1-5 short stable labels (domain, subsystem, API family, behaviour), e.g. ['airline', 'refunds'].
+        insight: The imperative action the agent should take; required for context, optional for harness.
+    """
+    deps = ctx.deps
+    attrs: dict[str, AttributeInput] = {"ace.section": section, "ace.keywords_count": len(keywords)}
+    with _tool_call(deps, "add_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
+        _check_keyword_count(keywords, deps.settings)
+        source = deps.current_source.derive("ADD", learning_text=insight or issue)
+        skill = deps.skillbook.add_skill(section, issue, keywords, insight, insight_source=source)
+        _applied(deps, span, "add_skill", "ADD", skill)
+        return {"ok": True, "skill_id": skill.id}
+
+
+def update_skill(
+    ctx: RunContext[SMDeps],
+    skill_id: str,
+    issue: str,
+    keywords: list[str] | None = None,
+    insight: str | None = None,
+) -> OkResult:
+    """Rewrite an existing skill: widen its issue to cover a new context, refine its insight, or fix its keywords.
+
+    Args:
+        skill_id: The id of the skill to rewrite, e.g. 'context-00003'.
+        issue: The complete new issue (replaces the old one); when widening, cover every context it applies to.
+        keywords: The complete new list (keep useful labels, add new ones, drop stale ones); omit to keep them.
+        insight: The complete new imperative action; omit to keep the current one.
+    """
+    deps = ctx.deps
+    attrs: dict[str, AttributeInput] = {
+        "ace.skill_id": skill_id,
+        "ace.keywords_count": None if keywords is None else len(keywords),
+        "ace.insight_changed": insight is not None,
+    }
+    with _tool_call(deps, "update_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
+        if keywords is not None:
+            _check_keyword_count(keywords, deps.settings)
+        _refuse_no_op(deps.skillbook, skill_id, issue, keywords, insight)
+        source = deps.current_source.derive("UPDATE", learning_text=insight or issue)
+        skill = deps.skillbook.update_skill(skill_id, issue, keywords, insight, insight_source=source)
+        span.set_attribute("ace.section", skill.section)
+        _applied(deps, span, "update_skill", "UPDATE", skill)
+        return {"ok": True}
+
+
+def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Literal[-1, 0, 1]) -> OkResult:
+    """Record how a skill the agent used worked out in this trace.
+
+    Args:
+        skill_id: The id of the skill the agent used, e.g. 'context-00003'.
+        delta: 1 if following it helped, -1 if it hurt, 0 if it made no difference.
+    """
+    deps = ctx.deps
+    attrs: dict[str, AttributeInput] = {"ace.skill_id": skill_id, "ace.delta": delta}
+    with _tool_call(deps, "tag_skill", attrs, {}) as span:
+        source = deps.current_source.derive("TAG", learning_text=f"tagged {_TAG_LABELS.get(delta, str(delta))}")
+        skill = deps.skillbook.tag_skill(skill_id, delta, insight_source=source)
+        span.set_attribute("ace.section", skill.section)
+        _applied(deps, span, "tag_skill", "TAG", skill)
+        return {"ok": True}
+
+
+def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: str) -> OkResult:
+    """Deactivate a harmful or outdated skill (soft delete: its history is kept, it leaves the active skills).
+
+    Args:
+        skill_id: The id of the skill to remove, e.g. 'context-00003'.
+        reason: Why it is harmful or outdated, in one sentence.
+    """
+    deps = ctx.deps
+    attrs: dict[str, AttributeInput] = {"ace.skill_id": skill_id}
+    with _tool_call(deps, "remove_skill", attrs, _content(reason=reason)) as span:
+        source = deps.current_source.derive("REMOVE", learning_text=reason)
+        skill = deps.skillbook.remove_skill(skill_id, reason, insight_source=source)
+        span.set_attribute("ace.section", skill.section)
+        _applied(deps, span, "remove_skill", "REMOVE", skill)
+        return {"ok": True}
+
+
+# -------------------------------------------------------------------------------------------- reading
+def search_skills(
+    ctx: RunContext[SMDeps],
+    query: str,
+    top_k: int = 5,
+    section: Literal["context", "harness"] | None = None,
+    keywords: list[str] | None = None,
+) -> list[SkillSummary]:
+    """Find active skills whose issue, insight or keywords match a query, best first.
+
+    Args:
+        query: What to look for: the problem, the action, or the domain and API involved.
+        top_k: How many skills to return (1-20).
+        section: Only skills of this section ('context' or 'harness'); omit to search both.
+        keywords: Prefer skills carrying these labels; omit to search all.
+    """
+    deps = ctx.deps
+    attrs: dict[str, AttributeInput] = {
+        "ace.top_k": top_k,
+        "ace.section": section,
+        "ace.keywords_count": None if keywords is None else len(keywords),
+    }
+    with _tool_call(deps, "search_skills", attrs, _content(query=query, keywords=keywords)) as span:
+        if not query.strip():
+            raise ModelRetry("query must be non-empty: describe the problem, action or domain to look for")
+        if not 1 <= top_k <= deps.settings.max_top_k:
+            raise ModelRetry(f"top_k must be between 1 and {deps.settings.max_top_k}, got {top_k}")
+        found = retrieve_top_k(
+            deps.skillbook,
+            query,
+            top_k=top_k,
+            section=section,
+            keywords=keywords or None,
+            embedder=deps.embedder,
+        )
+        results = [_summary(s) for s in found if s.active]
+        span.set_attribute("ace.results_count", len(results))
+        span.set_attribute("ace.result_ids", [s["id"] for s in results])
+        span.set_attribute("ace.result", "ok")
+        return results
+
+
+def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
+    """Read one skill in full: text, keywords, counters, whether it is active, and its latest history.
+
+    Args:
+        skill_id: The id of the skill, e.g. 'context-00003'.
+    """
+    deps = ctx.deps
+    with _tool_call(deps, "read_skill", {"ace.skill_id": skill_id}, {}) as span:
+        skill = deps.skillbook.require_skill(skill_id)
+        span.set_attribute("ace.section", skill.section)
+        span.set_attribute("ace.active", skill.active)
+        span.set_attribute("ace.result", "ok")
+        return _detail(skill)
+
+
+SM_TOOLS = (add_skill, update_skill, tag_skill, remove_skill, search_skills, read_skill)
+"""The skill manager's whole tool surface; `purge` is deliberately not a tool."""
+
+
+# -------------------------------------------------------------------------------------------- helpers
+@contextmanager
+def _tool_call(
+    deps: SMDeps,
+    tool: ToolName,
+    attributes: Mapping[str, AttributeInput],
+    content: Mapping[str, AttributeInput],
+) -> Iterator[Span]:
+    """The tool's span; a refused call (`SkillbookError` or `ModelRetry`) is logged and sent back as a retry."""
+    attrs = {"ace.tool": tool, **attributes, **(content if deps.settings.record_content else {})}
+    with ace_span(tool, attrs, expected=(ModelRetry,)) as span:
+        try:
+            yield span
+        except SkillbookError as e:
+            _refused(deps, span, tool, str(e))
+            raise ModelRetry(str(e)) from None
+        except ModelRetry as e:
+            _refused(deps, span, tool, e.message)
+            raise
+
+
+def _refused(deps: SMDeps, span: Span, tool: ToolName, reason: str) -> None:
+    deps.refusals.append(Refusal(tool=tool, reason=reason))
+    span.set_attribute("ace.result", "refused")
+    if deps.settings.record_content:
+        span.set_attribute("ace.refusal", reason)
+
+
+def _applied(deps: SMDeps, span: Span, tool: ToolName, op: OperationType, skill: Skill) -> None:
+    deps.applied.append(AppliedOperation(tool=tool, operation_type=op, skill_id=skill.id))
+    span.set_attribute("ace.skill_id", skill.id)
+    span.set_attribute("ace.result", "ok")
+
+
+def _content(
+    *,
+    issue: str | None = None,
+    insight: str | None = None,
+    keywords: list[str] | None = None,
+    reason: str | None = None,
+    query: str | None = None,
+) -> dict[str, AttributeInput]:
+    """Attributes carrying the model's text, recorded only when the user opted in to content."""
+    return {
+        "ace.issue": issue,
+        "ace.insight": insight,
+        "ace.keywords": None if keywords is None else [str(k) for k in keywords],
+        "ace.reason": reason,
+        "ace.query": query,
+    }
+
+
+def _check_keyword_count(keywords: list[str], settings: SMSettings) -> None:
+    if len(normalize_keywords(keywords)) > settings.max_keywords:
+        raise ModelRetry(
+            f"too many keywords ({len(keywords)}): pass at most {settings.max_keywords} short stable labels "
+            "(domain, subsystem, API family, behaviour); put detail in issue"
+        )
+
+
+def _refuse_no_op(book: Skillbook, skill_id: str, issue: str, keywords: list[str] | None, insight: str | None) -> None:
+    """An update that would change nothing is refused: it would only add noise to the audit chain."""
+    old = book.get_skill(skill_id)
+    if old is None or not old.active:
+        return  # the skillbook refuses these with the precise reason
+    same_issue = validate_issue(issue) == old.issue
+    same_keywords = keywords is None or normalize_keywords(keywords) == old.keywords
+    same_insight = insight is None or validate_insight(old.section, insight) == old.insight
+    if same_issue and same_keywords and same_insight:
+        raise ModelRetry(
+            f"update_skill({skill_id!r}) would change nothing: widen or refine the issue, insight or keywords, "
+            "or use tag_skill to record that the skill helped"
+        )
+
+
+def _summary(skill: Skill) -> SkillSummary:
+    return {
+        "id": skill.id,
+        "section": skill.section,
+        "keywords": list(skill.keywords),
+        "issue": skill.issue,
+        "insight": skill.insight,
+        "helpful": skill.helpful_count,
+        "harmful": skill.harmful_count,
+        "neutral": skill.neutral_count,
+    }
+
+
+def _detail(skill: Skill) -> SkillDetail:
+    return SkillDetail(
+        **_summary(skill),
+        used=skill.used_count,
+        active=skill.active,
+        removal_reason=skill.removal_reason,
+        occurrences_count=len(skill.occurrences),
+        occurrences=[
+            OccurrenceView(
+                trace_uid=o.trace_uid,
+                source_system=o.source_system,
+                epoch=o.epoch,
+                operation_type=o.operation_type,
+                timestamp=o.timestamp,
+            )
+            for o in skill.occurrences[-_OCCURRENCES_SHOWN:]
+        ],
+    )

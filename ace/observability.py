@@ -1,0 +1,236 @@
+"""Observability: Logfire set-up that never sends without a token, and a local JSONL copy of every span.
+
+ACE's own spans (`sm.session`, `rr.session`, one per tool call) are plain OpenTelemetry spans from the tracer
+`ace`: with nothing configured they cost nothing and warn about nothing; once `configure_observability` (or any
+other OpenTelemetry set-up) has run they go wherever the global tracer provider sends them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from ace.exceptions import AceError
+
+if TYPE_CHECKING:
+    from logfire import ScrubMatch
+
+__all__ = [
+    "TRACER_NAME",
+    "JsonlSpanExporter",
+    "Observability",
+    "ObservabilityError",
+    "ace_span",
+    "clean_attributes",
+    "configure_observability",
+    "keep_session_word",
+    "read_spans_jsonl",
+    "span_to_dict",
+]
+
+TRACER_NAME = "ace"
+AttributeInput = AttributeValue | None
+_SESSION = re.compile("session", re.IGNORECASE)
+
+
+class ObservabilityError(AceError, ValueError):
+    """Observability was asked for something it cannot do safely; the message names the fix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observability:
+    """What `configure_observability` set up; pass `include_content` on to the agents you build."""
+
+    enabled: bool
+    """Whether Logfire and the pydantic-ai instrumentation are on."""
+    sending: bool
+    """Whether spans leave the machine (only ever with a Logfire token)."""
+    include_content: bool
+    """Whether spans may carry prompts, completions and skill text."""
+    local_spans_path: Path | None
+    """The JSONL file every finished span is appended to, if any."""
+
+    def flush(self) -> None:
+        """Push every finished span to its exporters (Logfire and the local file)."""
+        if self.enabled or self.local_spans_path is not None:
+            import logfire
+
+            logfire.force_flush()
+
+
+def configure_observability(
+    enabled: bool,
+    *,
+    send_to_logfire: bool | Literal["if-token-present"] = "if-token-present",
+    include_content: bool = False,
+    local_spans_path: str | os.PathLike[str] | None = None,
+    service_name: str = "ace",
+    console: bool = False,
+    token: str | None = None,
+) -> Observability:
+    """Configure Logfire and the pydantic-ai instrumentation.
+
+    Args:
+        enabled: Turn Logfire and pydantic-ai instrumentation on (`--logfire`).
+        send_to_logfire: `'if-token-present'` sends only when a token is set; `True` demands one; `False` never sends.
+        include_content: Let spans carry prompts, completions, tool arguments and skill text.
+        local_spans_path: Also append every finished span as one JSON object per line to this file; works
+            with `enabled=False` too (then only ACE's own spans are recorded).
+        service_name: The OpenTelemetry service name.
+        console: Also print spans to the console.
+        token: The Logfire write token; defaults to `$LOGFIRE_TOKEN`.
+    """
+    token = token or os.environ.get("LOGFIRE_TOKEN") or None
+    if send_to_logfire is True and token is None:
+        raise ObservabilityError(
+            "send_to_logfire=True needs a Logfire write token: set LOGFIRE_TOKEN (or pass token=), or use "
+            "send_to_logfire='if-token-present' to record spans without sending them"
+        )
+    path = Path(local_spans_path) if local_spans_path is not None else None
+    if not enabled and path is None:
+        return Observability(enabled=False, sending=False, include_content=include_content, local_spans_path=None)
+    import logfire
+
+    sending = enabled and send_to_logfire is not False and token is not None
+    processors = [SimpleSpanProcessor(JsonlSpanExporter(path))] if path is not None else []
+    logfire.configure(
+        send_to_logfire=sending,
+        token=token if sending else None,
+        service_name=service_name,
+        console=None if console else False,
+        additional_span_processors=processors,
+        inspect_arguments=False,
+        scrubbing=logfire.ScrubbingOptions(callback=keep_session_word),
+    )
+    if enabled:
+        logfire.instrument_pydantic_ai(include_content=include_content)
+    return Observability(enabled=enabled, sending=sending, include_content=include_content, local_spans_path=path)
+
+
+def keep_session_word(match: ScrubMatch) -> Any:
+    """Logfire scrubbing callback: the word "session" alone (ACE's own vocabulary) does not redact a value.
+
+    Any other sensitive pattern (password, api key, token, ...) in the same value still redacts it.
+    """
+    found, value = match.pattern_match, match.value
+    if found.group(0).lower() == "session" and isinstance(value, str) and not found.re.search(_SESSION.sub("", value)):
+        return value
+    return None
+
+
+# ------------------------------------------------------------------------------------------------- spans
+def clean_attributes(attributes: Mapping[str, AttributeInput]) -> dict[str, AttributeValue]:
+    """Span attributes without the `None` values OpenTelemetry refuses."""
+    return {k: v for k, v in attributes.items() if v is not None}
+
+
+@contextmanager
+def ace_span(
+    name: str,
+    attributes: Mapping[str, AttributeInput],
+    *,
+    expected: tuple[type[BaseException], ...] = (),
+) -> Iterator[Span]:
+    """A span from the `ace` tracer; exceptions of the `expected` types end it normally, others mark it failed."""
+    tracer = trace.get_tracer(TRACER_NAME)
+    with tracer.start_as_current_span(
+        name, attributes=clean_attributes(attributes), record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield span
+        except expected:
+            raise
+        except BaseException as e:
+            span.record_exception(e)
+            span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+            raise
+
+
+# --------------------------------------------------------------------------------------- local export
+def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
+    """One finished span as plain JSON data: name, ids, times, status, attributes and events."""
+    ctx = span.get_span_context()
+    parent = span.parent
+    start, end = span.start_time, span.end_time
+    return {
+        "name": span.name,
+        "trace_id": f"{ctx.trace_id:032x}" if ctx is not None else None,
+        "span_id": f"{ctx.span_id:016x}" if ctx is not None else None,
+        "parent_span_id": f"{parent.span_id:016x}" if parent is not None else None,
+        "start_time": _iso(start),
+        "end_time": _iso(end),
+        "duration_ms": (end - start) / 1e6 if start is not None and end is not None else None,
+        "status": span.status.status_code.name,
+        "status_description": span.status.description,
+        "attributes": _json_safe(dict(span.attributes or {})),
+        "events": [
+            {"name": e.name, "time": _iso(e.timestamp), "attributes": _json_safe(dict(e.attributes or {}))}
+            for e in span.events
+        ],
+    }
+
+
+class JsonlSpanExporter(SpanExporter):
+    """Appends each finished span to a JSONL file (one `span_to_dict` object per line), flushing per batch."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write the spans; fails (without raising) once the exporter is shut down."""
+        text = "".join(json.dumps(span_to_dict(s), ensure_ascii=False) + "\n" for s in spans)
+        with self._lock:
+            if self._file is None:
+                return SpanExportResult.FAILURE
+            self._file.write(text)
+            self._file.flush()
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Everything is flushed on export already."""
+        return True
+
+    def shutdown(self) -> None:
+        """Close the file; later exports fail."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+def read_spans_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The spans a `JsonlSpanExporter` wrote, in the order they finished; a torn (non-JSON) line is skipped."""
+    out: list[dict[str, Any]] = []
+    with Path(path).open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def _iso(ns: int | None) -> str | None:
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="microseconds")
+
+
+def _json_safe(attributes: dict[str, Any]) -> dict[str, Any]:
+    """OpenTelemetry attribute values are primitives or tuples of them; tuples become lists."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}

@@ -1,0 +1,148 @@
+"""Reciprocal Rank Fusion, exact, without fully sorting long rankings.
+
+Items are positions `0..m-1` in a fixed tie order (creation order of the skills): within a ranking, equal
+scores rank in that order, and so do equal fused scores. `fuse_top_k` returns exactly what sorting every
+ranking in full would, but sorts only the best `depth` items of each: an item beyond them can gain at most
+`1 / (k + depth + 1)` from that ranking, so once those bounds cannot reach the k-th best fused score,
+only the few remaining contenders need their exact ranks. This halves search time at 50,000 skills.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["RRF_K", "Ranking", "fuse_full", "fuse_top_k", "rrf_fuse"]
+
+RRF_K = 60
+_IntArray = npt.NDArray[np.int64]
+_FloatArray = npt.NDArray[np.float64]
+_MAX_CONTENDERS = 256
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One ranked list: `items` (ascending positions) and their `scores`, higher is better."""
+
+    items: _IntArray
+    scores: npt.NDArray[np.floating]
+
+
+def rrf_fuse(rankings: Sequence[tuple[_IntArray, _IntArray]], n: int, *, k: int = RRF_K) -> _FloatArray:
+    """Reciprocal Rank Fusion: `sum(1 / (k + rank))` over the lists an item appears in (ranks start at 1).
+
+    Each ranking is `(items, ranks)`; items absent from a list get nothing from it.
+    """
+    fused = np.zeros(n, dtype=np.float64)
+    for items, ranks in rankings:
+        fused[items] += 1.0 / (k + ranks.astype(np.float64))
+    return fused
+
+
+def _full_ranks(r: Ranking) -> tuple[_IntArray, _IntArray]:
+    order = r.items[np.argsort(-r.scores, kind="stable")]
+    return order, np.arange(1, order.shape[0] + 1, dtype=np.int64)
+
+
+def _top_items(fused: _FloatArray, positions: _IntArray, top_k: int) -> _IntArray:
+    """`top_k` positions by fused score, ties in position order (`positions` ascending); unranked ones never."""
+    ranked = fused > 0
+    positions, fused = positions[ranked], fused[ranked]
+    if top_k < positions.size:
+        # Everything tied with the k-th best stays in, so the stable sort breaks ties as a full sort would.
+        kth = np.partition(fused, positions.size - top_k)[positions.size - top_k]
+        keep = fused >= kth
+        positions, fused = positions[keep], fused[keep]
+    return positions[np.argsort(-fused, kind="stable")[:top_k]]
+
+
+def fuse_full(
+    rankings: Sequence[Ranking], m: int, top_k: int, *, k: int = RRF_K, extra: _FloatArray | None = None
+) -> _IntArray:
+    """Reference path: rank every list in full, fuse, return the `top_k` positions best first.
+
+    `extra` adds an already fused contribution per position (e.g. a ranking with tied ranks), last.
+    """
+    fused = rrf_fuse([_full_ranks(r) for r in rankings], m, k=k)
+    if extra is not None:
+        fused += extra
+    return _top_items(fused, np.arange(m, dtype=np.int64), top_k)
+
+
+def fuse_top_k(
+    rankings: Sequence[Ranking],
+    m: int,
+    top_k: int,
+    *,
+    k: int = RRF_K,
+    extra: _FloatArray | None = None,
+    depth: int = 256,
+) -> _IntArray:
+    """Same result as `fuse_full`, sorting only the best `depth` (or more, on ties) items of each ranking."""
+    prefixes: list[_IntArray] = []
+    lower = np.zeros(m, dtype=np.float64)
+    upper_gap = np.zeros(m, dtype=np.float64)
+    for r in rankings:
+        prefix = _best_prefix(r, depth)
+        prefixes.append(prefix)
+        lower[prefix] += 1.0 / (k + np.arange(1, prefix.size + 1, dtype=np.float64))
+        if prefix.size < r.items.size:
+            tail = np.zeros(m, dtype=np.bool_)
+            tail[r.items] = True
+            tail[prefix] = False
+            upper_gap[tail] += 1.0 / (k + prefix.size + 1)
+    if extra is not None:
+        lower += extra
+    if top_k >= m:
+        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+    scored = lower[lower > 0]  # only prefix items (and `extra`) have a lower bound: partition those alone
+    if scored.size < top_k:
+        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+    tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
+    contenders = np.flatnonzero(lower + upper_gap >= tau)
+    if contenders.size > max(_MAX_CONTENDERS, 4 * top_k):
+        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+    # Exact fused scores of the contenders, summed in the same order as `fuse_full` (same rounding).
+    fused = np.zeros(contenders.size, dtype=np.float64)
+    for r, prefix in zip(rankings, prefixes, strict=True):
+        fused += 1.0 / (k + _exact_ranks(r, prefix, contenders))
+    if extra is not None:
+        fused += extra[contenders]
+    return _top_items(fused, contenders, top_k)
+
+
+def _best_prefix(r: Ranking, depth: int) -> _IntArray:
+    """The first items of the full ranking: at least `depth` of them, all ties of the last one included."""
+    n = r.items.size
+    if n <= depth:
+        return r.items[np.argsort(-r.scores, kind="stable")]
+    threshold = np.partition(r.scores, n - depth)[n - depth]
+    chosen = np.flatnonzero(r.scores >= threshold)
+    return r.items[chosen[np.argsort(-r.scores[chosen], kind="stable")]]
+
+
+def _exact_ranks(r: Ranking, prefix: _IntArray, positions: _IntArray) -> _FloatArray:
+    """Rank of each position in the full ranking (`inf` when absent, so it contributes 0)."""
+    ranks = np.full(positions.size, np.inf)
+    if r.items.size == 0:
+        return ranks
+    where = np.searchsorted(r.items, positions)
+    present = (where < r.items.size) & (r.items[np.minimum(where, r.items.size - 1)] == positions)
+    in_prefix = np.zeros(positions.size, dtype=np.bool_)
+    if prefix.size:
+        order = np.argsort(prefix)
+        at = np.searchsorted(prefix, positions, sorter=order)
+        hit = (at < prefix.size) & (prefix[order[np.minimum(at, prefix.size - 1)]] == positions)
+        ranks[hit] = order[at[hit]] + 1
+        in_prefix = hit
+    need = np.flatnonzero(present & ~in_prefix)
+    index = np.arange(r.items.size)
+    for chunk in np.array_split(need, max(1, need.size // 64)) if need.size else ():
+        j = where[chunk]
+        s = r.scores[j][:, None]
+        before = (r.scores[None, :] == s) & (index[None, :] < j[:, None])
+        ranks[chunk] = 1 + np.count_nonzero(r.scores[None, :] > s, axis=1) + np.count_nonzero(before, axis=1)
+    return ranks

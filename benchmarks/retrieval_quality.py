@@ -1,0 +1,157 @@
+"""Retrieval quality of skill search on the banking knowledge base: BM25 alone, dense alone, hybrid (RRF).
+
+    .venv/bin/python benchmarks/retrieval_quality.py [--data-dir ../shared/data/retrieval-banking]
+
+The 698 documents become harness skills (issue = title + content, keywords from the title); each
+customer scenario is a query whose `relevant` documents are the gold set. Prints recall@5, recall@10 and
+nDCG@10 (binary relevance) averaged over the queries, for our BM25, rank-bm25's BM25Okapi with the same
+tokens (the reference our scores must equal), dense cosine with the offline default (MiniLM int8), and
+the hybrid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ace.core.skillbook import Skillbook
+from ace.embeddings import default_embedder
+from ace.retrieval import SearchMode, search_index, tokenize
+
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "retrieval-banking"
+_TITLE_STOP = {"internal", "and", "or", "the", "a", "an", "of", "for", "to", "in", "on", "with", "by", "from"}
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    relevant: frozenset[str]
+
+
+def load(data_dir: Path) -> tuple[list[dict[str, str]], list[Query]]:
+    docs_path, queries_path = data_dir / "documents.jsonl", data_dir / "queries-dev.jsonl"
+    if not docs_path.is_file() or not queries_path.is_file():
+        sys.exit(
+            f"retrieval-quality data not found in {data_dir} (expected documents.jsonl and queries-dev.jsonl): "
+            "pass --data-dir pointing at shared/data/retrieval-banking"
+        )
+    docs = [json.loads(line) for line in docs_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = [
+        Query(q["id"], q["query"], frozenset(q["relevant"]))
+        for q in (json.loads(line) for line in queries_path.read_text(encoding="utf-8").splitlines() if line.strip())
+    ]
+    return docs, queries
+
+
+def title_keywords(title: str) -> list[str]:
+    words = [w for w in tokenize(title) if w not in _TITLE_STOP]
+    return words[:5] or ["document"]
+
+
+def build(docs: list[dict[str, str]]) -> tuple[Skillbook, dict[str, str]]:
+    """The documents as harness skills; returns the skillbook and skill id -> document id."""
+    book = Skillbook()
+    doc_of: dict[str, str] = {}
+    for d in docs:
+        skill = book.add_skill("harness", f"{d['title']}\n\n{d['content']}", title_keywords(d["title"]))
+        doc_of[skill.id] = d["id"]
+    return book, doc_of
+
+
+def recall_at(ranked: list[str], relevant: frozenset[str], k: int) -> float:
+    return len(set(ranked[:k]) & relevant) / len(relevant)
+
+
+def ndcg_at(ranked: list[str], relevant: frozenset[str], k: int) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal
+
+
+@dataclass(frozen=True)
+class Result:
+    per_query: npt.NDArray[np.float64]
+    """(queries, 3): recall@5, recall@10, nDCG@10 of each query."""
+    ms: float
+    """Median latency per query."""
+
+
+def evaluate(rank: Callable[[Query], list[str]], queries: list[Query]) -> Result:
+    rows, times = [], []
+    for q in queries:
+        start = time.perf_counter()
+        ranked = rank(q)
+        times.append(time.perf_counter() - start)
+        rows.append(
+            (recall_at(ranked, q.relevant, 5), recall_at(ranked, q.relevant, 10), ndcg_at(ranked, q.relevant, 10))
+        )
+    return Result(np.asarray(rows, dtype=np.float64), float(np.median(times)) * 1e3)
+
+
+def bootstrap_ci(diff: npt.NDArray[np.float64], *, rounds: int = 2000, seed: int = 0) -> npt.NDArray[np.float64]:
+    """95% bootstrap interval (over queries) of the mean of each column of `diff`: shape (2, columns)."""
+    rng = np.random.default_rng(seed)
+    means = np.stack([diff[rng.integers(0, len(diff), len(diff))].mean(axis=0) for _ in range(rounds)])
+    interval: npt.NDArray[np.float64] = np.percentile(means, [2.5, 97.5], axis=0)
+    return interval
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    docs, queries = load(args.data_dir)
+    book, doc_of = build(docs)
+    emb = default_embedder()
+    index = search_index(book, emb)
+    start = time.perf_counter()
+    index.sync(book)
+    embed_s = time.perf_counter() - start
+
+    def ours(mode: SearchMode) -> Callable[[Query], list[str]]:
+        return lambda q: [doc_of[s.id] for s in index.search(book, q.text, top_k=10, mode=mode)]
+
+    from rank_bm25 import BM25Okapi
+
+    skills = book.skills()
+    reference = BM25Okapi([tokenize(s.embedding_text()) for s in skills])
+
+    def rank_bm25(q: Query) -> list[str]:
+        scores = reference.get_scores(tokenize(q.text))
+        return [doc_of[skills[i].id] for i in np.argsort(-scores, kind="stable")[:10]]
+
+    rows = {
+        "BM25 (ours)": evaluate(ours("bm25"), queries),
+        "BM25 (rank-bm25 reference)": evaluate(rank_bm25, queries),
+        "dense (MiniLM int8)": evaluate(ours("dense"), queries),
+        "hybrid RRF k=60": evaluate(ours("hybrid"), queries),
+    }
+    print(f"{len(docs)} documents, {len(queries)} queries; embedding the documents took {embed_s:.1f} s")
+    print(f"{'ranking':<28} {'recall@5':>9} {'recall@10':>10} {'nDCG@10':>8} {'ms/query':>9}")
+    for name, res in rows.items():
+        r5, r10, n10 = res.per_query.mean(axis=0)
+        print(f"{name:<28} {r5:>9.3f} {r10:>10.3f} {n10:>8.3f} {res.ms:>9.1f}")
+    hybrid = rows["hybrid RRF k=60"].per_query
+    for single in ("BM25 (ours)", "dense (MiniLM int8)"):
+        diff = hybrid - rows[single].per_query
+        lo, hi = bootstrap_ci(diff)
+        spans = ", ".join(
+            f"{m} {d:+.3f} [{a:+.3f}, {b:+.3f}]"
+            for m, d, a, b in zip(("recall@5", "recall@10", "nDCG@10"), diff.mean(axis=0), lo, hi, strict=True)
+        )
+        wins, losses = int((diff[:, 2] > 1e-9).sum()), int((diff[:, 2] < -1e-9).sum())
+        print(f"hybrid minus {single}: {spans} (95% bootstrap CI); nDCG@10 better on {wins}, worse on {losses} queries")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""`configure_observability`: never sends without a token, instruments pydantic-ai, writes spans to local JSONL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import logfire
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace import InsightSource, Skillbook
+from ace.embeddings.test import TestEmbedder
+from ace.implementations.reflection import Reflection
+from ace.implementations.skill_manager import SkillManager
+from ace.observability import (
+    JsonlSpanExporter,
+    ObservabilityError,
+    ace_span,
+    configure_observability,
+    read_spans_jsonl,
+)
+
+SECRET_ISSUE = "In tau-airline's send_certificate API, certificates are issued only to silver and gold members."
+
+
+@pytest.fixture
+def no_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOGFIRE_TOKEN", raising=False)
+
+
+@pytest.fixture
+def recorded_configure(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Replaces `logfire.configure` / `instrument_pydantic_ai` with recorders, so no exporter is ever built."""
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(logfire, "configure", lambda **kw: calls.append({"configure": kw}))
+    monkeypatch.setattr(logfire, "instrument_pydantic_ai", lambda **kw: calls.append({"instrument": kw}))
+    return calls
+
+
+@pytest.fixture
+def restore_instrumentation() -> Iterator[None]:
+    yield
+    Agent.instrument_all(False)
+    logfire.configure(send_to_logfire=False, console=False, inspect_arguments=False)  # release the local file
+
+
+def test_disabled_without_local_file_configures_nothing(recorded_configure: list[dict[str, Any]]) -> None:
+    obs = configure_observability(False)
+    assert (obs.enabled, obs.sending, obs.local_spans_path) == (False, False, None)
+    assert recorded_configure == []
+    obs.flush()  # nothing configured: a no-op
+
+
+def test_send_to_logfire_true_without_token_is_refused(
+    no_token: None, recorded_configure: list[dict[str, Any]]
+) -> None:
+    with pytest.raises(ObservabilityError, match="needs a Logfire write token: set LOGFIRE_TOKEN"):
+        configure_observability(True, send_to_logfire=True)
+    assert recorded_configure == []
+
+
+def test_without_token_nothing_is_sent(no_token: None, recorded_configure: list[dict[str, Any]]) -> None:
+    obs = configure_observability(True)
+    assert obs.enabled and not obs.sending
+    [configure, instrument] = recorded_configure
+    assert configure["configure"]["send_to_logfire"] is False and configure["configure"]["token"] is None
+    assert configure["configure"]["console"] is False
+    assert instrument == {"instrument": {"include_content": False}}
+
+
+def test_with_token_spans_are_sent_and_content_follows_the_opt_in(
+    monkeypatch: pytest.MonkeyPatch, recorded_configure: list[dict[str, Any]]
+) -> None:
+    monkeypatch.setenv("LOGFIRE_TOKEN", "pylf_v1_test_token")
+    obs = configure_observability(True, include_content=True)
+    assert obs.sending and obs.include_content
+    assert recorded_configure[0]["configure"]["send_to_logfire"] is True
+    assert recorded_configure[0]["configure"]["token"] == "pylf_v1_test_token"
+    assert recorded_configure[1] == {"instrument": {"include_content": True}}
+    recorded_configure.clear()
+    assert not configure_observability(True, send_to_logfire=False).sending
+    assert recorded_configure[0]["configure"]["send_to_logfire"] is False
+
+
+def scripted_sm() -> SkillManager:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        n = sum(isinstance(m, ModelResponse) for m in messages)
+        if n == 0:
+            return ModelResponse(parts=[ToolCallPart("search_skills", {"query": "certificate eligibility"})])
+        if n == 1:
+            args = {"section": "context", "issue": SECRET_ISSUE, "keywords": ["airline", "compensation"]}
+            return ModelResponse(parts=[ToolCallPart("add_skill", {**args, "insight": "Check the tier first."})])
+        return ModelResponse(parts=[TextPart("Added one skill.")])
+
+    return SkillManager(FunctionModel(model), embedder=TestEmbedder())
+
+
+def test_local_jsonl_holds_the_whole_session_tree(
+    no_token: None, restore_instrumentation: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "run" / "spans.jsonl"
+    obs = configure_observability(True, local_spans_path=path)
+    assert obs.enabled and not obs.sending and obs.local_spans_path == path
+    source = InsightSource(trace_uid="tau-bench-airline:9", source_system="tau-bench-airline", trace_id="9", epoch=0)
+    reflection = Reflection(
+        error_identification="Issued a certificate to a regular member.",
+        root_cause_analysis="Did not check the membership tier.",
+        correct_approach="Check the tier before compensating.",
+        key_insight="Compensation certificates depend on membership tier.",
+    )
+    scripted_sm().update_skills([reflection], Skillbook(), source=source)
+    obs.flush()
+
+    spans = read_spans_jsonl(path)
+    by_id = {s["span_id"]: s for s in spans}
+    [session] = [s for s in spans if s["name"] == "sm.session"]
+    [add] = [s for s in spans if s["name"] == "add_skill"]
+    assert session["attributes"]["ace.trace_uid"] == "tau-bench-airline:9" and session["status"] == "UNSET"
+    assert add["attributes"]["ace.skill_id"] == "context-00001" and add["attributes"]["ace.result"] == "ok"
+    assert add["trace_id"] == session["trace_id"] and session["parent_span_id"] is None
+    parent = by_id[add["parent_span_id"]]
+    assert parent["name"] == "execute_tool add_skill"  # pydantic-ai instrumentation is on
+    while parent["parent_span_id"] is not None:
+        parent = by_id[parent["parent_span_id"]]
+    assert parent is session
+    assert session["start_time"] <= add["start_time"] <= add["end_time"] <= session["end_time"]
+    assert session["duration_ms"] >= add["duration_ms"] >= 0
+    assert SECRET_ISSUE not in path.read_text(encoding="utf-8")  # no content without the opt-in
+
+
+def test_jsonl_exporter_records_parents_errors_and_stops_after_shutdown(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    exporter = JsonlSpanExporter(path)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    with (
+        tracer.start_as_current_span("outer", attributes={"ace.ids": ("a", "b")}),
+        pytest.raises(KeyError),
+        tracer.start_as_current_span("inner"),
+    ):
+        raise KeyError("boom")
+    inner, outer = read_spans_jsonl(path)
+    assert (inner["name"], outer["name"]) == ("inner", "outer")
+    assert inner["parent_span_id"] == outer["span_id"] and inner["trace_id"] == outer["trace_id"]
+    assert outer["attributes"] == {"ace.ids": ["a", "b"]}
+    assert inner["status"] == "ERROR" and inner["events"][0]["name"] == "exception"
+
+    with path.open("a", encoding="utf-8") as f:
+        f.write('{"name": "torn')
+    assert [s["name"] for s in read_spans_jsonl(path)] == ["inner", "outer"]
+    provider.shutdown()
+    assert exporter.export([]) is SpanExportResult.FAILURE
+
+
+def test_ace_span_marks_unexpected_errors_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "spans.jsonl"
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(JsonlSpanExporter(path)))
+    monkeypatch.setattr("ace.observability.trace.get_tracer", provider.get_tracer)
+    with pytest.raises(LookupError), ace_span("expected", {"ace.x": 1, "ace.none": None}, expected=(LookupError,)):
+        raise LookupError("retry me")
+    with pytest.raises(RuntimeError), ace_span("failed", {}):
+        raise RuntimeError("real failure")
+    provider.shutdown()
+    expected, failed = read_spans_jsonl(path)
+    assert expected["status"] == "UNSET" and expected["events"] == [] and expected["attributes"] == {"ace.x": 1}
+    assert failed["status"] == "ERROR" and failed["status_description"] == "RuntimeError: real failure"
+
+
+def test_session_word_is_not_scrubbed_but_secrets_still_are(
+    no_token: None, restore_instrumentation: None, tmp_path: Path
+) -> None:
+    path = tmp_path / "spans.jsonl"
+    obs = configure_observability(False, local_spans_path=path, include_content=True)
+    assert not obs.enabled and obs.local_spans_path == path
+    with ace_span("sm.session", {"ace.prompt": "Earlier calls of this session were compacted."}):
+        pass
+    with ace_span("sm.session", {"ace.prompt": "This session pasted the password hunter2."}):
+        pass
+    obs.flush()
+    kept, scrubbed = (s["attributes"]["ace.prompt"] for s in read_spans_jsonl(path))
+    assert kept == "Earlier calls of this session were compacted."
+    assert "hunter2" not in scrubbed and scrubbed.startswith("[Scrubbed")

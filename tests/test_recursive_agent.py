@@ -1,0 +1,219 @@
+"""`RecursiveAgent` sessions: budgets, history compaction that keeps call/return pairs, one span per session."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import logfire
+import pytest
+from logfire.testing import TestExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from pydantic_ai import RunContext
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.core.recursive_agent import (
+    COMPACTION_NOTE_PREFIX,
+    RecursiveAgent,
+    SessionBudget,
+    compact_history,
+    estimate_tokens,
+)
+
+
+@dataclass
+class Deps:
+    fetched: list[int] = field(default_factory=list[int])
+
+
+def fetch_page(ctx: RunContext[Deps], page: int) -> str:
+    """Fetch one page of a long trace.
+
+    Args:
+        page: The page number, from 0.
+    """
+    ctx.deps.fetched.append(page)
+    return f"page {page}: " + "passenger booked flight HAT170 in economy; " * 40
+
+
+def history(pairs: int) -> list[ModelMessage]:
+    """A task request then `pairs` call/return round trips, the last one still awaiting the model."""
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("Summarise the trace.")])]
+    for i in range(pairs):
+        messages.append(ModelResponse(parts=[ToolCallPart("fetch_page", {"page": i}, tool_call_id=f"c{i}")]))
+        part = ToolReturnPart("fetch_page", "x" * 400, tool_call_id=f"c{i}", outcome="retried" if i == 1 else "success")
+        messages.append(ModelRequest(parts=[part]))
+    return messages
+
+
+def assert_pairs_intact(messages: list[ModelMessage]) -> None:
+    calls = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolCallPart)}
+    returns = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolReturnPart)}
+    assert calls == returns
+    kinds = [type(m) for m in messages]
+    assert all(a is not b for a, b in itertools.pairwise(kinds)), "requests and responses alternate"
+
+
+def note_of(messages: list[ModelMessage]) -> str:
+    [note] = [
+        p.content
+        for p in messages[0].parts
+        if isinstance(p, UserPromptPart) and str(p.content).startswith(COMPACTION_NOTE_PREFIX)
+    ]
+    return str(note)
+
+
+# ------------------------------------------------------------------------------------------ budget
+def test_budget_rejects_nonsense_and_maps_to_usage_limits() -> None:
+    limits = SessionBudget(request_limit=7, tool_calls_limit=None, total_tokens_limit=900).usage_limits()
+    assert (limits.request_limit, limits.tool_calls_limit, limits.total_tokens_limit) == (7, None, 900)
+    with pytest.raises(ValueError, match="request_limit must be a positive integer"):
+        SessionBudget(request_limit=0)
+    with pytest.raises(ValueError, match="keep_last_messages must be at least 2"):
+        SessionBudget(keep_last_messages=1)
+
+
+# -------------------------------------------------------------------------------------- compaction
+def test_history_under_budget_is_left_alone() -> None:
+    messages = history(6)
+    kept, dropped = compact_history(messages, max_tokens=estimate_tokens(messages), keep_last=4)
+    assert kept is messages and dropped == 0
+
+
+def test_compaction_keeps_task_and_latest_pairs_and_digests_the_rest() -> None:
+    messages = history(6)
+    task = list(messages[0].parts)
+    kept, dropped = compact_history(messages, max_tokens=300, keep_last=4)
+
+    assert dropped == 8 and len(kept) == 5
+    assert list(kept[0].parts[:1]) == task  # the task prompt, untouched
+    assert kept[1:] == messages[-4:]
+    assert isinstance(kept[1], ModelResponse)
+    assert_pairs_intact(kept)
+    note = note_of(kept)
+    assert note.count("- fetch_page(") == 4
+    assert '- fetch_page({"page":1}) -> refused: ' in note and '- fetch_page({"page":0}) -> success: xxx' in note
+    assert estimate_tokens(kept) < estimate_tokens(messages)
+    assert list(messages[0].parts) == task and len(messages) == 13  # the input history is not mutated
+
+
+def test_second_compaction_merges_the_notes() -> None:
+    first, _ = compact_history(history(6), max_tokens=300, keep_last=4)
+    grown = first + history(9)[13:]  # three more round trips (calls 6, 7, 8)
+    second, dropped = compact_history(grown, max_tokens=300, keep_last=2)
+
+    assert dropped == 8 and len(second) == 3
+    note = note_of(second)
+    assert [line.split("(")[1].split(")")[0] for line in note.splitlines()[1:]] == [f'{{"page":{i}}}' for i in range(8)]
+    assert_pairs_intact(second)
+
+
+def test_compaction_never_splits_a_call_from_its_return() -> None:
+    messages = history(5)
+    kept, _ = compact_history(messages, max_tokens=10, keep_last=3)  # an odd tail would start with a request
+    assert isinstance(kept[1], ModelResponse) and len(kept) == 5
+    assert_pairs_intact(kept)
+
+
+# ----------------------------------------------------------------------------------------- sessions
+@pytest.fixture
+def spans() -> Iterator[TestExporter]:
+    exporter = TestExporter()
+    logfire.configure(
+        send_to_logfire=False,
+        console=False,
+        additional_span_processors=[SimpleSpanProcessor(exporter)],
+        inspect_arguments=False,
+    )
+    yield exporter
+    exporter.clear()
+
+
+def reader_model(pages: int, seen: list[list[ModelMessage]]) -> FunctionModel:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        step = len(seen) - 1
+        if step < pages:
+            return ModelResponse(parts=[ToolCallPart("fetch_page", {"page": step})])
+        return ModelResponse(parts=[TextPart(f"read {pages} pages")])
+
+    return FunctionModel(model)
+
+
+def test_long_session_is_compacted_and_finishes(spans: TestExporter) -> None:
+    seen: list[list[ModelMessage]] = []
+    agent = RecursiveAgent(
+        reader_model(12, seen),
+        instructions="Read every page.",
+        tools=[fetch_page],
+        deps_type=Deps,
+        output_type=str,
+        span_label="rr",
+        budget=SessionBudget(request_limit=20, max_history_tokens=1_500, keep_last_messages=4),
+    )
+    deps = Deps()
+    result = asyncio.run(agent.run("Summarise the trace.", deps=deps, attributes={"ace.trace_uid": "t:1"}))
+
+    assert result.completed and result.output == "read 12 pages" and deps.fetched == list(range(12))
+    assert result.compactions >= 2 and result.messages_dropped >= 10
+    assert max(len(m) for m in seen) <= 8  # the model never saw the whole history
+    last_view = seen[-1]
+    assert "- fetch_page(" in note_of(last_view) and "page 0" in note_of(last_view)
+    assert_pairs_intact(last_view)
+    assert estimate_tokens(last_view) < 1_500 + 2 * 600
+
+    [session] = [s for s in spans.exported_spans_as_dict() if s["name"] == "rr.session"]
+    attrs = session["attributes"]
+    assert attrs["ace.trace_uid"] == "t:1" and attrs["ace.completed"] is True
+    assert attrs["ace.compactions"] == result.compactions and attrs["ace.max_history_tokens"] == 1_500
+    assert attrs["ace.requests"] == 13 and "ace.prompt" not in attrs
+
+
+def test_request_budget_stops_the_session_without_raising(spans: TestExporter) -> None:
+    seen: list[list[ModelMessage]] = []
+    agent = RecursiveAgent(
+        reader_model(12, seen),
+        instructions="Read every page.",
+        tools=[fetch_page],
+        deps_type=Deps,
+        output_type=str,
+        span_label="sm",
+        budget=SessionBudget(request_limit=3),
+        record_content=True,
+    )
+    deps = Deps()
+    result = asyncio.run(agent.run("Summarise the trace.", deps=deps))
+
+    assert not result.completed and result.output is None
+    assert result.stop_reason is not None and "request_limit of 3" in result.stop_reason
+    assert deps.fetched == [0, 1, 2] and result.usage.requests == 3
+    [session] = [s for s in spans.exported_spans_as_dict() if s["name"] == "sm.session"]
+    assert session["attributes"]["ace.completed"] is False and session["attributes"]["ace.stop_reason"] == "budget"
+    assert session["attributes"]["ace.prompt"] == "Summarise the trace."
+
+
+def test_token_budget_is_enforced() -> None:
+    seen: list[list[ModelMessage]] = []
+    agent = RecursiveAgent(
+        reader_model(12, seen),
+        instructions="Read every page.",
+        tools=[fetch_page],
+        deps_type=Deps,
+        output_type=str,
+        span_label="rr",
+        budget=SessionBudget(total_tokens_limit=1_000),
+    )
+    result = asyncio.run(agent.run("Summarise the trace.", deps=Deps()))
+    assert not result.completed and result.stop_reason is not None and "total_tokens_limit" in result.stop_reason
+    assert result.usage.total_tokens > 1_000 and result.usage.requests < 12
