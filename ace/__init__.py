@@ -1,6 +1,14 @@
-"""ACE: agents that learn from their own traces through a skillbook of issues, insights and keywords."""
+"""ACE: agents that learn from their own traces through a skillbook of issues, insights and keywords.
 
+The skillbook names are imported eagerly (they need only numpy); the agent, model and search names load on first
+use, so `import ace` stays fast for code that only reads or writes skillbooks.
+"""
+
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from ace.core import (
     SCHEMA_VERSION,
@@ -13,22 +21,104 @@ from ace.core import (
 )
 from ace.exceptions import AceError, SkillbookError, SkillbookFormatError, UnknownSkillError
 
+if TYPE_CHECKING:
+    from ace.deduplication.detector import SimilarPair, find_similar_pairs
+    from ace.embeddings import Embedder, EmbeddingError, LiteLLMEmbedder, MiniLMEmbedder, TestEmbedder, default_embedder
+    from ace.implementations.reflection import Reflection, SkillTag
+    from ace.implementations.reflector import Reflector, ReflectorResult, SimpleReflector, make_reflector
+    from ace.implementations.rr import RecursiveConfig, RecursiveReflector
+    from ace.implementations.skill_manager import SkillManager, SMResult, SMSettings
+    from ace.implementations.skill_rendering import render_skills_xml, retrieve_top_k
+    from ace.llm import LiteLLMModel, LocalModel, ModelRequestError, RoleSettings, infer_model
+    from ace.observability import configure_observability
+
 try:
     __version__ = version("agentic-context-engine")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0"
 
+_LAZY: dict[str, str] = {
+    "SimilarPair": "ace.deduplication.detector",
+    "find_similar_pairs": "ace.deduplication.detector",
+    "Embedder": "ace.embeddings",
+    "EmbeddingError": "ace.embeddings",
+    "LiteLLMEmbedder": "ace.embeddings",
+    "MiniLMEmbedder": "ace.embeddings",
+    "TestEmbedder": "ace.embeddings",
+    "default_embedder": "ace.embeddings",
+    "Reflection": "ace.implementations.reflection",
+    "SkillTag": "ace.implementations.reflection",
+    "Reflector": "ace.implementations.reflector",
+    "ReflectorResult": "ace.implementations.reflector",
+    "SimpleReflector": "ace.implementations.reflector",
+    "make_reflector": "ace.implementations.reflector",
+    "RecursiveConfig": "ace.implementations.rr",
+    "RecursiveReflector": "ace.implementations.rr",
+    "SMResult": "ace.implementations.skill_manager",
+    "SMSettings": "ace.implementations.skill_manager",
+    "SkillManager": "ace.implementations.skill_manager",
+    "render_skills_xml": "ace.implementations.skill_rendering",
+    "retrieve_top_k": "ace.implementations.skill_rendering",
+    "LiteLLMModel": "ace.llm",
+    "LocalModel": "ace.llm",
+    "ModelRequestError": "ace.llm",
+    "RoleSettings": "ace.llm",
+    "infer_model": "ace.llm",
+    "configure_observability": "ace.observability",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
     "SCHEMA_VERSION",
     "VALID_SECTIONS",
     "AceError",
+    "Embedder",
+    "EmbeddingError",
     "InsightSource",
+    "LiteLLMEmbedder",
+    "LiteLLMModel",
+    "LocalModel",
+    "MiniLMEmbedder",
+    "ModelRequestError",
+    "RecursiveConfig",
+    "RecursiveReflector",
+    "Reflection",
+    "Reflector",
+    "ReflectorResult",
+    "RoleSettings",
+    "SMResult",
+    "SMSettings",
+    "SimilarPair",
+    "SimpleReflector",
     "Skill",
+    "SkillManager",
+    "SkillTag",
     "Skillbook",
     "SkillbookError",
     "SkillbookFormatError",
+    "TestEmbedder",
     "UnknownSkillError",
     "UpdateOperation",
     "__version__",
+    "configure_observability",
+    "default_embedder",
+    "find_similar_pairs",
+    "infer_model",
+    "make_reflector",
     "normalize_keywords",
+    "render_skills_xml",
+    "retrieve_top_k",
 ]

@@ -114,7 +114,8 @@ def configure_observability(
         console=None if console else False,
         additional_span_processors=processors,
         inspect_arguments=False,
-        scrubbing=logfire.ScrubbingOptions(callback=keep_session_word),
+        # Content the user opted into is kept whole: the default scrubber redacts airline traces ("credit card").
+        scrubbing=False if include_content else logfire.ScrubbingOptions(callback=keep_session_word),
     )
     if enabled:
         logfire.instrument_pydantic_ai(include_content=include_content)

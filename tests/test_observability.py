@@ -72,6 +72,7 @@ def test_without_token_nothing_is_sent(no_token: None, recorded_configure: list[
     assert configure["configure"]["send_to_logfire"] is False and configure["configure"]["token"] is None
     assert configure["configure"]["console"] is False
     assert instrument == {"instrument": {"include_content": False}}
+    assert isinstance(configure["configure"]["scrubbing"], logfire.ScrubbingOptions)
 
 
 def test_with_token_spans_are_sent_and_content_follows_the_opt_in(
@@ -83,6 +84,7 @@ def test_with_token_spans_are_sent_and_content_follows_the_opt_in(
     assert recorded_configure[0]["configure"]["send_to_logfire"] is True
     assert recorded_configure[0]["configure"]["token"] == "pylf_v1_test_token"
     assert recorded_configure[1] == {"instrument": {"include_content": True}}
+    assert recorded_configure[0]["configure"]["scrubbing"] is False  # opted-in content is kept whole
     recorded_configure.clear()
     assert not configure_observability(True, send_to_logfire=False).sending
     assert recorded_configure[0]["configure"]["send_to_logfire"] is False
