@@ -37,14 +37,14 @@ __all__ = [
     "ace_span",
     "clean_attributes",
     "configure_observability",
-    "keep_session_word",
+    "keep_everyday_words",
     "read_spans_jsonl",
     "span_to_dict",
 ]
 
 TRACER_NAME = "ace"
 AttributeInput = AttributeValue | None
-_SESSION = re.compile("session", re.IGNORECASE)
+_EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
 class ObservabilityError(AceError, ValueError):
@@ -114,21 +114,21 @@ def configure_observability(
         console=None if console else False,
         additional_span_processors=processors,
         inspect_arguments=False,
-        # Content the user opted into is kept whole: the default scrubber redacts airline traces ("credit card").
-        scrubbing=False if include_content else logfire.ScrubbingOptions(callback=keep_session_word),
+        scrubbing=logfire.ScrubbingOptions(callback=keep_everyday_words),
     )
     if enabled:
         logfire.instrument_pydantic_ai(include_content=include_content)
     return Observability(enabled=enabled, sending=sending, include_content=include_content, local_spans_path=path)
 
 
-def keep_session_word(match: ScrubMatch) -> Any:
-    """Logfire scrubbing callback: the word "session" alone (ACE's own vocabulary) does not redact a value.
+def keep_everyday_words(match: ScrubMatch) -> Any:
+    """Logfire scrubbing callback: words that are ordinary in agent traces ("session", "credit card") do not
+    redact a value, so opted-in prompts about airline payments stay readable.
 
     Any other sensitive pattern (password, api key, token, ...) in the same value still redacts it.
     """
     found, value = match.pattern_match, match.value
-    if found.group(0).lower() == "session" and isinstance(value, str) and not found.re.search(_SESSION.sub("", value)):
+    if _EVERYDAY.fullmatch(found.group(0)) and isinstance(value, str) and not found.re.search(_EVERYDAY.sub("", value)):
         return value
     return None
 

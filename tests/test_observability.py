@@ -84,7 +84,6 @@ def test_with_token_spans_are_sent_and_content_follows_the_opt_in(
     assert recorded_configure[0]["configure"]["send_to_logfire"] is True
     assert recorded_configure[0]["configure"]["token"] == "pylf_v1_test_token"
     assert recorded_configure[1] == {"instrument": {"include_content": True}}
-    assert recorded_configure[0]["configure"]["scrubbing"] is False  # opted-in content is kept whole
     recorded_configure.clear()
     assert not configure_observability(True, send_to_logfire=False).sending
     assert recorded_configure[0]["configure"]["send_to_logfire"] is False
@@ -184,9 +183,12 @@ def test_session_word_is_not_scrubbed_but_secrets_still_are(
     assert not obs.enabled and obs.local_spans_path == path
     with ace_span("sm.session", {"ace.prompt": "Earlier calls of this session were compacted."}):
         pass
+    with ace_span("sm.session", {"ace.prompt": "Pay with the credit card ending 7447."}):
+        pass
     with ace_span("sm.session", {"ace.prompt": "This session pasted the password hunter2."}):
         pass
     obs.flush()
-    kept, scrubbed = (s["attributes"]["ace.prompt"] for s in read_spans_jsonl(path))
+    kept, card, scrubbed = (s["attributes"]["ace.prompt"] for s in read_spans_jsonl(path))
     assert kept == "Earlier calls of this session were compacted."
+    assert card == "Pay with the credit card ending 7447."
     assert "hunter2" not in scrubbed and scrubbed.startswith("[Scrubbed")
