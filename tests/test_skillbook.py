@@ -396,3 +396,27 @@ def test_set_embedding_refuses_mixed_dimensions() -> None:
     sb.set_embedding(b, [0.5, 0.5, 0.5, 0.5])  # type: ignore[arg-type]
     vec = sb.require_skill(b).embedding
     assert vec is not None and vec.dtype == np.float32
+
+
+def test_active_count_follows_every_mutation_and_rollback(tmp_path: object) -> None:
+    from pathlib import Path
+
+    sb = Skillbook()
+    a = add_context(sb)
+    b = add_context(sb)
+    sb.tag_skill(a, 1)
+    sb.update_skill(a, "wider")
+    assert sb.active_count == 2
+    sb.remove_skill(a, "outdated")
+    assert sb.active_count == 1
+    sb.purge(a)
+    assert sb.active_count == 1
+    with pytest.raises(SkillbookError):
+        sb.apply_operations([UpdateOperation(type="REMOVE", skill_id=b, reason="x"), UpdateOperation(type="ADD")])
+    assert sb.active_count == 1
+    sb.purge(b)
+    assert sb.active_count == 0
+    add_context(sb)
+    path = Path(str(tmp_path)) / "s.json"
+    sb.save_to_file(path)
+    assert Skillbook.load_from_file(path).active_count == len(sb.skills()) == 1

@@ -57,6 +57,7 @@ class Skillbook:
         self._next_ids: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
         self._operations: list[UpdateOperation] = []
         self._version = 0
+        self._active = 0
         self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
         self._keep_pairs: dict[tuple[str, str], None] = {}
         self.embedding_model: str | None = None
@@ -65,6 +66,11 @@ class Skillbook:
         """Derived data rebuilt on demand (e.g. the search index), keyed by owner; never saved or copied."""
 
     # ----------------------------------------------------------------- reading
+    @property
+    def active_count(self) -> int:
+        """Number of active skills, kept up to date by every mutation (O(1))."""
+        return self._active
+
     def __len__(self) -> int:
         """Number of stored skills, inactive ones included."""
         return len(self._skills)
@@ -262,6 +268,7 @@ class Skillbook:
                 skill = self.require_skill(op.skill_id or "")
                 del self._skills[skill.id]
                 del self._sections[skill.section][skill.id]
+                self._active -= skill.active
                 self._keep_pairs = {k: None for k in self._keep_pairs if skill.id not in k}
                 self._log(dataclasses.replace(op, section=skill.section, timestamp=now), skill.id)
                 return skill
@@ -272,8 +279,10 @@ class Skillbook:
         if kind == "REMOVE":
             entry = dataclasses.replace(entry, learning_text=op.reason)
         skill.occurrences = [*skill.occurrences, entry]
-        if skill.id not in self._skills:
+        previous = self._skills.get(skill.id)
+        if previous is None:
             self._sections[skill.section][skill.id] = None
+        self._active += skill.active - (previous.active if previous is not None else False)
         self._skills[skill.id] = skill
         self._log(
             dataclasses.replace(
@@ -367,10 +376,12 @@ class Skillbook:
             len(self._operations),
             self._version,
             len(self._changes),
+            self._active,
         )
 
     def _restore(self, snap: tuple[Any, ...]) -> None:
-        skills, sections, next_ids, keep_pairs, n_ops, version, n_changes = snap
+        skills, sections, next_ids, keep_pairs, n_ops, version, n_changes, active = snap
+        self._active = active
         self._skills, self._sections, self._next_ids, self._keep_pairs = skills, sections, next_ids, keep_pairs
         del self._operations[n_ops:]
         self._version = version
@@ -473,6 +484,7 @@ class Skillbook:
             if skill.id in book._skills:
                 raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
             book._skills[skill.id] = skill
+            book._active += skill.active
             book._sections[skill.section][skill.id] = None
         raw_ops = data.get("operations", [])
         if not isinstance(raw_ops, list):

@@ -156,13 +156,13 @@ class SkillManager:
             "ace.proposed_tags_count": len(tags),
             "ace.context_skills_count": len(shown),
             "ace.context_skill_ids": [s.id for s in shown],
-            "ace.active_skills_before": len(skillbook.skills()),
+            "ace.active_skills_before": skillbook.active_count,
         }
 
         def end_attributes() -> dict[str, AttributeInput]:
             counts = Counter(op.operation_type for op in deps.applied)
             return {
-                "ace.active_skills_after": len(skillbook.skills()),
+                "ace.active_skills_after": skillbook.active_count,
                 "ace.ops_added": counts["ADD"],
                 "ace.ops_updated": counts["UPDATE"],
                 "ace.ops_tagged": counts["TAG"],
@@ -188,7 +188,7 @@ class SkillManager:
         """Active skills most similar to the reflections, then any tagged skill not already among them."""
         shown: dict[str, Skill] = {}
         query = "\n".join(r.as_prompt_text() for r in reflections).strip()
-        if self.settings.context_top_k > 0 and query and skillbook.skills():
+        if self.settings.context_top_k > 0 and query and skillbook.active_count:
             for skill in retrieve_top_k(skillbook, query, top_k=self.settings.context_top_k, embedder=self.embedder):
                 shown[skill.id] = skill
         for tag in (t for r in reflections for t in r.skill_tags):

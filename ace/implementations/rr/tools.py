@@ -202,7 +202,7 @@ def search_skillbook(
     with _tool_call(deps, "search_skillbook", attrs, {"ace.query": query}) as span:
         if not 1 <= top_k <= deps.config.max_search_results:
             raise ModelRetry(f"top_k must be between 1 and {deps.config.max_search_results}, got {top_k}")
-        if not deps.skillbook.skills():
+        if not deps.skillbook.active_count:
             span.set_attribute("ace.results_count", 0)
             return "The skillbook has no active skill yet."
         found = retrieve_top_k(

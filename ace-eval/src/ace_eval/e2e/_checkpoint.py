@@ -1,0 +1,307 @@
+"""The training checkpoint: a write-ahead journal of samples plus periodic skillbook snapshots.
+
+Files in the checkpoint folder:
+
+- `samples.jsonl`: one line per finished sample, appended in commit order. Each line is the sample's
+  `SampleResult.to_dict()` plus a `"checkpoint"` key holding what the sample changed in the skillbook: the
+  operations it appended to the audit log (`ops_before` + `ops`), the full state of every skill it changed,
+  the skills it purged, and the KEEP pairs it recorded (id counters follow from the logged ADDs). The line is
+  the commit: a sample is done exactly when its line is in the file.
+- `skillbook.json` (+ `skillbook.embeddings.npz`): a snapshot of the skillbook at some committed sample, written
+  atomically when a run starts, every `snapshot_every` samples (by default whenever the last snapshot is older
+  than 20 times what it cost, so snapshots stay under ~5% of the run), and when the run ends.
+
+Resuming loads the snapshot and replays every journal line over it. Replay is idempotent: audit-log entries
+are matched by position (`ops_before`), skills are set to their recorded state, so lines the snapshot already
+contains change nothing. The result is the skillbook after the last committed sample, whichever snapshot was
+on disk. Per sample the cost is one appended line, whatever the size of the skillbook.
+
+Durability: each line is written with one `write` before the next sample starts, so a killed process loses
+no committed sample. `fsync` runs in a background thread (group commit: one fsync covers every line written
+while the previous one ran), so an OS crash can lose at most the last few milliseconds of lines; the journal is
+fsynced before every snapshot, so the snapshot is never ahead of the journal. A torn last line (the process
+died mid-write) is dropped on resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ace.core.skill import embedding_input_hash
+from ace.core.skillbook import Skillbook
+from ace.core.storage import read_embeddings, read_json_file, sidecar_path
+from ace.exceptions import AceError, SkillbookFormatError
+
+__all__ = [
+    "SAMPLES_FILE",
+    "SKILLBOOK_FILE",
+    "Checkpoint",
+    "CheckpointError",
+    "SkillbookMark",
+    "load_checkpoint",
+    "replay_journal",
+    "skillbook_delta",
+]
+
+SKILLBOOK_FILE = "skillbook.json"
+SAMPLES_FILE = "samples.jsonl"
+_SNAPSHOT_COST_FACTOR = 20.0
+
+
+class CheckpointError(AceError):
+    """A checkpoint folder that cannot be resumed; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class SkillbookMark:
+    """Where the skillbook stood before a sample's mutations: audit-log length and the KEEP pairs."""
+
+    ops: int
+    keep_pairs: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, book: Skillbook) -> SkillbookMark:
+        """The current position of `book`."""
+        return cls(ops=len(book.operations), keep_pairs=frozenset(book.keep_pairs))
+
+
+def skillbook_delta(book: Skillbook, mark: SkillbookMark) -> dict[str, Any]:
+    """What changed in `book` since `mark`, as the JSON the journal stores (see the module docstring)."""
+    new_ops = book.operations[mark.ops :]
+    changed = list(dict.fromkeys(op.skill_id for op in new_ops if op.skill_id is not None))
+    skills: list[dict[str, Any]] = []
+    purged: list[str] = []
+    for skill_id in changed:
+        skill = book.get_skill(skill_id)
+        if skill is None:
+            purged.append(skill_id)
+        else:
+            skills.append(skill.to_dict())
+    return {
+        "ops_before": mark.ops,
+        "ops": [op.to_dict() for op in new_ops],
+        "skills": skills,
+        "purged": purged,
+        "keep_pairs": [list(p) for p in book.keep_pairs if p not in mark.keep_pairs],
+        "embedding_model": book.embedding_model,
+    }
+
+
+def replay_journal(doc: dict[str, Any], deltas: list[dict[str, Any]], *, source: str) -> dict[str, Any]:
+    """Apply journal deltas, in order, to a skillbook document (`Skillbook.to_dict` shape); idempotent.
+
+    Raises:
+        CheckpointError: a delta does not follow the document's audit log (a gap or an overlap).
+    """
+    skills: dict[str, dict[str, Any]] = {s["id"]: s for s in doc.get("skills", []) if isinstance(s, dict)}
+    ops: list[Any] = list(doc.get("operations", []))
+    keep: dict[tuple[str, str], None] = {
+        (p[0], p[1]): None for p in doc.get("dedup_keep_pairs", []) if isinstance(p, list) and len(p) == 2
+    }
+    next_ids: dict[str, int] = dict(doc.get("next_ids") or {})
+    model = doc.get("embedding_model")
+    for n, delta in enumerate(deltas, 1):
+        before, new_ops = delta["ops_before"], delta["ops"]
+        if before == len(ops):
+            ops.extend(new_ops)
+            _advance_ids(next_ids, new_ops)
+        elif before + len(new_ops) > len(ops):
+            raise CheckpointError(
+                f"{source}: journal line {n} starts at audit-log entry {before} but the skillbook has {len(ops)}: "
+                "the snapshot and the journal do not belong together; start a fresh checkpoint folder"
+            )
+        for skill in delta["skills"]:
+            skills[skill["id"]] = skill
+        for skill_id in delta["purged"]:
+            skills.pop(skill_id, None)
+            keep = {k: None for k in keep if skill_id not in k}
+        for pair in delta["keep_pairs"]:
+            keep[(pair[0], pair[1])] = None
+        model = delta["embedding_model"]
+    out = {**doc, "embedding_model": model, "next_ids": next_ids, "skills": list(skills.values()), "operations": ops}
+    out.pop("dedup_keep_pairs", None)
+    if keep:
+        out["dedup_keep_pairs"] = [list(k) for k in keep]
+    return out
+
+
+def _advance_ids(next_ids: dict[str, int], ops: list[dict[str, Any]]) -> None:
+    """Move the id counters past every id an ADD assigned (as the skillbook did when it assigned them)."""
+    for op in ops:
+        section, _, number = str(op.get("skill_id") or "").rpartition("-")
+        if op.get("type") == "ADD" and number.isdigit():
+            next_ids[section] = max(next_ids.get(section, 1), int(number) + 1)
+
+
+@dataclass
+class _Line:
+    sample: dict[str, Any]
+    delta: dict[str, Any]
+
+
+def _read_journal(path: Path) -> tuple[list[_Line], int]:
+    """The journal's complete lines and the byte length they span (a torn last line is left out)."""
+    data = path.read_bytes()
+    lines: list[_Line] = []
+    end = 0
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        line_end = end + len(raw) + 1
+        if line_end > len(data):  # no newline: the last write was cut short
+            break
+        try:
+            obj = json.loads(raw)
+            delta = obj.pop("checkpoint")
+            for key in ("ops_before", "ops", "skills", "purged", "keep_pairs", "embedding_model"):
+                delta[key]  # presence check
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+            if line_end >= len(data):
+                break
+            raise CheckpointError(
+                f"{path}:{number}: not a checkpoint line ({type(e).__name__}: {e}); the journal is corrupt — "
+                "start a fresh checkpoint folder"
+            ) from None
+        lines.append(_Line(sample=obj, delta=delta))
+        end = line_end
+    return lines, end
+
+
+def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | None:
+    """The resumed skillbook and the recorded sample dicts, or `None` when `folder` holds no journal yet.
+
+    A torn last line is cut off the file so later appends start on a clean line.
+    """
+    journal = folder / SAMPLES_FILE
+    if not journal.is_file():
+        return None
+    snapshot = folder / SKILLBOOK_FILE
+    if not snapshot.is_file():
+        raise CheckpointError(
+            f"{journal} exists but {snapshot} does not: the checkpoint is incomplete; start a fresh checkpoint folder"
+        )
+    lines, good_bytes = _read_journal(journal)
+    if good_bytes < journal.stat().st_size:
+        with journal.open("r+b") as f:
+            f.truncate(good_bytes)
+    try:
+        doc = replay_journal(read_json_file(snapshot), [line.delta for line in lines], source=str(journal))
+        book = Skillbook.from_dict(doc, source=str(snapshot))
+    except SkillbookFormatError as e:
+        raise CheckpointError(f"{snapshot}: cannot rebuild the skillbook from the checkpoint: {e}") from e
+    stored_dim = doc.get("embedding_dim")
+    dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
+    cached = read_embeddings(sidecar_path(snapshot), model=book.embedding_model, dim=dim)
+    for skill in book.skills(include_inactive=True):
+        hit = cached.get(skill.id)
+        if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
+            book.set_embedding(skill.id, hit[1])
+    return book, [line.sample for line in lines]
+
+
+def _fsync_file(path: Path) -> None:
+    """Fsync a file through a descriptor of its own, so the writer may close its descriptor at any time."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Checkpoint:
+    """An open checkpoint folder: `commit` appends a sample's line, `snapshot` saves the skillbook."""
+
+    folder: Path
+    snapshot_every: int | None = None
+    """Snapshot after this many commits; `None`: when the last snapshot is older than 20x its cost."""
+    clock: Callable[[], float] = field(default=time.perf_counter)
+    _fd: int = field(default=-1, init=False)
+    _since_snapshot: int = field(default=0, init=False)
+    _last_snapshot_end: float = field(default=0.0, init=False)
+    _last_snapshot_cost: float = field(default=0.0, init=False)
+    _sync_task: asyncio.Task[None] | None = field(default=None, init=False)
+    _dirty: bool = field(default=False, init=False)
+
+    def open(self, book: Skillbook, *, fresh: bool) -> None:
+        """Open the journal for appending; a fresh run first snapshots `book` and starts an empty journal."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        journal = self.folder / SAMPLES_FILE
+        if fresh:
+            self._save(book)
+            journal.unlink(missing_ok=True)
+        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+
+    async def commit(self, line: dict[str, Any], book: Skillbook) -> None:
+        """Append one sample's line (the commit point), then snapshot if it is due."""
+        data = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        self._request_sync()
+        self._since_snapshot += 1
+        if self._snapshot_due():
+            await self.snapshot(book)
+
+    async def snapshot(self, book: Skillbook) -> None:
+        """Fsync the journal, then save the skillbook atomically (so the snapshot is never ahead of it)."""
+        await self._flush()
+        os.fsync(self._fd)
+        self._save(book)
+        self._since_snapshot = 0
+
+    async def close(self, book: Skillbook | None) -> None:
+        """Final snapshot (when `book` is given and something was committed since the last one), fsync, close."""
+        if self._fd < 0:
+            return
+        try:
+            if book is not None and self._since_snapshot:
+                await self.snapshot(book)
+            await self._flush()
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def abandon(self) -> None:
+        """Close without waiting (the run is being aborted); committed lines are already written."""
+        if self._sync_task is not None:
+            self._sync_task.cancel()  # its thread finishes on its own descriptor
+            self._sync_task = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _save(self, book: Skillbook) -> None:
+        start = self.clock()
+        book.save_to_file(self.folder / SKILLBOOK_FILE)
+        self._last_snapshot_end = self.clock()
+        self._last_snapshot_cost = self._last_snapshot_end - start
+
+    def _snapshot_due(self) -> bool:
+        if self.snapshot_every is not None:
+            return self._since_snapshot >= self.snapshot_every
+        return self.clock() - self._last_snapshot_end >= _SNAPSHOT_COST_FACTOR * self._last_snapshot_cost
+
+    def _request_sync(self) -> None:
+        """Group commit: at most one fsync runs; lines written meanwhile are covered by one more."""
+        self._dirty = True
+        if self._sync_task is None or self._sync_task.done():
+            self._sync_task = asyncio.get_running_loop().create_task(self._sync_loop())
+
+    async def _sync_loop(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            await asyncio.to_thread(_fsync_file, self.folder / SAMPLES_FILE)
+
+    async def _flush(self) -> None:
+        task = self._sync_task
+        if task is not None:
+            self._sync_task = None
+            await task

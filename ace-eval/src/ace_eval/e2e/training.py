@@ -1,0 +1,357 @@
+"""Training: every trace of a collection through reflect -> update (-> deduplicate -> extra steps), for N epochs.
+
+Two paths, one result. `_train_sequential` runs one sample after the other. `_train_parallel`
+(`max_workers > 1`) runs the reflections concurrently, at most `max_workers` at a time (an asyncio semaphore:
+the reflector calls are the slow part), and serialises the skill-manager phase (update, deduplicate, extra
+steps, checkpoint) under an ordered asyncio lock:
+
+- Why serialise: a skill-manager session searches the skillbook before it adds or widens a skill. Two concurrent
+  sessions would each miss the skill the other is adding and both add it (near-duplicates), or both rewrite
+  the same skill from the same old text so that one widening overwrites the other (a lost update). Serialised,
+  every session sees every earlier session's result, exactly as in a sequential run. The price: the speedup is
+  bounded by `(reflection time + session time) / session time` (`benchmarks/pipeline_overhead.py`: 1.33x when
+  a reflection is one call and a session three; 2.5x with a 1 s recursive reflection), which is worth it while
+  reflections dominate; letting sessions run concurrently measured 7.7x but added near-duplicate skills.
+- Why ordered: the phase runs in sample-index order (a ticket lock): a sample whose reflection finished early
+  waits for every earlier sample to commit first. The skillbook after k committed samples is then the same
+  whatever `max_workers` is (given the same reflections), and "resume after k samples" is well defined.
+- Look-ahead is bounded: at most `2 * max_workers` samples are between start and commit, so a reflection never
+  sees a skillbook more than that many samples behind, and an interruption discards little work.
+
+Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` and
+in the run summary; the run goes on. Operations applied before the failure stand and are listed. A
+`BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
+committed samples are in the checkpoint and the run resumes after them.
+
+Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
+`ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
+rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples,
+failed ones included, are not run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ace.core.skillbook import Skillbook
+from ace.implementations.reflector import Reflector, ReflectorError
+from ace.implementations.skill_manager import SkillManager
+from ace.observability import AttributeInput, ace_span
+from ace.steps.context import INITIAL_FIELDS, Step, StepContext, trace_identity
+from ace.steps.deduplicate import DeduplicateStep
+from ace.steps.pipeline import Pipeline
+from ace.steps.reflect import ReflectStep
+from ace.steps.update import UpdateStep
+from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, SkillbookMark, load_checkpoint, skillbook_delta
+from ace_eval.e2e._training_results import RoleUsage, SampleResult, TrainingResult
+
+__all__ = [
+    "CheckpointError",
+    "PlannedSample",
+    "RoleUsage",
+    "SampleResult",
+    "Trainer",
+    "TrainingConfig",
+    "TrainingResult",
+    "plan_samples",
+]
+
+OnSample = Callable[[SampleResult], None]
+_Commit = Callable[[SampleResult, SkillbookMark], Awaitable[None]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    """How a training run goes over the traces."""
+
+    epochs: int = 1
+    max_workers: int = 1
+    """Concurrent reflections; 1 runs the sequential path."""
+    seed: int | None = None
+    """Shuffles each epoch's order deterministically when set; `None` keeps the given order."""
+    checkpoint_dir: Path | None = None
+    """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
+    deduplicate: bool = False
+    """Run the trainer's `deduplicator` step after every skill-manager session."""
+    snapshot_every: int | None = None
+    """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
+    cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
+    either way."""
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "max_workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TrainingConfig.{name} must be at least 1, got {getattr(self, name)}")
+        if self.snapshot_every is not None and self.snapshot_every < 1:
+            raise ValueError(f"TrainingConfig.snapshot_every must be at least 1 or None, got {self.snapshot_every}")
+
+
+@dataclass(frozen=True)
+class PlannedSample:
+    """One (trace, epoch) of a run, at its place in the commit order."""
+
+    index: int
+    epoch: int
+    trace: Mapping[str, Any]
+    trace_uid: str
+    trace_id: str
+
+
+@dataclass(frozen=True)
+class _Reflected:
+    """A sample after its concurrent phase: the context so far, or the error that ended it."""
+
+    item: PlannedSample
+    ctx: StepContext
+    error: Exception | None
+    seconds: float
+
+
+def plan_samples(traces: Sequence[Mapping[str, Any]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
+    """Every (trace, epoch) in commit order; with a seed each epoch is shuffled by `Random(f"{seed}:{epoch}")`."""
+    seen: dict[str, int] = {}
+    identities = []
+    for position, trace in enumerate(traces):
+        uid, _, trace_id = trace_identity(trace)
+        if uid in seen:
+            raise ValueError(
+                f"trace_uid {uid!r} appears twice (positions {seen[uid]} and {position}): ids must be unique"
+            )
+        seen[uid] = position
+        identities.append((uid, trace_id))
+    plan: list[PlannedSample] = []
+    for epoch in range(epochs):
+        order = list(range(len(traces)))
+        if seed is not None:
+            random.Random(f"{seed}:{epoch}").shuffle(order)
+        for k in order:
+            uid, trace_id = identities[k]
+            plan.append(PlannedSample(len(plan), epoch, traces[k], uid, trace_id))
+    return plan
+
+
+class _OrderedLock:
+    """A ticket lock: `turn(k)` is entered by k = 0, 1, 2, ... in that order, one at a time."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._cond = asyncio.Condition()
+
+    @asynccontextmanager
+    async def turn(self, ticket: int) -> AsyncIterator[None]:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self._next == ticket)
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self._next += 1
+                self._cond.notify_all()
+
+
+class Trainer:
+    """Runs the ACE learning loop over traces; see the module docstring for the concurrency and checkpoint design."""
+
+    def __init__(
+        self,
+        *,
+        reflector: Reflector,
+        skill_manager: SkillManager,
+        config: TrainingConfig,
+        extra_steps: Sequence[Step] = (),
+        deduplicator: DeduplicateStep | None = None,
+    ) -> None:
+        """Build the pipeline: reflect, then (serialised) update, deduplicate when configured, `extra_steps`.
+
+        Raises:
+            ValueError: `config.deduplicate` without a `deduplicator`, or steps whose requirements are unmet.
+        """
+        if config.deduplicate and deduplicator is None:
+            raise ValueError(
+                "TrainingConfig(deduplicate=True) needs a judge: pass deduplicator=DeduplicateStep(model) to Trainer"
+            )
+        self.config = config
+        serial: list[Step] = [UpdateStep(skill_manager)]
+        if config.deduplicate and deduplicator is not None:
+            serial.append(deduplicator)
+        serial.extend(extra_steps)
+        reflect = ReflectStep(reflector)
+        Pipeline([reflect, *serial])  # checks the whole order once
+        self._reflect = Pipeline([reflect])
+        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | reflect.provides)
+
+    def run(
+        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
+    ) -> TrainingResult:
+        """Blocking `run_async`; inside a running event loop use `await run_async(...)`."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run_async(traces, skillbook, on_sample=on_sample))
+        raise RuntimeError("Trainer.run was called inside a running event loop: use `await trainer.run_async(...)`")
+
+    async def run_async(
+        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
+    ) -> TrainingResult:
+        """Train `skillbook` on `traces` for `config.epochs` epochs.
+
+        The skillbook is mutated in place, except when resuming: then the checkpoint's skillbook is used and
+        returned instead (`TrainingResult.skillbook`). `on_sample` is called with each committed sample, in
+        commit order (an exception it raises aborts the run, after that sample was checkpointed). Returns every
+        sample, resumed ones included, in commit order.
+        """
+        plan = plan_samples(traces, epochs=self.config.epochs, seed=self.config.seed)
+        done: dict[int, SampleResult] = {}
+        checkpoint: Checkpoint | None = None
+        book = skillbook
+        if self.config.checkpoint_dir is not None:
+            folder = Path(self.config.checkpoint_dir)
+            loaded = load_checkpoint(folder)
+            if loaded is not None:
+                book, records = loaded
+                done = _match_records(records, plan, folder)
+            checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
+            checkpoint.open(book, fresh=loaded is None)
+        pending = [p for p in plan if p.index not in done]
+        results = dict(done)
+
+        async def commit(result: SampleResult, mark: SkillbookMark) -> None:
+            if checkpoint is not None:
+                await checkpoint.commit({**result.to_dict(), "checkpoint": skillbook_delta(book, mark)}, book)
+            results[result.index] = result
+            if on_sample is not None:
+                on_sample(result)
+
+        try:
+            if self.config.max_workers == 1:
+                await self._train_sequential(pending, book, commit)
+            else:
+                await self._train_parallel(pending, book, commit)
+        except BaseException:
+            if checkpoint is not None:
+                checkpoint.abandon()
+            raise
+        if checkpoint is not None:
+            await checkpoint.close(book)
+        return TrainingResult(samples=[results[i] for i in sorted(results)], skillbook=book, resumed_samples=len(done))
+
+    async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
+        for item in pending:
+            reflected = await self._reflect_phase(item, book)
+            await self._serial_phase(reflected, book, commit)
+
+    async def _train_parallel(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
+        workers = self.config.max_workers
+        reflecting = asyncio.Semaphore(workers)
+        window = asyncio.Semaphore(2 * workers)
+        ordered = _OrderedLock()
+
+        async def one(ticket: int, item: PlannedSample) -> None:
+            try:
+                async with reflecting:
+                    reflected = await self._reflect_phase(item, book)
+                async with ordered.turn(ticket):
+                    await self._serial_phase(reflected, book, commit)
+            finally:
+                window.release()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for ticket, item in enumerate(pending):
+                    await window.acquire()
+                    group.create_task(one(ticket, item))
+        except BaseExceptionGroup as group_error:
+            raise _first_cause(group_error) from None
+
+    async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
+        start = time.perf_counter()
+        ctx = StepContext(trace=item.trace, skillbook=book, epoch=item.epoch)
+        try:
+            return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
+        except Exception as e:
+            if isinstance(e, ReflectorError):  # what the failed attempt cost still counts
+                ctx = ctx.with_usage("reflector", e.usage)
+            return _Reflected(item, ctx, e, time.perf_counter() - start)
+
+    async def _serial_phase(self, reflected: _Reflected, book: Skillbook, commit: _Commit) -> None:
+        item, ctx, error = reflected.item, reflected.ctx, reflected.error
+        start = time.perf_counter()
+        mark = SkillbookMark.of(book)
+        attrs: dict[str, AttributeInput] = {
+            "ace.trace_uid": item.trace_uid,
+            "ace.epoch": item.epoch,
+            "ace.sample_index": item.index,
+        }
+        with ace_span("train.sample", attrs) as span:
+            if error is None:
+                try:
+                    ctx = await self._serial.run(ctx)
+                except Exception as e:
+                    error = e
+            message = _error_text(error) if error is not None else _incomplete(ctx)
+            ops = book.operations[mark.ops :]
+            result = SampleResult(
+                trace_uid=item.trace_uid,
+                trace_id=item.trace_id,
+                epoch=item.epoch,
+                index=item.index,
+                error=message,
+                reflection=ctx.reflections[0] if ctx.reflections else None,
+                operations=tuple(op.to_dict() for op in ops),
+                changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
+                usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
+                duration_s=reflected.seconds + time.perf_counter() - start,
+            )
+            span.set_attribute("ace.operations_count", len(ops))
+            if message is not None:
+                span.set_attribute("ace.error", message)
+            await commit(result, mark)
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _incomplete(ctx: StepContext) -> str | None:
+    """A skill-manager session that stopped early (budget, model retries) is reported, not hidden."""
+    sm = ctx.sm_result
+    if sm is not None and not sm.completed:
+        return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
+    return None
+
+
+def _first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception that aborted a task group (not the cancellations it caused)."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            return _first_cause(exc)
+        if not isinstance(exc, asyncio.CancelledError):
+            return exc
+    return group.exceptions[0]
+
+
+def _match_records(records: list[dict[str, Any]], plan: list[PlannedSample], folder: Path) -> dict[int, SampleResult]:
+    """The recorded samples by index; each must be the same (trace, epoch) at the same index as in `plan`."""
+    by_index = {p.index: p for p in plan}
+    done: dict[int, SampleResult] = {}
+    for number, record in enumerate(records, 1):
+        try:
+            sample = SampleResult.from_dict(record)
+        except ValueError as e:
+            raise CheckpointError(f"{folder}/samples.jsonl:{number}: {e}") from None
+        planned = by_index.get(sample.index)
+        if planned is None or (planned.trace_uid, planned.epoch) != (sample.trace_uid, sample.epoch):
+            raise CheckpointError(
+                f"{folder}/samples.jsonl:{number}: sample {sample.index} was {sample.trace_uid} (epoch {sample.epoch}) "
+                "but this run plans another trace there: resume with the same traces, epochs and seed, or use a "
+                "fresh checkpoint_dir"
+            )
+        done[sample.index] = sample
+    return done

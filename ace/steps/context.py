@@ -1,0 +1,116 @@
+"""`StepContext`, the immutable value a pipeline passes from step to step, and the `Step` protocol.
+
+A step takes a context and returns a new one (`dataclasses.replace`), never mutating it; the skillbook it
+carries is the one shared mutable object, changed only through its own (locked, audited) methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic_ai.usage import RunUsage
+
+from ace.core.insight_source import InsightSource
+from ace.core.skillbook import Skillbook
+from ace.implementations.reflection import Reflection
+
+if TYPE_CHECKING:
+    from ace.deduplication.operations import AppliedDecision
+    from ace.implementations.skill_manager import SMResult
+
+__all__ = ["CONTEXT_FIELDS", "INITIAL_FIELDS", "Step", "StepContext", "insight_source", "trace_identity"]
+
+_EMPTY_USAGE: Mapping[str, RunUsage] = MappingProxyType({})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepContext:
+    """What one trace's trip through the pipeline has produced so far."""
+
+    trace: Mapping[str, Any]
+    """The trace (`trace_uid`, `source_system`, `trace_id`, `question`, `messages`, `reward`, ...)."""
+    skillbook: Skillbook
+    epoch: int = 0
+    """Training epoch (0-based); recorded in every mutation's provenance."""
+    reflections: tuple[Reflection, ...] = ()
+    """What the reflector concluded (set by `ReflectStep`)."""
+    sm_result: SMResult | None = None
+    """What the skill-manager session did (set by `UpdateStep`)."""
+    dedup_decisions: tuple[AppliedDecision, ...] = ()
+    """Near-duplicate decisions applied (set by `DeduplicateStep`)."""
+    usage: Mapping[str, RunUsage] = field(default_factory=lambda: _EMPTY_USAGE)
+    """Model usage by role (`reflector`, `skill_manager`, `deduplicator`); each step adds its own."""
+
+    def with_usage(self, role: str, usage: RunUsage) -> StepContext:
+        """A copy with `usage` added to `role`'s total."""
+        merged = dict(self.usage)
+        previous = merged.get(role)
+        merged[role] = usage if previous is None else previous + usage
+        return dataclasses.replace(self, usage=MappingProxyType(merged))
+
+
+CONTEXT_FIELDS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(StepContext))
+"""Every name a step may require or provide."""
+INITIAL_FIELDS: frozenset[str] = frozenset({"trace", "skillbook", "epoch"})
+"""What a freshly built context provides before any step ran."""
+
+
+@runtime_checkable
+class Step(Protocol):
+    """One stage of the pipeline: declares the context fields it reads and writes."""
+
+    @property
+    def name(self) -> str:
+        """Short name for errors and spans, e.g. `reflect`."""
+        ...
+
+    @property
+    def requires(self) -> frozenset[str]:
+        """Context fields this step reads; an earlier step (or the initial context) must provide them."""
+        ...
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """Context fields this step sets."""
+        ...
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """Run on `ctx` and return the new context."""
+        ...
+
+
+def trace_identity(trace: Mapping[str, Any]) -> tuple[str, str, str]:
+    """`(trace_uid, source_system, trace_id)` of a trace; raises `ValueError` naming a missing key."""
+    values: list[str] = []
+    for key in ("trace_uid", "source_system", "trace_id"):
+        value = trace.get(key)
+        if not isinstance(value, str) or not value:
+            raise ValueError(
+                f"the trace has no {key!r} (got {value!r}): pass a collection trace (`Trace.model_dump()`) with "
+                "trace_uid, source_system and trace_id"
+            )
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+def insight_source(trace: Mapping[str, Any], epoch: int, reflection: Reflection | None) -> InsightSource:
+    """The provenance of mutations made from this trace in this epoch, after this reflection.
+
+    Identity comes from the trace (`trace_uid`, `source_system`, `trace_id`, `question` as the sample
+    question), the texts from the reflection (`error_identification`, `key_insight`); blank texts become `None`.
+    """
+    trace_uid, source_system, trace_id = trace_identity(trace)
+    question = trace.get("question")
+    return InsightSource(
+        trace_uid=trace_uid,
+        source_system=source_system,
+        trace_id=trace_id,
+        sample_question=question if isinstance(question, str) and question.strip() else None,
+        epoch=epoch,
+        error_identification=(reflection.error_identification.strip() or None) if reflection else None,
+        learning_text=(reflection.key_insight.strip() or None) if reflection else None,
+    )

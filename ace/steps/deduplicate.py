@@ -1,0 +1,177 @@
+"""`DeduplicateStep`: near-duplicate pairs by embedding, an LLM judge per pair, the decision applied.
+
+Pairs come from the embedding cosine of active skills of one section (`ace.deduplication.detector`). With
+`scope="changed"` (the default, for use after `UpdateStep`) only pairs involving a skill the session just
+changed are considered: the cost is one vector against the section, not all pairs of a 5,000-skill book.
+Pairs already decided KEEP (stored on the skillbook) are never asked again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic_ai import Agent, ModelRetry, RunContext
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RunUsage
+
+from ace.core.skillbook import Skillbook
+from ace.deduplication.detector import DEFAULT_THRESHOLD, SimilarPair, find_similar_pairs
+from ace.deduplication.operations import AppliedDecision, apply_decision, check_decision
+from ace.deduplication.prompts import DEDUP_DECISION_TYPES, DEDUP_PROMPT, DedupDecision, dedup_task_prompt
+from ace.embeddings.base import Embedder, l2_normalize
+from ace.exceptions import SkillbookError
+from ace.llm import infer_model
+from ace.observability import ace_span
+from ace.retrieval.index import search_index
+from ace.steps.context import StepContext, insight_source
+
+__all__ = ["DedupScope", "DeduplicateStep", "pairs_involving"]
+
+DedupScope = Literal["changed", "all"]
+
+
+@dataclass(frozen=True)
+class _JudgeDeps:
+    skillbook: Skillbook
+    pair: tuple[str, str]
+
+
+class DeduplicateStep:
+    """Finds near-duplicate skills and lets an LLM decide MERGE / DELETE / UPDATE / KEEP for each pair."""
+
+    name = "deduplicate"
+    provides: frozenset[str] = frozenset({"dedup_decisions"})
+
+    def __init__(
+        self,
+        model: Model | str | None,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        scope: DedupScope = "changed",
+        max_pairs: int = 5,
+        embedder: Embedder | None = None,
+        model_settings: ModelSettings | None = None,
+        retries: int = 2,
+    ) -> None:
+        """Build the step.
+
+        Args:
+            model: The judge: a pydantic-ai model or a model string (`ace.llm.infer_model`, role `dedup`).
+            threshold: Cosine at or above which two skills are a candidate pair.
+            scope: `changed`: only pairs with a skill in `ctx.sm_result.changed_ids`; `all`: every pair.
+            max_pairs: Most pairs judged per call, most similar first (the rest wait for the next call).
+            embedder: Embedder for missing vectors (default: the skillbook search index's).
+            model_settings: Settings for every judge request.
+            retries: How often the judge may retry a decision that does not fit the pair.
+        """
+        if max_pairs < 1:
+            raise ValueError(f"max_pairs must be at least 1, got {max_pairs}")
+        self.threshold = threshold
+        self.scope: DedupScope = scope
+        self.max_pairs = max_pairs
+        self.embedder = embedder
+        base = frozenset({"trace", "skillbook", "epoch"})
+        self.requires: frozenset[str] = base | {"sm_result"} if scope == "changed" else base
+        self.agent: Agent[_JudgeDeps, DedupDecision] = Agent(
+            infer_model(model, role="dedup"),
+            instructions=DEDUP_PROMPT,
+            output_type=list(DEDUP_DECISION_TYPES),
+            deps_type=_JudgeDeps,
+            retries={"output": retries},
+            model_settings=model_settings,
+            name="dedup_judge",
+        )
+        self.agent.output_validator(_validate)
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """Judge up to `max_pairs` candidate pairs and apply each decision; usage is added under `dedup`."""
+        book = ctx.skillbook
+        if self.scope == "changed":
+            changed = ctx.sm_result.changed_ids if ctx.sm_result is not None else []
+            pairs = pairs_involving(book, changed, threshold=self.threshold, embedder=self.embedder)
+        else:
+            pairs = find_similar_pairs(
+                book, threshold=self.threshold, keep_pairs=book.keep_pairs, embedder=self.embedder
+            )
+        reflection = ctx.reflections[0] if ctx.reflections else None
+        source = insight_source(ctx.trace, ctx.epoch, reflection)
+        applied: list[AppliedDecision] = []
+        usage = RunUsage()
+        touched: set[str] = set()
+        for pair in pairs:
+            if len(applied) >= self.max_pairs:
+                break
+            ids = (pair.first_id, pair.second_id)
+            if touched & set(ids) or not all(_is_active(book, i) for i in ids):
+                continue  # an earlier decision of this call changed one of them: re-detect next time
+            with ace_span(
+                "dedup.decision",
+                {"ace.first_id": ids[0], "ace.second_id": ids[1], "ace.similarity": pair.similarity},
+            ) as span:
+                result = await self.agent.run(
+                    dedup_task_prompt(book.require_skill(ids[0]), book.require_skill(ids[1]), pair.similarity),
+                    deps=_JudgeDeps(skillbook=book, pair=ids),
+                )
+                usage = usage + result.usage
+                done = apply_decision(book, ids, result.output, similarity=pair.similarity, source=source)
+                span.set_attribute("ace.decision", done.kind)
+            touched.update(done.changed_ids)
+            applied.append(done)
+        out = dataclasses.replace(ctx, dedup_decisions=ctx.dedup_decisions + tuple(applied))
+        return out.with_usage("dedup", usage) if usage.requests else out
+
+
+def _validate(ctx: RunContext[_JudgeDeps], decision: DedupDecision) -> DedupDecision:
+    """Send a decision that does not fit the pair back to the judge with the reason; nothing is applied yet."""
+    try:
+        check_decision(ctx.deps.skillbook, ctx.deps.pair, decision)
+    except SkillbookError as e:
+        raise ModelRetry(str(e)) from None
+    return decision
+
+
+def _is_active(book: Skillbook, skill_id: str) -> bool:
+    skill = book.get_skill(skill_id)
+    return skill is not None and skill.active
+
+
+def pairs_involving(
+    skillbook: Skillbook,
+    skill_ids: Iterable[str],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    embedder: Embedder | None = None,
+) -> list[SimilarPair]:
+    """Pairs of active same-section skills, at least one of them in `skill_ids`, with cosine >= `threshold`.
+
+    Most similar first; pairs recorded KEEP on the skillbook are skipped. Costs one matrix-vector product per
+    id (missing vectors are computed first, as for search).
+    """
+    targets = [i for i in dict.fromkeys(skill_ids) if _is_active(skillbook, i)]
+    if not targets:
+        return []
+    search_index(skillbook, embedder).sync(skillbook)
+    found: dict[frozenset[str], SimilarPair] = {}
+    for section in ("context", "harness"):
+        with skillbook.locked():
+            pool = [s for s in skillbook.skills(section=section) if s.embedding is not None]
+            ids = [s.id for s in pool]
+            matrix = np.stack([s.embedding for s in pool if s.embedding is not None]) if pool else None
+        mine = [ids.index(t) for t in targets if t in ids]
+        if matrix is None or not mine:
+            continue
+        unit = l2_normalize(matrix)
+        sims = unit[mine] @ unit.T
+        for row, i in enumerate(mine):
+            for j in np.nonzero(sims[row] >= threshold)[0].tolist():
+                key = frozenset((ids[i], ids[j]))
+                if j == i or key in found or skillbook.is_kept_pair(ids[i], ids[j]):
+                    continue
+                first, second = sorted(key)
+                found[key] = SimilarPair(first, second, float(sims[row, j]), section)
+    return sorted(found.values(), key=lambda p: (-p.similarity, p.first_id, p.second_id))

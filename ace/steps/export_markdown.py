@@ -1,0 +1,102 @@
+"""`export_markdown` / `ExportMarkdownStep`: the skillbook as a `skillbook.md` that reads well on GitHub.
+
+Layout: a title and a stats line, one `##` section per skillbook section (`context`, `harness`) with a `###`
+heading per active skill and its fields as a bold-labelled list, then the inactive skills apart with the reason
+they were removed. Skill text is
+escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders as written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO
+
+from ace.core.skill import Skill
+from ace.core.skillbook import Skillbook
+from ace.core.storage import atomic_write
+from ace.steps.context import StepContext
+
+__all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
+
+_SECTIONS = (("context", "Context"), ("harness", "Harness"))
+_ESCAPED = "\\`*_[]|~"
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def escape_markdown(text: str) -> str:
+    """`text` as inline markdown that renders literally: markup characters escaped, newlines as `<br>`."""
+    out: list[str] = []
+    for ch in text:
+        if ch in _ESCAPED:
+            out.append("\\" + ch)
+        else:
+            out.append(_HTML.get(ch, ch))
+    lines = [line.strip() for line in "".join(out).strip().splitlines()]
+    return "<br>".join(line for line in lines if line)
+
+
+def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
+    """The whole skillbook as markdown: stats, active skills by section, then inactive skills with reasons."""
+    all_skills = skillbook.skills(include_inactive=True)
+    active = [s for s in all_skills if s.active]
+    inactive = [s for s in all_skills if not s.active]
+    tags = {k: sum(getattr(s, f"{k}_count") for s in all_skills) for k in ("helpful", "harmful", "neutral")}
+    by_section = {key: [s for s in active if s.section == key] for key, _ in _SECTIONS}
+    lines = [
+        f"# {escape_markdown(title)}",
+        "",
+        f"**{len(active)} active skill{'s' if len(active) != 1 else ''}** "
+        f"({', '.join(f'{len(by_section[key])} {key}' for key, _ in _SECTIONS)}) · "
+        f"{len(inactive)} inactive · {sum(len(s.occurrences) for s in all_skills)} occurrences · "
+        f"tags: {tags['helpful']} helpful, {tags['harmful']} harmful, {tags['neutral']} neutral",
+    ]
+    for key, heading in _SECTIONS:
+        lines += ["", f"## {heading} ({len(by_section[key])})"]
+        if not by_section[key]:
+            lines += ["", "_No active skills._"]
+        for skill in by_section[key]:
+            lines += ["", *_skill_block(skill)]
+    if inactive:
+        lines += ["", f"## Inactive skills ({len(inactive)})"]
+        for skill in inactive:
+            lines += ["", *_skill_block(skill)]
+    return "\n".join(lines) + "\n"
+
+
+def _skill_block(skill: Skill) -> list[str]:
+    heading = f"### `{skill.id}`" if skill.active else f"### `{skill.id}` ({skill.section}, removed)"
+    rows = [heading, ""]
+    if not skill.active:
+        rows.append(f"- **Removed:** {escape_markdown(skill.removal_reason or 'no reason recorded')}")
+    rows.append(f"- **Keywords:** {', '.join(f'`{k}`' for k in skill.keywords)}")
+    rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
+    if skill.insight:
+        rows.append(f"- **Insight:** {escape_markdown(skill.insight)}")
+    rows.append(
+        f"- **Counters:** used {skill.used_count} · helpful {skill.helpful_count} · harmful {skill.harmful_count} · "
+        f"neutral {skill.neutral_count} · occurrences {len(skill.occurrences)}"
+    )
+    return rows
+
+
+class ExportMarkdownStep:
+    """Writes `export_markdown(ctx.skillbook)` to `path` (atomically: a reader never sees half a file)."""
+
+    name = "export_markdown"
+    requires: frozenset[str] = frozenset({"skillbook"})
+    provides: frozenset[str] = frozenset()
+
+    def __init__(self, path: str | os.PathLike[str], *, title: str = "Skillbook") -> None:
+        self.path = Path(path)
+        self.title = title
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """Export and return `ctx` unchanged."""
+        data = export_markdown(ctx.skillbook, title=self.title).encode("utf-8")
+
+        def write(f: IO[bytes]) -> None:
+            f.write(data)
+
+        atomic_write(self.path, write)
+        return ctx

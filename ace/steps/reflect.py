@@ -1,0 +1,29 @@
+"""`ReflectStep`: the reflector's analysis of the context's trace."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ace.implementations.reflector import Reflector
+from ace.steps.context import StepContext, trace_identity
+
+__all__ = ["ReflectStep"]
+
+
+class ReflectStep:
+    """Runs `reflector.reflect(ctx.trace, ctx.skillbook)` and stores its reflection and usage on the context."""
+
+    name = "reflect"
+    requires: frozenset[str] = frozenset({"trace", "skillbook"})
+    provides: frozenset[str] = frozenset({"reflections"})
+
+    def __init__(self, reflector: Reflector) -> None:
+        self.reflector = reflector
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """Reflect on `ctx.trace`; the reflection is appended to `ctx.reflections`, usage added under `reflector`."""
+        trace_identity(ctx.trace)  # fail before spending a model call on a trace that cannot be attributed
+        result = await self.reflector.reflect(ctx.trace, ctx.skillbook)
+        return dataclasses.replace(ctx, reflections=(*ctx.reflections, result.reflection)).with_usage(
+            "reflector", result.usage
+        )

@@ -1,0 +1,414 @@
+"""Training-loop overhead and parallel throughput; prints tables.
+
+    .venv/bin/python benchmarks/pipeline_overhead.py [--traces 200] [--skills 5000] [--latency 0.2]
+
+The loop (`Trainer`) runs over synthetic traces on a skillbook pre-filled with `--skills` synthetic skills,
+embedded by the fast `SyntheticEmbedder` (64 dimensions; no model). Per trace the scripted models make 4 calls:
+1 reflection (`SimpleReflector`) and a skill-manager session (`SkillManager`) of 3: search_skills -> add_skill
+or update_skill -> summary, over 20 topics.
+
+1. Zero-latency models: every second is overhead (wall time / traces). Three layers are measured apart:
+   - trainer: the loop itself (steps, ordering, per-sample result, checkpoint journal) with in-process roles
+     that call no model and change nothing;
+   - + skillbook tools: in-process roles that do what the scripted skill manager does (retrieve the relevant
+     skills, search, add or widen a skill) directly, without an agent;
+   - full loop: the real `SimpleReflector` and `SkillManager` (pydantic-ai agents) on scripted models.
+   Target: < 5 ms per trace at 5,000 skills.
+2. Models that `asyncio.sleep(latency)` per call, at 1 / 4 / 8 workers. The skill-manager phase is serialised
+   (see `ace_eval.e2e.training`), so time is bounded below by `traces x 3 calls x latency`; the table shows that
+   bound and the overhead above it. Target: 8 workers >= 6x the throughput of 1.
+3. For comparison, design B (not what `Trainer` does): skill-manager sessions run concurrently and only each
+   tool call is atomic. Faster, but concurrent sessions miss each other's new skills: the table counts the
+   skills added per topic (design A adds exactly one per topic; more are near-duplicates).
+
+The machine may be shared: run twice and read the lower numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _synthetic import SyntheticEmbedder, synthetic_skillbook
+from ace_eval.e2e.collection import Trace
+from ace_eval.e2e.training import Trainer, TrainingConfig
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RunUsage
+
+from ace.core.insight_source import InsightSource
+from ace.core.skillbook import Skillbook
+from ace.implementations.reflection import Reflection
+from ace.implementations.reflector import Reflector, ReflectorResult, SimpleReflector
+from ace.implementations.skill_manager import SkillManager, SMResult
+from ace.implementations.skill_rendering import retrieve_top_k
+from ace.implementations.sm_tools import AppliedOperation
+from ace.retrieval.index import search_index
+from ace.steps.context import StepContext
+from ace.steps.pipeline import Pipeline
+from ace.steps.reflect import ReflectStep
+from ace.steps.update import UpdateStep
+
+TOPICS = [f"flow_{i:02d}" for i in range(20)]
+BURST = 10
+"""Consecutive traces share a topic, as the trials of one task do in a benchmark collection."""
+SM_CALLS = 3
+_TASK = re.compile(r"<task>\n\[(\w+)\]")
+_SM_TOPIC = re.compile(r"task: \[(\w+)\]")
+ModelFn = Callable[[list[ModelMessage], AgentInfo], Awaitable[ModelResponse]]
+
+
+@dataclass
+class Calls:
+    """Model calls made, to subtract the time the models spent sleeping."""
+
+    reflector: int = 0
+    skill_manager: int = 0
+
+
+def traces(n: int) -> list[dict[str, Any]]:
+    return [
+        Trace(
+            source_system="bench",
+            trace_id=f"t{i:04d}",
+            question=f"[{TOPICS[(i // BURST) % len(TOPICS)]}] customer request {i}",
+            messages=[
+                {"role": "user", "content": f"Please handle request {i}."},
+                {"role": "assistant", "content": "Handled."},
+            ],
+            reward=0.0,
+        ).model_dump()
+        for i in range(n)
+    ]
+
+
+def _prompt(messages: list[ModelMessage]) -> str:
+    first = messages[0]
+    assert isinstance(first, ModelRequest)
+    return "\n".join(str(getattr(p, "content", "")) for p in first.parts)
+
+
+def reflector_model(latency: float, calls: Calls) -> FunctionModel:
+    """One structured-output call that takes `latency` seconds (a recursive reflector's session: several)."""
+
+    async def reflect(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.reflector += 1
+        if latency:
+            await asyncio.sleep(latency)
+        found = _TASK.search(_prompt(messages))
+        topic = found.group(1) if found else "general"
+        args = {
+            "error_identification": f"The agent mishandled a {topic} request.",
+            "root_cause_analysis": f"It skipped the {topic} policy check.",
+            "correct_approach": f"Check the {topic} policy first.",
+            "key_insight": f"Check the {topic} policy before acting.",
+            "skill_tags": [],
+        }
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args)])
+
+    return FunctionModel(reflect)
+
+
+def skill_manager_model(latency: float, calls: Calls) -> FunctionModel:
+    async def manage(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.skill_manager += 1
+        if latency:
+            await asyncio.sleep(latency)
+        found = _SM_TOPIC.search(_prompt(messages))
+        topic = found.group(1) if found else "general"
+        returns = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+        done = {p.tool_name for p in returns}
+        if "search_skills" not in done:
+            return ModelResponse(
+                parts=[ToolCallPart("search_skills", {"query": f"{topic} policy", "keywords": [topic]})]
+            )
+        if not done & {"add_skill", "update_skill"}:
+            results = next(p.content for p in returns if p.tool_name == "search_skills")
+            same = [s for s in results if topic in s["keywords"]] if isinstance(results, list) else []
+            if same:
+                args = {"skill_id": same[0]["id"], "issue": f"{same[0]['issue']} Seen again."}
+                return ModelResponse(parts=[ToolCallPart("update_skill", args)])
+            args = {
+                "section": "context",
+                "issue": f"The agent mishandles {topic} requests.",
+                "keywords": [topic],
+                "insight": f"Check the {topic} policy before acting.",
+            }
+            return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+        return ModelResponse(parts=[TextPart(f"Recorded the {topic} lesson.")])
+
+    return FunctionModel(manage)
+
+
+def prefilled(n_skills: int, embedder: SyntheticEmbedder) -> Skillbook:
+    """A fresh skillbook of `n_skills` synthetic skills, embedded and indexed (so timing starts warm)."""
+    book = synthetic_skillbook(n_skills) if n_skills else Skillbook()
+    if n_skills:
+        search_index(book, embedder).sync(book)
+    return book
+
+
+def _topic(text: str | None) -> str:
+    found = re.match(r"\[(\w+)\]", text or "")
+    return found.group(1) if found else "general"
+
+
+class InProcessReflector:
+    """A `Reflector` that calls no model: the reflection the scripted model would return."""
+
+    async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
+        topic = _topic(trace.get("question"))
+        reflection = Reflection(
+            error_identification=f"The agent mishandled a {topic} request.",
+            root_cause_analysis=f"It skipped the {topic} policy check.",
+            correct_approach=f"Check the {topic} policy first.",
+            key_insight=f"Check the {topic} policy before acting.",
+        )
+        return ReflectorResult(reflection=reflection, usage=RunUsage(), model_name=None)
+
+
+class InProcessSkillManager(SkillManager):
+    """The scripted session's effect without an agent: relevant-skill retrieval, search, add or widen.
+
+    With `mutate=False` it returns at once (to time the trainer alone).
+    """
+
+    def __init__(self, embedder: SyntheticEmbedder, *, mutate: bool) -> None:
+        super().__init__(FunctionModel(_never), embedder=embedder)
+        self.mutate = mutate
+
+    async def update_skills_async(
+        self, reflections: Sequence[Reflection], skillbook: Skillbook, *, source: InsightSource
+    ) -> SMResult:
+        applied: tuple[AppliedOperation, ...] = ()
+        if self.mutate:
+            topic = _topic(source.sample_question)
+            query = "\n".join(r.as_prompt_text() for r in reflections)
+            retrieve_top_k(skillbook, query, top_k=5, embedder=self.embedder)  # the prompt's relevant skills
+            found = retrieve_top_k(skillbook, f"{topic} policy", keywords=[topic], embedder=self.embedder)
+            same = [s for s in found if topic in s.keywords]
+            if same:
+                skill = skillbook.update_skill(
+                    same[0].id, f"{same[0].issue} Seen again.", insight_source=source.derive("UPDATE")
+                )
+                applied = (AppliedOperation(tool="update_skill", operation_type="UPDATE", skill_id=skill.id),)
+            else:
+                skill = skillbook.add_skill(
+                    "context",
+                    f"The agent mishandles {topic} requests.",
+                    [topic],
+                    f"Check the {topic} policy before acting.",
+                    insight_source=source.derive("ADD"),
+                )
+                applied = (AppliedOperation(tool="add_skill", operation_type="ADD", skill_id=skill.id),)
+        return SMResult(
+            operations=applied, refusals=(), summary="ok", completed=True, stop_reason=None, usage=RunUsage()
+        )
+
+
+async def _never(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    raise AssertionError("the in-process skill manager calls no model")
+
+
+Layer = Literal["trainer", "tools", "full"]
+
+
+@dataclass
+class Run:
+    seconds: float
+    calls: Calls
+    book: Skillbook
+    errors: int
+
+
+def run_trainer(
+    book: Skillbook,
+    n: int,
+    latency: float,
+    workers: int,
+    embedder: SyntheticEmbedder,
+    reflect_latency: float | None = None,
+    *,
+    layer: Layer = "full",
+    **config: Any,
+) -> Run:
+    calls = Calls()
+    reflector: Reflector
+    manager: SkillManager
+    if layer == "full":
+        reflector = SimpleReflector(reflector_model(latency if reflect_latency is None else reflect_latency, calls))
+        manager = SkillManager(skill_manager_model(latency, calls), embedder=embedder)
+    else:
+        reflector = InProcessReflector()
+        manager = InProcessSkillManager(embedder, mutate=layer == "tools")
+    trainer = Trainer(reflector=reflector, skill_manager=manager, config=TrainingConfig(max_workers=workers, **config))
+    start = time.perf_counter()
+    result = trainer.run(traces(n), book)
+    return Run(time.perf_counter() - start, calls, result.skillbook, len(result.errors))
+
+
+def run_design_b(
+    book: Skillbook, n: int, latency: float, workers: int, embedder: SyntheticEmbedder, reflect_latency: float
+) -> Run:
+    """Concurrent skill-manager sessions: reflect + update per trace, `workers` at a time, no ordering lock."""
+    calls = Calls()
+    pipeline = Pipeline(
+        [
+            ReflectStep(SimpleReflector(reflector_model(reflect_latency, calls))),
+            UpdateStep(SkillManager(skill_manager_model(latency, calls), embedder=embedder)),
+        ]
+    )
+    errors = 0
+
+    async def main() -> None:
+        nonlocal errors
+        gate = asyncio.Semaphore(workers)
+
+        async def one(trace: dict[str, Any]) -> None:
+            nonlocal errors
+            async with gate:
+                try:
+                    await pipeline.run(StepContext(trace=trace, skillbook=book))
+                except Exception:
+                    errors += 1
+
+        await asyncio.gather(*(one(t) for t in traces(n)))
+
+    start = time.perf_counter()
+    asyncio.run(main())
+    return Run(time.perf_counter() - start, calls, book, errors)
+
+
+def topic_skills(book: Skillbook) -> int:
+    """Skills the scripted skill manager added (one per topic when nothing was duplicated)."""
+    return sum(1 for s in book.skills() if s.keywords and s.keywords[0] in TOPICS)
+
+
+def lost_widenings(book: Skillbook) -> int:
+    """Widenings applied but overwritten: each UPDATE appends "Seen again." to the text it read, so a skill whose
+    text has fewer of them than its UPDATE occurrences was rewritten from a stale copy."""
+    lost = 0
+    for skill in book.skills():
+        if skill.keywords and skill.keywords[0] in TOPICS:
+            updates = sum(1 for o in skill.occurrences if o.operation_type == "UPDATE")
+            lost += updates - skill.issue.count("Seen again.")
+    return lost
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=200)
+    parser.add_argument("--skills", type=int, default=5000)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--skip-latency", action="store_true", help="only the zero-latency table")
+    parser.add_argument("--repeat", type=int, default=2, help="zero-latency runs per row (the fastest is shown)")
+    parser.add_argument(
+        "--reflection-latency",
+        type=float,
+        default=None,
+        help="seconds one reflection takes (default: --latency, one call); e.g. 1.0 for a 5-call recursive reflector",
+    )
+    args = parser.parse_args()
+    embedder = SyntheticEmbedder(dimension=64)
+    n = args.traces
+
+    print(f"1. zero-latency models, {n} traces, 4 model calls per trace: overhead = wall time / traces")
+    header = (
+        f"{'layer':<17} | {'skills':>6} | {'workers':>7} | {'checkpoint':<23} | {'traces/s':>8} | "
+        f"{'overhead/trace ms':>17}"
+    )
+    print(header)
+    print("-" * len(header))
+    journal = {"checkpoint": True}
+    rows: list[tuple[Layer, int, int, str, dict[str, Any]]] = [
+        ("trainer", 0, 1, "none", {}),
+        ("trainer", args.skills, 1, "none", {}),
+        ("trainer", args.skills, 1, "journal + adaptive", journal),
+        ("trainer", args.skills, 4, "journal + adaptive", journal),
+        ("tools", args.skills, 1, "none", {}),
+        ("tools", args.skills, 1, "journal + adaptive", journal),
+        ("full", 0, 1, "none", {}),
+        ("full", args.skills, 1, "none", {}),
+        ("full", args.skills, 4, "none", {}),
+        ("full", args.skills, 8, "none", {}),
+        ("full", args.skills, 1, "journal, start+end snap", {"checkpoint": True, "snapshot_every": 10**9}),
+        ("full", args.skills, 1, "journal + adaptive", journal),
+        ("full", args.skills, 1, "journal + snapshot/1", {"checkpoint": True, "snapshot_every": 1}),
+    ]
+    run_trainer(prefilled(0, embedder), 10, 0.0, 1, embedder)  # warm-up: first agent runs build caches
+    names = {"trainer": "trainer", "tools": "+ skillbook tools", "full": "full loop"}
+    for layer, skills, workers, label, options in rows:
+        best = float("inf")
+        for _ in range(args.repeat):
+            book = prefilled(skills, embedder)
+            with tempfile.TemporaryDirectory() as tmp:
+                extra: dict[str, Any] = {}
+                if options.get("checkpoint"):
+                    extra["checkpoint_dir"] = Path(tmp)
+                    extra["snapshot_every"] = options.get("snapshot_every")
+                run = run_trainer(book, n, 0.0, workers, embedder, layer=layer, **extra)
+            assert run.errors == 0, "the scripted run must not fail"
+            best = min(best, run.seconds)
+        print(
+            f"{names[layer]:<17} | {skills:>6} | {workers:>7} | {label:<23} | {n / best:>8.1f} | "
+            f"{best / n * 1e3:>17.2f}"
+        )
+
+    if args.skip_latency:
+        return
+    lat = args.latency
+    reflect_lat = lat if args.reflection_latency is None else args.reflection_latency
+    print()
+    print(
+        f"2. models sleeping {lat * 1e3:.0f} ms per skill-manager call ({SM_CALLS} per trace), "
+        f"{reflect_lat * 1e3:.0f} ms per reflection; {n} traces, {args.skills} skills, no checkpoint"
+    )
+    header = (
+        f"{'design':<26} | {'workers':>7} | {'traces/s':>8} | {'speedup':>7} | {'model-bound s':>13} | "
+        f"{'overhead/trace ms':>17} | {'topic skills':>12} | {'lost widenings':>14}"
+    )
+    print(header)
+    print("-" * len(header))
+    base: float | None = None
+    for design, runner in (("A: serialised SM (Trainer)", run_trainer), ("B: concurrent SM sessions", run_design_b)):
+        for workers in args.workers:
+            if design.startswith("B") and workers == 1:
+                continue
+            book = prefilled(args.skills, embedder)
+            run = runner(book, n, lat, workers, embedder, reflect_lat)
+            assert run.errors == 0
+            serial, per_trace = n * SM_CALLS * lat, n * (SM_CALLS * lat + reflect_lat)
+            if design.startswith("A"):
+                bound = per_trace if workers == 1 else max(serial, per_trace / workers)
+            else:
+                bound = per_trace / workers
+            if base is None:
+                base = n / run.seconds
+            speedup = (n / run.seconds) / base
+            overhead = (run.seconds - bound) / n * 1e3
+            print(
+                f"{design:<26} | {workers:>7} | {n / run.seconds:>8.2f} | {speedup:>6.2f}x | {bound:>13.1f} | "
+                f"{overhead:>17.2f} | {topic_skills(run.book):>12} | {lost_widenings(run.book):>14}"
+            )
+    print()
+    topics = len({TOPICS[(i // BURST) % len(TOPICS)] for i in range(n)})
+    print(
+        f"A adds one skill per topic ({topics}) and loses no widening. In B, sessions of the same topic that "
+        "overlap\nmiss each other's new skill (extra topic skills are near-duplicates) or rewrite a skill from a "
+        "stale copy (lost widenings)."
+    )
+
+
+if __name__ == "__main__":
+    main()
