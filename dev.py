@@ -73,8 +73,7 @@ def main(argv: list[str]) -> None:
     python = ensure_venv(job)
     bindir = python.parent
     if job == "demo":
-        # The replay demo arrives with `ace-eval e2e`; until then the demo shows the installed CLI.
-        run([str(bindir / "ace-eval"), "--help", *rest])
+        run([str(bindir / "ace-eval"), "demo", *rest])
         return
     run([str(bindir / "ruff"), "check", "."])
     run([str(bindir / "ruff"), "format", "--check", "."])

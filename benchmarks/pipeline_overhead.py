@@ -40,8 +40,6 @@ from typing import Any, Literal
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synthetic import SyntheticEmbedder, synthetic_skillbook
-from ace_eval.e2e.collection import Trace
-from ace_eval.e2e.training import Trainer, TrainingConfig
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RunUsage
@@ -58,6 +56,8 @@ from ace.steps.context import StepContext
 from ace.steps.pipeline import Pipeline
 from ace.steps.reflect import ReflectStep
 from ace.steps.update import UpdateStep
+from ace_eval.e2e.collection import Trace
+from ace_eval.e2e.training import Trainer, TrainingConfig
 
 TOPICS = [f"flow_{i:02d}" for i in range(20)]
 BURST = 10

@@ -15,7 +15,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ace_eval.e2e.collection import Trace
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -30,6 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from ace.embeddings.test import TestEmbedder
 from ace.implementations.reflector import SimpleReflector
 from ace.implementations.skill_manager import SkillManager, SMSettings
+from ace_eval.e2e.collection import Trace
 
 _TASK = re.compile(r"<task>\n(.*?)\n</task>", re.S)
 _REWARD = re.compile(r"reward: ([0-9.]+)")

@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
 from ace_eval.e2e.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
@@ -30,9 +34,6 @@ from ace_eval.e2e.collection import (
     tool_arguments,
     write_collection,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import ValidationError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from ace_eval.commands.collection import collection
 from ace_eval.e2e.collection import TRACES_FILE, read_collection
-from click.testing import CliRunner
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CHAT = [{"role": "user", "content": "Where is my order?"}, {"role": "assistant", "content": "It shipped."}]

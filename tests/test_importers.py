@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ace_eval.e2e.collection import CollectionError, read_collection, write_collection
 from ace_eval.e2e.importers import import_openai_jsonl, import_tau_bench, import_traces
 from ace_eval.e2e.importers.tau_bench import tau_bench_feedback

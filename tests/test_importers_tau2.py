@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ace_eval.e2e.collection import CollectionError, read_collection, write_collection
 from ace_eval.e2e.importers import import_tau2, import_traces
 

@@ -199,10 +199,14 @@ def test_tool_surface_is_the_six_atomic_tools_with_documented_arguments() -> Non
         seen.append(info)
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(model), deps_type=SMDeps, tools=SM_TOOLS).run_sync(
-        "hi", deps=SMDeps(skillbook=Skillbook(), current_source=SOURCE)
-    )
-    tools = {t.name: t for t in seen[0].function_tools}
+    agent = Agent(FunctionModel(model), deps_type=SMDeps, tools=SM_TOOLS)
+    empty = Skillbook()
+    agent.run_sync("hi", deps=SMDeps(skillbook=empty, current_source=SOURCE))
+    # Tools that need an existing skill are offered only once there is one.
+    assert sorted(t.name for t in seen[0].function_tools) == ["add_skill", "search_skills"]
+    empty.add_skill("harness", "Rate limits", ["tau2"])
+    agent.run_sync("hi", deps=SMDeps(skillbook=empty, current_source=SOURCE))
+    tools = {t.name: t for t in seen[1].function_tools}
     assert sorted(tools) == sorted(
         ["add_skill", "update_skill", "tag_skill", "remove_skill", "search_skills", "read_skill"]
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ace_eval.benchmarks.tau_bench.calculator import calculate
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+
 from ace_eval.benchmarks.tau_bench.convert import TasksSourceError, tasks_from_python, tasks_json
 from ace_eval.benchmarks.tau_bench.data import DATA_FILES, DataFolderError, load_airline_data
 from ace_eval.benchmarks.tau_bench.fetch import AIRLINE_FILES, FetchError, fetch_airline_data
 from ace_eval.commands.benchmark import benchmark
 from ace_eval.commands.data import data as data_group
-from click.testing import CliRunner
 
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"
 

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ace_eval.benchmarks.tau_bench.data import AirlineData, load_airline_data
-from ace_eval.benchmarks.tau_bench.episode import EpisodeConfig, EpisodeResult, episode_to_trace, run_episode
-from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
-from ace_eval.e2e.collection import CollectionWriter, read_collection
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
+from ace_eval.benchmarks.tau_bench.data import AirlineData, load_airline_data
+from ace_eval.benchmarks.tau_bench.episode import EpisodeConfig, EpisodeResult, episode_to_trace, run_episode
+from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
+from ace_eval.e2e.collection import CollectionWriter, read_collection
 
 Call = tuple[str, dict[str, Any]]
 FunctionDef = Callable[[list[ModelMessage], AgentInfo], ModelResponse]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ace_eval.benchmarks.tau_bench.data import AirlineData
-from ace_eval.benchmarks.tau_bench.env import AirlineEnv
-from ace_eval.benchmarks.tau_bench.hashing import consistent_hash, data_hash, hash_data, to_hashable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_tau_bench_tools import tiny_data
+
+from ace_eval.benchmarks.tau_bench.data import AirlineData
+from ace_eval.benchmarks.tau_bench.env import AirlineEnv
+from ace_eval.benchmarks.tau_bench.hashing import consistent_hash, data_hash, hash_data, to_hashable
 
 
 def test_to_hashable_sorts_dict_items_and_turns_lists_and_sets_into_tuples() -> None:

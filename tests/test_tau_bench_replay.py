@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+
 from ace_eval.benchmarks.tau_bench.check import (
     GoldHashes,
     RecordedRun,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ace_eval.benchmarks.tau_bench.data import Action, Task
 from ace_eval.benchmarks.tau_bench.scoring import calculate_reward, find_outputs, pass_hat_k, pass_hat_ks
 

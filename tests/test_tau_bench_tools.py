@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from ace_eval.benchmarks.tau_bench.data import AirlineData, Task
 from ace_eval.benchmarks.tau_bench.env import AirlineEnv
 from ace_eval.benchmarks.tau_bench.hashing import hash_data

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from _ace_scripts import first_prompt, make_trace, scripted_roles
-from ace_eval.e2e.collection import read_collection
-from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig, TrainingResult
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import Skillbook
 from ace.implementations.reflector import SimpleReflector
+from ace_eval.e2e.collection import read_collection
+from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig, TrainingResult
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 TOPICS = ["cancel", "upgrade", "baggage", "cancel", "refund", "upgrade", "cancel", "baggage"]

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 from _ace_scripts import make_trace, scripted_roles
-from ace_eval.e2e._checkpoint import SAMPLES_FILE, SKILLBOOK_FILE, Checkpoint, load_checkpoint
-from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig, TrainingResult, plan_samples
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_training import collection, normalized, seeded_book
@@ -20,6 +18,8 @@ from test_training import collection, normalized, seeded_book
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.steps.deduplicate import DeduplicateStep
+from ace_eval.e2e._checkpoint import SAMPLES_FILE, SKILLBOOK_FILE, Checkpoint, load_checkpoint
+from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig, TrainingResult, plan_samples
 
 EPOCHS, SEED = 2, 5
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from opentelemetry.trace import Span
-from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai import ModelRetry, RunContext, Tool
+from pydantic_ai.tools import ToolDefinition
 from typing_extensions import TypedDict
 
 from ace.core.insight_source import InsightSource, OperationType
@@ -288,8 +289,24 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
         return _detail(skill)
 
 
-SM_TOOLS = (add_skill, update_skill, tag_skill, remove_skill, search_skills, read_skill)
-"""The skill manager's whole tool surface; `purge` is deliberately not a tool."""
+async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> ToolDefinition | None:
+    """Offer a tool that needs an existing skill only once the skillbook has an active one.
+
+    On an empty skillbook those calls can only fail (a small model otherwise spends its session guessing ids).
+    """
+    return tool if ctx.deps.skillbook.active_count else None
+
+
+SM_TOOLS: tuple[Tool[SMDeps], ...] = (
+    Tool(add_skill),
+    Tool(update_skill, prepare=_when_skills_exist),
+    Tool(tag_skill, prepare=_when_skills_exist),
+    Tool(remove_skill, prepare=_when_skills_exist),
+    Tool(search_skills),
+    Tool(read_skill, prepare=_when_skills_exist),
+)
+"""The skill manager's whole tool surface; `purge` is deliberately not a tool. While the skillbook has no active
+skill only `search_skills` and `add_skill` are offered."""
 
 
 # -------------------------------------------------------------------------------------------- helpers

@@ -8,6 +8,10 @@ from ace_eval import __version__
 from ace_eval.commands.benchmark import benchmark
 from ace_eval.commands.collection import collection
 from ace_eval.commands.data import data
+from ace_eval.commands.demo import demo
+from ace_eval.commands.e2e import e2e
+from ace_eval.commands.inspect import inspect
+from ace_eval.commands.verify import verify
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,6 +30,10 @@ def main() -> None:
 main.add_command(benchmark)
 main.add_command(collection)
 main.add_command(data)
+main.add_command(demo)
+main.add_command(e2e)
+main.add_command(inspect)
+main.add_command(verify)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,130 @@
+"""`ace-eval demo`: replay the demo trace collection through reflect -> update -> export on the embedded offline
+models (SmolLM2 + MiniLM): no API key, no internet."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from pydantic_ai.settings import ModelSettings
+
+from ace.core.recursive_agent import SessionBudget
+from ace.exceptions import AceError
+from ace.implementations.skill_manager import SMSettings
+from ace.llm import LocalModel
+from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
+from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
+
+__all__ = [
+    "DEMO_COLLECTION",
+    "demo",
+    "demo_injections",
+    "find_demo_collection",
+    "format_demo_summary",
+]
+
+DEMO_COLLECTION = Path("examples") / "demo-collection"
+_N_CTX = 3072
+"""The local model's window: long traces are trimmed to fit, and a small window keeps each step fast."""
+_MAX_TOKENS = 400
+_FREQUENCY_PENALTY = 1.0
+_SHOWN_SKILLS = 3
+_SHOWN_ERRORS = 3
+
+
+def find_demo_collection() -> Path | None:
+    """`examples/demo-collection` of the source tree this package runs from, else of the current folder."""
+    here = Path(__file__).resolve()
+    candidates = [parent / DEMO_COLLECTION for parent in here.parents[:6]]
+    candidates.append(Path.cwd() / DEMO_COLLECTION)
+    for candidate in candidates:
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    return None
+
+
+def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
+    """Small budgets, so that the slow-witted local model finishes the demo in minutes: a short window, short
+    answers (a frequency penalty stops the 135M model from repeating itself until the token limit), one try
+    per reflection and short skill-manager sessions. The reflector and the skill manager get a model each, so
+    that each keeps its own prompt prefix cached in llama.cpp between samples."""
+
+    def local(*, tool_first: bool) -> LocalModel:
+        settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0.0, frequency_penalty=_FREQUENCY_PENALTY)
+        return LocalModel(n_ctx=_N_CTX, settings=settings, tool_first=tool_first)
+
+    return RunInjections(
+        models={"reflector": local(tool_first=False), "skill_manager": local(tool_first=True)},
+        sm_settings=SMSettings(
+            budget=SessionBudget(request_limit=4, tool_calls_limit=3, max_history_tokens=2_000),
+            tool_retries=1,
+            context_top_k=3,
+        ),
+        reflector_options={"output_retries": 0, "max_tool_result_chars": 300},
+        show_progress=show_progress,
+    )
+
+
+def format_demo_summary(result: E2EResult, seconds: float) -> str:
+    """What the demo prints: counts, a few learned skills, a few errors; the skillbook.md path comes last."""
+    record = result.record
+    training = record.get("training") or {}
+    stats = result.skillbook.stats()
+    lines = [
+        f"Replayed {record.get('collection', {}).get('traces_used', 0)} traces in {seconds:.0f} s: "
+        f"{training.get('samples', 0)} samples, {training.get('errors', 0)} errors.",
+        f"Skillbook: {stats['active']} active skills ({stats['sections']['context']} context, "
+        f"{stats['sections']['harness']} harness), {stats['occurrences']} occurrences.",
+    ]
+    for skill in result.skillbook.skills()[:_SHOWN_SKILLS]:
+        lines.append(f"  [{skill.id}] {skill.issue[:110]}")
+    if not stats["active"]:
+        lines.append(
+            "  The tiny offline model learned no skill this time (`ace-eval inspect` shows what it tried); a hosted "
+            "model does: ace-eval e2e --traces examples/demo-collection --no-benchmark --reflector-model MODEL "
+            "--skill-manager-model MODEL"
+        )
+    for error in (record.get("errors") or [])[:_SHOWN_ERRORS]:
+        lines.append(f"  error on {error['trace_uid']}: {str(error['error'])[:140]}")
+    lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
+    lines.append(f"Skillbook: {result.folder.markdown}")
+    return "\n".join(lines)
+
+
+@click.command("demo")
+@click.option("--traces", type=click.Path(path_type=Path, file_okay=False), help="Another collection to replay.")
+@click.option(
+    "--output-dir", type=click.Path(path_type=Path, file_okay=False), default=DEFAULT_OUTPUT_DIR, show_default=True
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces.")
+@click.option("--verbose", "-v", is_flag=True, help="One line per finished sample.")
+def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool) -> None:
+    """Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.
+
+    reflect -> update -> export with SmolLM2-135M (llama.cpp) and MiniLM: no key, no internet, a few minutes on
+    2 cores. Ends with the path of the exported skillbook.md.
+    """
+    collection = traces or find_demo_collection()
+    if collection is None:
+        raise click.ClickException(
+            f"the demo collection ({DEMO_COLLECTION}) was not found next to this ace-eval or in the current folder: "
+            "run from the repository root, or pass --traces DIR"
+        )
+    settings = E2ESettings(
+        traces=collection,
+        no_benchmark=True,
+        reflector_type="simple",
+        output_dir=output_dir,
+        limit=limit,
+        verbose=verbose,
+        sources={"traces": "flag" if traces else "demo"},
+    )
+    click.echo(f"Replaying {collection} on the embedded models (SmolLM2-135M + MiniLM) ...", err=True)
+    started = time.monotonic()
+    try:
+        result = run_e2e(settings, injections=demo_injections())
+    except AceError as e:
+        notes = getattr(e, "__notes__", None) or []
+        raise click.ClickException("\n".join([str(e), *notes])) from None
+    click.echo(format_demo_summary(result, time.monotonic() - started))

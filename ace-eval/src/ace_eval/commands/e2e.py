@@ -1,0 +1,104 @@
+"""`ace-eval e2e`: collect traces on a benchmark (or replay a collection), learn a skillbook, evaluate it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ace.exceptions import AceError
+from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, resolve_settings
+from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
+
+__all__ = ["e2e", "format_summary"]
+
+_PATH = click.Path(path_type=Path)
+_DIR = click.Path(path_type=Path, file_okay=False)
+_MODEL_HELP = (
+    "{} model: a litellm model string (e.g. bedrock/..., openai/...) or 'local' (default: ${}, config, local)."
+)
+
+
+def format_summary(result: E2EResult) -> str:
+    """What `e2e` prints when a run is done: the folder, the training, the skillbook, the benchmark."""
+    record = result.record
+    training = record.get("training") or {}
+    stats = result.skillbook.stats()
+    sections = stats["sections"]
+    lines = [
+        f"Run folder: {result.folder.path}",
+        f"Trained on {record.get('collection', {}).get('traces_used', 0)} traces x "
+        f"{record['config']['epochs']} epoch(s): {training.get('samples', 0)} samples, "
+        f"{training.get('errors', 0)} errors",
+        f"Skillbook: {stats['active']} active skills ({sections['context']} context, {sections['harness']} harness), "
+        f"{stats['occurrences']} occurrences",
+    ]
+    bench = record.get("benchmark")
+    if bench:
+        before = (bench.get("before") or {}).get("pass_hat_k", {})
+        after = (bench.get("after") or {}).get("pass_hat_k", {})
+        for k in sorted(set(before) | set(after), key=int):
+            b, a = before.get(k), after.get(k)
+            lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
+    usage = record.get("usage") or {}
+    for role, u in usage.items():
+        cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
+        lines.append(f"  {role}: {u['requests']} requests, {u['input_tokens']}+{u['output_tokens']} tokens{cost}")
+    lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
+    lines.append(f"Skillbook markdown: {result.folder.markdown}")
+    return "\n".join(lines)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@click.command("e2e")
+@click.option("--benchmark", type=click.Choice(BENCHMARKS), help="The benchmark (default tau-bench-airline).")
+@click.option("--traces", type=_DIR, help="Replay this trace collection offline instead of running the agent.")
+@click.option("--agent-model", help=_MODEL_HELP.format("Agent", "ACE_AGENT_MODEL"))
+@click.option("--reflector-model", help=_MODEL_HELP.format("Reflector", "ACE_REFLECTOR_MODEL"))
+@click.option("--skill-manager-model", help=_MODEL_HELP.format("Skill manager", "ACE_SKILL_MANAGER_MODEL"))
+@click.option("--user-model", help=_MODEL_HELP.format("Simulated user", "ACE_USER_MODEL"))
+@click.option("--embedding-model", help="Embedding model: 'local' (MiniLM, default) or a litellm embedding model.")
+@click.option("--reflector-type", type=click.Choice(["simple", "rr"]), help="simple (default) or rr (recursive).")
+@click.option("--num-trials", type=click.IntRange(min=1), help="Trials per task when the agent runs (default 1).")
+@click.option("--max-num-steps", type=click.IntRange(min=1), help="Agent model requests per episode (default 30).")
+@click.option("--max-workers", type=click.IntRange(min=1), help="Samples / episodes run at once (default 1).")
+@click.option("--epochs", type=click.IntRange(min=1), help="Passes over the traces (default 1).")
+@click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces (--traces) or tasks.")
+@click.option("--no-benchmark", is_flag=True, default=None, help="Skip the evaluation with the learned skillbook.")
+@click.option("--logfire", is_flag=True, default=None, help="Instrument with Logfire (sends only with LOGFIRE_TOKEN).")
+@click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
+@click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
+@click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
+@click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
+@click.option("--resume", "resume_dir", type=_DIR, metavar="RUN_DIR", help="Continue the interrupted run in RUN_DIR.")
+def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None:
+    """Run ACE end to end and write results/e2e/run_<id>/.
+
+    Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
+    collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
+    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
+    Settings: flag > environment variable > config file > the embedded offline model 'local'.
+    """
+    given = {k: v for k, v in flags.items() if v is not None}
+    try:
+        if resume_dir is not None:
+            result = resume_e2e(resume_dir, given)
+        else:
+            result = run_e2e(resolve_settings(given, config=config_file))
+    except KeyboardInterrupt as e:
+        click.echo(_with_notes("interrupted", e), err=True)
+        sys.exit(130)
+    except AceError as e:
+        raise click.ClickException(_with_notes(str(e), e)) from None
+    click.echo(format_summary(result))
+
+
+def _with_notes(message: str, e: BaseException) -> str:
+    notes = getattr(e, "__notes__", None) or []
+    return "\n".join([message, *notes])

@@ -1,0 +1,100 @@
+"""`ace-eval inspect RUN_DIR`: the sessions of a run from its local span file, with no Logfire account."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ace_eval.e2e.record import operations_text
+from ace_eval.e2e.sessions import RunView, SampleView, load_run_view
+
+__all__ = ["format_run_view", "inspect"]
+
+
+def _header(view: RunView) -> list[str]:
+    run = view.run
+    training = run.get("training") or {}
+    status = run.get("status", "unknown status")
+    counts = f"{len(view.samples)} samples"
+    if training:
+        counts += f", {training.get('errors', 0)} errors"
+    lines = [f"Run {run.get('run_id', view.path.name)} ({status}): {counts}"]
+    models = run.get("models")
+    if isinstance(models, dict):
+        lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in models.items()))
+    if not view.has_spans:
+        lines.append(f"(no spans.jsonl in {view.path}: tool calls are not shown)")
+    return lines
+
+
+def _sample_lines(n: int, view: SampleView) -> list[str]:
+    sample = view.sample
+    epoch = "" if view.epoch is None else f"  epoch {view.epoch}"
+    if sample is None:
+        state = "not recorded (interrupted)"
+    elif sample.error is not None:
+        state = f"ERROR {sample.error}"
+    else:
+        state = f"ok ({sample.duration_s:.1f}s)"
+    lines = [f"[{n}] {view.trace_uid}{epoch}  {state}"]
+    if view.key_insight:
+        lines.append(f"    reflection: {view.key_insight}")
+    for session in view.sessions:
+        took = "" if session.duration_ms is None else f" {session.duration_ms / 1000:.1f}s"
+        status = "" if session.status in ("UNSET", "OK") else f" {session.status}"
+        lines.append(f"    {session.name}{took}{status}: {len(session.tool_calls)} tool calls")
+        for call in session.tool_calls:
+            lines.append(f"      {call.signature}")
+            if call.refusal:
+                lines.append(f"        refused: {call.refusal}")
+    if sample is not None and sample.operations:
+        lines.append(f"    operations: {operations_text(sample.operations)}")
+    changed = view.changed_ids
+    lines.append(f"    skills changed: {', '.join(changed) if changed else 'none'}")
+    return lines
+
+
+def format_run_view(view: RunView) -> str:
+    """The text `inspect` prints."""
+    lines = _header(view)
+    for n, sample in enumerate(view.samples, start=1):
+        lines.append("")
+        lines.extend(_sample_lines(n, sample))
+    return "\n".join(lines)
+
+
+@click.command("inspect")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--trace", "trace_uid", help="Only this trace (its trace_uid, e.g. tau-bench-airline:task-3-trial-0).")
+@click.option("--errors", "errors_only", is_flag=True, help="Only samples that failed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bool) -> None:
+    """Show each session of a run: which trace, which reflection (key insight), which tool calls with their
+    atomic signature, which skills changed. Reads RUN_DIR/spans.jsonl, samples.jsonl and run.json."""
+    view = load_run_view(run_dir)
+    if not view.samples and not view.run:
+        raise click.ClickException(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
+    samples = view.samples
+    if trace_uid is not None:
+        samples = [s for s in samples if s.trace_uid == trace_uid]
+        if not samples:
+            known = sorted({s.trace_uid for s in view.samples})
+            close = difflib.get_close_matches(trace_uid, known, n=3, cutoff=0.6)
+            hint = f" Did you mean {', '.join(close)}?" if close else f" The run has {len(known)} traces."
+            raise click.ClickException(f"no trace {trace_uid!r} in {run_dir}.{hint}")
+    if errors_only:
+        samples = [s for s in samples if s.sample is not None and s.sample.error is not None]
+    view = RunView(path=view.path, run=view.run, samples=samples, has_spans=view.has_spans)
+    if as_json:
+        payload: dict[str, Any] = {
+            "run_id": view.run.get("run_id"),
+            "status": view.run.get("status"),
+            "samples": [s.to_dict() for s in samples],
+        }
+        click.echo(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
+        return
+    click.echo(format_run_view(view))

@@ -1,0 +1,292 @@
+"""Settings of an `ace-eval e2e` run: command-line flag > environment variable > config file > built-in default.
+
+The config file is `ace-eval.toml` in the current folder, or the file `--config FILE` names:
+
+```toml
+[models]
+agent = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0"
+reflector = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0"
+skill_manager = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0"
+user = "bedrock/openai.gpt-oss-120b-1:0"
+embedding = "local"
+
+[e2e]
+reflector_type = "rr"
+epochs = 1
+max_workers = 4
+data_dir = "data/tau-bench/airline"
+```
+Every model defaults to `local`, the embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ace.exceptions import AceError
+
+__all__ = [
+    "BENCHMARKS",
+    "CONFIG_FILE",
+    "DEFAULT_MODEL",
+    "DEFAULT_OUTPUT_DIR",
+    "MODEL_ENV",
+    "MODEL_ROLES",
+    "SETTING_ENV",
+    "Benchmark",
+    "ConfigError",
+    "E2ESettings",
+    "ModelRole",
+    "ReflectorType",
+    "load_config_file",
+    "resolve_settings",
+]
+
+Benchmark = Literal["tau-bench-airline"]
+BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
+ReflectorType = Literal["simple", "rr"]
+ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
+MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
+
+CONFIG_FILE = "ace-eval.toml"
+DEFAULT_MODEL = "local"
+"""The embedded offline model: SmolLM2 for the LLM roles, all-MiniLM-L6-v2 for embeddings."""
+DEFAULT_OUTPUT_DIR = Path("results") / "e2e"
+
+MODEL_ENV: dict[ModelRole, tuple[str, ...]] = {
+    "agent": ("ACE_AGENT_MODEL", "ACE_MODEL"),
+    "reflector": ("ACE_REFLECTOR_MODEL", "ACE_MODEL"),
+    "skill_manager": ("ACE_SKILL_MANAGER_MODEL", "ACE_MODEL"),
+    "user": ("ACE_USER_MODEL", "ACE_MODEL"),
+    "embedding": ("ACE_EMBEDDING_MODEL",),
+}
+"""Environment variables of each model, first found wins (`ACE_MODEL` is the fallback of every LLM role)."""
+SETTING_ENV: dict[str, tuple[str, ...]] = {
+    "reflector_type": ("ACE_REFLECTOR_TYPE",),
+    "data_dir": ("ACE_TAU_BENCH_DATA",),
+    "output_dir": ("ACE_E2E_OUTPUT_DIR",),
+    "max_workers": ("ACE_E2E_MAX_WORKERS",),
+}
+"""Environment variables of the other settings that have one."""
+
+
+class ConfigError(AceError, ValueError):
+    """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
+
+
+class _ModelsTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    agent: str | None = Field(default=None, min_length=1)
+    reflector: str | None = Field(default=None, min_length=1)
+    skill_manager: str | None = Field(default=None, min_length=1)
+    user: str | None = Field(default=None, min_length=1)
+    embedding: str | None = Field(default=None, min_length=1)
+
+
+class _E2ETable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    benchmark: Benchmark | None = None
+    reflector_type: ReflectorType | None = None
+    epochs: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    max_workers: int | None = Field(default=None, ge=1)
+    num_trials: int | None = Field(default=None, ge=1)
+    max_num_steps: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1)
+    output_dir: str | None = Field(default=None, min_length=1)
+    data_dir: str | None = Field(default=None, min_length=1)
+
+
+class _ConfigFile(BaseModel):
+    """`ace-eval.toml`: a `[models]` table and an `[e2e]` table, nothing else."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    models: _ModelsTable = Field(default_factory=_ModelsTable)
+    e2e: _E2ETable = Field(default_factory=_E2ETable)
+
+
+@dataclass(frozen=True, kw_only=True)
+class E2ESettings:
+    """Everything an e2e run needs to know, resolved; `sources` says where each value came from."""
+
+    benchmark: Benchmark = "tau-bench-airline"
+    traces: Path | None = None
+    """A trace collection to replay offline (no agent runs to collect traces)."""
+    agent_model: str = DEFAULT_MODEL
+    reflector_model: str = DEFAULT_MODEL
+    skill_manager_model: str = DEFAULT_MODEL
+    user_model: str = DEFAULT_MODEL
+    embedding_model: str = DEFAULT_MODEL
+    reflector_type: ReflectorType = "simple"
+    epochs: int = 1
+    seed: int | None = None
+    max_workers: int = 1
+    num_trials: int = 1
+    """Trials per task when the agent runs (collection and evaluation)."""
+    max_num_steps: int = 30
+    """Agent model requests per episode."""
+    limit: int | None = None
+    """Use only the first N traces (with --traces) or tasks (without)."""
+    no_benchmark: bool = False
+    """Skip the evaluation with the learned skillbook."""
+    logfire: bool = False
+    verbose: bool = False
+    output_dir: Path = DEFAULT_OUTPUT_DIR
+    data_dir: Path | None = None
+    """The tau-bench airline data folder (needed whenever the agent runs)."""
+    config_file: Path | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "max_workers", "num_trials", "max_num_steps"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
+        if self.reflector_type not in get_args(ReflectorType):
+            raise ConfigError(
+                f"reflector_type must be 'simple' or 'rr', got {self.reflector_type!r} "
+                f"({self.source_of('reflector_type')})"
+            )
+        if self.benchmark not in BENCHMARKS:
+            raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+
+    def source_of(self, name: str) -> str:
+        """Where a setting came from, for messages."""
+        return self.sources.get(name, "default")
+
+    def model_for(self, role: ModelRole) -> str:
+        """The model string of a role."""
+        value: str = getattr(self, f"{role}_model")
+        return value
+
+    @property
+    def models(self) -> dict[str, str]:
+        """Model string per role."""
+        return {role: self.model_for(role) for role in MODEL_ROLES}
+
+    @property
+    def runs_agent(self) -> bool:
+        """Whether the benchmark agent runs at all (to collect traces, or to evaluate the skillbook)."""
+        return self.traces is None or not self.no_benchmark
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for `run.json`."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = str(value) if isinstance(value, Path) else dict(value) if f.name == "sources" else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> E2ESettings:
+        """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        for name in ("traces", "output_dir", "data_dir", "config_file"):
+            if values.get(name) is not None:
+                values[name] = Path(values[name])
+        return cls(**values)
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Read and validate a config file; returns `{setting name: value}` for the values it sets."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist: fix the --config path") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    try:
+        parsed = _ConfigFile.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
+            "[e2e] benchmark/reflector_type/epochs/seed/max_workers/num_trials/max_num_steps/limit/output_dir/data_dir)"
+        ) from None
+    values: dict[str, Any] = {
+        f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
+    }
+    for name, value in parsed.e2e.model_dump(exclude_none=True).items():
+        values[name] = Path(value) if name in ("output_dir", "data_dir") else value
+    return values
+
+
+def _find_config(config: Path | None, cwd: Path) -> Path | None:
+    if config is not None:
+        return config
+    default = cwd / CONFIG_FILE
+    return default if default.is_file() else None
+
+
+def _parse_env(name: str, raw: str, parse: Callable[[str], Any]) -> Any:
+    try:
+        return parse(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a valid value: fix or unset the variable") from None
+
+
+_ENV_PARSERS: dict[str, Callable[[str], Any]] = {
+    "reflector_type": str,
+    "data_dir": Path,
+    "output_dir": Path,
+    "max_workers": int,
+}
+
+
+def resolve_settings(
+    flags: Mapping[str, Any],
+    *,
+    environ: Mapping[str, str] | None = None,
+    config: Path | None = None,
+    cwd: Path | None = None,
+) -> E2ESettings:
+    """Resolve every setting: a flag that is not `None` wins, then the environment, the config file, the default.
+
+    Args:
+        flags: Setting name -> value from the command line; `None` means "not given".
+        environ: The environment (default `os.environ`).
+        config: `--config FILE`; default `ace-eval.toml` in `cwd` when it exists.
+        cwd: The folder relative paths of the config file are resolved against (default: the current one).
+    """
+    env = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
+    config_path = _find_config(config, here)
+    from_file = load_config_file(config_path) if config_path is not None else {}
+    known = {f.name for f in dataclasses.fields(E2ESettings)} - {"sources", "config_file"}
+    unknown = set(flags) - known
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {sorted(unknown)}")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    env_names: dict[str, tuple[str, ...]] = {f"{r}_model": names for r, names in MODEL_ENV.items()} | SETTING_ENV
+    for name in sorted(known):
+        if flags.get(name) is not None:
+            values[name], sources[name] = flags[name], "flag"
+            continue
+        for var in env_names.get(name, ()):
+            raw = env.get(var)
+            if raw is not None and raw.strip():
+                parse = _ENV_PARSERS.get(name, str)
+                values[name], sources[name] = _parse_env(var, raw, parse), f"env:{var}"
+                break
+        else:
+            if name in from_file:
+                values[name], sources[name] = from_file[name], f"config:{config_path}"
+    for name in ("data_dir", "output_dir"):
+        if sources.get(name, "").startswith("config:") and config_path is not None:
+            value: Path = values[name]
+            if not value.is_absolute():
+                values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    return E2ESettings(**values, config_file=config_path, sources=sources)

@@ -1,0 +1,214 @@
+"""The run folder `results/e2e/run_<12 hex>/`: its files, `run.json` (written atomically), and resume checks.
+
+```
+run_<id>/
+  collection/                  the traces trained on (a trace collection)
+  skillbook.json               the learned skillbook (schema v2), checkpointed after every sample
+  skillbook.embeddings.npz     its vector cache
+  skillbook.md                 the skillbook as markdown
+  samples.jsonl                one line per finished sample (the training checkpoint)
+  spans.jsonl                  every span of the run, one JSON object per line
+  run.json                     config, models, timings, usage and cost per role, per-sample results
+  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs)
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ace.core.storage import atomic_write
+from ace.exceptions import AceError
+from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
+
+__all__ = [
+    "RESUME_KEYS",
+    "RUN_JSON",
+    "RunFolder",
+    "RunFolderError",
+    "config_differences",
+    "file_sha256",
+    "new_run_id",
+]
+
+RUN_JSON = "run.json"
+_RUN_ID = re.compile(r"^run_[0-9a-f]{12}$")
+RESUME_KEYS: tuple[str, ...] = (
+    "benchmark",
+    "traces_sha256",
+    "reflector_type",
+    "reflector_model",
+    "skill_manager_model",
+    "embedding_model",
+    "agent_model",
+    "user_model",
+    "epochs",
+    "seed",
+    "limit",
+    "num_trials",
+    "max_num_steps",
+    "no_benchmark",
+)
+"""Settings a resumed run must keep: changing one would mix two different runs in one folder."""
+_AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps"})
+
+
+class RunFolderError(AceError, ValueError):
+    """A run folder that cannot be created, read or resumed; the message names the fix."""
+
+
+def new_run_id() -> str:
+    """`run_` and 12 random hex digits."""
+    return f"run_{secrets.token_hex(6)}"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Paths of one run folder."""
+
+    path: Path
+
+    @classmethod
+    def create(cls, output_dir: Path) -> RunFolder:
+        """A new, empty `output_dir/run_<id>/` (a fresh id if one is taken)."""
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for _ in range(100):
+            path = output_dir / new_run_id()
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return cls(path)
+        raise RunFolderError(f"could not create a new run folder in {output_dir}: clean it up")
+
+    @classmethod
+    def open(cls, path: Path) -> RunFolder:
+        """An existing run folder, to resume or inspect; refuses a folder without `run.json`."""
+        folder = cls(path)
+        if not folder.run_json.is_file():
+            hint = "the folder does not exist" if not path.is_dir() else f"it has no {RUN_JSON}"
+            raise RunFolderError(
+                f"{path} is not a run folder ({hint}): pass a folder written by `ace-eval e2e`, "
+                "e.g. results/e2e/run_0123456789ab"
+            )
+        return folder
+
+    @property
+    def run_id(self) -> str:
+        """The folder's name, `run_<12 hex>` (another name is kept as it is)."""
+        return self.path.name
+
+    @property
+    def has_standard_name(self) -> bool:
+        """Whether the name is `run_<12 hex>`."""
+        return _RUN_ID.match(self.path.name) is not None
+
+    @property
+    def collection(self) -> Path:
+        return self.path / "collection"
+
+    @property
+    def baseline(self) -> Path:
+        return self.path / "baseline"
+
+    @property
+    def evaluation(self) -> Path:
+        return self.path / "evaluation"
+
+    @property
+    def skillbook(self) -> Path:
+        return self.path / "skillbook.json"
+
+    @property
+    def sidecar(self) -> Path:
+        return self.path / "skillbook.embeddings.npz"
+
+    @property
+    def markdown(self) -> Path:
+        return self.path / "skillbook.md"
+
+    @property
+    def samples(self) -> Path:
+        return self.path / "samples.jsonl"
+
+    @property
+    def spans(self) -> Path:
+        return self.path / "spans.jsonl"
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / RUN_JSON
+
+    def read_run_json(self) -> dict[str, Any]:
+        """`run.json` as a dict; a damaged file is refused with its path."""
+        try:
+            data = json.loads(self.run_json.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise RunFolderError(f"{self.run_json} cannot be read ({e}): the run folder is damaged") from None
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            raise RunFolderError(f"{self.run_json} has no 'config' object: it was not written by `ace-eval e2e`")
+        return data
+
+    def write_run_json(self, record: Mapping[str, Any]) -> None:
+        """Replace `run.json` atomically (a kill mid-write leaves the previous version)."""
+        data = (json.dumps(record, indent=1, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+        def write(f: IO[bytes]) -> None:
+            f.write(data)
+
+        atomic_write(self.run_json, write)
+
+    def write_text(self, path: Path, text: str) -> None:
+        """Replace a text file of the folder atomically."""
+        data = text.encode("utf-8")
+
+        def write(f: IO[bytes]) -> None:
+            f.write(data)
+
+        atomic_write(path, write)
+
+    def install_collection(self, source: Path) -> None:
+        """Copy a validated collection into `collection/` (through a temporary folder, so a kill leaves none)."""
+        if self.collection.exists():
+            return
+        tmp = self.path / ".collection.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for name in (MANIFEST_FILE, TRACES_FILE):
+            shutil.copyfile(source / name, tmp / name)
+        os.replace(tmp, self.collection)
+
+
+def config_differences(
+    stored: Mapping[str, Any], requested: Mapping[str, Any], *, keys: Iterable[str] = RESUME_KEYS
+) -> list[str]:
+    """The settings that differ between a run and its resume, as `name: stored -> requested` lines.
+
+    The agent's settings only matter when the agent runs (no `--traces`, or an evaluation).
+    """
+    agent_runs = stored.get("traces") is None or not stored.get("no_benchmark", False)
+    out: list[str] = []
+    for key in keys:
+        if key in _AGENT_ONLY and not agent_runs:
+            continue
+        if key in requested and stored.get(key) != requested[key]:
+            out.append(f"{key}: {stored.get(key)!r} in the run, {requested[key]!r} now")
+    return out

@@ -1,0 +1,339 @@
+"""The end-to-end run behind `ace-eval e2e`: collect traces (or replay a collection), train a skillbook, evaluate.
+
+`run_e2e` starts a run, `resume_e2e` continues an interrupted one; both are usable without click. Scripted
+models (tests) are passed as `models={"reflector": FunctionModel(...), ...}` and replace the model strings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic_ai.models import Model
+
+from ace.core.insight_source import utc_now
+from ace.core.skillbook import Skillbook
+from ace.embeddings.base import Embedder
+from ace.implementations.skill_manager import SkillManager, SMSettings
+from ace.llm import infer_model
+from ace.observability import Observability, configure_observability
+from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
+from ace_eval.e2e.collection import (
+    TRACES_FILE,
+    CollectionManifest,
+    CollectionWriter,
+    Trace,
+    read_collection,
+    write_collection,
+)
+from ace_eval.e2e.config import ConfigError, E2ESettings
+from ace_eval.e2e.episodes import run_episodes
+from ace_eval.e2e.finish import embedder_for, finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.progress import Progress
+from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
+from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
+
+__all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
+
+LLMRole = Literal["agent", "reflector", "skill_manager", "user"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInjections:
+    """What a caller (a test, the demo) may hand the runner instead of building it from the settings."""
+
+    models: Mapping[LLMRole, Model] = field(default_factory=dict[LLMRole, Model])
+    """pydantic-ai models by role; they replace the model strings of those roles."""
+    embedder: Embedder | None = None
+    sm_settings: SMSettings | None = None
+    reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Extra keyword arguments for `make_reflector` (budgets, config)."""
+    on_sample: Callable[[SampleResult], None] | None = None
+    """Called after each finished sample (after the progress bar)."""
+    show_progress: bool | None = None
+    """Show the bar (`None`: only on a terminal)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class E2EResult:
+    """A finished run: its folder and the `run.json` it wrote."""
+
+    folder: RunFolder
+    record: dict[str, Any]
+    skillbook: Skillbook
+
+
+def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -> E2EResult:
+    """Start a run in a new folder under `settings.output_dir`.
+
+    A `--traces` collection is validated whole before anything is written; a malformed one raises
+    `CollectionError` naming the file, line and field.
+    """
+    inj = injections or RunInjections()
+    traces_sha: str | None = None
+    source: tuple[Path, CollectionManifest, list[Trace]] | None = None
+    if settings.traces is not None:
+        manifest, traces = read_collection(settings.traces)
+        source = (settings.traces, manifest, traces[: settings.limit])
+        traces_sha = file_sha256(settings.traces / TRACES_FILE)
+    data = _load_data(settings)
+    if source is not None and data is not None and not settings.no_benchmark:
+        select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    folder = RunFolder.create(settings.output_dir)
+    if source is not None:
+        directory, manifest, selected = source
+        if len(selected) < manifest.counts.traces:
+            write_collection(
+                folder.collection,
+                selected,
+                source_system=manifest.source_system,
+                benchmark=manifest.benchmark,
+                models=manifest.models,
+                description=manifest.description,
+                metadata={**manifest.metadata, "subset_of": str(directory), "limit": settings.limit},
+            )
+        else:
+            folder.install_collection(directory)
+    record: dict[str, Any] = {
+        "run_id": folder.run_id,
+        "status": "running",
+        "created_at": utc_now(),
+        "versions": versions(),
+        "config": {**settings.to_dict(), "traces_sha256": traces_sha},
+        "models": settings.models,
+        "segments": [],
+    }
+    return _Run(settings, folder, record, data, inj, resumed=False).execute()
+
+
+def resume_e2e(
+    run_dir: Path, overrides: Mapping[str, Any] | None = None, *, injections: RunInjections | None = None
+) -> E2EResult:
+    """Continue an interrupted run with its recorded settings: finished samples and episodes are not redone.
+
+    `overrides` are settings given again on the command line; one that would change the results (a model,
+    the epochs, the traces...) is refused with the difference named, the others (workers, verbosity,
+    --logfire) apply to the rest of the run.
+    """
+    folder = RunFolder.open(run_dir)
+    record = folder.read_run_json()
+    stored = dict(record["config"])
+    requested = dict(overrides or {})
+    if requested.get("traces") is not None:
+        traces = Path(requested.pop("traces"))
+        read_collection(traces)
+        requested["traces_sha256"] = file_sha256(traces / TRACES_FILE)
+    requested.pop("output_dir", None)
+    requested.pop("config_file", None)
+    diffs = config_differences(stored, {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()})
+    if diffs:
+        raise RunFolderError(
+            f"cannot resume {folder.path} with different settings ({'; '.join(diffs)}): resume with the run's "
+            "settings (pass only --resume and e.g. --max-workers/--verbose), or start a new run"
+        )
+    merged = {k: v for k, v in {**stored, **requested}.items() if k != "traces_sha256"}
+    try:
+        settings = E2ESettings.from_dict(merged)
+    except (TypeError, ValueError) as e:
+        raise RunFolderError(f"{folder.run_json}: its config cannot be used ({e})") from None
+    if settings.traces is not None and not folder.collection.is_dir():
+        raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
+    data = _load_data(settings)
+    run = _Run(settings, folder, record, data, injections or RunInjections(), resumed=True)
+    changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
+    run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
+    return run.execute()
+
+
+def _load_data(settings: E2ESettings) -> AirlineData | None:
+    """The benchmark data when the agent runs; refused early (before any file is written) when missing."""
+    if not settings.runs_agent:
+        return None
+    if settings.data_dir is None:
+        raise ConfigError(
+            "the agent runs (no --traces, or no --no-benchmark) and needs the tau-bench airline data: pass "
+            "--data-dir DIR or set ACE_TAU_BENCH_DATA (get it with `ace-eval data fetch tau-bench`); "
+            "to replay traces without running the agent, pass --traces DIR --no-benchmark"
+        )
+    return load_airline_data(settings.data_dir)
+
+
+class _Run:
+    """One segment of a run: the first invocation or a resume."""
+
+    def __init__(
+        self,
+        settings: E2ESettings,
+        folder: RunFolder,
+        record: dict[str, Any],
+        data: AirlineData | None,
+        inj: RunInjections,
+        *,
+        resumed: bool,
+    ) -> None:
+        self.settings = settings
+        self.folder = folder
+        self.record = record
+        self.data = data
+        self.inj = inj
+        self.segment = Segment(resumed=resumed)
+        self.embedder = inj.embedder or embedder_for(settings.embedding_model)
+        self._models: dict[str, Model] = {}
+        self.resumed_samples: int | None = None
+
+    def model(self, role: LLMRole) -> Model:
+        """The model of a role: the injected one, else the one its model string names (built once)."""
+        if role not in self._models:
+            given = self.inj.models.get(role)
+            model = given if given is not None else infer_model(self.settings.model_for(role), role=role)
+            self._models[role] = model
+            self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
+        return self._models[role]
+
+    def execute(self) -> E2EResult:
+        self.record.setdefault("segments", []).append(self.segment.to_dict())
+        self.record["status"] = "running"
+        self._save()
+        obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        try:
+            skillbook = asyncio.run(self._phases())
+        except BaseException as e:
+            interrupted = isinstance(e, KeyboardInterrupt)
+            self.segment.status = "interrupted" if interrupted else "failed"
+            self.segment.error = f"{type(e).__name__}: {e}"
+            try:
+                self._close(obs, status=self.segment.status)
+            except Exception as close_error:  # keep the run's own error; say why run.json is stale
+                e.add_note(f"run.json could not be updated: {type(close_error).__name__}: {close_error}")
+            e.add_note(f"Run folder: {self.folder.path}; continue it with: ace-eval e2e --resume {self.folder.path}")
+            raise
+        self.segment.status = "completed"
+        self._close(obs, status="completed")
+        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook)
+
+    def _close(self, obs: Observability, *, status: str) -> None:
+        obs.flush()
+        release_observability(obs)
+        self.segment.finished_at = utc_now()
+        self.record["status"] = status
+        self.record["error"] = self.segment.error
+        self._update_summary()
+        self._save()
+
+    async def _phases(self) -> Skillbook:
+        s = self.settings
+        if s.traces is None:
+            with self._timed("collect"):
+                await self._episodes(self.folder.collection, "collect", skillbook=None)
+        manifest, traces = read_collection(self.folder.collection)
+        self.record["collection"] = {
+            "path": "collection",
+            "source": str(s.traces) if s.traces is not None else "benchmark",
+            "traces_used": len(traces),
+            "sha256": file_sha256(self.folder.collection / TRACES_FILE),
+            "manifest": manifest.model_dump(mode="json"),
+        }
+        with self._timed("train"):
+            skillbook = await self._train(traces)
+        with self._timed("export"):
+            finish_skillbook(skillbook, self.folder, self.embedder)
+        if not s.no_benchmark:
+            if s.traces is not None:
+                with self._timed("baseline"):
+                    await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
+            with self._timed("evaluate"):
+                await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
+        return skillbook
+
+    async def _train(self, traces: list[Trace]) -> Skillbook:
+        from ace.implementations.reflector import make_reflector
+
+        s = self.settings
+        reflector_options = dict(self.inj.reflector_options)
+        if s.reflector_type == "rr":
+            reflector_options.setdefault("embedder", self.embedder)
+        reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
+        manager = SkillManager(self.model("skill_manager"), embedder=self.embedder, settings=self.inj.sm_settings)
+        trainer = Trainer(
+            reflector=reflector,
+            skill_manager=manager,
+            config=TrainingConfig(
+                epochs=s.epochs, max_workers=s.max_workers, seed=s.seed, checkpoint_dir=self.folder.path
+            ),
+        )
+        done = load_samples(self.folder.samples)
+        total = len(traces) * s.epochs
+        progress = Progress(
+            "train",
+            total,
+            initial=len(done),
+            initial_errors=sum(1 for d in done if d.error is not None),
+            verbose=s.verbose,
+            show=self.inj.show_progress,
+        )
+
+        def on_sample(sample: SampleResult) -> None:
+            progress.advance(error=sample.error is not None, line=sample_line(sample))
+            if self.inj.on_sample is not None:
+                self.inj.on_sample(sample)
+
+        with progress:
+            result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+        self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
+        return result.skillbook
+
+    async def _episodes(
+        self, directory: Path, phase: str, *, skillbook: Skillbook | None, traces: list[Trace] | None = None
+    ) -> None:
+        s, data = self.settings, self.data
+        assert data is not None, "_load_data refused a run that needs the benchmark without its data"
+        tasks = select_tasks(s, data, traces)
+        jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
+        agent, user = self.model("agent"), self.model("user")
+        models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
+        with CollectionWriter(
+            directory, source_system=SOURCE_SYSTEM, benchmark=s.benchmark, models=models, mode="auto"
+        ) as writer:
+            done = len(writer.trace_uids)
+            with Progress(phase, len(jobs), initial=done, verbose=s.verbose, show=self.inj.show_progress) as bar:
+                await run_episodes(
+                    data,
+                    jobs,
+                    writer=writer,
+                    agent_model=agent,
+                    user_model=user,
+                    skillbook=skillbook,
+                    config=EpisodeConfig(max_num_steps=s.max_num_steps, embedder=self.embedder),
+                    max_workers=s.max_workers,
+                    progress=bar,
+                )
+
+    @contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        """Add the phase's wall time to this segment and save `run.json` (also when the phase fails)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.segment.phases[phase] = self.segment.phases.get(phase, 0.0) + time.monotonic() - started
+            self._save()
+
+    def _update_summary(self) -> None:
+        self.record.update(
+            summarize_run(
+                self.folder,
+                replayed=self.settings.traces is not None,
+                segments=self.record["segments"],
+                resumed_samples=self.resumed_samples,
+            )
+        )
+
+    def _save(self) -> None:
+        self.record["segments"][-1] = self.segment.to_dict()
+        self.folder.write_run_json(self.record)

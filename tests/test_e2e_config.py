@@ -1,0 +1,117 @@
+"""e2e settings: flag > environment variable > config file > the embedded default; every refusal names its source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ace_eval.e2e.config import ConfigError, E2ESettings, resolve_settings
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, new_run_id
+
+
+def write_config(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_are_the_embedded_local_model(tmp_path: Path) -> None:
+    settings = resolve_settings({}, environ={}, cwd=tmp_path)
+    assert settings.models == {
+        "agent": "local",
+        "reflector": "local",
+        "skill_manager": "local",
+        "user": "local",
+        "embedding": "local",
+    }
+    assert (settings.reflector_type, settings.epochs, settings.max_workers) == ("simple", 1, 1)
+    assert settings.output_dir == Path("results/e2e") and settings.config_file is None
+    assert settings.source_of("agent_model") == "default"
+
+
+def test_flag_beats_env_beats_config_file(tmp_path: Path) -> None:
+    write_config(
+        tmp_path / "ace-eval.toml",
+        '[models]\nagent = "from-file-agent"\nreflector = "from-file-reflector"\nuser = "from-file-user"\n'
+        '[e2e]\nepochs = 3\ndata_dir = "data/airline"\n',
+    )
+    env = {"ACE_REFLECTOR_MODEL": "env-reflector", "ACE_AGENT_MODEL": "env-agent", "ACE_MODEL": "env-any"}
+    settings = resolve_settings({"agent_model": "flag-agent"}, environ=env, cwd=tmp_path)
+    assert settings.agent_model == "flag-agent" and settings.source_of("agent_model") == "flag"
+    assert settings.reflector_model == "env-reflector" and settings.source_of("reflector_model").startswith("env:")
+    # ACE_MODEL is the fallback of every LLM role, and it beats the file
+    assert settings.user_model == "env-any" and settings.source_of("user_model") == "env:ACE_MODEL"
+    assert settings.skill_manager_model == "env-any"
+    assert settings.embedding_model == "local"  # ACE_MODEL does not name an embedding model
+    assert settings.epochs == 3 and settings.source_of("epochs") == f"config:{tmp_path / 'ace-eval.toml'}"
+    assert settings.data_dir == tmp_path / "data/airline"  # relative to the config file
+
+
+def test_config_file_is_used_without_env(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "my.toml", '[models]\nskill_manager = "openai/gpt-4.1-mini"\nembedding = "x"\n')
+    settings = resolve_settings({}, environ={}, config=path, cwd=tmp_path)
+    assert settings.skill_manager_model == "openai/gpt-4.1-mini" and settings.embedding_model == "x"
+    assert settings.config_file == path
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[models\nagent = 1", "not valid TOML"),
+        ('[models]\nagnet = "x"\n', "field 'models.agnet'"),
+        ("[e2e]\nepochs = 0\n", "field 'e2e.epochs'"),
+        ('[e2e]\nreflector_type = "deep"\n', "field 'e2e.reflector_type'"),
+        ("[other]\nx = 1\n", "field 'other'"),
+    ],
+)
+def test_bad_config_file_is_refused_with_the_field(tmp_path: Path, text: str, match: str) -> None:
+    path = write_config(tmp_path / "bad.toml", text)
+    with pytest.raises(ConfigError, match=match) as info:
+        resolve_settings({}, environ={}, config=path, cwd=tmp_path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_config_file_and_bad_env_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist: fix the --config path"):
+        resolve_settings({}, environ={}, config=tmp_path / "nope.toml", cwd=tmp_path)
+    with pytest.raises(ConfigError, match="ACE_E2E_MAX_WORKERS='many' is not a valid value"):
+        resolve_settings({}, environ={"ACE_E2E_MAX_WORKERS": "many"}, cwd=tmp_path)
+    with pytest.raises(ConfigError, match=r"reflector_type must be 'simple' or 'rr'.*env:ACE_REFLECTOR_TYPE"):
+        resolve_settings({}, environ={"ACE_REFLECTOR_TYPE": "deep"}, cwd=tmp_path)
+    assert resolve_settings({}, environ={"ACE_E2E_MAX_WORKERS": "4"}, cwd=tmp_path).max_workers == 4
+
+
+def test_settings_round_trip_through_run_json(tmp_path: Path) -> None:
+    settings = resolve_settings(
+        {"traces": tmp_path / "c", "seed": 7, "no_benchmark": True}, environ={"ACE_USER_MODEL": "u"}, cwd=tmp_path
+    )
+    again = E2ESettings.from_dict(settings.to_dict())
+    assert again == settings
+    assert not again.runs_agent and E2ESettings().runs_agent
+
+
+def test_run_ids_and_folders(tmp_path: Path) -> None:
+    ids = {new_run_id() for _ in range(50)}
+    assert len(ids) == 50 and all(len(i) == 16 and i.startswith("run_") for i in ids)
+    folder = RunFolder.create(tmp_path / "results" / "e2e")
+    assert folder.has_standard_name and folder.path.is_dir() and folder.run_id == folder.path.name
+    folder.write_run_json({"config": {"epochs": 1}, "status": "running"})
+    assert RunFolder.open(folder.path).read_run_json()["status"] == "running"
+    with pytest.raises(RunFolderError, match=r"is not a run folder \(it has no run.json"):
+        RunFolder.open(tmp_path)
+    folder.run_json.write_text("{torn", encoding="utf-8")
+    with pytest.raises(RunFolderError, match="cannot be read"):
+        folder.read_run_json()
+
+
+def test_config_differences_name_what_matters() -> None:
+    stored = {"traces": "c", "no_benchmark": True, "epochs": 2, "reflector_model": "a", "agent_model": "x"}
+    assert config_differences(stored, {"epochs": 2, "max_workers": 4, "agent_model": "y"}) == []
+    assert config_differences(stored, {"epochs": 3, "reflector_model": "b"}) == [
+        "reflector_model: 'a' in the run, 'b' now",
+        "epochs: 2 in the run, 3 now",
+    ]
+    # the agent's model matters once the agent runs
+    assert config_differences({**stored, "no_benchmark": False}, {"agent_model": "y"}) == [
+        "agent_model: 'x' in the run, 'y' now"
+    ]
