@@ -26,6 +26,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from ace.llm import LocalModel, LocalModelUnavailableError, ModelConfigError, find_smollm2_gguf
 from ace.llm._local_format import (
+    MAX_ARRAY_ITEMS,
     MAX_STRING_CHARS,
     fit_to_budget,
     parse_output,
@@ -73,7 +74,7 @@ def test_schema_is_a_one_of_over_the_offered_tools_and_the_answer() -> None:
     assert plan.schema["$defs"] == {"tag_skill__Delta": {"enum": [-1, 0, 1], "type": "integer"}}
     # Strings and arrays are bounded so that a call always closes within the token budget.
     assert tag_arguments["properties"]["skill_id"]["maxLength"] == MAX_STRING_CHARS
-    assert tag_arguments["properties"]["notes"]["maxItems"] == 8
+    assert tag_arguments["properties"]["notes"]["maxItems"] == MAX_ARRAY_ITEMS
     assert variants[2]["properties"] == {"answer": {"type": "string", "maxLength": MAX_STRING_CHARS}}
     assert "- add(a: integer, b: integer): Add two integers." in plan.tools_prompt
     assert "- tag_skill(skill_id: string, delta: any, notes: array = optional): Tag a skill." in plan.tools_prompt
@@ -113,6 +114,37 @@ def test_routing_makes_tool_acting_roles_call_a_tool_first() -> None:
     assert isinstance(agent, LocalModel)
     assert sm._tool_first  # pyright: ignore[reportPrivateUsage]
     assert not agent._tool_first  # pyright: ignore[reportPrivateUsage]
+
+
+def test_optional_text_arguments_are_required_strings_for_decoding() -> None:
+    tool = ToolDefinition(
+        name="add_skill",
+        parameters_json_schema={
+            "type": "object",
+            "properties": {
+                "issue": {"type": "string"},
+                "insight": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "description": "d"},
+                "keywords": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+            },
+            "required": ["issue"],
+        },
+    )
+    plan = plan_decoding(ModelRequestParameters(function_tools=[tool], allow_text_output=False))
+    assert plan.schema is not None
+    arguments = plan.schema["properties"]["arguments"]
+    assert arguments["required"] == ["issue", "insight"]
+    assert arguments["properties"]["insight"] == {"type": "string", "description": "d", "maxLength": MAX_STRING_CHARS}
+    assert "anyOf" in arguments["properties"]["keywords"]  # lists stay optional
+    assert "default" in tool.parameters_json_schema["properties"]["insight"]  # the tool's own schema is untouched
+
+
+def test_raw_newlines_in_decoded_strings_still_parse() -> None:
+    plan = plan_decoding(ModelRequestParameters(function_tools=[ADD], allow_text_output=True))
+    raw = '{"tool": "add", "arguments": {"a": 1, "b": 2, "note": "two\nlines"}}'
+    assert "\n" in raw  # a real newline inside a JSON string, as llama.cpp's grammar lets through
+    part = parse_output(raw, plan)
+    assert isinstance(part, ToolCallPart)
+    assert part.args == {"a": 1, "b": 2, "note": "two\nlines"}
 
 
 def test_without_text_output_only_tool_calls_are_possible() -> None:

@@ -47,9 +47,9 @@ ChatTurn = dict[str, str]
 """One chat-template message: `{"role": "system" | "user" | "assistant", "content": ...}`."""
 
 ANSWER_KEY = "answer"
-MAX_STRING_CHARS = 600
+MAX_STRING_CHARS = 300
 """Bound on every string the grammar lets through, so that a call always closes within the token budget."""
-MAX_ARRAY_ITEMS = 8
+MAX_ARRAY_ITEMS = 5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +90,7 @@ def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False)
     defs: dict[str, Any] = {}
     variants: list[dict[str, Any]] = []
     for tool in tools:
-        arguments = _bounded(_hoist_defs(tool.parameters_json_schema, tool.name, defs))
+        arguments = _bounded(_hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs))
         variants.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
     if require_tool:
         answer_schema = None
@@ -105,6 +105,31 @@ def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False)
         answer_is_json=output_object is not None,
         tools_prompt=_tools_prompt(tools, answer=answer_schema is not None),
     )
+
+
+def _require_text(schema: dict[str, Any]) -> dict[str, Any]:
+    """Make optional free-text arguments (`str | None = None`) required strings for decoding.
+
+    A small model leaves out every optional argument, including the ones a call needs in practice (a context
+    skill's `insight`); asking it to write them costs a few tokens. Enums, lists and other optional arguments
+    stay optional.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    required = list(schema.get("required", []))
+    changed: dict[str, Any] = {}
+    for name, prop in properties.items():
+        options = prop.get("anyOf") if isinstance(prop, dict) else None
+        if name in required or not isinstance(options, list):
+            continue
+        non_null = [o for o in options if o != {"type": "null"}]
+        if len(options) == 2 and non_null == [{"type": "string"}]:
+            changed[name] = {k: v for k, v in prop.items() if k not in ("anyOf", "default")} | {"type": "string"}
+            required.append(name)
+    if not changed:
+        return schema
+    return {**schema, "properties": {**properties, **changed}, "required": required}
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +290,7 @@ def parse_output(text: str, plan: DecodingPlan) -> ModelResponsePart:
     if plan.schema is None:
         return TextPart(content=text)
     try:
-        decoded = json.loads(text)
+        decoded = json.loads(text, strict=False)  # llama.cpp's JSON grammar lets raw newlines into strings
     except ValueError:
         return TextPart(content=text)  # cut off by max_tokens: pydantic-ai asks the model to try again
     if isinstance(decoded, dict) and decoded.get("tool") in plan.tool_names:
