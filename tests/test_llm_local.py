@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import builtins
 import importlib.metadata
 import json
-from typing import Any
+import sys
 
 import anyio
 import pytest
@@ -231,14 +230,7 @@ def test_trimming_cuts_a_turn_that_alone_is_too_long() -> None:
 
 
 def test_missing_llama_cpp_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    real_import = builtins.__import__
-
-    def without_llama(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "llama_cpp":
-            raise ImportError("No module named 'llama_cpp'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", without_llama)
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an absent package looks like to `import`
     with pytest.raises(LocalModelUnavailableError, match=r"agentic-context-engine\[local\]") as caught:
         import_llama_cpp()
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in str(caught.value)

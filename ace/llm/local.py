@@ -7,6 +7,7 @@ pipeline really runs offline. Install with `CMAKE_ARGS="-DGGML_NATIVE=OFF" pip i
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import json
 import os
@@ -75,10 +76,9 @@ def default_threads() -> int:
 def import_llama_cpp() -> ModuleType:
     """`llama_cpp`, or an error that names the install command."""
     try:
-        import llama_cpp
+        return importlib.import_module("llama_cpp")  # typed the same whether or not the extra is installed
     except ImportError:
         raise LocalModelUnavailableError("llama-cpp-python") from None
-    return llama_cpp
 
 
 class LocalModel(Model):
