@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
+import logfire
 import pytest
+from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic_ai import models
 
 models.ALLOW_MODEL_REQUESTS = False
@@ -29,3 +33,19 @@ def airline_data(shared_data: Path) -> Path:
     if not (path / "tasks_test.json").is_file():
         pytest.skip(f"tau-bench airline data not found at {path}")
     return path
+
+
+@pytest.fixture
+def spans() -> Iterator[TestExporter]:
+    """Like logfire's `capfire`: every span goes to an in-memory exporter, nothing leaves the machine."""
+    exporter = TestExporter()
+    logfire.configure(
+        send_to_logfire=False,
+        console=False,
+        advanced=logfire.AdvancedOptions(id_generator=IncrementalIdGenerator(), ns_timestamp_generator=TimeGenerator()),
+        additional_span_processors=[SimpleSpanProcessor(exporter)],
+        inspect_arguments=False,
+        scrubbing=False,  # airline traces mention credit cards, which Logfire's default scrubber hides
+    )
+    yield exporter
+    exporter.clear()

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import logfire
 import pytest
-from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from logfire.testing import TestExporter
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -271,19 +269,6 @@ def test_a_model_string_is_routed_for_the_reflector_role() -> None:
 
 
 # -------------------------------------------------------------------------------------------- spans
-@pytest.fixture
-def spans() -> Iterator[TestExporter]:
-    exporter = TestExporter()
-    logfire.configure(
-        send_to_logfire=False,
-        console=False,
-        advanced=logfire.AdvancedOptions(id_generator=IncrementalIdGenerator(), ns_timestamp_generator=TimeGenerator()),
-        additional_span_processors=[SimpleSpanProcessor(exporter)],
-        inspect_arguments=False,
-        scrubbing=False,  # airline traces mention credit cards, which Logfire's default scrubber hides
-    )
-    yield exporter
-    exporter.clear()
 
 
 def test_one_reflect_span_with_ids_and_counts_but_no_content(spans: TestExporter) -> None:

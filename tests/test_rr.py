@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import logfire
 import pytest
-from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from logfire.testing import TestExporter
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -288,19 +286,6 @@ def test_config_budget() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ spans
-@pytest.fixture
-def spans() -> Iterator[TestExporter]:
-    exporter = TestExporter()
-    logfire.configure(
-        send_to_logfire=False,
-        console=False,
-        advanced=logfire.AdvancedOptions(id_generator=IncrementalIdGenerator(), ns_timestamp_generator=TimeGenerator()),
-        additional_span_processors=[SimpleSpanProcessor(exporter)],
-        inspect_arguments=False,
-        scrubbing=False,
-    )
-    yield exporter
-    exporter.clear()
 
 
 def test_the_session_span_has_a_child_span_per_tool_call(spans: TestExporter) -> None:

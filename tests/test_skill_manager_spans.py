@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import logfire
-import pytest
-from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from logfire.testing import TestExporter
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -34,21 +30,6 @@ REFLECTION = Reflection(
 )
 ISSUE = "In tau-airline's update_reservation_flights API, cabin class is shared by every leg and passenger."
 INSIGHT = "Tell the user cabin class is all-or-nothing before offering an upgrade."
-
-
-@pytest.fixture
-def spans() -> Iterator[TestExporter]:
-    """Like logfire's `capfire`: every span goes to an in-memory exporter, nothing leaves the machine."""
-    exporter = TestExporter()
-    logfire.configure(
-        send_to_logfire=False,
-        console=False,
-        advanced=logfire.AdvancedOptions(id_generator=IncrementalIdGenerator(), ns_timestamp_generator=TimeGenerator()),
-        additional_span_processors=[SimpleSpanProcessor(exporter)],
-        inspect_arguments=False,
-    )
-    yield exporter
-    exporter.clear()
 
 
 def scripted() -> FunctionModel:
