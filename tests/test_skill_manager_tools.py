@@ -219,3 +219,9 @@ def test_tool_surface_is_the_six_atomic_tools_with_documented_arguments() -> Non
         assert tool.description
         for name, prop in tool.parameters_json_schema["properties"].items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
+
+
+def test_mutations_are_barriers_so_the_audit_log_follows_the_model_order() -> None:
+    # pydantic-ai runs the calls of one response concurrently unless a tool is `sequential` (a barrier).
+    assert {t.name for t in SM_TOOLS if t.sequential} == {"add_skill", "update_skill", "tag_skill", "remove_skill"}
+    assert {t.name for t in SM_TOOLS if not t.sequential} == {"search_skills", "read_skill"}

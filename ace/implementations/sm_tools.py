@@ -297,11 +297,13 @@ async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> T
     return tool if ctx.deps.skillbook.active_count else None
 
 
+# Mutations are barriers (`sequential`): several calls in one model response then apply in the order the model
+# wrote them, so the audit log is the same on every run.
 SM_TOOLS: tuple[Tool[SMDeps], ...] = (
-    Tool(add_skill),
-    Tool(update_skill, prepare=_when_skills_exist),
-    Tool(tag_skill, prepare=_when_skills_exist),
-    Tool(remove_skill, prepare=_when_skills_exist),
+    Tool(add_skill, sequential=True),
+    Tool(update_skill, prepare=_when_skills_exist, sequential=True),
+    Tool(tag_skill, prepare=_when_skills_exist, sequential=True),
+    Tool(remove_skill, prepare=_when_skills_exist, sequential=True),
     Tool(search_skills),
     Tool(read_skill, prepare=_when_skills_exist),
 )
