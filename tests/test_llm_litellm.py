@@ -366,3 +366,23 @@ def test_endpoint_and_context_window(monkeypatch: pytest.MonkeyPatch, litellm: M
     assert known == litellm.get_model_info("openai/gpt-4.1-mini")["max_input_tokens"]
     assert known is not None and known > 100_000
     assert LiteLLMModel("hosted_vllm/my-finetune").context_window is None
+
+
+def test_local_decoding_hints_are_not_sent_to_providers() -> None:
+    from ace.llm import DECODE_REQUIRED
+    from ace.llm._litellm_mapping import map_tools
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "issue": {"type": "string"},
+            "insight": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, DECODE_REQUIRED: True},
+        },
+        "required": ["issue"],
+    }
+    tool = ToolDefinition(name="add_skill", parameters_json_schema=schema)
+    tools, _ = map_tools(ModelRequestParameters(function_tools=[tool]))
+    sent = tools[0]["function"]["parameters"]
+    assert DECODE_REQUIRED not in json.dumps(sent)
+    assert sent["properties"]["insight"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+    assert DECODE_REQUIRED in schema["properties"]["insight"]  # the tool's own schema is untouched

@@ -23,7 +23,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.tools import ToolDefinition
 
-from ace.llm import LocalModel, LocalModelUnavailableError, ModelConfigError, find_smollm2_gguf
+from ace.llm import DECODE_REQUIRED, LocalModel, LocalModelUnavailableError, ModelConfigError, find_smollm2_gguf
 from ace.llm._local_format import (
     MAX_ARRAY_ITEMS,
     MAX_STRING_CHARS,
@@ -115,14 +115,20 @@ def test_routing_makes_tool_acting_roles_call_a_tool_first() -> None:
     assert not agent._tool_first  # pyright: ignore[reportPrivateUsage]
 
 
-def test_optional_text_arguments_are_required_strings_for_decoding() -> None:
+def test_marked_optional_text_arguments_are_required_strings_for_decoding() -> None:
     tool = ToolDefinition(
         name="add_skill",
         parameters_json_schema={
             "type": "object",
             "properties": {
                 "issue": {"type": "string"},
-                "insight": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "description": "d"},
+                "insight": {
+                    "anyOf": [{"type": "string"}, {"type": "null"}],
+                    "default": None,
+                    "description": "d",
+                    DECODE_REQUIRED: True,
+                },
+                "name": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
                 "keywords": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
             },
             "required": ["issue"],
@@ -133,7 +139,8 @@ def test_optional_text_arguments_are_required_strings_for_decoding() -> None:
     arguments = plan.schema["properties"]["arguments"]
     assert arguments["required"] == ["issue", "insight"]
     assert arguments["properties"]["insight"] == {"type": "string", "description": "d", "maxLength": MAX_STRING_CHARS}
-    assert "anyOf" in arguments["properties"]["keywords"]  # lists stay optional
+    assert "anyOf" in arguments["properties"]["keywords"]  # unmarked arguments stay optional
+    assert "anyOf" in arguments["properties"]["name"]
     assert "default" in tool.parameters_json_schema["properties"]["insight"]  # the tool's own schema is untouched
 
 

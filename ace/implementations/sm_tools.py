@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 from opentelemetry.trace import Span
+from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.tools import ToolDefinition
 from typing_extensions import TypedDict
@@ -26,6 +27,7 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
 from ace.implementations.skill_rendering import retrieve_top_k
+from ace.llm import DECODE_REQUIRED
 from ace.observability import AttributeInput, ace_span
 
 __all__ = [
@@ -146,7 +148,7 @@ def add_skill(
     section: Literal["context", "harness"],
     issue: str,
     keywords: list[str],
-    insight: str | None = None,
+    insight: Annotated[str | None, Field(json_schema_extra={DECODE_REQUIRED: True})] = None,
 ) -> AddSkillResult:
     """Add a new skill. Always call search_skills first; if a similar issue exists, call update_skill instead.
 

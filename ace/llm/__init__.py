@@ -10,6 +10,7 @@ Importing this package imports neither litellm nor llama_cpp; each is imported b
 """
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError, ModelRequestError
+from ace.llm._local_format import DECODE_REQUIRED
 from ace.llm.litellm_model import LiteLLMModel, import_litellm
 from ace.llm.local import DEFAULT_LOCAL_MAX_TOKENS, LOCAL_MODEL_NAME, LocalModel, find_smollm2_gguf
 from ace.llm.retry import RetryPolicy, call_with_retries, is_retryable, retry_after_seconds
@@ -17,6 +18,7 @@ from ace.llm.routing import LOCAL_ALIASES, infer_model, to_litellm_string
 from ace.llm.settings import ROLES, Role, RoleSettings, role_settings
 
 __all__ = [
+    "DECODE_REQUIRED",
     "DEFAULT_LOCAL_MAX_TOKENS",
     "LOCAL_ALIASES",
     "LOCAL_MODEL_NAME",

@@ -47,6 +47,8 @@ ChatTurn = dict[str, str]
 """One chat-template message: `{"role": "system" | "user" | "assistant", "content": ...}`."""
 
 ANSWER_KEY = "answer"
+DECODE_REQUIRED = "x-ace-decode-required"
+"""JSON-schema key a tool sets on an optional text argument that the local model must nevertheless write."""
 MAX_STRING_CHARS = 300
 """Bound on every string the grammar lets through, so that a call always closes within the token budget."""
 MAX_ARRAY_ITEMS = 5
@@ -108,11 +110,11 @@ def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False)
 
 
 def _require_text(schema: dict[str, Any]) -> dict[str, Any]:
-    """Make optional free-text arguments (`str | None = None`) required strings for decoding.
+    """Decode optional text arguments marked `DECODE_REQUIRED` (`str | None = None`) as required strings.
 
-    A small model leaves out every optional argument, including the ones a call needs in practice (a context
-    skill's `insight`); asking it to write them costs a few tokens. Enums, lists and other optional arguments
-    stay optional.
+    A small model leaves out every optional argument, including one a call needs in practice (a context skill's
+    `insight`); a tool marks such an argument with `Field(json_schema_extra={DECODE_REQUIRED: True})`. Other
+    optional arguments (filters and the like) stay optional. The marker is dropped from the decoding schema.
     """
     properties = schema.get("properties")
     if not isinstance(properties, dict):
@@ -120,13 +122,15 @@ def _require_text(schema: dict[str, Any]) -> dict[str, Any]:
     required = list(schema.get("required", []))
     changed: dict[str, Any] = {}
     for name, prop in properties.items():
-        options = prop.get("anyOf") if isinstance(prop, dict) else None
-        if name in required or not isinstance(options, list):
+        if not isinstance(prop, dict) or DECODE_REQUIRED not in prop:
             continue
-        non_null = [o for o in options if o != {"type": "null"}]
-        if len(options) == 2 and non_null == [{"type": "string"}]:
-            changed[name] = {k: v for k, v in prop.items() if k not in ("anyOf", "default")} | {"type": "string"}
-            required.append(name)
+        options = prop.get("anyOf")
+        clean = {k: v for k, v in prop.items() if k != DECODE_REQUIRED}
+        if prop[DECODE_REQUIRED] is True and isinstance(options, list) and {"type": "string"} in options:
+            clean = {k: v for k, v in clean.items() if k not in ("anyOf", "default")} | {"type": "string"}
+            if name not in required:
+                required.append(name)
+        changed[name] = clean
     if not changed:
         return schema
     return {**schema, "properties": {**properties, **changed}, "required": required}
