@@ -159,3 +159,28 @@ def scripted_roles(
         FunctionModel(skill_manager_function(hook)), embedder=TestEmbedder(), settings=sm_settings or SMSettings()
     )
     return reflector, manager
+
+
+Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+"""One scripted model response: a function of the history and the offered tools."""
+
+
+class Script:
+    """A scripted model: request n runs step n, which sees the history and the offered tools; every request's
+    messages and tool info are kept for assertions."""
+
+    def __init__(self, *steps: Step, name: str = "scripted") -> None:
+        self.steps = list(steps)
+        self.name = name
+        self.seen: list[list[ModelMessage]] = []
+        self.infos: list[AgentInfo] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append(list(messages))
+        self.infos.append(info)
+        assert len(self.seen) <= len(self.steps), "the model was asked more often than scripted"
+        return self.steps[len(self.seen) - 1](messages, info)
+
+    @property
+    def model(self) -> FunctionModel:
+        return FunctionModel(self, model_name=self.name)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _ace_scripts import Script as _Script
 from logfire.testing import TestExporter
 from pydantic_ai.messages import (
     ModelMessage,
@@ -18,7 +19,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from ace import Skillbook
 from ace.implementations.reflection import Reflection, SkillTag
@@ -43,6 +44,13 @@ ANALYSIS: dict[str, Any] = {
     "key_insight": "Before cancel_reservation, check the cancellation rules against cabin, booking time and insurance.",
 }
 Respond = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+class Script(_Script):
+    """The shared scripted model, named for this file's assertions."""
+
+    def __init__(self, *steps: Respond) -> None:
+        super().__init__(*steps, name="scripted-reflector")
 
 
 def demo(trace_id: str) -> dict[str, Any]:
@@ -72,25 +80,6 @@ def book_and_trace(trace_id: str = "cancel-basic-economy-trial-0") -> tuple[Skil
     ]
     trace = {**demo(trace_id), "skills_in_context": ids[:2]}
     return book, trace, ids
-
-
-class Script:
-    """A scripted model: each request gets the next response; every request's messages are kept."""
-
-    def __init__(self, *responses: Respond) -> None:
-        self.responses = list(responses)
-        self.seen: list[list[ModelMessage]] = []
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        self.infos.append(info)
-        assert len(self.seen) <= len(self.responses), "the model was asked more often than scripted"
-        return self.responses[len(self.seen) - 1](messages, info)
-
-    @property
-    def model(self) -> FunctionModel:
-        return FunctionModel(self, model_name="scripted-reflector")
 
 
 def reflect_with(tags: list[dict[str, str]]) -> Respond:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _ace_scripts import Script as _Script
 from logfire.testing import TestExporter
 from pydantic_ai.messages import (
     ModelMessage,
@@ -19,7 +20,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
@@ -28,6 +29,14 @@ from ace.implementations.rr import RecursiveConfig, RecursiveReflector, SandboxL
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+
+
+class Script(_Script):
+    """The shared scripted model, named for this file's assertions."""
+
+    def __init__(self, *steps: Step) -> None:
+        super().__init__(*steps, name="scripted-rr")
+
 
 ANALYSIS: dict[str, Any] = {
     "error_identification": "Message 13 refunded a gift-card flight change to the Mastercard.",
@@ -75,25 +84,6 @@ def setting() -> tuple[Skillbook, dict[str, Any], str]:
         *messages[4:],
     ]
     return book, trace, skill.id
-
-
-class Script:
-    """A scripted model: request n runs step n, which sees the history and the offered tools."""
-
-    def __init__(self, *steps: Step) -> None:
-        self.steps = list(steps)
-        self.seen: list[list[ModelMessage]] = []
-        self.infos: list[AgentInfo] = []
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.seen.append(list(messages))
-        self.infos.append(info)
-        assert len(self.seen) <= len(self.steps), "the model was asked more often than scripted"
-        return self.steps[len(self.seen) - 1](messages, info)
-
-    @property
-    def model(self) -> FunctionModel:
-        return FunctionModel(self, model_name="scripted-rr")
 
 
 def call(tool: str, **args: Any) -> Step:
