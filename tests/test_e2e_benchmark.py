@@ -109,3 +109,25 @@ def test_replayed_traces_are_evaluated_against_a_baseline(
     assert tasks == Counter({"0": 1, "1": 1, "2": 1})  # the replayed traces' tasks, once each (1 trial)
     assert record["benchmark"]["before"]["episodes"] == record["benchmark"]["after"]["episodes"] == 3
     assert set(record["timings"]) == {"train", "export", "baseline", "evaluate", "total"}
+
+
+@pytest.mark.parametrize(("injection", "shown"), [("top-k", True), ("none", False)])
+def test_evaluation_injects_the_skillbook_as_configured(
+    airline_data: Path, tmp_path: Path, injection: str, shown: bool
+) -> None:
+    settings = E2ESettings(
+        data_dir=airline_data,
+        limit=1,
+        max_num_steps=5,
+        output_dir=tmp_path,
+        skill_injection=injection,  # type: ignore[arg-type]
+        top_k=2,
+    )
+    result = runner.run_e2e(settings, injections=scripted_injections())
+    evaluated = read_collection(result.folder.evaluation)[1]
+    learned = {s.id for s in result.skillbook.skills()}
+    assert learned, "the scripted skill manager learns at least one skill"
+    for trace in evaluated:
+        assert bool(trace.skills_in_context) is shown
+        assert len(trace.skills_in_context) <= 2
+        assert set(trace.skills_in_context) <= learned

@@ -115,3 +115,19 @@ def test_config_differences_name_what_matters() -> None:
     assert config_differences({**stored, "no_benchmark": False}, {"agent_model": "y"}) == [
         "agent_model: 'x' in the run, 'y' now"
     ]
+
+
+def test_skill_injection_and_top_k_resolve_and_are_checked(tmp_path: Path) -> None:
+    assert (resolve_settings({}, environ={}, cwd=tmp_path).skill_injection, E2ESettings().top_k) == ("prompt", 5)
+    write_config(tmp_path / "ace-eval.toml", '[e2e]\nskill_injection = "top-k"\ntop_k = 3\n')
+    settings = resolve_settings({}, environ={}, cwd=tmp_path)
+    assert (settings.skill_injection, settings.top_k) == ("top-k", 3)
+    assert resolve_settings({"skill_injection": "none"}, environ={}, cwd=tmp_path).skill_injection == "none"
+    with pytest.raises(ConfigError, match="skill_injection must be one of prompt, top-k, none"):
+        E2ESettings(skill_injection="all")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="top_k must be at least 1"):
+        E2ESettings(top_k=0)
+    stored = {"skill_injection": "prompt", "traces": None, "no_benchmark": False}
+    assert config_differences(stored, {"skill_injection": "top-k"}) == [
+        "skill_injection: 'prompt' in the run, 'top-k' now"
+    ]

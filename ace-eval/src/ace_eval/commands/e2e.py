@@ -66,6 +66,13 @@ def _rate(value: float | None) -> str:
 @click.option("--reflector-type", type=click.Choice(["simple", "rr"]), help="simple (default) or rr (recursive).")
 @click.option("--num-trials", type=click.IntRange(min=1), help="Trials per task when the agent runs (default 1).")
 @click.option("--max-num-steps", type=click.IntRange(min=1), help="Agent model requests per episode (default 30).")
+@click.option(
+    "--skill-injection",
+    type=click.Choice(["prompt", "top-k", "none"]),
+    help="How the agent sees the skillbook: every active skill (prompt, the default), the top-k retrieved for the "
+    "task, or none.",
+)
+@click.option("--top-k", type=click.IntRange(min=1), help="Skills retrieved per episode with --skill-injection top-k.")
 @click.option("--max-workers", type=click.IntRange(min=1), help="Samples / episodes run at once (default 1).")
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes over the traces (default 1).")
 @click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")

@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace.exceptions import AceError
+from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 
 __all__ = [
     "BENCHMARKS",
@@ -100,6 +101,8 @@ class _E2ETable(BaseModel):
     max_workers: int | None = Field(default=None, ge=1)
     num_trials: int | None = Field(default=None, ge=1)
     max_num_steps: int | None = Field(default=None, ge=1)
+    skill_injection: SkillInjection | None = None
+    top_k: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
@@ -133,6 +136,11 @@ class E2ESettings:
     """Trials per task when the agent runs (collection and evaluation)."""
     max_num_steps: int = 30
     """Agent model requests per episode."""
+    skill_injection: SkillInjection = "prompt"
+    """How the agent sees the skillbook: all active skills (`prompt`, `as_prompt()`), the `top-k` retrieved
+    for the task, or `none`."""
+    top_k: int = 5
+    """Skills retrieved per episode with `skill_injection="top-k"`."""
     limit: int | None = None
     """Use only the first N traces (with --traces) or tasks (without)."""
     no_benchmark: bool = False
@@ -147,7 +155,7 @@ class E2ESettings:
     """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "max_workers", "num_trials", "max_num_steps"):
+        for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
         if self.limit is not None and self.limit < 1:
@@ -156,6 +164,11 @@ class E2ESettings:
             raise ConfigError(
                 f"reflector_type must be 'simple' or 'rr', got {self.reflector_type!r} "
                 f"({self.source_of('reflector_type')})"
+            )
+        if self.skill_injection not in SKILL_INJECTIONS:
+            raise ConfigError(
+                f"skill_injection must be one of {', '.join(SKILL_INJECTIONS)}, got {self.skill_injection!r} "
+                f"({self.source_of('skill_injection')})"
             )
         if self.benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
@@ -213,7 +226,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
-            "[e2e] benchmark/reflector_type/epochs/seed/max_workers/num_trials/max_num_steps/limit/output_dir/data_dir)"
+            "[e2e] benchmark/reflector_type/epochs/seed/max_workers/num_trials/max_num_steps/skill_injection/top_k/"
+            "limit/output_dir/data_dir)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()

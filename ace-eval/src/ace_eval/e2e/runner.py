@@ -309,7 +309,12 @@ class _Run:
                     agent_model=agent,
                     user_model=user,
                     skillbook=skillbook,
-                    config=EpisodeConfig(max_num_steps=s.max_num_steps, embedder=self.embedder),
+                    config=EpisodeConfig(
+                        max_num_steps=s.max_num_steps,
+                        skill_injection=s.skill_injection,
+                        top_k=s.top_k,
+                        embedder=self.embedder,
+                    ),
                     max_workers=s.max_workers,
                     progress=bar,
                 )
