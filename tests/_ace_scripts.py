@@ -110,12 +110,14 @@ def skill_manager_function(hook: Hook | None = None) -> Callable[[list[ModelMess
         returns = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
         if hook is not None:
             hook(trace_id, epoch, len([m for m in messages if isinstance(m, ModelResponse)]) + 1)
-        done = {p.tool_name for p in returns}
+        done = {p.tool_name for p in returns if applied(p)}
         if "search_skills" not in done:
             return _call("search_skills", query=f"{topic} policy", top_k=5)
         if not done & {"add_skill", "update_skill"}:
             found = next(p.content for p in returns if p.tool_name == "search_skills")
             assert isinstance(found, list)
+            if returns[-1].outcome == "success" and not applied(returns[-1]):  # another session got there first
+                found = conflict_skills(returns[-1])  # merge with what it wrote
             same = [s for s in found if topic in s["keywords"]]
             if same:
                 return _call(
@@ -138,6 +140,18 @@ def skill_manager_function(hook: Hook | None = None) -> Callable[[list[ModelMess
         return ModelResponse(parts=[TextPart(f"Recorded the {topic} lesson from {trace_id}.")])
 
     return manage
+
+
+def applied(part: ToolReturnPart) -> bool:
+    """Whether a tool call went through (not refused for a retry, not a conflict with another session)."""
+    return part.outcome == "success" and not (isinstance(part.content, dict) and part.content.get("ok") is False)
+
+
+def conflict_skills(part: ToolReturnPart) -> list[dict[str, Any]]:
+    """The current text of the skills a conflict with another session shows the model."""
+    assert isinstance(part.content, dict) and part.content.get("ok") is False, part.content
+    skills: list[dict[str, Any]] = part.content["skills"]
+    return skills
 
 
 def _match(pattern: re.Pattern[str], text: str) -> str:

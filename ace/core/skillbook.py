@@ -89,6 +89,17 @@ class Skillbook:
         with self._lock:
             return tuple(self._operations)
 
+    def operations_since(self, position: int) -> tuple[UpdateOperation, ...]:
+        """The audit-log entries from `position` on (`len(operations)` before them), without copying the rest."""
+        with self._lock:
+            return tuple(self._operations[position:])
+
+    @property
+    def operations_count(self) -> int:
+        """Length of the audit log."""
+        with self._lock:
+            return len(self._operations)
+
     @property
     def keep_pairs(self) -> tuple[tuple[str, str], ...]:
         """Pairs of skills a deduplication decided to keep apart (ids sorted within a pair), oldest first."""

@@ -139,7 +139,9 @@ class SkillManager:
         if not reflections:
             raise ValueError("update_skills needs at least one reflection: run the reflector on the trace first")
         deps = SMDeps(skillbook=skillbook, current_source=source, embedder=self.embedder, settings=self.settings)
+        deps.begin()
         shown = self._relevant_skills(reflections, skillbook)
+        deps.saw(shown)
         prompt = sm_task_prompt(
             reflections,
             source=source,

@@ -5,11 +5,20 @@ skillbook refuses (unknown id, context skill without insight, empty issue or key
 skill) is turned into `ModelRetry` with the reason, so the model retries and the skillbook is untouched.
 Every mutation records a per-operation `InsightSource` derived from `SMDeps.current_source`. Every call is
 one span named after the tool, with `ace.*` attributes (no skill text unless `record_content`).
+
+Optimistic concurrency: sessions may run concurrently on one skillbook (`TrainingConfig(sm_sessions=
+"concurrent")`). Each session remembers the version of every skill it was shown (`SMDeps.seen`). An edit of a
+skill whose text another session changed since is not applied and returns the current text (no lost update), and
+an `add_skill` is not applied when a skill that another session added or rewrote since this session's last search
+ranks among the new skill's own search results (no near-duplicate by a race). Such a call returns a
+`ConflictResult` (`ok: false`, the reason, the skills' current text) rather than a retry: a collision is not the
+model's mistake and must not use up its retries. It costs one more model call, only when sessions really collide;
+in a session that runs alone the checks never fire.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
@@ -34,6 +43,7 @@ __all__ = [
     "SM_TOOLS",
     "AddSkillResult",
     "AppliedOperation",
+    "ConflictResult",
     "OkResult",
     "Refusal",
     "SMDeps",
@@ -103,6 +113,23 @@ class SMDeps:
     """Mutations applied so far in this session, in order."""
     refusals: list[Refusal] = field(default_factory=list[Refusal])
     """Calls refused so far in this session, in order."""
+    seen: dict[str, Skill] = field(default_factory=dict[str, Skill])
+    """The version of each skill this session was last shown (prompt, search, read, its own edits)."""
+    started_at: int | None = None
+    """Audit-log length when the session started (`None`: when the first tool runs)."""
+    searched_at: int | None = None
+    """Audit-log length at this session's last search (`None`: at its start); skills other sessions added or
+    rewrote after it are what the model has not seen."""
+
+    def saw(self, skills: Iterable[Skill]) -> None:
+        """Remember the versions of skills shown to the model."""
+        for skill in skills:
+            self.seen[skill.id] = skill
+
+    def begin(self) -> None:
+        """Mark the session's start (the skillbook version its prompt reflects)."""
+        if self.started_at is None:
+            self.started_at = self.searched_at = self.skillbook.operations_count
 
 
 class AddSkillResult(TypedDict):
@@ -112,6 +139,14 @@ class AddSkillResult(TypedDict):
 
 class OkResult(TypedDict):
     ok: bool
+
+
+class ConflictResult(TypedDict):
+    """A call not applied because another session changed what it relied on; `skills` shows their current text."""
+
+    ok: bool
+    conflict: str
+    skills: list[SkillSummary]
 
 
 class SkillSummary(TypedDict):
@@ -149,7 +184,7 @@ def add_skill(
     issue: str,
     keywords: list[str],
     insight: Annotated[str | None, Field(json_schema_extra={DECODE_REQUIRED: True})] = None,
-) -> AddSkillResult:
+) -> AddSkillResult | ConflictResult:
     """Add a new skill. Always call search_skills first; if a similar issue exists, call update_skill instead.
 
     Args:
@@ -163,7 +198,25 @@ def add_skill(
     with _tool_call(deps, "add_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
         _check_keyword_count(keywords, deps.settings)
         source = deps.current_source.derive("ADD", learning_text=insight or issue)
-        skill = deps.skillbook.add_skill(section, issue, keywords, insight, insight_source=source)
+        book = deps.skillbook
+        while True:
+            position = book.operations_count
+            similar = _unseen_similar(deps, issue, keywords, insight)  # searches: outside the lock
+            if similar:
+                return _conflict(
+                    deps,
+                    span,
+                    "add_skill",
+                    "add_skill was not applied: while you worked, another session added or rewrote these skills, "
+                    "which a search for your new skill finds. If one covers this lesson, widen it with update_skill; "
+                    "if none does, call add_skill again.",
+                    similar,
+                )
+            with book.locked():
+                if book.operations_count != position:
+                    continue  # another session changed the skillbook meanwhile: check again
+                skill = book.add_skill(section, issue, keywords, insight, insight_source=source)
+                break
         _applied(deps, span, "add_skill", "ADD", skill)
         return {"ok": True, "skill_id": skill.id}
 
@@ -174,7 +227,7 @@ def update_skill(
     issue: str,
     keywords: list[str] | None = None,
     insight: str | None = None,
-) -> OkResult:
+) -> OkResult | ConflictResult:
     """Rewrite an existing skill: widen its issue to cover a new context, refine its insight, or fix its keywords.
 
     Args:
@@ -192,9 +245,13 @@ def update_skill(
     with _tool_call(deps, "update_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
         if keywords is not None:
             _check_keyword_count(keywords, deps.settings)
-        _refuse_no_op(deps.skillbook, skill_id, issue, keywords, insight)
         source = deps.current_source.derive("UPDATE", learning_text=insight or issue)
-        skill = deps.skillbook.update_skill(skill_id, issue, keywords, insight, insight_source=source)
+        with deps.skillbook.locked():
+            stale = _stale(deps, skill_id)
+            if stale is not None:
+                return _stale_conflict(deps, span, "update_skill", stale)
+            _refuse_no_op(deps.skillbook, skill_id, issue, keywords, insight)
+            skill = deps.skillbook.update_skill(skill_id, issue, keywords, insight, insight_source=source)
         span.set_attribute("ace.section", skill.section)
         _applied(deps, span, "update_skill", "UPDATE", skill)
         return {"ok": True}
@@ -217,7 +274,7 @@ def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Literal[-1, 0, 1]) 
         return {"ok": True}
 
 
-def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: str) -> OkResult:
+def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: str) -> OkResult | ConflictResult:
     """Deactivate a harmful or outdated skill (soft delete: its history is kept, it leaves the active skills).
 
     Args:
@@ -228,7 +285,11 @@ def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: str) -> OkResul
     attrs: dict[str, AttributeInput] = {"ace.skill_id": skill_id}
     with _tool_call(deps, "remove_skill", attrs, _content(reason=reason)) as span:
         source = deps.current_source.derive("REMOVE", learning_text=reason)
-        skill = deps.skillbook.remove_skill(skill_id, reason, insight_source=source)
+        with deps.skillbook.locked():
+            stale = _stale(deps, skill_id)
+            if stale is not None:
+                return _stale_conflict(deps, span, "remove_skill", stale)
+            skill = deps.skillbook.remove_skill(skill_id, reason, insight_source=source)
         span.set_attribute("ace.section", skill.section)
         _applied(deps, span, "remove_skill", "REMOVE", skill)
         return {"ok": True}
@@ -261,6 +322,8 @@ def search_skills(
             raise ModelRetry("query must be non-empty: describe the problem, action or domain to look for")
         if not 1 <= top_k <= deps.settings.max_top_k:
             raise ModelRetry(f"top_k must be between 1 and {deps.settings.max_top_k}, got {top_k}")
+        deps.begin()
+        position = deps.skillbook.operations_count
         found = retrieve_top_k(
             deps.skillbook,
             query,
@@ -270,6 +333,8 @@ def search_skills(
             embedder=deps.embedder,
         )
         results = [_summary(s) for s in found if s.active]
+        deps.saw(found)
+        deps.searched_at = position
         span.set_attribute("ace.results_count", len(results))
         span.set_attribute("ace.result_ids", [s["id"] for s in results])
         span.set_attribute("ace.result", "ok")
@@ -285,6 +350,7 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
     deps = ctx.deps
     with _tool_call(deps, "read_skill", {"ace.skill_id": skill_id}, {}) as span:
         skill = deps.skillbook.require_skill(skill_id)
+        deps.saw([skill])
         span.set_attribute("ace.section", skill.section)
         span.set_attribute("ace.active", skill.active)
         span.set_attribute("ace.result", "ok")
@@ -343,6 +409,7 @@ def _refused(deps: SMDeps, span: Span, tool: ToolName, reason: str) -> None:
 
 def _applied(deps: SMDeps, span: Span, tool: ToolName, op: OperationType, skill: Skill) -> None:
     deps.applied.append(AppliedOperation(tool=tool, operation_type=op, skill_id=skill.id))
+    deps.saw([skill])
     span.set_attribute("ace.skill_id", skill.id)
     span.set_attribute("ace.result", "ok")
 
@@ -386,6 +453,85 @@ def _refuse_no_op(book: Skillbook, skill_id: str, issue: str, keywords: list[str
             f"update_skill({skill_id!r}) would change nothing: widen or refine the issue, insight or keywords, "
             "or use tag_skill to record that the skill helped"
         )
+
+
+def _same_text(a: Skill, b: Skill) -> bool:
+    """Equal in what an edit rewrites (counters may differ: tags commute)."""
+    return (a.issue, a.insight, a.keywords, a.active) == (b.issue, b.insight, b.keywords, b.active)
+
+
+def _stale(deps: SMDeps, skill_id: str) -> Skill | None:
+    """The current version of a skill another session rewrote since this session was shown it, else `None`.
+
+    Caller holds the lock.
+    """
+    deps.begin()
+    current = deps.skillbook.get_skill(skill_id)
+    if current is None:
+        return None  # the skillbook refuses unknown ids with the precise reason
+    shown = deps.seen.get(skill_id)
+    if shown is not None:
+        return None if _same_text(shown, current) else current
+    # Never shown (an id from the reflection's tags): stale if another session rewrote it during this one.
+    rewritten = any(
+        op.skill_id == skill_id and op.type in ("UPDATE", "REMOVE")
+        for op in deps.skillbook.operations_since(deps.started_at or 0)
+    )
+    return current if rewritten and not _own(deps, skill_id) else None
+
+
+def _stale_conflict(deps: SMDeps, span: Span, tool: ToolName, current: Skill) -> ConflictResult:
+    return _conflict(
+        deps,
+        span,
+        tool,
+        f"{tool} was not applied: another session rewrote {current.id} after you read it. Redo your edit on its "
+        "current text (in skills), keeping what the other session added, or skip it if the skill already covers "
+        "your lesson.",
+        [current],
+    )
+
+
+def _conflict(deps: SMDeps, span: Span, tool: ToolName, message: str, skills: list[Skill]) -> ConflictResult:
+    """Report a collision with another session as the call's result (it is not the model's mistake, so it costs
+    no retry); the skills shown count as seen."""
+    deps.saw(skills)
+    deps.refusals.append(Refusal(tool=tool, reason=message))
+    span.set_attribute("ace.result", "conflict")
+    span.set_attribute("ace.conflict_ids", [s.id for s in skills])
+    return {"ok": False, "conflict": message, "skills": [_summary(s) for s in skills]}
+
+
+def _seen_current(deps: SMDeps, skill_id: str) -> bool:
+    """Whether the model was already shown this skill's current text."""
+    shown, current = deps.seen.get(skill_id), deps.skillbook.get_skill(skill_id)
+    return shown is not None and current is not None and _same_text(shown, current)
+
+
+def _own(deps: SMDeps, skill_id: str) -> bool:
+    return any(op.skill_id == skill_id for op in deps.applied)
+
+
+def _unseen_similar(deps: SMDeps, issue: str, keywords: list[str], insight: str | None) -> list[Skill]:
+    """Skills this session has not seen (another session added or rewrote them since its last search) that rank
+    among the new skill's own search results: the model must judge them before adding."""
+    deps.begin()
+    unseen = {
+        op.skill_id
+        for op in deps.skillbook.operations_since(deps.searched_at or 0)
+        if op.type in ("ADD", "UPDATE") and op.skill_id is not None and not _own(deps, op.skill_id)
+    }
+    unseen = {sid for sid in unseen if not _seen_current(deps, sid)}
+    if not unseen:
+        return []
+    found = retrieve_top_k(
+        deps.skillbook,
+        f"{issue}\n{insight or ''}".strip(),
+        top_k=max(deps.settings.context_top_k, 1),
+        keywords=keywords or None,
+        embedder=deps.embedder,
+    )
+    return [s for s in found if s.id in unseen and s.active]
 
 
 def _summary(skill: Skill) -> SkillSummary:
