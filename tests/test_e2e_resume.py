@@ -71,14 +71,20 @@ def test_killed_run_resumes_with_nothing_lost_or_done_twice(
 ) -> None:
     monkeypatch.delenv("LOGFIRE_TOKEN", raising=False)
     args = ["e2e", "--traces", str(tau_collection), "--no-benchmark", "--limit", str(LIMIT)]
-    args += ["--max-workers", str(workers), "--output-dir", str(tmp_path / "out")]
+    # Ordered sessions, so that the run equals the reference exactly (concurrent resume: tests/test_training_resume.py).
+    args += ["--max-workers", str(workers), "--sm-sessions", "ordered", "--output-dir", str(tmp_path / "out")]
     cli = CliRunner()
 
     # the reference: the same run, never interrupted
-    reference = runner.run_e2e(
-        E2ESettings(traces=tau_collection, no_benchmark=True, limit=LIMIT, max_workers=workers, output_dir=tmp_path),
-        injections=scripted_injections(),
+    settings = E2ESettings(
+        traces=tau_collection,
+        no_benchmark=True,
+        limit=LIMIT,
+        max_workers=workers,
+        sm_sessions="ordered",
+        output_dir=tmp_path,
     )
+    reference = runner.run_e2e(settings, injections=scripted_injections())
 
     reflector = ScriptedReflector()
     killing = scripted_injections(reflector, on_sample=kill_after(KILL_AFTER))

@@ -72,7 +72,8 @@ def test_smoke_command_runs_end_to_end_and_verifies(
     cli = CliRunner()
     skillbooks: dict[int, dict[str, Any]] = {}
     for workers in (1, 4):
-        result = cli.invoke(main, smoke_args(tau_collection, workers))
+        # ordered sessions with 4 workers, so the two runs must learn the same (concurrent: tests/test_training.py)
+        result = cli.invoke(main, [*smoke_args(tau_collection, workers), "--sm-sessions", "ordered"])
         assert result.exit_code == 0, result.output
         folder = run_folder_of(result)
         assert folder.parent == Path("results/e2e") and folder.name.startswith("run_") and len(folder.name) == 16
@@ -117,7 +118,7 @@ def test_inspect_shows_sessions_of_the_smoke_run(
     monkeypatch.chdir(tmp_path)
     swap_models(monkeypatch, scripted, embedder=None)  # the embedding model 'local': the offline MiniLM
     cli = CliRunner()
-    result = cli.invoke(main, [*smoke_args(tau_collection, 2), "--limit", "6"])
+    result = cli.invoke(main, [*smoke_args(tau_collection, 2), "--limit", "6", "--sm-sessions", "ordered"])
     assert result.exit_code == 0, result.output
     folder = run_folder_of(result)
     assert Skillbook.load_from_file(folder / "skillbook.json").embedding_model == "all-MiniLM-L6-v2-onnx-int8"

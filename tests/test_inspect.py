@@ -21,7 +21,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
-    settings = E2ESettings(traces=DEMO, no_benchmark=True, output_dir=out, max_workers=2)
+    settings = E2ESettings(traces=DEMO, no_benchmark=True, output_dir=out, max_workers=2, sm_sessions="ordered")
     return runner.run_e2e(settings, injections=scripted_injections()).folder.path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from _ace_scripts import make_trace, scripted_roles
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_training import collection, normalized, seeded_book
+from test_training import assert_no_widening_lost, collection, normalized, seeded_book
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
@@ -71,11 +72,11 @@ def test_resume_after_abort_gives_the_uninterrupted_skillbook(
     tmp_path: Path, workers: int, k: int, snapshot_every: int | None
 ) -> None:
     with pytest.raises(Abort):
-        run(tmp_path, workers=workers, abort_at=k, snapshot_every=snapshot_every)
+        run(tmp_path, workers=workers, abort_at=k, snapshot_every=snapshot_every, sm_sessions="ordered")
     assert [line["index"] for line in journal_lines(tmp_path)] == list(range(k))  # exactly the committed samples
 
     reflected: list[str] = []
-    resumed = run(tmp_path, workers=workers, reflected=reflected, snapshot_every=snapshot_every)
+    resumed = run(tmp_path, workers=workers, reflected=reflected, snapshot_every=snapshot_every, sm_sessions="ordered")
     assert resumed.resumed_samples == k
     assert normalized(resumed.skillbook) == uninterrupted()
     assert len(reflected) == 16 - k  # the committed samples were not reflected again
@@ -84,6 +85,45 @@ def test_resume_after_abort_gives_the_uninterrupted_skillbook(
         (p.index, p.trace_uid, p.epoch) for p in planned
     ]
     assert Skillbook.load_from_file(tmp_path / SKILLBOOK_FILE).to_dict() == resumed.skillbook.to_dict()
+
+
+@pytest.mark.parametrize(("k", "snapshot_every"), [(3, None), (7, 1), (12, 2)])
+def test_concurrent_run_resumes_losing_and_repeating_nothing(
+    tmp_path: Path, k: int, snapshot_every: int | None
+) -> None:
+    """Concurrent sessions: lines come in finishing order and carry the edits of sessions still running. After an
+    abort, every sample ends up recorded exactly once, every lesson lands exactly once, no widening is lost."""
+    with pytest.raises(Abort):
+        run(tmp_path, workers=4, abort_at=k, snapshot_every=snapshot_every)
+    committed = {line["index"] for line in journal_lines(tmp_path)}
+    assert k not in committed
+
+    reflected: list[str] = []
+    resumed = run(tmp_path, workers=4, reflected=reflected, snapshot_every=snapshot_every)
+    planned = plan_samples(collection(), epochs=EPOCHS, seed=SEED)
+    assert [(s.index, s.trace_uid, s.epoch) for s in resumed.samples] == [
+        (p.index, p.trace_uid, p.epoch) for p in planned
+    ]
+    interrupted = [s for s in resumed.samples if s.error is not None]
+    assert all(s.error.startswith("InterruptedSession") and s.operations for s in interrupted if s.error)
+    assert len(reflected) == 16 - len(committed) - len(interrupted)  # neither kind is run again
+    book = resumed.skillbook
+    lessons = Counter(
+        (o.trace_uid, o.epoch)
+        for s in book.skills()
+        for o in s.occurrences
+        if o.operation_type in ("ADD", "UPDATE") and o.trace_uid.startswith("demo-test:")
+    )
+    assert set(lessons.values()) == {1} and len(lessons) == 16  # every sample's add/widen exactly once
+    assert sorted(s.keywords[0] for s in book.skills() if "policy" in s.keywords) == [
+        "baggage",
+        "cancel",
+        "refund",
+        "upgrade",
+    ]
+    assert_no_widening_lost(resumed)
+    assert sum(len(s.operations) for s in resumed.samples) == len(book.operations) - len(seeded_book().operations)
+    assert Skillbook.load_from_file(tmp_path / SKILLBOOK_FILE).to_dict() == book.to_dict()
 
 
 def test_keyboard_interrupt_aborts_a_sequential_run_and_it_resumes(tmp_path: Path) -> None:

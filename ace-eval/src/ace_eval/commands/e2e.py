@@ -74,6 +74,12 @@ def _rate(value: float | None) -> str:
 )
 @click.option("--top-k", type=click.IntRange(min=1), help="Skills retrieved per episode with --skill-injection top-k.")
 @click.option("--max-workers", type=click.IntRange(min=1), help="Samples / episodes run at once (default 1).")
+@click.option(
+    "--sm-sessions",
+    type=click.Choice(["concurrent", "ordered"]),
+    help="With several workers: concurrent skill-manager sessions merged by optimistic concurrency (default, fast), "
+    "or ordered ones, one at a time in sample order (reproducible whatever --max-workers).",
+)
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes over the traces (default 1).")
 @click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces (--traces) or tasks.")

@@ -12,9 +12,10 @@ Files in the checkpoint folder:
   than 20 times what it cost, so snapshots stay under ~5% of the run), and when the run ends.
 
 Resuming loads the snapshot and replays every journal line over it. Replay is idempotent: audit-log entries
-are matched by position (`ops_before`), skills are set to their recorded state, so lines the snapshot already
-contains change nothing. The result is the skillbook after the last committed sample, whichever snapshot was
-on disk. Per sample the cost is one appended line, whatever the size of the skillbook.
+are matched by position (`ops_before`), and a line whose entries the snapshot already holds is skipped, so an
+older skill state never overwrites a newer one (in a concurrent run a snapshot may even hold edits of sessions
+whose line came later). The result is the skillbook after the last committed sample, whichever snapshot was on
+disk. Per sample the cost is one appended line, whatever the size of the skillbook.
 
 Durability: each line is written with one `write` before the next sample starts, so a killed process loses
 no committed sample. `fsync` runs in a background thread (group commit: one fsync covers every line written
@@ -45,6 +46,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "SkillbookMark",
+    "journal_start",
     "load_checkpoint",
     "replay_journal",
     "skillbook_delta",
@@ -97,11 +99,15 @@ def skillbook_delta(book: Skillbook, mark: SkillbookMark) -> dict[str, Any]:
 def replay_journal(doc: dict[str, Any], deltas: list[dict[str, Any]], *, source: str) -> dict[str, Any]:
     """Apply journal deltas, in order, to a skillbook document (`Skillbook.to_dict` shape); idempotent.
 
+    A line whose audit-log entries the document already holds is older than the document (or holds nothing the
+    document lacks): its skill states are skipped, so an older state never overwrites a newer one.
+
     Raises:
-        CheckpointError: a delta does not follow the document's audit log (a gap or an overlap).
+        CheckpointError: a delta starts past the end of the document's audit log (a gap).
     """
     skills: dict[str, dict[str, Any]] = {s["id"]: s for s in doc.get("skills", []) if isinstance(s, dict)}
     ops: list[Any] = list(doc.get("operations", []))
+    held = len(ops)
     keep: dict[tuple[str, str], None] = {
         (p[0], p[1]): None for p in doc.get("dedup_keep_pairs", []) if isinstance(p, list) and len(p) == 2
     }
@@ -109,27 +115,38 @@ def replay_journal(doc: dict[str, Any], deltas: list[dict[str, Any]], *, source:
     model = doc.get("embedding_model")
     for n, delta in enumerate(deltas, 1):
         before, new_ops = delta["ops_before"], delta["ops"]
-        if before == len(ops):
-            ops.extend(new_ops)
-            _advance_ids(next_ids, new_ops)
-        elif before + len(new_ops) > len(ops):
+        if before > len(ops):
             raise CheckpointError(
                 f"{source}: journal line {n} starts at audit-log entry {before} but the skillbook has {len(ops)}: "
                 "the snapshot and the journal do not belong together; start a fresh checkpoint folder"
             )
-        for skill in delta["skills"]:
-            skills[skill["id"]] = skill
-        for skill_id in delta["purged"]:
-            skills.pop(skill_id, None)
-            keep = {k: None for k in keep if skill_id not in k}
+        if len(ops) < before + len(new_ops):  # the part the document does not hold yet
+            tail = new_ops[len(ops) - before :]
+            ops.extend(tail)
+            _advance_ids(next_ids, tail)
+        if before + len(new_ops) > held:
+            for skill in delta["skills"]:
+                skills[skill["id"]] = skill
+            for skill_id in delta["purged"]:
+                skills.pop(skill_id, None)
         for pair in delta["keep_pairs"]:
             keep[(pair[0], pair[1])] = None
         model = delta["embedding_model"]
     out = {**doc, "embedding_model": model, "next_ids": next_ids, "skills": list(skills.values()), "operations": ops}
     out.pop("dedup_keep_pairs", None)
+    keep = {k: None for k in keep if k[0] in skills and k[1] in skills}  # a purge drops the pairs of its skill
     if keep:
         out["dedup_keep_pairs"] = [list(k) for k in keep]
     return out
+
+
+def journal_start(folder: Path) -> int | None:
+    """Audit-log length when the checkpointed run began (`ops_before` of the first line); `None`: no line yet."""
+    journal = folder / SAMPLES_FILE
+    if not journal.is_file():
+        return None
+    lines, _ = _read_journal(journal)
+    return int(lines[0].delta["ops_before"]) if lines else None
 
 
 def _advance_ids(next_ids: dict[str, int], ops: list[dict[str, Any]]) -> None:

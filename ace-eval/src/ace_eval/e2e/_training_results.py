@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 from pydantic_ai.usage import RunUsage
@@ -13,6 +13,10 @@ from ace.core.skillbook import Skillbook
 from ace.implementations.reflection import Reflection
 
 __all__ = ["RoleUsage", "SampleResult", "TrainingResult"]
+
+
+SMSessions = Literal["concurrent", "ordered"]
+"""How concurrent samples' skill-manager sessions meet (`TrainingConfig.sm_sessions`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

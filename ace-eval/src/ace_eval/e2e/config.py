@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace.exceptions import AceError
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
+from ace_eval.e2e._training_results import SMSessions
 
 __all__ = [
     "BENCHMARKS",
@@ -99,6 +100,7 @@ class _E2ETable(BaseModel):
     epochs: int | None = Field(default=None, ge=1)
     seed: int | None = None
     max_workers: int | None = Field(default=None, ge=1)
+    sm_sessions: SMSessions | None = None
     num_trials: int | None = Field(default=None, ge=1)
     max_num_steps: int | None = Field(default=None, ge=1)
     skill_injection: SkillInjection | None = None
@@ -132,6 +134,8 @@ class E2ESettings:
     epochs: int = 1
     seed: int | None = None
     max_workers: int = 1
+    sm_sessions: SMSessions = "concurrent"
+    """With several workers: concurrent skill-manager sessions (optimistic concurrency) or `ordered` ones."""
     num_trials: int = 1
     """Trials per task when the agent runs (collection and evaluation)."""
     max_num_steps: int = 30
@@ -164,6 +168,11 @@ class E2ESettings:
             raise ConfigError(
                 f"reflector_type must be 'simple' or 'rr', got {self.reflector_type!r} "
                 f"({self.source_of('reflector_type')})"
+            )
+        if self.sm_sessions not in get_args(SMSessions):
+            raise ConfigError(
+                f"sm_sessions must be 'concurrent' or 'ordered', got {self.sm_sessions!r} "
+                f"({self.source_of('sm_sessions')})"
             )
         if self.skill_injection not in SKILL_INJECTIONS:
             raise ConfigError(
@@ -226,8 +235,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
-            "[e2e] benchmark/reflector_type/epochs/seed/max_workers/num_trials/max_num_steps/skill_injection/top_k/"
-            "limit/output_dir/data_dir)"
+            "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
+            "skill_injection/top_k/limit/output_dir/data_dir)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()

@@ -264,7 +264,11 @@ class _Run:
             reflector=reflector,
             skill_manager=manager,
             config=TrainingConfig(
-                epochs=s.epochs, max_workers=s.max_workers, seed=s.seed, checkpoint_dir=self.folder.path
+                epochs=s.epochs,
+                max_workers=s.max_workers,
+                sm_sessions=s.sm_sessions,
+                seed=s.seed,
+                checkpoint_dir=self.folder.path,
             ),
         )
         done = load_samples(self.folder.samples)

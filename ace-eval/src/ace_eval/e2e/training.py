@@ -1,9 +1,19 @@
 """Training: every trace of a collection through reflect -> update (-> deduplicate -> extra steps), for N epochs.
 
-Two paths, one result. `_train_sequential` runs one sample after the other. `_train_parallel`
-(`max_workers > 1`) runs the reflections concurrently, at most `max_workers` at a time (an asyncio semaphore:
-the reflector calls are the slow part), and serialises the skill-manager phase (update, deduplicate, extra
-steps, checkpoint) under an ordered asyncio lock:
+`_train_sequential` runs one sample after the other. With `max_workers > 1`, `TrainingConfig.sm_sessions`
+chooses how the skill-manager phase (update, deduplicate, extra steps, checkpoint) of concurrent samples meets:
+
+`"concurrent"` (`_train_concurrent`, the default): whole samples run concurrently, skill-manager sessions
+included, and their edits merge on the shared skillbook under its lock, each tool call atomic. What makes that
+lose nothing is optimistic concurrency in the tools (`ace.implementations.sm_tools`): an edit of a skill another
+session rewrote since this one read it is refused with the current text, and an add that a skill added
+concurrently would have matched is refused with that skill; the model merges and retries (one extra call, only
+on a real collision). Throughput scales with the workers (`benchmarks/pipeline_overhead.py`: 8 workers ~7x);
+the price is that the result depends on timing (which session wins a race), so it is not the same for every
+`max_workers`. Samples commit (journal line) as they finish; `on_sample` sees them in that order.
+
+`"ordered"` (`_train_parallel`): the reflections run concurrently, at most `max_workers` at a time, and the
+skill-manager phase is serialised under an ordered asyncio lock, so the run is reproducible:
 
 - Why serialise: a skill-manager session searches the skillbook before it adds or widens a skill. Two concurrent
   sessions would each miss the skill the other is adding and both add it (near-duplicates), or both rewrite
@@ -17,6 +27,12 @@ steps, checkpoint) under an ordered asyncio lock:
   whatever `max_workers` is (given the same reflections), and "resume after k samples" is well defined.
 - Look-ahead is bounded: at most `2 * max_workers` samples are between start and commit, so a reflection never
   sees a skillbook more than that many samples behind, and an interruption discards little work.
+
+Resuming a concurrent run: a journal line carries everything the skillbook gained since the previous line, so
+the edits of sessions still running ride along. After an interruption, a sample that has edits in the resumed
+skillbook but no line of its own is recorded as interrupted (its edits kept, `SampleResult.error` says so) and is
+not re-run, which would apply them twice; samples with no edit recorded are run again. In the concurrent mode two
+samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
 Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` and
 in the run summary; the run goes on. Operations applied before the failure stand and are listed. A
@@ -49,13 +65,21 @@ from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.pipeline import Pipeline
 from ace.steps.reflect import ReflectStep
 from ace.steps.update import UpdateStep
-from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, SkillbookMark, load_checkpoint, skillbook_delta
-from ace_eval.e2e._training_results import RoleUsage, SampleResult, TrainingResult
+from ace_eval.e2e._checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    SkillbookMark,
+    journal_start,
+    load_checkpoint,
+    skillbook_delta,
+)
+from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 
 __all__ = [
     "CheckpointError",
     "PlannedSample",
     "RoleUsage",
+    "SMSessions",
     "SampleResult",
     "Trainer",
     "TrainingConfig",
@@ -73,7 +97,10 @@ class TrainingConfig:
 
     epochs: int = 1
     max_workers: int = 1
-    """Concurrent reflections; 1 runs the sequential path."""
+    """Samples in flight at once; 1 runs the sequential path."""
+    sm_sessions: SMSessions = "concurrent"
+    """With several workers: `"concurrent"` skill-manager sessions merging under optimistic concurrency (fast),
+    or `"ordered"` sessions one at a time in sample order (reproducible whatever `max_workers`)."""
     seed: int | None = None
     """Shuffles each epoch's order deterministically when set; `None` keeps the given order."""
     checkpoint_dir: Path | None = None
@@ -89,6 +116,8 @@ class TrainingConfig:
         for name in ("epochs", "max_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingConfig.{name} must be at least 1, got {getattr(self, name)}")
+        if self.sm_sessions not in ("concurrent", "ordered"):
+            raise ValueError(f"TrainingConfig.sm_sessions must be 'concurrent' or 'ordered', got {self.sm_sessions!r}")
         if self.snapshot_every is not None and self.snapshot_every < 1:
             raise ValueError(f"TrainingConfig.snapshot_every must be at least 1 or None, got {self.snapshot_every}")
 
@@ -219,21 +248,35 @@ class Trainer:
                 done = _match_records(records, plan, folder)
             checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
             checkpoint.open(book, fresh=loaded is None)
-        pending = [p for p in plan if p.index not in done]
         results = dict(done)
+        journaled = SkillbookMark.of(book)
 
         async def commit(result: SampleResult, mark: SkillbookMark) -> None:
+            # The line holds everything since the previous line: the sample's own edits (`mark` on), and in the
+            # concurrent mode those of sessions still running. Concurrent sessions may be editing: one consistent read.
+            nonlocal journaled
             if checkpoint is not None:
-                await checkpoint.commit({**result.to_dict(), "checkpoint": skillbook_delta(book, mark)}, book)
+                with book.locked():
+                    delta = skillbook_delta(book, journaled)
+                    journaled = SkillbookMark.of(book)
+                await checkpoint.commit({**result.to_dict(), "checkpoint": delta}, book)
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
 
+        if done and checkpoint is not None:
+            start = journal_start(Path(self.config.checkpoint_dir or "."))
+            for item in _interrupted(plan, done, book, start if start is not None else len(book.operations)):
+                await commit(item, journaled)
+        pending = [p for p in plan if p.index not in results]
+
         try:
             if self.config.max_workers == 1:
                 await self._train_sequential(pending, book, commit)
-            else:
+            elif self.config.sm_sessions == "ordered":
                 await self._train_parallel(pending, book, commit)
+            else:
+                await self._train_concurrent(pending, book, commit)
         except BaseException:
             if checkpoint is not None:
                 checkpoint.abandon()
@@ -270,6 +313,35 @@ class Trainer:
         except BaseExceptionGroup as group_error:
             raise _first_cause(group_error) from None
 
+    async def _train_concurrent(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
+        workers = self.config.max_workers
+        slots = asyncio.Semaphore(workers)
+        window = asyncio.Semaphore(2 * workers)
+        previous: dict[str, asyncio.Event] = {}  # the last started sample of each trace: the next one waits for it
+        committing = asyncio.Lock()
+
+        async def one(item: PlannedSample, after: asyncio.Event | None, finished: asyncio.Event) -> None:
+            try:
+                if after is not None:
+                    await after.wait()
+                async with slots:
+                    reflected = await self._reflect_phase(item, book)
+                    await self._serial_phase(reflected, book, commit, lock=committing)
+            finally:
+                finished.set()
+                window.release()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for item in pending:
+                    await window.acquire()
+                    finished = asyncio.Event()
+                    after = previous.get(item.trace_uid)
+                    previous[item.trace_uid] = finished
+                    group.create_task(one(item, after, finished))
+        except BaseExceptionGroup as group_error:
+            raise _first_cause(group_error) from None
+
     async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
         start = time.perf_counter()
         ctx = StepContext(trace=item.trace, skillbook=book, epoch=item.epoch)
@@ -280,7 +352,11 @@ class Trainer:
                 ctx = ctx.with_usage("reflector", e.usage)
             return _Reflected(item, ctx, e, time.perf_counter() - start)
 
-    async def _serial_phase(self, reflected: _Reflected, book: Skillbook, commit: _Commit) -> None:
+    async def _serial_phase(
+        self, reflected: _Reflected, book: Skillbook, commit: _Commit, *, lock: asyncio.Lock | None = None
+    ) -> None:
+        """Update (+ deduplicate, extra steps), then commit. `lock`: sessions run concurrently; only the commit
+        is serialised, and the sample's operations are picked out of the shared audit log by its trace."""
         item, ctx, error = reflected.item, reflected.ctx, reflected.error
         start = time.perf_counter()
         mark = SkillbookMark.of(book)
@@ -297,6 +373,8 @@ class Trainer:
                     error = e
             message = _error_text(error) if error is not None else _incomplete(ctx)
             ops = book.operations[mark.ops :]
+            if lock is not None:
+                ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
             result = SampleResult(
                 trace_uid=item.trace_uid,
                 trace_id=item.trace_id,
@@ -312,7 +390,11 @@ class Trainer:
             span.set_attribute("ace.operations_count", len(ops))
             if message is not None:
                 span.set_attribute("ace.error", message)
-            await commit(result, mark)
+            if lock is None:
+                await commit(result, mark)
+            else:
+                async with lock:
+                    await commit(result, mark)
 
 
 def _error_text(error: BaseException) -> str:
@@ -325,6 +407,41 @@ def _incomplete(ctx: StepContext) -> str | None:
     if sm is not None and not sm.completed:
         return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
     return None
+
+
+def _interrupted(
+    plan: Sequence[PlannedSample], done: Mapping[int, SampleResult], book: Skillbook, start: int
+) -> list[SampleResult]:
+    """Samples whose edits reached the checkpoint (riding along another sample's line) though they never
+    committed: the first unfinished sample of each such trace, recorded as interrupted so it is not re-run."""
+    extra: dict[str, int] = {}
+    for op in book.operations[start:]:
+        if op.trace_uid is not None:
+            extra[op.trace_uid] = extra.get(op.trace_uid, 0) + 1
+    for sample in done.values():
+        extra[sample.trace_uid] = extra.get(sample.trace_uid, 0) - len(sample.operations)
+    out: list[SampleResult] = []
+    for item in plan:
+        kept = extra.pop(item.trace_uid, 0) if item.index not in done else 0
+        if kept <= 0:
+            continue
+        ops = [op for op in book.operations[start:] if op.trace_uid == item.trace_uid][-kept:]
+        out.append(
+            SampleResult(
+                trace_uid=item.trace_uid,
+                trace_id=item.trace_id,
+                epoch=item.epoch,
+                index=item.index,
+                error=(
+                    f"InterruptedSession: the run stopped during this sample's skill-manager session; its {kept} "
+                    "applied operation(s) were kept and the sample is not re-run (that would apply them twice)"
+                ),
+                reflection=None,
+                operations=tuple(op.to_dict() for op in ops),
+                changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
+            )
+        )
+    return out
 
 
 def _first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
