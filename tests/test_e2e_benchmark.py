@@ -62,7 +62,9 @@ def test_collect_train_evaluate(airline_data: Path, tmp_path: Path) -> None:
     assert 0.0 <= before["pass_hat_k"]["1"] <= 1.0 and before["errors"] == 0
     usage = record["usage"]
     assert usage["agent"]["requests"] == 16 and usage["user"]["requests"] == 16  # 8 episodes x 2 each
-    assert usage["reflector"]["requests"] == 4 and usage["skill_manager"]["requests"] == 12
+    assert usage["reflector"]["requests"] == 4
+    # 3 per session, plus one per conflict with a concurrent session (the scripted model then widens that skill)
+    assert 12 <= usage["skill_manager"]["requests"] <= 16
     assert set(record["timings"]) == {"collect", "train", "export", "evaluate", "total"}
     assert not (folder.path / "baseline").exists()
     summary = format_summary(result)

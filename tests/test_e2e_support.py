@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
+from _ace_scripts import applied, conflict_skills
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -99,7 +100,18 @@ class ScriptedSkillManager:
                     "insight": "Check the policy and get an explicit yes before any write action.",
                 }
             return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+        last = _last_return(messages)
+        if last is not None and not applied(last) and last.outcome == "success":  # another session got there first
+            [current, *_] = conflict_skills(last)
+            args = {"skill_id": current["id"], "issue": f"{current['issue']} Seen again in {trace_id}."}
+            return ModelResponse(parts=[ToolCallPart("update_skill", args)])
         return ModelResponse(parts=[TextPart("Updated the skillbook.")])
+
+
+def _last_return(messages: list[ModelMessage]) -> ToolReturnPart | None:
+    last = messages[-1]
+    returns = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
+    return returns[-1] if returns else None
 
 
 def _last_search(messages: list[ModelMessage]) -> list[dict[str, Any]]:
