@@ -131,3 +131,25 @@ def test_skill_injection_and_top_k_resolve_and_are_checked(tmp_path: Path) -> No
     assert config_differences(stored, {"skill_injection": "top-k"}) == [
         "skill_injection: 'prompt' in the run, 'top-k' now"
     ]
+
+
+def test_sm_sessions_resolve_and_are_checked(tmp_path: Path) -> None:
+    assert resolve_settings({}, environ={}, cwd=tmp_path).sm_sessions == "concurrent"
+    write_config(tmp_path / "ace-eval.toml", '[e2e]\nsm_sessions = "ordered"\n')
+    settings = resolve_settings({}, environ={}, cwd=tmp_path)
+    assert settings.sm_sessions == "ordered" and settings.source_of("sm_sessions").startswith("config:")
+    assert resolve_settings({"sm_sessions": "concurrent"}, environ={}, cwd=tmp_path).sm_sessions == "concurrent"
+    with pytest.raises(
+        ConfigError, match="sm_sessions must be 'concurrent' or 'ordered', got 'parallel' \\(default\\)"
+    ):
+        E2ESettings(sm_sessions="parallel")  # type: ignore[arg-type]
+    write_config(tmp_path / "ace-eval.toml", '[e2e]\nsm_sessions = "parallel"\n')
+    with pytest.raises(ConfigError, match=r"field 'e2e\.sm_sessions'"):
+        resolve_settings({}, environ={}, cwd=tmp_path)
+    # changing it on --resume is allowed: like max_workers, it changes how, not what, the run learns from
+    assert (
+        config_differences(
+            {"sm_sessions": "ordered", "traces": None, "no_benchmark": True}, {"sm_sessions": "concurrent"}
+        )
+        == []
+    )
