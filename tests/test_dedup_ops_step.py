@@ -150,3 +150,32 @@ def test_changed_scope_needs_an_update_step_before_it() -> None:
     Pipeline([step(Judge(), scope="all")])
     with pytest.raises(ValueError, match="max_pairs must be at least 1"):
         step(Judge(), max_pairs=0)
+
+
+def test_a_decision_on_a_skill_a_concurrent_session_rewrote_meanwhile_is_not_applied() -> None:
+    book = near_duplicates("airline", "retail")
+    widened = ISSUE.format(domain="retail and hotel")
+    merge = {
+        "keep_id": "context-00001",
+        "issue": ISSUE.format(domain="airline and retail"),
+        "keywords": ["airline", "retail", "cancel"],
+        "reason": "one issue in two domains",
+    }
+
+    def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        book.update_skill("context-00002", widened)  # another session widens it while the judge thinks
+        return ModelResponse(parts=[ToolCallPart("final_result_MergeDecision", merge)])
+
+    ctx = StepContext(trace=make_trace(3, "cancel"), skillbook=book, sm_result=changed("context-00002"))
+    out = asyncio.run(DeduplicateStep(FunctionModel(judge), threshold=0.8, embedder=TestEmbedder())(ctx))
+    assert out.dedup_decisions == ()  # the merge was written from the old text: it would drop the widening
+    assert book.require_skill("context-00002").active and book.require_skill("context-00002").issue == widened
+    assert book.require_skill("context-00001").issue == ISSUE.format(domain="airline")
+
+    # Unchanged meanwhile (a tag only changes counters): the same decision is applied.
+    def judge_after_a_tag(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        book.tag_skill("context-00002", 1)
+        return ModelResponse(parts=[ToolCallPart("final_result_MergeDecision", merge)])
+
+    out = asyncio.run(DeduplicateStep(FunctionModel(judge_after_a_tag), threshold=0.5, embedder=TestEmbedder())(ctx))
+    assert [d.kind for d in out.dedup_decisions] == ["MERGE"] and not book.require_skill("context-00002").active

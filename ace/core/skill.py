@@ -72,6 +72,15 @@ class Skill:
                 return source.learning_text
         return None
 
+    def same_text(self, other: Skill) -> bool:
+        """Equal in what an edit rewrites (issue, insight, keywords, active); counters may differ, tags commute."""
+        return (self.issue, self.insight, self.keywords, self.active) == (
+            other.issue,
+            other.insight,
+            other.keywords,
+            other.active,
+        )
+
     def embedding_text(self) -> str:
         """The text this skill is embedded and searched by (the spec's formula)."""
         return embedding_input(self.issue, self.insight, self.keywords)

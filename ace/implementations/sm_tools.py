@@ -455,11 +455,6 @@ def _refuse_no_op(book: Skillbook, skill_id: str, issue: str, keywords: list[str
         )
 
 
-def _same_text(a: Skill, b: Skill) -> bool:
-    """Equal in what an edit rewrites (counters may differ: tags commute)."""
-    return (a.issue, a.insight, a.keywords, a.active) == (b.issue, b.insight, b.keywords, b.active)
-
-
 def _stale(deps: SMDeps, skill_id: str) -> Skill | None:
     """The current version of a skill another session rewrote since this session was shown it, else `None`.
 
@@ -471,7 +466,7 @@ def _stale(deps: SMDeps, skill_id: str) -> Skill | None:
         return None  # the skillbook refuses unknown ids with the precise reason
     shown = deps.seen.get(skill_id)
     if shown is not None:
-        return None if _same_text(shown, current) else current
+        return None if shown.same_text(current) else current
     # Never shown (an id from the reflection's tags): stale if another session rewrote it during this one.
     rewritten = any(
         op.skill_id == skill_id and op.type in ("UPDATE", "REMOVE")
@@ -505,7 +500,7 @@ def _conflict(deps: SMDeps, span: Span, tool: ToolName, message: str, skills: li
 def _seen_current(deps: SMDeps, skill_id: str) -> bool:
     """Whether the model was already shown this skill's current text."""
     shown, current = deps.seen.get(skill_id), deps.skillbook.get_skill(skill_id)
-    return shown is not None and current is not None and _same_text(shown, current)
+    return shown is not None and current is not None and shown.same_text(current)
 
 
 def _own(deps: SMDeps, skill_id: str) -> bool:

@@ -19,6 +19,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
+from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import DEFAULT_THRESHOLD, SimilarPair, find_similar_pairs
 from ace.deduplication.operations import AppliedDecision, apply_decision, check_decision
@@ -113,12 +114,17 @@ class DeduplicateStep:
                 "dedup.decision",
                 {"ace.first_id": ids[0], "ace.second_id": ids[1], "ace.similarity": pair.similarity},
             ) as span:
+                shown = (book.require_skill(ids[0]), book.require_skill(ids[1]))
                 result = await self.agent.run(
-                    dedup_task_prompt(book.require_skill(ids[0]), book.require_skill(ids[1]), pair.similarity),
+                    dedup_task_prompt(shown[0], shown[1], pair.similarity),
                     deps=_JudgeDeps(skillbook=book, pair=ids),
                 )
                 usage = usage + result.usage
-                done = apply_decision(book, ids, result.output, similarity=pair.similarity, source=source)
+                with book.locked():
+                    if _rewritten_since(book, shown):  # a concurrent session edited one: re-detect next time
+                        span.set_attribute("ace.decision", "stale")
+                        continue
+                    done = apply_decision(book, ids, result.output, similarity=pair.similarity, source=source)
                 span.set_attribute("ace.decision", done.kind)
             touched.update(done.changed_ids)
             applied.append(done)
@@ -133,6 +139,12 @@ def _validate(ctx: RunContext[_JudgeDeps], decision: DedupDecision) -> DedupDeci
     except SkillbookError as e:
         raise ModelRetry(str(e)) from None
     return decision
+
+
+def _rewritten_since(book: Skillbook, shown: tuple[Skill, Skill]) -> bool:
+    """Whether either skill's text changed since the judge was shown it (its decision would overwrite the edit)."""
+    now = [book.get_skill(s.id) for s in shown]
+    return any(n is None or not n.same_text(s) for n, s in zip(now, shown, strict=True))
 
 
 def _is_active(book: Skillbook, skill_id: str) -> bool:
