@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 OnSample = Callable[[SampleResult], None]
-_Commit = Callable[[SampleResult, SkillbookMark], Awaitable[None]]
+_Commit = Callable[[SampleResult], Awaitable[None]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,20 +240,23 @@ class Trainer:
         done: dict[int, SampleResult] = {}
         checkpoint: Checkpoint | None = None
         book = skillbook
+        interrupted: list[SampleResult] = []
         if self.config.checkpoint_dir is not None:
             folder = Path(self.config.checkpoint_dir)
             loaded = load_checkpoint(folder)
             if loaded is not None:
                 book, records = loaded
                 done = _match_records(records, plan, folder)
+                start = journal_start(folder)
+                interrupted = _interrupted(plan, done, book, len(book.operations) if start is None else start)
             checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
             checkpoint.open(book, fresh=loaded is None)
         results = dict(done)
         journaled = SkillbookMark.of(book)
 
-        async def commit(result: SampleResult, mark: SkillbookMark) -> None:
-            # The line holds everything since the previous line: the sample's own edits (`mark` on), and in the
-            # concurrent mode those of sessions still running. Concurrent sessions may be editing: one consistent read.
+        async def commit(result: SampleResult) -> None:
+            # The line holds everything since the previous line: the sample's own edits, and in the concurrent
+            # mode those of sessions still running. Sessions may be editing meanwhile: one consistent read.
             nonlocal journaled
             if checkpoint is not None:
                 with book.locked():
@@ -264,10 +267,8 @@ class Trainer:
             if on_sample is not None:
                 on_sample(result)
 
-        if done and checkpoint is not None:
-            start = journal_start(Path(self.config.checkpoint_dir or "."))
-            for item in _interrupted(plan, done, book, start if start is not None else len(book.operations)):
-                await commit(item, journaled)
+        for result in interrupted:
+            await commit(result)
         pending = [p for p in plan if p.index not in results]
 
         try:
@@ -391,10 +392,10 @@ class Trainer:
             if message is not None:
                 span.set_attribute("ace.error", message)
             if lock is None:
-                await commit(result, mark)
+                await commit(result)
             else:
                 async with lock:
-                    await commit(result, mark)
+                    await commit(result)
 
 
 def _error_text(error: BaseException) -> str:
