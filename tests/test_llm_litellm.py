@@ -24,8 +24,10 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters, override_allow_model_requests
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
+from ace.implementations.rr.config import RecursiveConfig
 from ace.llm import LiteLLMModel, ModelRequestError, RetryPolicy, import_litellm
 
 
@@ -223,6 +225,62 @@ def test_prompt_caching_marks_the_system_prompt_for_claude_only(
     assert fake.calls[1]["messages"][0] == {"role": "system", "content": "Static rules."}
     request(LiteLLMModel("anthropic/claude-haiku-4-5", prompt_caching=False), messages, ModelRequestParameters())
     assert fake.calls[2]["messages"][0] == {"role": "system", "content": "Static rules."}
+
+
+@pytest.mark.parametrize(
+    ("cache", "expected_system", "expected_last"),
+    [
+        (True, {"type": "ephemeral"}, {"type": "ephemeral"}),
+        ("1h", {"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral", "ttl": "1h"}),
+        ("30m", {"type": "ephemeral", "ttl": "5m"}, {"type": "ephemeral", "ttl": "5m"}),  # snapped down
+        ({"retention": "12h", "messages": False}, {"type": "ephemeral", "ttl": "1h"}, None),
+        (False, None, None),  # off, even though the model caches its system prompt by default
+    ],
+)
+def test_the_unified_cache_setting_places_markers_on_prefix_and_conversation(
+    monkeypatch: pytest.MonkeyPatch, litellm: ModuleType, cache: Any, expected_system: Any, expected_last: Any
+) -> None:
+    """`ModelSettings["cache"]` (what `RecursiveConfig.cache_prompts` / `cache_ttl` set) reaches the wire."""
+    fake = install(monkeypatch, litellm, [completion(litellm, content="ok", model="claude-haiku-4-5")])
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart("Static rules."), UserPromptPart("go")]),
+        ModelResponse(parts=[TextPart("first answer")]),
+        ModelRequest(parts=[UserPromptPart("and now?")]),
+    ]
+    claude = LiteLLMModel("bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0", prompt_caching=True)
+
+    async def main() -> None:
+        await claude.request(messages, ModelSettings(cache=cache), ModelRequestParameters())
+
+    anyio.run(main)
+    sent = fake.calls[0]["messages"]
+    system, last = sent[0]["content"], sent[-1]["content"]
+    if expected_system is None:
+        assert system == "Static rules."
+    else:
+        assert system == [{"type": "text", "text": "Static rules.", "cache_control": expected_system}]
+    if expected_last is None:
+        assert last == "and now?"
+    else:
+        assert last == [{"type": "text", "text": "and now?", "cache_control": expected_last}]
+    assert sent[1]["content"] == "go" and sent[2]["content"] == "first answer"  # markers only where asked
+
+
+def test_recursive_reflector_cache_config_is_what_the_model_receives() -> None:
+    model = LiteLLMModel("anthropic/claude-haiku-4-5")
+
+    def marks(cache: Any) -> Any:
+        _, params = model.prepare_request(ModelSettings(cache=cache), ModelRequestParameters())
+        return model.cache_marks(params.cache)
+
+    on = marks(RecursiveConfig(cache_ttl=3600).cache_setting)
+    assert on is not None and (on.prefix, on.conversation, on.ttl) == (True, True, "1h")
+    assert marks(RecursiveConfig(cache_ttl="12h").cache_setting).ttl == "1h"  # snapped down to Anthropic's tier
+    assert marks(RecursiveConfig(cache_prompts=False).cache_setting) is None
+    openai = LiteLLMModel("openai/gpt-4.1-mini")  # caches implicitly: nothing to mark
+    assert (
+        openai.cache_marks(openai.prepare_request(ModelSettings(cache=True), ModelRequestParameters())[1].cache) is None
+    )
 
 
 class Answer(BaseModel):

@@ -43,6 +43,7 @@ from pydantic_ai.usage import RequestUsage
 from ace.llm._local_format import DECODE_REQUIRED
 
 __all__ = [
+    "CacheMarks",
     "ChatMessage",
     "WireResponse",
     "map_messages",
@@ -67,13 +68,30 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
+@dataclass(frozen=True)
+class CacheMarks:
+    """Where a request asks the provider to cache: the static prefix, the growing conversation, for how long."""
+
+    prefix: bool = False
+    """The tools and system prompt (a marker on the last leading system message)."""
+    conversation: bool = False
+    """Everything up to the newest message (a marker on it), so the next request of the session reads it back."""
+    ttl: str | None = None
+    """Anthropic's `'5m'` or `'1h'`; `None`: the provider's default."""
+
+    def control(self) -> dict[str, str]:
+        """The `cache_control` value of a marker."""
+        return {**_CACHE_CONTROL, "ttl": self.ttl} if self.ttl else dict(_CACHE_CONTROL)
+
+
 def map_messages(
-    messages: Sequence[ModelMessage], instructions: Sequence[str], *, cache_system_prompt: bool
+    messages: Sequence[ModelMessage], instructions: Sequence[str], *, cache: CacheMarks | None = None
 ) -> list[ChatMessage]:
     """The chat messages for `messages`: instructions go right after the leading system prompts.
 
-    With `cache_system_prompt`, the last leading system message gets `cache_control`, so that Anthropic and Bedrock
-    cache the static prefix (tools and system prompt); other providers ignore the marker.
+    `cache` puts `cache_control` markers on the last leading system message (the static prefix: tools and system
+    prompt) and/or on the newest message (the conversation so far); Anthropic and Bedrock cache up to each
+    marker, other providers ignore them.
     """
     chat: list[ChatMessage] = []
     for message in messages:
@@ -89,13 +107,20 @@ def map_messages(
         leading += 1
     chat[leading:leading] = [{"role": "system", "content": text} for text in instructions if text]
     leading += sum(1 for text in instructions if text)
-    if cache_system_prompt and leading:
-        last = chat[leading - 1]
-        content = last["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        blocks[-1] = {**blocks[-1], "cache_control": _CACHE_CONTROL}
-        last["content"] = blocks
+    if cache is not None and cache.prefix and leading:
+        _mark(chat[leading - 1], cache.control())
+    if cache is not None and cache.conversation and len(chat) > leading:
+        _mark(chat[-1], cache.control())
     return chat
+
+
+def _mark(message: ChatMessage, control: dict[str, str]) -> None:
+    """Put a `cache_control` marker on the message's last content block."""
+    content = message["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if blocks:
+        blocks[-1] = {**blocks[-1], "cache_control": control}
+        message["content"] = blocks
 
 
 def _map_request(message: ModelRequest) -> Iterator[ChatMessage]:

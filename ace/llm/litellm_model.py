@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from decimal import Decimal
 from types import ModuleType
 from typing import Any, ClassVar, Literal
@@ -26,9 +27,9 @@ from pydantic_ai.models import (
     check_allow_model_requests,
 )
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
-from pydantic_ai.settings import ModelSettingName, ModelSettings
+from pydantic_ai.settings import CacheSetting, ModelSettingName, ModelSettings
 
-from ace.llm._litellm_mapping import WireResponse, map_messages, map_response, map_tools
+from ace.llm._litellm_mapping import CacheMarks, WireResponse, map_messages, map_response, map_tools
 from ace.llm.retry import RetryPolicy, call_with_retries
 
 __all__ = ["LiteLLMModel", "import_litellm"]
@@ -83,7 +84,9 @@ class LiteLLMModel(Model):
             settings: Default `ModelSettings` (temperature, max_tokens, timeout, max_retries, ...).
             profile: Overrides of the model profile.
             retry: Backoff policy; `settings["max_retries"]` overrides its `max_retries`.
-            prompt_caching: Mark the system prompt cacheable (only Anthropic Claude models act on it).
+            prompt_caching: Mark the system prompt cacheable (only Anthropic Claude models act on it) when a request
+                does not say otherwise; a request's `ModelSettings["cache"]` (pydantic-ai's unified setting: on/off,
+                retention snapped to 5 minutes or 1 hour, whether the conversation is cached too) takes precedence.
             api_base: Endpoint for self-hosted models (`ollama/...`, `hosted_vllm/...`), if not in the environment.
             api_key: Key, if not in the environment.
         """
@@ -117,8 +120,34 @@ class LiteLLMModel(Model):
         """Whether requests mark the system prompt cacheable."""
         return self._prompt_caching
 
+    def cache_marks(self, cache: CacheSetting | None) -> CacheMarks | None:
+        """Where a request asks for caching, from its resolved unified `cache` setting (`params.cache`, already
+        snapped by pydantic-ai to this model's tiers); unset (`None`) falls back to the `prompt_caching` default.
+
+        Only models that act on `cache_control` (Anthropic Claude) get markers.
+        """
+        if not supports_cache_control(self._model):
+            return None
+        if cache is None:
+            return CacheMarks(prefix=True) if self._prompt_caching else None
+        if cache is False:
+            return None
+        if cache is True:
+            return CacheMarks(prefix=True, conversation=True)
+        if isinstance(cache, str):
+            return CacheMarks(prefix=True, conversation=True, ttl=cache)
+        return CacheMarks(prefix=True, conversation=cache.get("messages", True), ttl=cache.get("retention"))
+
     def _provider_model_profile(self) -> ModelProfile:
         # litellm adapts JSON schemas and response formats per provider, so the generic profile plus JSON output.
+        if supports_cache_control(self._model):  # Anthropic's explicit breakpoints, 5-minute and 1-hour tiers
+            return ModelProfile(
+                supports_json_schema_output=True,
+                supports_json_object_output=True,
+                supports_cache=True,
+                supported_cache_retentions=("5m", "1h"),
+                default_cache_retention=timedelta(minutes=5),
+            )
         return ModelProfile(supports_json_schema_output=True, supports_json_object_output=True)
 
     async def request(
@@ -156,7 +185,7 @@ class LiteLLMModel(Model):
         instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
         kwargs: dict[str, Any] = {
             "model": self._model,
-            "messages": map_messages(messages, instructions, cache_system_prompt=self._prompt_caching),
+            "messages": map_messages(messages, instructions, cache=self.cache_marks(params.cache)),
             # Retries are ours (bounded, with backoff and Retry-After); litellm and the SDKs must not add theirs.
             "num_retries": 0,
             "max_retries": 0,
