@@ -4,17 +4,22 @@ A session is a single `agent.iter` run bounded by request / tool-call / token bu
 `UsageLimits`). When the message history grows past `SessionBudget.max_history_tokens`, a history processor
 drops the oldest tool-call/return pairs, keeping the first request (task prompt) and the latest messages, and
 leaves the model a one-line digest of every dropped call. Each session is one span `"{span_label}.session"`.
+
+The history processor is a capability registered once on a `RecursiveAgent`'s agent, not per run, and it calls
+`compact_history` directly: a run-level `ProcessHistory` costs pydantic-ai a capability set-up per run and a
+signature inspection per request (measured: about 0.5 ms more per 3-call session, a tenth of its cost).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeGuard, TypeVar
 
-from pydantic_ai import Agent
-from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import (
     ModelMessage,
@@ -26,7 +31,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import Tool
@@ -131,12 +136,13 @@ def compact_history(messages: list[ModelMessage], *, max_tokens: int, keep_last:
     model response, so every call keeps its return). The first request gains a note listing each dropped call
     and its outcome, merged with the note of an earlier compaction.
     """
-    if len(messages) < 3 or estimate_tokens(messages) <= max_tokens or not isinstance(messages[0], ModelRequest):
+    if len(messages) < 3 or not isinstance(messages[0], ModelRequest):
         return messages, 0
     start = max(1, len(messages) - keep_last)
     while start > 1 and not isinstance(messages[start], ModelResponse):
         start -= 1
-    if start <= 1:
+    # Nothing droppable (a short history) is decided before the size estimate, which serialises every tool result.
+    if start <= 1 or estimate_tokens(messages) <= max_tokens:
         return messages, 0
     head, dropped, tail = messages[0], messages[1:start], messages[start:]
     old_note = [p for p in head.parts if _is_note(p)]
@@ -196,6 +202,56 @@ def _part_text(part: object) -> str:
 
 
 # --------------------------------------------------------------------------------------------- sessions
+@dataclass
+class _Session:
+    """One session's compaction settings and counts."""
+
+    budget: SessionBudget
+    compactions: int = 0
+    dropped: int = 0
+
+    def compact(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        kept, dropped = compact_history(
+            messages, max_tokens=self.budget.max_history_tokens, keep_last=self.budget.keep_last_messages
+        )
+        if dropped:
+            self.compactions += 1
+            self.dropped += dropped
+        return kept
+
+
+def _session_var() -> ContextVar[_Session | None]:
+    return ContextVar("ace_session", default=None)
+
+
+@dataclass
+class _Compaction(AbstractCapability[Any]):
+    """Compacts the history before every model request of the session currently running (`current`).
+
+    What pydantic-ai's `ProcessHistory` does with `_Session.compact`, without inspecting the processor's signature
+    on every request; outside a session (`current` unset) it leaves the history alone. The session is a context
+    variable, so concurrent sessions on one agent (each in its own task) never see each other's.
+    """
+
+    current: ContextVar[_Session | None] = field(default_factory=_session_var, repr=False, compare=False)
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        session = self.current.get()
+        if session is None:
+            return request_context
+        messages = session.compact(list(request_context.messages))
+        request_context.messages = messages.copy()
+        ctx.messages[:] = messages
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not spec-serializable (per-process state)."""
+        return None
+
+
 async def run_agent_with_compaction(
     agent: Agent[DepsT, OutputT],
     prompt: str,
@@ -224,47 +280,66 @@ async def run_agent_with_compaction(
         record_content: Put the prompt and the final output on the span.
         capabilities: Extra run-level pydantic-ai capabilities (e.g. instrumentation).
     """
-    budget = budget or SessionBudget()
-    counts = {"compactions": 0, "dropped": 0}
+    compaction = _Compaction()
+    return await _run_session(
+        agent,
+        prompt,
+        deps=deps,
+        span_label=span_label,
+        budget=budget or SessionBudget(),
+        compaction=compaction,
+        capabilities=[compaction, *capabilities],
+        attributes=attributes,
+        end_attributes=end_attributes,
+        record_content=record_content,
+    )
 
-    async def compact(messages: list[ModelMessage]) -> list[ModelMessage]:
-        kept, dropped = compact_history(
-            messages, max_tokens=budget.max_history_tokens, keep_last=budget.keep_last_messages
-        )
-        if dropped:
-            counts["compactions"] += 1
-            counts["dropped"] += dropped
-        return kept
 
+async def _run_session(
+    agent: Agent[DepsT, OutputT],
+    prompt: str,
+    *,
+    deps: DepsT,
+    span_label: str,
+    budget: SessionBudget,
+    compaction: _Compaction,
+    capabilities: Sequence[AbstractCapability[DepsT]],
+    attributes: Mapping[str, AttributeInput] | None,
+    end_attributes: Callable[[], Mapping[str, AttributeInput]] | None,
+    record_content: bool,
+) -> SessionResult[OutputT]:
+    """`run_agent_with_compaction` on an agent whose history `compaction` processes (its own or a run-level one)."""
+    session = _Session(budget)
     start_attributes: dict[str, AttributeInput] = {**budget.span_attributes(), **(attributes or {})}
     if record_content:
         start_attributes["ace.prompt"] = prompt
     with ace_span(f"{span_label}.session", start_attributes) as span:
         stop_reason: str | None = None
-        async with agent.iter(
-            prompt,
-            deps=deps,
-            usage_limits=budget.usage_limits(),
-            capabilities=[ProcessHistory(compact), *capabilities],
-        ) as run:
-            try:
-                async for _node in run:
-                    pass
-            except UsageLimitExceeded as e:
-                stop_reason = f"budget: {e}"
-            except UnexpectedModelBehavior as e:
-                stop_reason = f"model: {e}"
-            usage = run.usage
-            messages = run.all_messages()
-            output = run.result.output if run.result is not None and stop_reason is None else None
+        token = compaction.current.set(session)
+        try:
+            async with agent.iter(
+                prompt, deps=deps, usage_limits=budget.usage_limits(), capabilities=list(capabilities) or None
+            ) as run:
+                try:
+                    async for _node in run:
+                        pass
+                except UsageLimitExceeded as e:
+                    stop_reason = f"budget: {e}"
+                except UnexpectedModelBehavior as e:
+                    stop_reason = f"model: {e}"
+                usage = run.usage
+                messages = run.all_messages()
+                output = run.result.output if run.result is not None and stop_reason is None else None
+        finally:
+            compaction.current.reset(token)
         result = SessionResult(
             output=output,
             completed=stop_reason is None,
             stop_reason=stop_reason,
             usage=usage,
             messages=messages,
-            compactions=counts["compactions"],
-            messages_dropped=counts["dropped"],
+            compactions=session.compactions,
+            messages_dropped=session.dropped,
         )
         end: dict[str, AttributeInput] = {
             "ace.completed": result.completed,
@@ -308,6 +383,7 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
         self.span_label = span_label
         self.budget = budget or SessionBudget()
         self.record_content = record_content
+        self._compaction = _Compaction()
         self.agent: Agent[DepsT, OutputT] = Agent(
             model,
             instructions=instructions,
@@ -317,6 +393,7 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
             retries={"tools": tool_retries},
             model_settings=model_settings,
             name=name or f"{span_label}-agent",
+            capabilities=[self._compaction],
         )
 
     async def run(
@@ -329,14 +406,15 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
         capabilities: Sequence[AbstractCapability[DepsT]] = (),
     ) -> SessionResult[OutputT]:
         """Run one session on `prompt` (see `run_agent_with_compaction`)."""
-        return await run_agent_with_compaction(
+        return await _run_session(
             self.agent,
             prompt,
             deps=deps,
             span_label=self.span_label,
             budget=self.budget,
+            compaction=self._compaction,
+            capabilities=capabilities,
             attributes=attributes,
             end_attributes=end_attributes,
             record_content=self.record_content,
-            capabilities=capabilities,
         )
