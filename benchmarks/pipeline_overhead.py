@@ -12,8 +12,9 @@ or update_skill -> summary, over 20 topics.
      that call no model and change nothing;
    - + skillbook tools: in-process roles that do what the scripted skill manager does (retrieve the relevant
      skills, search, add or widen a skill) directly, without an agent;
-   - full loop: the real `SimpleReflector` and `SkillManager` (pydantic-ai agents) on scripted models.
-   Target: < 5 ms per trace at 5,000 skills.
+   - full loop: the real `SimpleReflector` and `SkillManager` (pydantic-ai agents) on scripted models;
+   - pydantic-ai floor: bare pydantic-ai agents making the same 4 calls with do-nothing tools, no ACE code.
+   Target: < 5 ms per trace at 5,000 skills of ACE's own (full loop - floor).
 2. Models that `asyncio.sleep(latency)` per call, at 1 / 4 / 8 workers, with the skill-manager sessions
    `concurrent` (the default: optimistic concurrency, see `ace_eval.e2e.training`) or `ordered` (serialised in
    sample order, bounded below by `traces x 3 calls x latency`), on two trace orders: `interleaved` (a seeded run)
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -39,14 +41,17 @@ from typing import Any, Literal
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synthetic import SyntheticEmbedder, synthetic_skillbook
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RunUsage
 
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
+from ace.implementations.prompts import SKILL_MANAGER_PROMPT
 from ace.implementations.reflection import Reflection
 from ace.implementations.reflector import Reflector, ReflectorResult, SimpleReflector
+from ace.implementations.reflector_prompts import REFLECTOR_PROMPT
 from ace.implementations.skill_manager import SkillManager, SMResult
 from ace.implementations.skill_rendering import retrieve_top_k
 from ace.implementations.sm_tools import AppliedOperation
@@ -222,6 +227,37 @@ async def _never(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     raise AssertionError("the in-process skill manager calls no model")
 
 
+def floor_seconds(n: int) -> float:
+    """pydantic-ai alone: per trace, a bare structured-output agent (1 call) and a bare tool agent (3 calls) with
+    the same instructions, models and tool signatures as the real roles, but tools that do nothing and no ACE
+    code around them. What is above this in the full loop is ACE's own."""
+    calls = Calls()
+    reflector = Agent(reflector_model(0.0, calls), output_type=Reflection, instructions=REFLECTOR_PROMPT)
+    manager = Agent(skill_manager_model(0.0, calls), instructions=SKILL_MANAGER_PROMPT)
+
+    @manager.tool_plain
+    async def search_skills(query: str, top_k: int = 5, keywords: list[str] | None = None) -> list[dict[str, Any]]:
+        return []
+
+    @manager.tool_plain
+    async def add_skill(section: str, issue: str, keywords: list[str], insight: str | None = None) -> dict[str, Any]:
+        return {"ok": True, "skill_id": "context-00001"}
+
+    @manager.tool_plain
+    async def update_skill(skill_id: str, issue: str, keywords: list[str] | None = None) -> dict[str, Any]:
+        return {"ok": True}
+
+    async def main() -> None:
+        for t in traces(n):
+            topic = _topic(t["question"])
+            await reflector.run(f"<task>\n[{topic}] {t['question']}\n</task>\n{t['messages']}")
+            await manager.run(f"task: [{topic}] {t['question']}\nreflection: check the {topic} policy first.")
+
+    start = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - start
+
+
 Layer = Literal["trainer", "tools", "full"]
 
 
@@ -318,6 +354,7 @@ def main() -> None:
     ]
     run_trainer(prefilled(0, embedder), 10, 0.0, 1, embedder)  # warm-up: first agent runs build caches
     names = {"trainer": "trainer", "tools": "+ skillbook tools", "full": "full loop"}
+    full_one = full_journal = float("nan")
     for layer, skills, workers, label, options in rows:
         best = float("inf")
         for _ in range(args.repeat):
@@ -334,6 +371,27 @@ def main() -> None:
             f"{names[layer]:<17} | {skills:>6} | {workers:>7} | {label:<23} | {n / best:>8.1f} | "
             f"{best / n * 1e3:>17.2f}"
         )
+        if (layer, skills, workers) == ("full", args.skills, 1):
+            if label == "none":
+                full_one = best / n * 1e3
+            elif label == "journal + adaptive":
+                full_journal = best / n * 1e3
+
+    # ACE's own = full loop - floor, measured in interleaved pairs (the machine's speed drifts between runs).
+    pairs = []
+    for _ in range(max(args.repeat, 5)):
+        full = run_trainer(prefilled(args.skills, embedder), n, 0.0, 1, embedder).seconds / n * 1e3
+        pairs.append((full, floor_seconds(n) / n * 1e3))
+    floor = statistics.median(f for _, f in pairs)
+    own = statistics.median(full - f for full, f in pairs)
+    print(f"{'pydantic-ai floor':<17} | {'-':>6} | {1:>7} | {'none':<23} | {1e3 / floor:>8.1f} | {floor:>17.2f}")
+    print(
+        f"\nACE's own overhead per trace (full loop - pydantic-ai floor, median of {len(pairs)} interleaved pairs, "
+        f"{args.skills} skills, 1 worker, no checkpoint): {own:.2f} ms (pairs: "
+        + ", ".join(f"{full - f:.2f}" for full, f in pairs)
+        + f"); the journal adds {full_journal - full_one:.2f} ms per trace here, of which one snapshot at the start "
+        "and one at the end are fixed costs of the run, spread over its traces."
+    )
 
     if args.skip_latency:
         return
