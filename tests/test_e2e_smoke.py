@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,32 @@ def test_smoke_command_runs_end_to_end_and_verifies(
     assert sum(scripted.calls.values()) == 240  # every trace reflected once per run, nothing twice
     # commits are ordered, so 4 workers learn exactly what 1 worker learns
     assert skillbooks[1] == skillbooks[4] and len(skillbooks[1]) > 20
+
+
+def test_smoke_command_with_concurrent_sessions_loses_and_repeats_nothing(
+    tau_collection: Path, scripted: ScriptedReflector, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The smoke command word for word with 4 workers: the default concurrent skill-manager sessions."""
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner()
+    result = cli.invoke(main, smoke_args(tau_collection, 4))
+    assert result.exit_code == 0, result.output
+    folder = run_folder_of(result)
+    verify = cli.invoke(main, ["verify", str(folder)])
+    assert verify.exit_code == 0 and verify.output.count("PASS") == 8, verify.output
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert record["config"]["sm_sessions"] == "concurrent" and record["errors"] == []
+    assert record["usage"]["skill_manager"]["requests"] >= 360  # 3 per session, plus one per conflict
+    lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["index"] for line in lines) == list(range(120))
+    book = Skillbook.load_from_file(folder / "skillbook.json")
+    # every sample's edits are in the skillbook once, attributed to it, and no widening overwrote another
+    logged = Counter(op.trace_uid for op in book.operations)
+    assert logged == Counter({line["trace_uid"]: len(line["operations"]) for line in lines if line["operations"]})
+    widenings = [(s, o) for s in book.skills() for o in s.occurrences if o.operation_type == "UPDATE"]
+    assert len(widenings) > 10
+    for skill, occurrence in widenings:
+        assert f"Seen again in {occurrence.trace_id}." in skill.issue, (skill.id, occurrence.trace_id)
 
 
 def test_inspect_shows_sessions_of_the_smoke_run(
