@@ -71,12 +71,12 @@ class SkillbookMark:
     @classmethod
     def of(cls, book: Skillbook) -> SkillbookMark:
         """The current position of `book`."""
-        return cls(ops=len(book.operations), keep_pairs=frozenset(book.keep_pairs))
+        return cls(ops=book.operations_count, keep_pairs=frozenset(book.keep_pairs))
 
 
 def skillbook_delta(book: Skillbook, mark: SkillbookMark) -> dict[str, Any]:
     """What changed in `book` since `mark`, as the JSON the journal stores (see the module docstring)."""
-    new_ops = book.operations[mark.ops :]
+    new_ops = book.operations_since(mark.ops)
     changed = list(dict.fromkeys(op.skill_id for op in new_ops if op.skill_id is not None))
     skills: list[dict[str, Any]] = []
     purged: list[str] = []

@@ -248,7 +248,7 @@ class Trainer:
                 book, records = loaded
                 done = _match_records(records, plan, folder)
                 start = journal_start(folder)
-                interrupted = _interrupted(plan, done, book, len(book.operations) if start is None else start)
+                interrupted = _interrupted(plan, done, book, book.operations_count if start is None else start)
             checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
             checkpoint.open(book, fresh=loaded is None)
         results = dict(done)
@@ -373,7 +373,7 @@ class Trainer:
                 except Exception as e:
                     error = e
             message = _error_text(error) if error is not None else _incomplete(ctx)
-            ops = book.operations[mark.ops :]
+            ops = book.operations_since(mark.ops)
             if lock is not None:
                 ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
             result = SampleResult(
@@ -416,7 +416,8 @@ def _interrupted(
     """Samples whose edits reached the checkpoint (riding along another sample's line) though they never
     committed: the first unfinished sample of each such trace, recorded as interrupted so it is not re-run."""
     extra: dict[str, int] = {}
-    for op in book.operations[start:]:
+    since = book.operations_since(start)
+    for op in since:
         if op.trace_uid is not None:
             extra[op.trace_uid] = extra.get(op.trace_uid, 0) + 1
     for sample in done.values():
@@ -426,7 +427,7 @@ def _interrupted(
         kept = extra.pop(item.trace_uid, 0) if item.index not in done else 0
         if kept <= 0:
             continue
-        ops = [op for op in book.operations[start:] if op.trace_uid == item.trace_uid][-kept:]
+        ops = [op for op in since if op.trace_uid == item.trace_uid][-kept:]
         out.append(
             SampleResult(
                 trace_uid=item.trace_uid,
