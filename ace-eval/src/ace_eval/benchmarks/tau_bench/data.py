@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -60,6 +60,28 @@ class Task(BaseModel):
 _TASKS = TypeAdapter(list[Task])
 
 
+class HasTables(Protocol):
+    """Anything holding the three airline tables as (read-only) attributes."""
+
+    @property
+    def flights(self) -> Table: ...
+    @property
+    def reservations(self) -> Table: ...
+    @property
+    def users(self) -> Table: ...
+
+
+def table_named(db: HasTables, name: str) -> Table:
+    """The table `name` (one of `TABLES`) of `db`; `KeyError` for any other name."""
+    if name == "flights":
+        return db.flights
+    if name == "reservations":
+        return db.reservations
+    if name == "users":
+        return db.users
+    raise KeyError(name)
+
+
 @dataclass(frozen=True, eq=False)
 class AirlineData:
     """The pristine database, the policy and the tasks of one data folder.
@@ -79,13 +101,7 @@ class AirlineData:
 
     def table(self, name: str) -> Table:
         """One of `TABLES` by name."""
-        if name == "flights":
-            return self.flights
-        if name == "reservations":
-            return self.reservations
-        if name == "users":
-            return self.users
-        raise KeyError(name)
+        return table_named(self, name)
 
     def task(self, task_id: int) -> Task:
         """The task at this index; the error names the valid range."""

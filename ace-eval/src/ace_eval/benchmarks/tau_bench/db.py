@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ace_eval.benchmarks.tau_bench.data import TABLES, AirlineData, Table
+from ace_eval.benchmarks.tau_bench.data import TABLES, AirlineData, Table, table_named
 
 __all__ = ["AirlineDB"]
 
@@ -26,13 +26,7 @@ class AirlineDB:
 
     def table(self, name: str) -> Table:
         """One of `TABLES` by name."""
-        if name == "flights":
-            return self.flights
-        if name == "reservations":
-            return self.reservations
-        if name == "users":
-            return self.users
-        raise KeyError(name)
+        return table_named(self, name)
 
     def writable(self, table: str, key: str) -> dict[str, Any]:
         """The entity `table[key]`, made private to this database first if it still is the shared original."""

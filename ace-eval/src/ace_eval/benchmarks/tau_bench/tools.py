@@ -249,6 +249,18 @@ def transfer_to_human_agents(db: AirlineDB, summary: str) -> str:
     return "Transfer successful"
 
 
+def _update_payment(db: AirlineDB, user_id: str, payment_id: str, total_price: float) -> dict[str, Any] | str:
+    """The payment method an update is charged to, or the error the tool returns (no certificates)."""
+    if payment_id not in db.users[user_id]["payment_methods"]:
+        return "Error: payment method not found"
+    method: dict[str, Any] = db.users[user_id]["payment_methods"][payment_id]
+    if method["source"] == "certificate":
+        return "Error: certificate cannot be used to update reservation"
+    if method["source"] == "gift_card" and method["amount"] < total_price:
+        return "Error: gift card balance is not enough"
+    return method
+
+
 def update_reservation_baggages(
     db: AirlineDB, reservation_id: str, total_baggages: int, nonfree_baggages: int, payment_id: str
 ) -> str:
@@ -258,13 +270,9 @@ def update_reservation_baggages(
     reservation = db.reservations[reservation_id]
     total_price = BAG_FEE * max(0, nonfree_baggages - reservation["nonfree_baggages"])
     user_id = reservation["user_id"]
-    if payment_id not in db.users[user_id]["payment_methods"]:
-        return "Error: payment method not found"
-    method = db.users[user_id]["payment_methods"][payment_id]
-    if method["source"] == "certificate":
-        return "Error: certificate cannot be used to update reservation"
-    if method["source"] == "gift_card" and method["amount"] < total_price:
-        return "Error: gift card balance is not enough"
+    method = _update_payment(db, user_id, payment_id, total_price)
+    if isinstance(method, str):
+        return method
 
     reservation = db.writable("reservations", reservation_id)
     reservation["total_baggages"] = total_baggages
@@ -308,13 +316,9 @@ def update_reservation_flights(
     total_price -= sum(flight["price"] for flight in reservation["flights"]) * n_passengers
 
     user_id = reservation["user_id"]
-    if payment_id not in db.users[user_id]["payment_methods"]:
-        return "Error: payment method not found"
-    method = db.users[user_id]["payment_methods"][payment_id]
-    if method["source"] == "certificate":
-        return "Error: certificate cannot be used to update reservation"
-    if method["source"] == "gift_card" and method["amount"] < total_price:
-        return "Error: gift card balance is not enough"
+    method = _update_payment(db, user_id, payment_id, total_price)
+    if isinstance(method, str):
+        return method
 
     if method["source"] == "gift_card":
         db.writable("users", user_id)["payment_methods"][payment_id]["amount"] -= total_price
