@@ -9,27 +9,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from decimal import Decimal
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 import anyio.to_thread
-from pydantic_ai import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import (
-    CompletedStreamedResponse,
-    Model,
     ModelRequestParameters,
-    StreamedResponse,
     check_allow_model_requests,
 )
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.settings import CacheSetting, ModelSettingName, ModelSettings
 
 from ace.llm._litellm_mapping import CacheMarks, WireResponse, map_messages, map_response, map_tools
+from ace.llm._whole_response import WholeResponseModel
 from ace.llm.retry import RetryPolicy, call_with_retries
 
 __all__ = ["LiteLLMModel", "import_litellm"]
@@ -54,7 +49,7 @@ def supports_cache_control(model: str) -> bool:
     return "anthropic" in lowered or "claude" in lowered
 
 
-class LiteLLMModel(Model):
+class LiteLLMModel(WholeResponseModel):
     """Any litellm model string (`bedrock/...`, `openai/...`, `anthropic/...`, `ollama/...`, `hosted_vllm/...`).
 
     The string goes to `litellm.acompletion` untouched; keys and endpoints come from the environment as litellm
@@ -150,31 +145,6 @@ class LiteLLMModel(Model):
             )
         return ModelProfile(supports_json_schema_output=True, supports_json_object_output=True)
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-    ) -> ModelResponse:
-        """Send one chat completion (with retries) and map the answer back."""
-        check_allow_model_requests()
-        settings, params = self.prepare_request(model_settings, model_request_parameters)
-        return await self._complete(messages, settings, params)
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        """The complete response replayed as a stream (one event per part), for event stream handlers."""
-        check_allow_model_requests()
-        settings, params = self.prepare_request(model_settings, model_request_parameters)
-        response = await self._complete(messages, settings, params)
-        yield CompletedStreamedResponse(response, model_request_parameters=params, replay_events=True)
-
     def completion_kwargs(
         self,
         messages: list[ModelMessage],
@@ -218,9 +188,11 @@ class LiteLLMModel(Model):
             kwargs["api_key"] = self._api_key
         return kwargs
 
-    async def _complete(
+    async def _respond(
         self, messages: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
     ) -> ModelResponse:
+        """Send one chat completion (with retries) and map the answer back."""
+        check_allow_model_requests()
         litellm = await anyio.to_thread.run_sync(import_litellm)
         kwargs = self.completion_kwargs(messages, settings, params)
         policy = self._retry

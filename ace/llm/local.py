@@ -12,14 +12,11 @@ import importlib.metadata
 import json
 import os
 import threading
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 import anyio.to_thread
-from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     FinishReason,
     ModelMessage,
@@ -29,13 +26,14 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.settings import ModelSettingName, ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
 from ace.llm._local_format import fit_to_budget, parse_output, plan_decoding, render_conversation
+from ace.llm._whole_response import WholeResponseModel
 
 __all__ = ["DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_MODEL_NAME", "LocalModel", "default_threads", "find_smollm2_gguf"]
 
@@ -81,7 +79,7 @@ def import_llama_cpp() -> ModuleType:
         raise LocalModelUnavailableError("llama-cpp-python") from None
 
 
-class LocalModel(Model):
+class LocalModel(WholeResponseModel):
     """SmolLM2-135M-Instruct (or another GGUF chat model) behind the pydantic-ai `Model` interface.
 
     The llama.cpp instance is loaded on the first request and kept by this object; calls are serialised by a lock
@@ -164,28 +162,11 @@ class LocalModel(Model):
             )
         return self._llama
 
-    async def request(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
+    async def _respond(
+        self, messages: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
     ) -> ModelResponse:
         """Generate one step, constrained to a valid call of an offered tool (or the final answer)."""
-        settings, params = self.prepare_request(model_settings, model_request_parameters)
         return await anyio.to_thread.run_sync(self._generate, messages, settings or ModelSettings(), params)
-
-    @asynccontextmanager
-    async def request_stream(
-        self,
-        messages: list[ModelMessage],
-        model_settings: ModelSettings | None,
-        model_request_parameters: ModelRequestParameters,
-        run_context: RunContext[Any] | None = None,
-    ) -> AsyncGenerator[StreamedResponse]:
-        """The complete step replayed as a stream (one event per part), for event stream handlers."""
-        settings, params = self.prepare_request(model_settings, model_request_parameters)
-        response = await anyio.to_thread.run_sync(self._generate, messages, settings or ModelSettings(), params)
-        yield CompletedStreamedResponse(response, model_request_parameters=params, replay_events=True)
 
     def _generate(
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
