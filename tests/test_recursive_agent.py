@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import logfire
 import pytest
 from logfire.testing import TestExporter
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -127,17 +124,20 @@ def test_compaction_never_splits_a_call_from_its_return() -> None:
 
 
 # ----------------------------------------------------------------------------------------- sessions
-@pytest.fixture
-def spans() -> Iterator[TestExporter]:
-    exporter = TestExporter()
-    logfire.configure(
-        send_to_logfire=False,
-        console=False,
-        additional_span_processors=[SimpleSpanProcessor(exporter)],
-        inspect_arguments=False,
+def reader_agent(
+    seen: list[list[ModelMessage]], span_label: str, budget: SessionBudget, *, record_content: bool = False
+) -> RecursiveAgent[Deps, str]:
+    """A session that reads 12 pages, one `fetch_page` call per request, then answers."""
+    return RecursiveAgent(
+        reader_model(12, seen),
+        instructions="Read every page.",
+        tools=[fetch_page],
+        deps_type=Deps,
+        output_type=str,
+        span_label=span_label,
+        budget=budget,
+        record_content=record_content,
     )
-    yield exporter
-    exporter.clear()
 
 
 def reader_model(pages: int, seen: list[list[ModelMessage]]) -> FunctionModel:
@@ -153,15 +153,7 @@ def reader_model(pages: int, seen: list[list[ModelMessage]]) -> FunctionModel:
 
 def test_long_session_is_compacted_and_finishes(spans: TestExporter) -> None:
     seen: list[list[ModelMessage]] = []
-    agent = RecursiveAgent(
-        reader_model(12, seen),
-        instructions="Read every page.",
-        tools=[fetch_page],
-        deps_type=Deps,
-        output_type=str,
-        span_label="rr",
-        budget=SessionBudget(request_limit=20, max_history_tokens=1_500, keep_last_messages=4),
-    )
+    agent = reader_agent(seen, "rr", SessionBudget(request_limit=20, max_history_tokens=1_500, keep_last_messages=4))
     deps = Deps()
     result = asyncio.run(agent.run("Summarise the trace.", deps=deps, attributes={"ace.trace_uid": "t:1"}))
 
@@ -182,16 +174,7 @@ def test_long_session_is_compacted_and_finishes(spans: TestExporter) -> None:
 
 def test_request_budget_stops_the_session_without_raising(spans: TestExporter) -> None:
     seen: list[list[ModelMessage]] = []
-    agent = RecursiveAgent(
-        reader_model(12, seen),
-        instructions="Read every page.",
-        tools=[fetch_page],
-        deps_type=Deps,
-        output_type=str,
-        span_label="sm",
-        budget=SessionBudget(request_limit=3),
-        record_content=True,
-    )
+    agent = reader_agent(seen, "sm", SessionBudget(request_limit=3), record_content=True)
     deps = Deps()
     result = asyncio.run(agent.run("Summarise the trace.", deps=deps))
 
@@ -205,15 +188,7 @@ def test_request_budget_stops_the_session_without_raising(spans: TestExporter) -
 
 def test_token_budget_is_enforced() -> None:
     seen: list[list[ModelMessage]] = []
-    agent = RecursiveAgent(
-        reader_model(12, seen),
-        instructions="Read every page.",
-        tools=[fetch_page],
-        deps_type=Deps,
-        output_type=str,
-        span_label="rr",
-        budget=SessionBudget(total_tokens_limit=1_000),
-    )
+    agent = reader_agent(seen, "rr", SessionBudget(total_tokens_limit=1_000))
     result = asyncio.run(agent.run("Summarise the trace.", deps=Deps()))
     assert not result.completed and result.stop_reason is not None and "total_tokens_limit" in result.stop_reason
     assert result.usage.total_tokens > 1_000 and result.usage.requests < 12
