@@ -10,13 +10,15 @@ save 1.0-1.3 s, load 0.7-0.9 s).
 from __future__ import annotations
 
 import argparse
-import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import numpy as np
+from _timing import median_time
 
 from ace import InsightSource, Skillbook
 from ace.core.storage import sidecar_path
@@ -55,15 +57,6 @@ def build(n: int, dim: int) -> tuple[Skillbook, float]:
     for k, skill in enumerate(sb.skills(include_inactive=True)):
         sb.set_embedding(skill.id, vectors[k])
     return sb, add_time
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

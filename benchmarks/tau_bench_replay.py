@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
-from collections.abc import Callable
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import median_time
 
 from ace_eval.benchmarks.tau_bench.check import GoldHashes, check_trajectories, load_trajectories
 from ace_eval.benchmarks.tau_bench.data import load_airline_data
@@ -21,15 +23,6 @@ from ace_eval.benchmarks.tau_bench.db import AirlineDB
 from ace_eval.benchmarks.tau_bench.hashing import data_hash, hash_data
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "airline"
-
-
-def median_s(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -43,12 +36,12 @@ def main() -> None:
     data_hash(AirlineDB(data))  # fill the entity cache once, as the first episode does
 
     rows = [
-        ("fresh database: deep copy (upstream)", median_s(lambda: copy.deepcopy(tables), args.repeat)),
-        ("fresh database: copy-on-write (ours)", median_s(lambda: AirlineDB(data), args.repeat)),
-        ("hash: sha256(str(to_hashable)) (upstream)", median_s(lambda: hash_data(tables), args.repeat)),
-        ("hash: cached entity text (ours)", median_s(lambda: data_hash(AirlineDB(data)), args.repeat)),
-        ("gold replay of all 50 tasks", median_s(lambda: GoldHashes(data).all(), args.repeat)),
-        (f"re-execute + score {len(runs)} runs", median_s(lambda: check_trajectories(data, runs), args.repeat)),
+        ("fresh database: deep copy (upstream)", median_time(lambda: copy.deepcopy(tables), args.repeat)),
+        ("fresh database: copy-on-write (ours)", median_time(lambda: AirlineDB(data), args.repeat)),
+        ("hash: sha256(str(to_hashable)) (upstream)", median_time(lambda: hash_data(tables), args.repeat)),
+        ("hash: cached entity text (ours)", median_time(lambda: data_hash(AirlineDB(data)), args.repeat)),
+        ("gold replay of all 50 tasks", median_time(lambda: GoldHashes(data).all(), args.repeat)),
+        (f"re-execute + score {len(runs)} runs", median_time(lambda: check_trajectories(data, runs), args.repeat)),
     ]
     width = max(len(name) for name, _ in rows)
     print(f"{'step':<{width}}  {'median':>10}")
