@@ -8,6 +8,7 @@ from typing import Any
 
 import logfire
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from pydantic_ai import Agent
@@ -164,7 +165,7 @@ def test_ace_span_marks_unexpected_errors_only(tmp_path: Path, monkeypatch: pyte
     path = tmp_path / "spans.jsonl"
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(JsonlSpanExporter(path)))
-    monkeypatch.setattr("ace.observability.trace.get_tracer", provider.get_tracer)
+    monkeypatch.setattr("ace.observability.trace.get_tracer_provider", lambda: provider)
     with pytest.raises(LookupError), ace_span("expected", {"ace.x": 1, "ace.none": None}, expected=(LookupError,)):
         raise LookupError("retry me")
     with pytest.raises(RuntimeError), ace_span("failed", {}):
@@ -173,6 +174,15 @@ def test_ace_span_marks_unexpected_errors_only(tmp_path: Path, monkeypatch: pyte
     expected, failed = read_spans_jsonl(path)
     assert expected["status"] == "UNSET" and expected["events"] == [] and expected["attributes"] == {"ace.x": 1}
     assert failed["status"] == "ERROR" and failed["status_description"] == "RuntimeError: real failure"
+
+
+def test_ace_span_without_a_tracer_provider_is_the_no_op_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.observability.trace.get_tracer_provider", trace.ProxyTracerProvider)
+    with ace_span("sm.session", {"ace.x": 1}) as span:
+        assert span is trace.INVALID_SPAN and not span.is_recording()
+        span.set_attribute("ace.y", 2)  # accepted and dropped
+    with pytest.raises(RuntimeError, match="still raised"), ace_span("failed", {}):
+        raise RuntimeError("still raised")
 
 
 def test_session_word_is_not_scrubbed_but_secrets_still_are(
