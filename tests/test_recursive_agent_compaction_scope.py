@@ -1,4 +1,4 @@
-"""Where session compaction applies: a `RecursiveAgent`'s own capability acts only inside its sessions, each
+"""Where session compaction applies: a `RecursiveAgent`'s agent is compacted only inside its sessions, each
 session keeps its own counts, and `run_agent_with_compaction` compacts any plain pydantic-ai agent."""
 
 from __future__ import annotations

@@ -1,24 +1,23 @@
 """`RecursiveAgent`: one budgeted, traced, self-compacting pydantic-ai tool-calling session.
 
 A session is a single `agent.iter` run bounded by request / tool-call / token budgets (pydantic-ai
-`UsageLimits`). When the message history grows past `SessionBudget.max_history_tokens`, a history processor
-drops the oldest tool-call/return pairs, keeping the first request (task prompt) and the latest messages, and
-leaves the model a one-line digest of every dropped call. Each session is one span `"{span_label}.session"`.
+`UsageLimits`). When the message history grows past `SessionBudget.max_history_tokens`, the session drops the
+oldest tool-call/return pairs, keeping the first request (task prompt) and the latest messages, and leaves the
+model a one-line digest of every dropped call. Each session is one span `"{span_label}.session"`.
 
-The history processor is a capability registered once on a `RecursiveAgent`'s agent, not per run, and it calls
-`compact_history` directly: a run-level `ProcessHistory` costs pydantic-ai a capability set-up per run and a
-signature inspection per request (measured: about 0.5 ms more per 3-call session, a tenth of its cost).
+The session compacts between the steps of its `agent.iter` run, before each model request, rather than through a
+history-processor capability: pydantic-ai runs every hook of every capability on each step, which cost a 3-call
+session ~0.25 ms (`benchmarks/pipeline_overhead.py`), and the agent stays a plain one outside a session.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeGuard, TypeVar
 
-from pydantic_ai import Agent, RunContext
+from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import (
@@ -31,7 +30,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.models import Model
 from pydantic_ai.output import OutputSpec
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import Tool
@@ -210,46 +209,18 @@ class _Session:
     compactions: int = 0
     dropped: int = 0
 
-    def compact(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+    def compact_before(self, history: list[ModelMessage], pending: ModelRequest) -> None:
+        """Compact `history` in place before the model request `pending` is sent with it.
+
+        `pending` counts like the last message of the history (its size and its place in the kept tail).
+        """
         kept, dropped = compact_history(
-            messages, max_tokens=self.budget.max_history_tokens, keep_last=self.budget.keep_last_messages
+            [*history, pending], max_tokens=self.budget.max_history_tokens, keep_last=self.budget.keep_last_messages
         )
         if dropped:
+            history[:] = kept[:-1]  # the kept tail always ends with `pending`, which the request step appends
             self.compactions += 1
             self.dropped += dropped
-        return kept
-
-
-def _session_var() -> ContextVar[_Session | None]:
-    return ContextVar("ace_session", default=None)
-
-
-@dataclass
-class _Compaction(AbstractCapability[Any]):
-    """Compacts the history before every model request of the session currently running (`current`).
-
-    What pydantic-ai's `ProcessHistory` does with `_Session.compact`, without inspecting the processor's signature
-    on every request; outside a session (`current` unset) it leaves the history alone. The session is a context
-    variable, so concurrent sessions on one agent (each in its own task) never see each other's.
-    """
-
-    current: ContextVar[_Session | None] = field(default_factory=_session_var, repr=False, compare=False)
-
-    async def before_model_request(
-        self, ctx: RunContext[Any], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        session = self.current.get()
-        if session is None:
-            return request_context
-        messages = session.compact(list(request_context.messages))
-        request_context.messages = messages.copy()
-        ctx.messages[:] = messages
-        return request_context
-
-    @classmethod
-    def get_serialization_name(cls) -> str | None:
-        """Not spec-serializable (per-process state)."""
-        return None
 
 
 async def run_agent_with_compaction(
@@ -267,7 +238,9 @@ async def run_agent_with_compaction(
     """Run one agent session under `budget`, compacting its history, as one span `"{span_label}.session"`.
 
     A budget running out or the model exhausting its retries ends the session early (`completed=False`) rather
-    than raising: what its tools did stands. Any other error propagates.
+    than raising: what its tools did stands. Any other error propagates. The history is compacted between the
+    run's steps, before each model request, so the agent itself carries no history processor: outside a
+    session it is a plain pydantic-ai agent.
 
     Args:
         agent: The pydantic-ai agent (tools, instructions, output type).
@@ -280,58 +253,27 @@ async def run_agent_with_compaction(
         record_content: Put the prompt and the final output on the span.
         capabilities: Extra run-level pydantic-ai capabilities (e.g. instrumentation).
     """
-    compaction = _Compaction()
-    return await _run_session(
-        agent,
-        prompt,
-        deps=deps,
-        span_label=span_label,
-        budget=budget or SessionBudget(),
-        compaction=compaction,
-        capabilities=[compaction, *capabilities],
-        attributes=attributes,
-        end_attributes=end_attributes,
-        record_content=record_content,
-    )
-
-
-async def _run_session(
-    agent: Agent[DepsT, OutputT],
-    prompt: str,
-    *,
-    deps: DepsT,
-    span_label: str,
-    budget: SessionBudget,
-    compaction: _Compaction,
-    capabilities: Sequence[AbstractCapability[DepsT]],
-    attributes: Mapping[str, AttributeInput] | None,
-    end_attributes: Callable[[], Mapping[str, AttributeInput]] | None,
-    record_content: bool,
-) -> SessionResult[OutputT]:
-    """`run_agent_with_compaction` on an agent whose history `compaction` processes (its own or a run-level one)."""
+    budget = budget or SessionBudget()
     session = _Session(budget)
     start_attributes: dict[str, AttributeInput] = {**budget.span_attributes(), **(attributes or {})}
     if record_content:
         start_attributes["ace.prompt"] = prompt
     with ace_span(f"{span_label}.session", start_attributes) as span:
         stop_reason: str | None = None
-        token = compaction.current.set(session)
-        try:
-            async with agent.iter(
-                prompt, deps=deps, usage_limits=budget.usage_limits(), capabilities=list(capabilities) or None
-            ) as run:
-                try:
-                    async for _node in run:
-                        pass
-                except UsageLimitExceeded as e:
-                    stop_reason = f"budget: {e}"
-                except UnexpectedModelBehavior as e:
-                    stop_reason = f"model: {e}"
-                usage = run.usage
-                messages = run.all_messages()
-                output = run.result.output if run.result is not None and stop_reason is None else None
-        finally:
-            compaction.current.reset(token)
+        async with agent.iter(
+            prompt, deps=deps, usage_limits=budget.usage_limits(), capabilities=list(capabilities) or None
+        ) as run:
+            try:
+                async for node in run:  # each node is yielded before it runs
+                    if Agent.is_model_request_node(node):
+                        session.compact_before(run.ctx.state.message_history, node.request)
+            except UsageLimitExceeded as e:
+                stop_reason = f"budget: {e}"
+            except UnexpectedModelBehavior as e:
+                stop_reason = f"model: {e}"
+            usage = run.usage
+            messages = run.all_messages()
+            output = run.result.output if run.result is not None and stop_reason is None else None
         result = SessionResult(
             output=output,
             completed=stop_reason is None,
@@ -383,7 +325,6 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
         self.span_label = span_label
         self.budget = budget or SessionBudget()
         self.record_content = record_content
-        self._compaction = _Compaction()
         self.agent: Agent[DepsT, OutputT] = Agent(
             model,
             instructions=instructions,
@@ -393,7 +334,6 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
             retries={"tools": tool_retries},
             model_settings=model_settings,
             name=name or f"{span_label}-agent",
-            capabilities=[self._compaction],
         )
 
     async def run(
@@ -406,13 +346,12 @@ class RecursiveAgent(Generic[DepsT, OutputT]):
         capabilities: Sequence[AbstractCapability[DepsT]] = (),
     ) -> SessionResult[OutputT]:
         """Run one session on `prompt` (see `run_agent_with_compaction`)."""
-        return await _run_session(
+        return await run_agent_with_compaction(
             self.agent,
             prompt,
             deps=deps,
             span_label=self.span_label,
             budget=self.budget,
-            compaction=self._compaction,
             capabilities=capabilities,
             attributes=attributes,
             end_attributes=end_attributes,
