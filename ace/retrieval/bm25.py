@@ -93,8 +93,8 @@ class BM25Index:
         self._main = _Segment()
         self._delta = _Segment()
         self._dirty = False
-        self._idf = np.zeros(0, dtype=np.float64)
-        self._denom = np.zeros(0, dtype=np.float64)
+        self._mean_idf: float | None = None
+        """Mean IDF over the vocabulary (rank-bm25's floor for very common terms); `None` until a query needs it."""
 
     @property
     def n_slots(self) -> int:
@@ -127,6 +127,7 @@ class BM25Index:
         self._n_alive += 1
         self._total_len += float(len(tokens))
         self._dirty = True
+        self._mean_idf = None
         return slot
 
     def remove(self, slot: int) -> None:
@@ -138,6 +139,7 @@ class BM25Index:
         self._n_alive -= 1
         self._total_len -= float(self._doc_len[slot])
         self._dirty = True
+        self._mean_idf = None
 
     def scores(self, tokens: Sequence[str]) -> tuple[_FloatArray, npt.NDArray[np.bool_]]:
         """BM25 score of every slot for a query, and which slots contain at least one query term.
@@ -150,20 +152,39 @@ class BM25Index:
         if not counts or self._n_alive == 0:
             return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.bool_)
         terms = np.fromiter((self._vocab[t] for t in counts), dtype=np.int64, count=len(counts))
-        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts)) * self._idf[terms]
+        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts)) * self._idf(terms)
         parts = [seg.gather(terms, weights) for seg in (self._main, self._delta)]
         slots = np.concatenate([p[0] for p in parts])
         tfs = np.concatenate([p[1] for p in parts])
         w = np.concatenate([p[2] for p in parts])
-        contrib = w * (tfs * (self.k1 + 1.0)) / (tfs + self._denom[slots])
+        avgdl = (self._total_len / self._n_alive) or 1.0
+        denom = self.k1 * (1.0 - self.b + self.b * self._doc_len[slots] / avgdl)
+        contrib = w * (tfs * (self.k1 + 1.0)) / (tfs + denom)
         scores = np.bincount(slots, weights=contrib, minlength=n)
         hit = np.bincount(slots, minlength=n) > 0
         alive = self._alive[:n]
         return np.where(alive, scores, 0.0), hit & alive
 
     # ---------------------------------------------------------------- internal
+    def _idf(self, terms: _IntArray) -> _FloatArray:
+        """Okapi IDF of `terms` (all present); a negative one takes rank-bm25's floor, `epsilon` x the mean IDF.
+
+        Computed per query for its few terms, so a change costs no pass over the vocabulary; the mean (over every
+        present term) is computed only when a query has such a term, and kept until the next change.
+        """
+        df = self._df[terms]
+        idf: _FloatArray = np.log(self._n_alive - df + 0.5) - np.log(df + 0.5)
+        if (idf < 0).any():
+            if self._mean_idf is None:
+                every = self._df[: len(self._vocab)]
+                present = every > 0
+                all_idf = np.log(self._n_alive - every + 0.5) - np.log(every + 0.5)
+                self._mean_idf = float(all_idf[present].mean()) if present.any() else 0.0
+            idf = np.where(idf < 0, self.epsilon * self._mean_idf, idf)
+        return idf
+
     def _refresh(self) -> None:
-        """Recompute IDF and length norms and rebuild the segment(s) that changed."""
+        """Rebuild the segment(s) that changed."""
         if not self._dirty:
             return
         n_terms = len(self._vocab)
@@ -180,13 +201,6 @@ class BM25Index:
             self._delta = _Segment(start=self._n_slots, stop=self._n_slots)
         else:
             self._delta = _build_segment(self._main.stop, self._n_slots, n_terms, self._doc_terms, self._doc_tfs, alive)
-        df = self._df[:n_terms]
-        present = df > 0
-        idf = np.log(self._n_alive - df + 0.5) - np.log(df + 0.5)
-        average = float(idf[present].mean()) if present.any() else 0.0
-        self._idf = np.where(present & (idf < 0), self.epsilon * average, idf)
-        avgdl = (self._total_len / self._n_alive if self._n_alive else 0.0) or 1.0
-        self._denom = self.k1 * (1.0 - self.b + self.b * self._doc_len[: self._n_slots] / avgdl)
         self._dirty = False
 
 
