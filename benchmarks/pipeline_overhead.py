@@ -16,8 +16,9 @@ or update_skill -> summary, over 20 topics.
    - full loop: the real `SimpleReflector` and `SkillManager` (pydantic-ai agents) on scripted models;
    - pydantic-ai floor: bare pydantic-ai agents making the same 4 calls with the same tool surface (the six
      skill-manager tools' signatures and descriptions) but do-nothing tools, no ACE code.
-   Target: < 5 ms per trace at 5,000 skills of ACE's own (full loop - embedding - floor; the fastest of 7
-   interleaved runs each, and the median of their pairwise differences).
+   Target: < 5 ms per trace at 5,000 skills of ACE's own: per trace, the real roles' time minus the bare agents'
+   time on the same trace, run back to back in one loop (the mean over 600 traces), plus the trainer's own time;
+   cross-checked by whole runs (the fastest full loop - embedding - the fastest floor, 7 interleaved runs each).
 2. Models that `asyncio.sleep(latency)` per call, at 1 / 4 / 8 workers, with the skill-manager sessions
    `concurrent` (the default: optimistic concurrency, see `ace_eval.e2e.training`) or `ordered` (serialised in
    sample order, bounded below by `traces x 3 calls x latency`), on two trace orders: `interleaved` (a seeded run)
@@ -265,26 +266,106 @@ async def _never(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
     raise AssertionError("the in-process skill manager calls no model")
 
 
+@dataclass
+class Floor:
+    """pydantic-ai alone: a bare structured-output agent (1 call) and a bare tool agent (3 calls) with the same
+    instructions, models and tool surface as the real roles (the six skill-manager tools, by signature and
+    description) but tools that do nothing and no ACE code around them. What is above this is ACE's own."""
+
+    reflector: Agent[None, Reflection]
+    manager: Agent[None, str]
+
+    @classmethod
+    def build(cls) -> Floor:
+        calls = Calls()
+        return cls(
+            Agent(reflector_model(0.0, calls), output_type=Reflection, instructions=REFLECTOR_PROMPT),
+            Agent(
+                skill_manager_model(0.0, calls),
+                instructions=SKILL_MANAGER_PROMPT,
+                tools=[_do_nothing(t) for t in SM_TOOLS],
+            ),
+        )
+
+    async def reflect(self, question: str, messages: object) -> None:
+        topic = _topic(question)
+        await self.reflector.run(f"<task>\n[{topic}] {question}\n</task>\n{messages}")
+
+    async def manage(self, question: str) -> None:
+        topic = _topic(question)
+        await self.manager.run(f"task: [{topic}] {question}\nreflection: check the {topic} policy first.")
+
+
 def floor_seconds(n: int) -> float:
-    """pydantic-ai alone: per trace, a bare structured-output agent (1 call) and a bare tool agent (3 calls) with
-    the same instructions, models and tool surface as the real roles (the six skill-manager tools, by signature
-    and description) but tools that do nothing and no ACE code around them. What is above this in the full loop
-    is ACE's own."""
-    calls = Calls()
-    reflector = Agent(reflector_model(0.0, calls), output_type=Reflection, instructions=REFLECTOR_PROMPT)
-    manager = Agent(
-        skill_manager_model(0.0, calls), instructions=SKILL_MANAGER_PROMPT, tools=[_do_nothing(t) for t in SM_TOOLS]
-    )
+    """The `Floor` agents over `n` traces, wall time."""
+    floor = Floor.build()
 
     async def main() -> None:
         for t in traces(n):
-            topic = _topic(t["question"])
-            await reflector.run(f"<task>\n[{topic}] {t['question']}\n</task>\n{t['messages']}")
-            await manager.run(f"task: [{topic}] {t['question']}\nreflection: check the {topic} policy first.")
+            await floor.reflect(t["question"], t["messages"])
+            await floor.manage(t["question"])
 
     start = time.perf_counter()
     asyncio.run(main())
     return time.perf_counter() - start
+
+
+@dataclass
+class PairedTimes:
+    """Per trace: the real role's time minus the bare agents' time for the same trace, run back to back."""
+
+    reflector: dict[str, float]
+    skill_manager: dict[str, float]
+
+    def per_trace(self) -> list[float]:
+        return [self.reflector[t] + self.skill_manager[t] for t in self.skill_manager if t in self.reflector]
+
+
+class PairedReflector:
+    """Runs the floor's bare reflector agent and then the real `SimpleReflector` on each trace, timing both."""
+
+    def __init__(self, real: SimpleReflector, floor: Floor, times: PairedTimes) -> None:
+        self.real, self.floor, self.times = real, floor, times
+
+    async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
+        start = time.perf_counter()
+        await self.floor.reflect(trace["question"], trace["messages"])
+        middle = time.perf_counter()
+        result = await self.real.reflect(trace, skillbook)
+        end = time.perf_counter()
+        self.times.reflector[trace["trace_id"]] = (end - middle) - (middle - start)
+        return result
+
+
+class PairedSkillManager(SkillManager):
+    """Runs the floor's bare tool agent and then the real session on each trace, timing both (embedding apart)."""
+
+    def __init__(self, embedder: TimedEmbedder, floor: Floor, times: PairedTimes) -> None:
+        super().__init__(skill_manager_model(0.0, Calls()), embedder=embedder)
+        self.timed, self.floor, self.times = embedder, floor, times
+
+    async def update_skills_async(
+        self, reflections: Sequence[Reflection], skillbook: Skillbook, *, source: InsightSource
+    ) -> SMResult:
+        start = time.perf_counter()
+        await self.floor.manage(source.sample_question or "")
+        middle = time.perf_counter()
+        embedded = self.timed.seconds
+        result = await super().update_skills_async(reflections, skillbook, source=source)
+        ace = time.perf_counter() - middle - (self.timed.seconds - embedded)
+        self.times.skill_manager[source.trace_id] = ace - (middle - start)
+        return result
+
+
+def paired_own_ms(book: Skillbook, n: int, embedder: SyntheticEmbedder) -> list[float]:
+    """ACE's own per trace, paired: every trace goes through the bare agents and then the real roles, back to back
+    in one `Trainer` run, so the machine's drift (up to 50% between minutes here) hits both sides alike."""
+    floor = Floor.build()
+    times = PairedTimes({}, {})
+    reflector = PairedReflector(SimpleReflector(reflector_model(0.0, Calls())), floor, times)
+    manager = PairedSkillManager(TimedEmbedder(embedder), floor, times)
+    Trainer(reflector=reflector, skill_manager=manager, config=TrainingConfig(max_workers=1)).run(traces(n), book)
+    return [t * 1e3 for t in times.per_trace()]
 
 
 def _do_nothing(tool: Tool[SMDeps]) -> Tool[Any]:
@@ -403,7 +484,7 @@ def main() -> None:
     ]
     run_trainer(prefilled(0, embedder), 10, 0.0, 1, embedder)  # warm-up: first agent runs build caches
     names = {"trainer": "trainer", "tools": "+ skillbook tools", "full": "full loop"}
-    full_one = full_journal = float("nan")
+    full_one = full_journal = trainer_one = float("nan")
     for layer, skills, workers, label, options in rows:
         best: Run | None = None
         for _ in range(args.repeat):
@@ -423,30 +504,38 @@ def main() -> None:
             f"{names[layer]:<17} | {skills:>6} | {workers:>7} | {label:<23} | {n / best.seconds:>8.1f} | "
             f"{best.embed_seconds / n * 1e3:>18.2f} | {own_ms:>17.2f}"
         )
+        if (layer, skills, workers, label) == ("trainer", args.skills, 1, "none"):
+            trainer_one = own_ms
         if (layer, skills, workers) == ("full", args.skills, 1):
             if label == "none":
                 full_one = own_ms
             elif label == "journal + adaptive":
                 full_journal = own_ms
 
-    # ACE's own = full loop - floor, from interleaved runs (the machine's speed drifts between runs). The fastest of
-    # each is the least disturbed estimate (as `timeit` advises); the median of the pairwise differences is shown too.
-    pairs = []
+    # ACE's own, two ways. Whole runs: the fastest full loop - the fastest floor of 7 interleaved runs each (as
+    # `timeit` advises). Paired: every trace through the bare agents and then the real roles, back to back (robust
+    # to the machine's drift, which moves whole runs by up to 50% between minutes).
+    runs = []
     for _ in range(max(args.repeat, 7)):
         full = run_trainer(prefilled(args.skills, embedder), n, 0.0, 1, embedder).own_seconds / n * 1e3
-        pairs.append((full, floor_seconds(n) / n * 1e3))
-    floor = min(f for _, f in pairs)
-    own = min(full for full, _ in pairs) - floor
+        runs.append((full, floor_seconds(n) / n * 1e3))
+    floor = min(f for _, f in runs)
+    own_runs = min(full for full, _ in runs) - floor
+    paired = [ms for _ in range(3) for ms in paired_own_ms(prefilled(args.skills, embedder), n, embedder)]
+    trainer_ms = trainer_one
+    own = statistics.mean(paired) + trainer_ms
+    quartiles = statistics.quantiles(paired, n=4)
     print(
         f"{'pydantic-ai floor':<17} | {'-':>6} | {1:>7} | {'none':<23} | {1e3 / floor:>8.1f} | {0:>18.2f} | "
         f"{floor:>17.2f}"
     )
     print(
-        f"\nACE's own overhead per trace ({args.skills} skills, 1 worker, no checkpoint): {own:.2f} ms = fastest full "
-        f"loop - embedding ({own + floor:.2f}) - fastest pydantic-ai floor ({floor:.2f}) of {len(pairs)} interleaved "
-        f"runs each; median of the pairwise differences {statistics.median(a - b for a, b in pairs):.2f} ms (pairs: "
-        + ", ".join(f"{a - b:.2f}" for a, b in pairs)
-        + f").\nThe checkpoint journal adds {full_journal - full_one:.2f} ms per trace here, of which one snapshot at "
+        f"\nACE's own overhead per trace ({args.skills} skills, 1 worker, no checkpoint): {own:.2f} ms = the mean "
+        f"of {len(paired)} paired traces ({statistics.mean(paired):.2f} ms; quartiles {quartiles[0]:.2f} / "
+        f"{quartiles[1]:.2f} / {quartiles[2]:.2f}) + the trainer ({trainer_ms:.2f} ms).\nWhole runs: fastest full "
+        "loop - embedding "
+        f"({own_runs + floor:.2f}) - fastest floor ({floor:.2f}) of {len(runs)} interleaved runs = {own_runs:.2f} ms."
+        f"\nThe checkpoint journal adds {full_journal - full_one:.2f} ms per trace here, of which one snapshot at "
         "the start and one at the end are fixed costs of the run, spread over its traces."
     )
 
