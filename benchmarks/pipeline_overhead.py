@@ -41,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -172,9 +172,9 @@ def skill_manager_model(latency: float, calls: Calls) -> FunctionModel:
                 parts=[ToolCallPart("search_skills", {"query": f"{topic} policy", "keywords": [topic]})], usage=usage
             )
         if not done & {"add_skill", "update_skill"}:
-            results = next(p.content for p in returns if p.tool_name == "search_skills")
+            results: Any = next(p.content for p in returns if p.tool_name == "search_skills")
             if _conflict(returns[-1]):  # another session got there first: redo the edit on what it shows
-                results = returns[-1].content["skills"]
+                results = cast(dict[str, Any], returns[-1].content)["skills"]
             same = [s for s in results if topic in s["keywords"]] if isinstance(results, list) else []
             if same:
                 args = {"skill_id": same[0]["id"], "issue": f"{same[0]['issue']} Seen again."}
@@ -515,12 +515,12 @@ def main() -> None:
     # ACE's own, two ways. Whole runs: the fastest full loop - the fastest floor of 7 interleaved runs each (as
     # `timeit` advises). Paired: every trace through the bare agents and then the real roles, back to back (robust
     # to the machine's drift, which moves whole runs by up to 50% between minutes).
-    runs = []
+    whole: list[tuple[float, float]] = []
     for _ in range(max(args.repeat, 7)):
         full = run_trainer(prefilled(args.skills, embedder), n, 0.0, 1, embedder).own_seconds / n * 1e3
-        runs.append((full, floor_seconds(n) / n * 1e3))
-    floor = min(f for _, f in runs)
-    own_runs = min(full for full, _ in runs) - floor
+        whole.append((full, floor_seconds(n) / n * 1e3))
+    floor = min(f for _, f in whole)
+    own_runs = min(full for full, _ in whole) - floor
     paired = [ms for _ in range(3) for ms in paired_own_ms(prefilled(args.skills, embedder), n, embedder)]
     trainer_ms = trainer_one
     own = statistics.mean(paired) + trainer_ms
@@ -534,7 +534,8 @@ def main() -> None:
         f"of {len(paired)} paired traces ({statistics.mean(paired):.2f} ms; quartiles {quartiles[0]:.2f} / "
         f"{quartiles[1]:.2f} / {quartiles[2]:.2f}) + the trainer ({trainer_ms:.2f} ms).\nWhole runs: fastest full "
         "loop - embedding "
-        f"({own_runs + floor:.2f}) - fastest floor ({floor:.2f}) of {len(runs)} interleaved runs = {own_runs:.2f} ms."
+        f"({own_runs + floor:.2f}) - fastest floor ({floor:.2f}) of {len(whole)} interleaved runs = {own_runs:.2f} ms "
+        "(drift-prone: the machine's speed moves whole runs by up to 50% between minutes)."
         f"\nThe checkpoint journal adds {full_journal - full_one:.2f} ms per trace here, of which one snapshot at "
         "the start and one at the end are fixed costs of the run, spread over its traces."
     )
