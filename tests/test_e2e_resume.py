@@ -121,6 +121,40 @@ def test_killed_run_resumes_with_nothing_lost_or_done_twice(
     assert cli.invoke(main, ["verify", str(folder)]).exit_code == 0
 
 
+def test_killed_concurrent_run_resumes_with_nothing_lost_or_done_twice(
+    tau_collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default concurrent sessions through the CLI: Ctrl-C while sessions edit the skillbook at once, then
+    `--resume`. A session whose edits reached the checkpoint on another sample's line is recorded as interrupted
+    (its edits kept, not re-run); every sample is recorded once and every edit applied once."""
+    monkeypatch.delenv("LOGFIRE_TOKEN", raising=False)
+    workers = 4
+    args = ["e2e", "--traces", str(tau_collection), "--no-benchmark", "--limit", str(LIMIT)]
+    args += ["--max-workers", str(workers), "--sm-sessions", "concurrent", "--output-dir", str(tmp_path / "out")]
+    cli = CliRunner()
+    reflector = ScriptedReflector()
+    killing = scripted_injections(reflector, on_sample=kill_after(KILL_AFTER))
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=killing))
+    first = cli.invoke(main, args)
+    assert first.exit_code == 130, first.output
+    [folder] = list((tmp_path / "out").iterdir())
+    committed = json.loads((folder / "run.json").read_text(encoding="utf-8"))["training"]["samples"]
+    assert KILL_AFTER <= committed <= KILL_AFTER + 2 * workers < LIMIT
+
+    resuming = scripted_injections(reflector)
+    monkeypatch.setattr("ace_eval.commands.e2e.resume_e2e", functools.partial(runner.resume_e2e, injections=resuming))
+    second = cli.invoke(main, ["e2e", "--resume", str(folder)])
+    assert second.exit_code == 0, second.output
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert record["status"] == "completed" and record["training"]["samples"] == LIMIT
+    interrupted = [s for s in record["samples"] if (s.get("error") or "").startswith("InterruptedSession")]
+    assert all(s["operations"] for s in interrupted)
+    assert_each_sample_once(folder)
+    # Reflections in flight when the run died are redone; interrupted sessions are not.
+    assert LIMIT - len(interrupted) <= sum(reflector.calls.values()) <= LIMIT + 2 * workers
+    assert cli.invoke(main, ["verify", str(folder)]).exit_code == 0
+
+
 def test_resume_after_an_exception_in_the_runner(tau_collection: Path, tmp_path: Path) -> None:
     settings = E2ESettings(traces=tau_collection, no_benchmark=True, limit=LIMIT, output_dir=tmp_path, max_workers=3)
     with pytest.raises(Killed) as info:
