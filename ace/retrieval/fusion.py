@@ -160,7 +160,7 @@ def _ranks_of(scores: npt.NDArray[np.floating], rows: _IntArray) -> _FloatArray:
         above = np.searchsorted(ascending, wanted, side="right")
         greater = scores.size - above
         equal = above - np.searchsorted(ascending, wanted, side="left")
-    ranks = 1.0 + greater.astype(np.float64)
+    ranks: _FloatArray = 1.0 + greater.astype(np.float64)
     for i in np.flatnonzero(equal > 1):  # tied with another score: the earlier rows rank first
         ranks[i] += np.count_nonzero(scores[: rows[i]] == wanted[i])
     return ranks
