@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from test_e2e_support import ScriptedReflector, import_trajectories, scripted_injections
 
 from ace import Skillbook
@@ -65,6 +65,28 @@ def assert_each_sample_once(folder: Path) -> None:
     assert len(book.operations) == sum(recorded.values())
 
 
+def interrupted_run(cli: CliRunner, args: list[str], out: Path, reflector: ScriptedReflector) -> Path:
+    """`ace-eval e2e` with `args`, stopped by Ctrl-C after `KILL_AFTER` samples; its run folder."""
+    killing = scripted_injections(reflector, on_sample=kill_after(KILL_AFTER))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=killing))
+        first = cli.invoke(main, args)
+    assert first.exit_code == 130, first.output
+    [folder] = list(out.iterdir())
+    assert f"continue it with: ace-eval e2e --resume {folder}" in first.stderr
+    return folder
+
+
+def resumed_run(cli: CliRunner, folder: Path, reflector: ScriptedReflector, *options: str) -> Result:
+    """`ace-eval e2e --resume folder`, with the same scripted roles; it must succeed."""
+    resuming = scripted_injections(reflector)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("ace_eval.commands.e2e.resume_e2e", functools.partial(runner.resume_e2e, injections=resuming))
+        second = cli.invoke(main, ["e2e", "--resume", str(folder), *options])
+    assert second.exit_code == 0, second.output
+    return second
+
+
 @pytest.mark.parametrize("workers", [1, 4])
 def test_killed_run_resumes_with_nothing_lost_or_done_twice(
     tau_collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
@@ -87,21 +109,13 @@ def test_killed_run_resumes_with_nothing_lost_or_done_twice(
     reference = runner.run_e2e(settings, injections=scripted_injections())
 
     reflector = ScriptedReflector()
-    killing = scripted_injections(reflector, on_sample=kill_after(KILL_AFTER))
-    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=killing))
-    first = cli.invoke(main, args)
-    assert first.exit_code == 130, first.output
-    [folder] = list((tmp_path / "out").iterdir())
-    assert f"continue it with: ace-eval e2e --resume {folder}" in first.stderr
+    folder = interrupted_run(cli, args, tmp_path / "out", reflector)
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     committed = record["training"]["samples"]  # the samples in flight when Ctrl-C landed may still have committed
     assert record["status"] == "interrupted" and KILL_AFTER <= committed <= KILL_AFTER + 2 * workers < LIMIT
     assert not (folder / "skillbook.md").exists()
 
-    resuming = scripted_injections(reflector)
-    monkeypatch.setattr("ace_eval.commands.e2e.resume_e2e", functools.partial(runner.resume_e2e, injections=resuming))
-    second = cli.invoke(main, ["e2e", "--resume", str(folder), "--verbose"])
-    assert second.exit_code == 0, second.output
+    second = resumed_run(cli, folder, reflector, "--verbose")
     assert f"Run folder: {folder}" in second.stdout
     verbose = [line for line in second.stderr.splitlines() if line.startswith("[")]
     assert len(verbose) == LIMIT - committed and verbose[0].startswith(f"[{committed + 1}/{LIMIT}]")
@@ -133,18 +147,11 @@ def test_killed_concurrent_run_resumes_with_nothing_lost_or_done_twice(
     args += ["--max-workers", str(workers), "--sm-sessions", "concurrent", "--output-dir", str(tmp_path / "out")]
     cli = CliRunner()
     reflector = ScriptedReflector()
-    killing = scripted_injections(reflector, on_sample=kill_after(KILL_AFTER))
-    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=killing))
-    first = cli.invoke(main, args)
-    assert first.exit_code == 130, first.output
-    [folder] = list((tmp_path / "out").iterdir())
+    folder = interrupted_run(cli, args, tmp_path / "out", reflector)
     committed = json.loads((folder / "run.json").read_text(encoding="utf-8"))["training"]["samples"]
     assert KILL_AFTER <= committed <= KILL_AFTER + 2 * workers < LIMIT
 
-    resuming = scripted_injections(reflector)
-    monkeypatch.setattr("ace_eval.commands.e2e.resume_e2e", functools.partial(runner.resume_e2e, injections=resuming))
-    second = cli.invoke(main, ["e2e", "--resume", str(folder)])
-    assert second.exit_code == 0, second.output
+    resumed_run(cli, folder, reflector)
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["status"] == "completed" and record["training"]["samples"] == LIMIT
     interrupted = [s for s in record["samples"] if (s.get("error") or "").startswith("InterruptedSession")]
