@@ -41,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -73,6 +73,7 @@ SM_CALLS = 3
 _TASK = re.compile(r"<task>\n\[(\w+)\]")
 _SM_TOPIC = re.compile(r"task: \[(\w+)\]")
 ModelFn = Callable[[list[ModelMessage], AgentInfo], Awaitable[ModelResponse]]
+R = TypeVar("R")
 
 
 @dataclass
@@ -323,6 +324,21 @@ class PairedTimes:
         return done[skip:]
 
 
+async def back_to_back(
+    bare: Awaitable[None], real: Awaitable[R], embedder: TimedEmbedder | None = None
+) -> tuple[R, float]:
+    """Await the bare agents' call, then the real role's; the real one's result and its time minus theirs (seconds,
+    the embedding done meanwhile set apart as model time)."""
+    start = time.perf_counter()
+    await bare
+    middle = time.perf_counter()
+    before = embedder.seconds if embedder is not None else 0.0
+    result = await real
+    end = time.perf_counter()
+    embedding = embedder.seconds - before if embedder is not None else 0.0
+    return result, (end - middle - embedding) - (middle - start)
+
+
 class PairedReflector:
     """Runs the floor's bare reflector agent and then the real `SimpleReflector` on each trace, timing both."""
 
@@ -330,12 +346,8 @@ class PairedReflector:
         self.real, self.floor, self.times = real, floor, times
 
     async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
-        start = time.perf_counter()
-        await self.floor.reflect(trace["question"], trace["messages"])
-        middle = time.perf_counter()
-        result = await self.real.reflect(trace, skillbook)
-        end = time.perf_counter()
-        self.times.reflector[trace["trace_id"]] = (end - middle) - (middle - start)
+        bare = self.floor.reflect(trace["question"], trace["messages"])
+        result, self.times.reflector[trace["trace_id"]] = await back_to_back(bare, self.real.reflect(trace, skillbook))
         return result
 
 
@@ -349,13 +361,9 @@ class PairedSkillManager(SkillManager):
     async def update_skills_async(
         self, reflections: Sequence[Reflection], skillbook: Skillbook, *, source: InsightSource
     ) -> SMResult:
-        start = time.perf_counter()
-        await self.floor.manage(source.sample_question or "")
-        middle = time.perf_counter()
-        embedded = self.timed.seconds
-        result = await super().update_skills_async(reflections, skillbook, source=source)
-        ace = time.perf_counter() - middle - (self.timed.seconds - embedded)
-        self.times.skill_manager[source.trace_id] = ace - (middle - start)
+        bare = self.floor.manage(source.sample_question or "")
+        real = super().update_skills_async(reflections, skillbook, source=source)
+        result, self.times.skill_manager[source.trace_id] = await back_to_back(bare, real, self.timed)
         return result
 
 

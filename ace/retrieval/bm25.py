@@ -167,7 +167,7 @@ class BM25Index:
 
     # ---------------------------------------------------------------- internal
     def _idf(self, terms: _IntArray) -> _FloatArray:
-        """Okapi IDF of `terms` (all present); a negative one takes rank-bm25's floor, `epsilon` x the mean IDF.
+        """Okapi IDF of `terms` (vocabulary ids); a negative one takes rank-bm25's floor, `epsilon` x the mean IDF.
 
         Computed per query for its few terms, so a change costs no pass over the vocabulary; the mean (over every
         present term) is computed only when a query has such a term, and kept until the next change.
