@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,14 @@ models.ALLOW_MODEL_REQUESTS = False
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C raises `KeyboardInterrupt`, also when pytest was started with SIGINT ignored (a background job)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session")
