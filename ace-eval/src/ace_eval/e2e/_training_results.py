@@ -75,6 +75,8 @@ class SampleResult:
     """Model usage by role: `reflector`, `skill_manager` (and `dedup` when deduplicating)."""
     duration_s: float = 0.0
     """Time spent on the sample's own work (reflection + skill-manager phase), not waiting for its turn."""
+    skipped: str | None = None
+    """Why a `before_reflect` step skipped the sample (no reflection, no session); `None` when it ran."""
 
     @property
     def ok(self) -> bool:
@@ -106,6 +108,8 @@ class TrainingResult:
     skillbook: Skillbook
     resumed_samples: int
     """How many samples were read back from the checkpoint instead of being run."""
+    phase_usage: dict[str, RoleUsage] = field(default_factory=dict[str, RoleUsage])
+    """Model usage of the `end_of_epoch` / `end_of_run` steps of this invocation (e.g. the `dedup` judge)."""
 
     @property
     def errors(self) -> list[SampleResult]:
@@ -113,8 +117,8 @@ class TrainingResult:
         return [s for s in self.samples if s.error is not None]
 
     def usage(self) -> dict[str, RoleUsage]:
-        """Usage summed over every sample, by role."""
-        total: dict[str, RoleUsage] = {}
+        """Usage summed over every sample and the end-of-epoch / end-of-run steps, by role."""
+        total: dict[str, RoleUsage] = dict(self.phase_usage)
         for sample in self.samples:
             for role, usage in sample.usage.items():
                 total[role] = total[role] + usage if role in total else usage

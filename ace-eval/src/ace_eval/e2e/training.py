@@ -1,7 +1,12 @@
-"""Training: every trace of a collection through reflect -> update (-> deduplicate -> extra steps), for N epochs.
+"""Training: every trace of a collection through a `StepPipeline` (default reflect -> update), for N epochs.
+
+The pipeline's phases map onto the loop: a sample's `before_reflect` / `reflect` / `after_reflect` steps run
+concurrently across samples, its `update` / `after_update` steps form the skill-manager phase below; after every
+sample of an epoch committed, the `end_of_epoch` steps run (the loop waits at each epoch's end only when there
+are such steps); after the last epoch and the checkpoint's final snapshot, the `end_of_run` steps.
 
 `_train_sequential` runs one sample after the other. With `max_workers > 1`, `TrainingConfig.sm_sessions`
-chooses how the skill-manager phase (update, deduplicate, extra steps, checkpoint) of concurrent samples meets:
+chooses how the skill-manager phase (update, after_update steps, checkpoint) of concurrent samples meets:
 
 `"concurrent"` (`_train_concurrent`, the default): whole samples run concurrently, skill-manager sessions
 included, and their edits merge on the shared skillbook under its lock, each tool call atomic. What makes that
@@ -34,8 +39,11 @@ skillbook but no line of its own is recorded as interrupted (its edits kept, `Sa
 not re-run, which would apply them twice; samples with no edit recorded are run again. In the concurrent mode two
 samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
-Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` and
-in the run summary; the run goes on. Operations applied before the failure stand and are listed. A
+Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error`, with
+the step it came from, and in the run summary; the run goes on. An exception in an `end_of_epoch` or `end_of_run`
+step stops the run with `RunStepError`: every committed sample is in the checkpoint, and the resumed run runs
+that phase again (an epoch's end runs again unless a sample of a later epoch was committed, which proves it
+ran). Operations applied before the failure stand and are listed. A
 `BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
 committed samples are in the checkpoint and the run resumes after them.
 
@@ -57,14 +65,14 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.skillbook import Skillbook
+from ace.exceptions import AceError
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.observability import AttributeInput, ace_span
-from ace.steps.context import INITIAL_FIELDS, Step, StepContext, trace_identity
-from ace.steps.deduplicate import DeduplicateStep
-from ace.steps.pipeline import Pipeline
-from ace.steps.reflect import ReflectStep
-from ace.steps.update import UpdateStep
+from ace.steps.context import StepContext, trace_identity
+from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
+from ace.steps.pipeline import Pipeline, StepFailed
+from ace.steps.registry import StepEnvironment
 from ace_eval.e2e._checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -79,6 +87,7 @@ __all__ = [
     "CheckpointError",
     "PlannedSample",
     "RoleUsage",
+    "RunStepError",
     "SMSessions",
     "SampleResult",
     "Trainer",
@@ -88,6 +97,12 @@ __all__ = [
 ]
 
 OnSample = Callable[[SampleResult], None]
+
+
+class RunStepError(AceError):
+    """An `end_of_epoch` or `end_of_run` step failed: the run stops; it resumes from its checkpoint."""
+
+
 _Commit = Callable[[SampleResult], Awaitable[None]]
 
 
@@ -105,8 +120,6 @@ class TrainingConfig:
     """Shuffles each epoch's order deterministically when set; `None` keeps the given order."""
     checkpoint_dir: Path | None = None
     """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
-    deduplicate: bool = False
-    """Run the trainer's `deduplicator` step after every skill-manager session."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -141,6 +154,8 @@ class _Reflected:
     ctx: StepContext
     error: Exception | None
     seconds: float
+    step: str | None = None
+    """The step that raised `error`."""
 
 
 def plan_samples(traces: Sequence[Mapping[str, Any]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
@@ -191,30 +206,26 @@ class Trainer:
     def __init__(
         self,
         *,
-        reflector: Reflector,
-        skill_manager: SkillManager,
         config: TrainingConfig,
-        extra_steps: Sequence[Step] = (),
-        deduplicator: DeduplicateStep | None = None,
+        pipeline: StepPipeline | None = None,
+        reflector: Reflector | None = None,
+        skill_manager: SkillManager | None = None,
     ) -> None:
-        """Build the pipeline: reflect, then (serialised) update, deduplicate when configured, `extra_steps`.
+        """Train with `pipeline` (`ace.steps.build_pipeline`), or with reflect -> update built from the registry
+        for `reflector` and `skill_manager` (a shortcut for the same `build_pipeline` call).
 
         Raises:
-            ValueError: `config.deduplicate` without a `deduplicator`, or steps whose requirements are unmet.
+            StepConfigError: neither a pipeline nor both roles.
         """
-        if config.deduplicate and deduplicator is None:
-            raise ValueError(
-                "TrainingConfig(deduplicate=True) needs a judge: pass deduplicator=DeduplicateStep(model) to Trainer"
-            )
+        if pipeline is None:
+            env = StepEnvironment(reflector=reflector, skill_manager=skill_manager)
+            pipeline = build_pipeline([StepRequest("reflect"), StepRequest("update")], env)
+        elif reflector is not None or skill_manager is not None:
+            raise ValueError("pass either a pipeline or reflector + skill_manager to Trainer, not both")
         self.config = config
-        serial: list[Step] = [UpdateStep(skill_manager)]
-        if config.deduplicate and deduplicator is not None:
-            serial.append(deduplicator)
-        serial.extend(extra_steps)
-        reflect = ReflectStep(reflector)
-        Pipeline([reflect, *serial])  # checks the whole order once
-        self._reflect = Pipeline([reflect])
-        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | reflect.provides)
+        self.pipeline = pipeline
+        self._reflect: Pipeline = pipeline.reflect
+        self._serial: Pipeline = pipeline.update
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -271,20 +282,58 @@ class Trainer:
             await commit(result)
         pending = [p for p in plan if p.index not in results]
 
+        phase_usage: dict[str, RoleUsage] = {}
         try:
-            if self.config.max_workers == 1:
-                await self._train_sequential(pending, book, commit)
-            elif self.config.sm_sessions == "ordered":
-                await self._train_parallel(pending, book, commit)
+            if not self.pipeline.end_of_epoch.steps:
+                await self._train(pending, book, commit)
             else:
-                await self._train_concurrent(pending, book, commit)
+                ended = {e for e in range(self.config.epochs) if any(s.epoch > e for s in done.values())}
+                for epoch in range(self.config.epochs):
+                    await self._train([p for p in pending if p.epoch == epoch], book, commit)
+                    if epoch not in ended:
+                        used = await self._run_phase("end_of_epoch", book, epoch, checkpointed=checkpoint is not None)
+                        _add_usage(phase_usage, used)
         except BaseException:
             if checkpoint is not None:
                 checkpoint.abandon()
             raise
         if checkpoint is not None:
             await checkpoint.close(book)
-        return TrainingResult(samples=[results[i] for i in sorted(results)], skillbook=book, resumed_samples=len(done))
+        used = await self._run_phase("end_of_run", book, self.config.epochs - 1, checkpointed=checkpoint is not None)
+        _add_usage(phase_usage, used)
+        return TrainingResult(
+            samples=[results[i] for i in sorted(results)],
+            skillbook=book,
+            resumed_samples=len(done),
+            phase_usage=phase_usage,
+        )
+
+    async def _train(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
+        if self.config.max_workers == 1:
+            await self._train_sequential(pending, book, commit)
+        elif self.config.sm_sessions == "ordered":
+            await self._train_parallel(pending, book, commit)
+        else:
+            await self._train_concurrent(pending, book, commit)
+
+    async def _run_phase(self, phase: str, book: Skillbook, epoch: int, *, checkpointed: bool) -> Mapping[str, Any]:
+        """The `end_of_epoch` / `end_of_run` steps; returns their model usage by role. A failure stops the run
+        with a message naming the step."""
+        pipeline = self.pipeline.end_of_epoch if phase == "end_of_epoch" else self.pipeline.end_of_run
+        if not pipeline.steps:
+            return {}
+        try:
+            return (await pipeline.run(StepContext(trace={}, skillbook=book, epoch=epoch))).usage
+        except StepFailed as e:
+            kept = (
+                "every finished sample is checkpointed: fix the cause and resume the run (ace-eval e2e --resume "
+                "RUN_DIR, or the same Trainer on the same checkpoint_dir) to run this phase again"
+                if checkpointed
+                else "the run has no checkpoint_dir, so it cannot be resumed"
+            )
+            raise RunStepError(
+                f"step {e.step!r} ({phase}, epoch {epoch}) failed: {type(e.cause).__name__}: {e.cause}; {kept}"
+            ) from e.cause
 
     async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
         for item in pending:
@@ -348,17 +397,17 @@ class Trainer:
         ctx = StepContext(trace=item.trace, skillbook=book, epoch=item.epoch)
         try:
             return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
-        except Exception as e:
-            if isinstance(e, ReflectorError):  # what the failed attempt cost still counts
-                ctx = ctx.with_usage("reflector", e.usage)
-            return _Reflected(item, ctx, e, time.perf_counter() - start)
+        except StepFailed as e:
+            if isinstance(e.cause, ReflectorError):  # what the failed attempt cost still counts
+                ctx = ctx.with_usage("reflector", e.cause.usage)
+            return _Reflected(item, ctx, e.cause, time.perf_counter() - start, e.step)
 
     async def _serial_phase(
         self, reflected: _Reflected, book: Skillbook, commit: _Commit, *, lock: asyncio.Lock | None = None
     ) -> None:
         """Update (+ deduplicate, extra steps), then commit. `lock`: sessions run concurrently; only the commit
         is serialised, and the sample's operations are picked out of the shared audit log by its trace."""
-        item, ctx, error = reflected.item, reflected.ctx, reflected.error
+        item, ctx, error, failed_step = reflected.item, reflected.ctx, reflected.error, reflected.step
         start = time.perf_counter()
         mark = SkillbookMark.of(book)
         attrs: dict[str, AttributeInput] = {
@@ -370,9 +419,9 @@ class Trainer:
             if error is None:
                 try:
                     ctx = await self._serial.run(ctx)
-                except Exception as e:
-                    error = e
-            message = _error_text(error) if error is not None else _incomplete(ctx)
+                except StepFailed as e:
+                    error, failed_step = e.cause, e.step
+            message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
             ops = book.operations_since(mark.ops)
             if lock is not None:
                 ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
@@ -387,6 +436,7 @@ class Trainer:
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 duration_s=reflected.seconds + time.perf_counter() - start,
+                skipped=ctx.skipped,
             )
             span.set_attribute("ace.operations_count", len(ops))
             if message is not None:
@@ -398,8 +448,15 @@ class Trainer:
                     await commit(result)
 
 
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+def _add_usage(total: dict[str, RoleUsage], used: Mapping[str, Any]) -> None:
+    for role, usage in used.items():
+        mine = RoleUsage.from_run_usage(usage)
+        total[role] = total[role] + mine if role in total else mine
+
+
+def _error_text(error: BaseException, step: str | None) -> str:
+    where = f" (in step {step!r})" if step is not None else ""
+    return f"{type(error).__name__}: {error}{where}"
 
 
 def _incomplete(ctx: StepContext) -> str | None:

@@ -1,0 +1,102 @@
+"""ACE's own steps as `StepFactory`s: registered under `ace.steps` in ACE's `pyproject.toml`, like any plugin."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace.deduplication.detector import DEFAULT_THRESHOLD
+from ace.steps.deduplicate import DeduplicateStep
+from ace.steps.export_markdown import ExportMarkdownStep
+from ace.steps.persist import PersistStep
+from ace.steps.reflect import ReflectStep
+from ace.steps.registry import NoOptions, StepEnvironment, StepFactory, need
+from ace.steps.update import UpdateStep
+
+__all__ = ["deduplicate", "export_markdown", "persist", "reflect", "update"]
+
+
+class DeduplicateOptions(BaseModel):
+    """`deduplicate`: the judge's model string, the cosine of a candidate pair, the pairs judged per epoch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str | None = Field(default=None, min_length=1)
+    """The judge (default: the skill manager's model)."""
+    threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0.0, le=1.0)
+    max_pairs: int = Field(default=50, ge=1)
+
+
+class ExportOptions(BaseModel):
+    """`export_markdown`: the file (relative paths in the run folder) and its title."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str = Field(default="skillbook.md", min_length=1)
+    title: str = "Skillbook"
+
+
+class PersistOptions(BaseModel):
+    """`persist`: the skillbook file (relative paths in the run folder); its `.embeddings.npz` goes beside it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str = Field(default="skillbook.json", min_length=1)
+
+
+def _reflect(_: NoOptions, env: StepEnvironment) -> ReflectStep:
+    return ReflectStep(need(env.reflector, "reflect", "reflector"))
+
+
+def _update(_: NoOptions, env: StepEnvironment) -> UpdateStep:
+    return UpdateStep(need(env.skill_manager, "update", "skill_manager"))
+
+
+def _deduplicate(o: DeduplicateOptions, env: StepEnvironment) -> DeduplicateStep:
+    return DeduplicateStep(
+        env.model("dedup", o.model), threshold=o.threshold, scope="all", max_pairs=o.max_pairs, embedder=env.embedder
+    )
+
+
+def _export(o: ExportOptions, env: StepEnvironment) -> ExportMarkdownStep:
+    return ExportMarkdownStep(env.path("export_markdown", "path", o.path), title=o.title)
+
+
+def _persist(o: PersistOptions, env: StepEnvironment) -> PersistStep:
+    return PersistStep(env.path("persist", "path", o.path), embedder=env.embedder)
+
+
+reflect = StepFactory(
+    phase="reflect",
+    description="The reflector reads the trace and says what went wrong and which skills helped.",
+    options=NoOptions,
+    build=_reflect,
+    requires=frozenset({"trace", "skillbook"}),
+    provides=frozenset({"reflections"}),
+)
+update = StepFactory(
+    phase="update",
+    description="A skill-manager session turns the reflection into atomic skillbook edits.",
+    options=NoOptions,
+    build=_update,
+    requires=frozenset({"trace", "skillbook", "epoch", "reflections"}),
+    provides=frozenset({"sm_result"}),
+)
+deduplicate = StepFactory(
+    phase="end_of_epoch",
+    description="Near-duplicate skill pairs (embedding cosine) judged MERGE / DELETE / UPDATE / KEEP by an LLM.",
+    options=DeduplicateOptions,
+    build=_deduplicate,
+    requires=frozenset({"skillbook", "epoch"}),
+    provides=frozenset({"dedup_decisions"}),
+)
+export_markdown = StepFactory(
+    phase="end_of_run",
+    description="Writes the skillbook as markdown (skillbook.md).",
+    options=ExportOptions,
+    build=_export,
+    requires=frozenset({"skillbook"}),
+)
+persist = StepFactory(
+    phase="end_of_run",
+    description="Embeds skills without a vector, then saves skillbook.json and its .embeddings.npz atomically.",
+    options=PersistOptions,
+    build=_persist,
+    requires=frozenset({"skillbook"}),
+)
