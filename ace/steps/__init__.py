@@ -6,11 +6,13 @@ from ace.steps.export_markdown import ExportMarkdownStep, escape_markdown, expor
 from ace.steps.persist import PersistStep
 from ace.steps.phased import (
     DEFAULT_STEPS,
+    PlannedStep,
     StepPipeline,
     StepRequest,
     build_pipeline,
     pipeline_differences,
     pipeline_requests,
+    plan_pipeline,
 )
 from ace.steps.pipeline import Pipeline, PipelineError, StepFailed, StepTiming, check_order
 from ace.steps.reflect import ReflectStep
@@ -42,6 +44,7 @@ __all__ = [
     "Phase",
     "Pipeline",
     "PipelineError",
+    "PlannedStep",
     "PluginError",
     "ReflectStep",
     "RegisteredStep",
@@ -65,5 +68,6 @@ __all__ = [
     "parse_step_spec",
     "pipeline_differences",
     "pipeline_requests",
+    "plan_pipeline",
     "trace_identity",
 ]

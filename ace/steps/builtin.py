@@ -18,26 +18,31 @@ __all__ = ["deduplicate", "export_markdown", "persist", "reflect", "update"]
 class DeduplicateOptions(BaseModel):
     """`deduplicate`: the judge's model string, the cosine of a candidate pair, the pairs judged per epoch."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     model: str | None = Field(default=None, min_length=1)
     """The judge (default: the skill manager's model)."""
     threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0.0, le=1.0)
+    """Cosine similarity at or above which two skills of a section are a candidate pair."""
     max_pairs: int = Field(default=50, ge=1)
+    """Most pairs judged per epoch, most similar first."""
 
 
 class ExportOptions(BaseModel):
     """`export_markdown`: the file (relative paths in the run folder) and its title."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     path: str = Field(default="skillbook.md", min_length=1)
+    """The markdown file; a relative path is in the run folder."""
     title: str = "Skillbook"
+    """The document's heading."""
 
 
 class PersistOptions(BaseModel):
     """`persist`: the skillbook file (relative paths in the run folder); its `.embeddings.npz` goes beside it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     path: str = Field(default="skillbook.json", min_length=1)
+    """The skillbook file; a relative path is in the run folder."""
 
 
 def _reflect(_: NoOptions, env: StepEnvironment) -> ReflectStep:

@@ -23,6 +23,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from ace.core.skillbook import Skillbook
 from ace.steps.context import INITIAL_FIELDS, Step, StepContext
 from ace.steps.pipeline import Pipeline, PipelineError, StepTiming, check_order
@@ -30,16 +32,19 @@ from ace.steps.registry import PHASES, Phase, RegisteredStep, StepConfigError, S
 
 __all__ = [
     "DEFAULT_STEPS",
+    "PlannedStep",
     "StepPipeline",
     "StepRequest",
     "build_pipeline",
     "pipeline_differences",
     "pipeline_requests",
+    "plan_pipeline",
 ]
 
 DEFAULT_STEPS: tuple[str, ...] = ("reflect", "update", "export_markdown", "persist")
 """The pipeline of a run that asks for nothing else."""
 _RUN_FIELDS = frozenset({"skillbook", "epoch"})
+_SAMPLE_PHASES = frozenset(PHASES[:5])
 """What an end-of-epoch / end-of-run context provides (it has no trace)."""
 
 
@@ -62,10 +67,66 @@ def pipeline_requests(
 
 
 @dataclass(frozen=True)
-class _Built:
+class PlannedStep:
+    """A requested step found in the registry, its options validated (nothing built yet)."""
+
     registered: RegisteredStep
+    options: BaseModel
+
+    def record(self) -> dict[str, Any]:
+        """Name, phase, effective options, and the distribution and version that registered it."""
+        return {
+            "name": self.registered.name,
+            "phase": self.registered.phase,
+            "options": self.options.model_dump(mode="json"),
+            "distribution": self.registered.distribution,
+            "version": self.registered.version,
+        }
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """A step as its factory declares it, for checking the order before anything is built."""
+
+    name: str
+    requires: frozenset[str]
+    provides: frozenset[str]
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        return ctx
+
+
+def plan_pipeline(requests: Iterable[StepRequest], *, registry: StepRegistry | None = None) -> list[PlannedStep]:
+    """Look every requested step up and validate its options and the declared order, building nothing: what a
+    run checks before it writes anything. Steps come out in the order they run (phase, then request order).
+
+    Raises:
+        StepConfigError: an unknown step (the message lists the available ones), a bad option, or a step whose
+            requirements no earlier step provides.
+        PluginError: an installed plugin that fails to import.
+    """
+    reg = registry if registry is not None else StepRegistry.from_entry_points()
+    planned: list[PlannedStep] = []
+    for request in requests:
+        registered = reg.get(request.name)
+        planned.append(PlannedStep(registered, registered.factory.parse_options(request.name, request.options)))
+    planned.sort(key=lambda p: PHASES.index(p.registered.phase))
+    declared = {p.registered.name: _Declared(p.registered.name, p.registered.factory.requires,
+                                             p.registered.factory.provides) for p in planned}  # fmt: skip
+    sample = [declared[p.registered.name] for p in planned if p.registered.phase in _SAMPLE_PHASES]
+    run = [declared[p.registered.name] for p in planned if p.registered.phase not in _SAMPLE_PHASES]
+    try:
+        check_order(sample, INITIAL_FIELDS)
+        check_order(run, _RUN_FIELDS)
+    except PipelineError as e:
+        raise StepConfigError(str(e)) from None
+    return planned
+
+
+@dataclass(frozen=True)
+class _Built:
+    planned: PlannedStep
     step: Step
-    options: Mapping[str, Any]
 
 
 class StepPipeline:
@@ -74,7 +135,7 @@ class StepPipeline:
     def __init__(self, built: Sequence[_Built]) -> None:
         by_phase: dict[Phase, list[Step]] = {phase: [] for phase in PHASES}
         for b in built:
-            by_phase[b.registered.phase].append(b.step)
+            by_phase[b.planned.registered.phase].append(b.step)
         self._built = tuple(built)
         self.phases: Mapping[Phase, tuple[Step, ...]] = {p: tuple(s) for p, s in by_phase.items()}
         reflecting = [*by_phase["before_reflect"], *by_phase["reflect"], *by_phase["after_reflect"]]
@@ -113,36 +174,30 @@ class StepPipeline:
 
     def record(self) -> list[dict[str, Any]]:
         """Each step's name, phase, effective options and the distribution and version that registered it."""
-        order = {name: n for n, name in enumerate(self.names)}
-        return [
-            {
-                "name": b.registered.name,
-                "phase": b.registered.phase,
-                "options": dict(b.options),
-                "distribution": b.registered.distribution,
-                "version": b.registered.version,
-            }
-            for b in sorted(self._built, key=lambda b: order[b.step.name])
-        ]
+        return [b.planned.record() for b in self._built]
 
 
 def build_pipeline(
-    requests: Iterable[StepRequest], env: StepEnvironment, *, registry: StepRegistry | None = None
+    requests: Iterable[StepRequest] | Sequence[PlannedStep],
+    env: StepEnvironment,
+    *,
+    registry: StepRegistry | None = None,
 ) -> StepPipeline:
-    """Build every requested step from the registry (default: the installed `ace.steps` entry points).
+    """Build every requested step from the registry (default: the installed `ace.steps` entry points), or the
+    steps `plan_pipeline` already planned; they run by phase, in request order within a phase.
 
     Raises:
-        StepConfigError: an unknown step (the message lists the available ones), a bad option, a missing resource.
-        PipelineError: a step whose requirements no earlier step provides.
+        StepConfigError: an unknown step (the message lists the available ones), a bad option, a missing
+            resource, or a step whose requirements no earlier step provides.
         PluginError: an installed plugin that fails to import.
     """
-    reg = registry if registry is not None else StepRegistry.from_entry_points()
-    built: list[_Built] = []
-    for request in requests:
-        registered = reg.get(request.name)
-        options = registered.factory.parse_options(request.name, request.options)
-        step = registered.factory.create(request.name, options, env)
-        built.append(_Built(registered, step, options.model_dump(mode="json")))
+    items = list(requests)
+    planned = (
+        [p for p in items if isinstance(p, PlannedStep)]
+        if items and all(isinstance(p, PlannedStep) for p in items)
+        else plan_pipeline([r for r in items if isinstance(r, StepRequest)], registry=registry)
+    )
+    built = [_Built(p, p.registered.factory.create(p.registered.name, p.options, env)) for p in planned]
     try:
         return StepPipeline(built)
     except PipelineError as e:

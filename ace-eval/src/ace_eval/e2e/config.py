@@ -15,6 +15,10 @@ reflector_type = "rr"
 epochs = 1
 max_workers = 4
 data_dir = "data/tau-bench/airline"
+
+[e2e.steps]                       # pipeline steps by name (`ace-eval steps list`): options, true, or false
+deduplicate = { threshold = 0.9 } # add a step with options (as --step deduplicate:threshold=0.9)
+export_markdown = false           # leave a default step out (as --no-step export_markdown)
 ```
 Every model defaults to `local`, the embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 """
@@ -108,6 +112,7 @@ class _E2ETable(BaseModel):
     limit: int | None = Field(default=None, ge=1)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
+    steps: dict[str, bool | dict[str, Any]] | None = None
 
 
 class _ConfigFile(BaseModel):
@@ -154,6 +159,10 @@ class E2ESettings:
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
     """The tau-bench airline data folder (needed whenever the agent runs)."""
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
+    no_steps: tuple[str, ...] = ()
+    """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
@@ -206,7 +215,17 @@ class E2ESettings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = str(value) if isinstance(value, Path) else dict(value) if f.name == "sources" else value
+            out[f.name] = (
+                str(value)
+                if isinstance(value, Path)
+                else dict(value)
+                if f.name == "sources"
+                else {k: dict(v) for k, v in value.items()}
+                if f.name == "steps"
+                else list(value)
+                if f.name == "no_steps"
+                else value
+            )
         return out
 
     @classmethod
@@ -217,6 +236,8 @@ class E2ESettings:
         for name in ("traces", "output_dir", "data_dir", "config_file"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
+        if "no_steps" in values:
+            values["no_steps"] = tuple(values["no_steps"])
         return cls(**values)
 
 
@@ -236,12 +257,16 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/output_dir/data_dir)"
+            "skill_injection/top_k/limit/output_dir/data_dir, [e2e.steps] step name = {options} / true / false)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
     }
     for name, value in parsed.e2e.model_dump(exclude_none=True).items():
+        if name == "steps":
+            values["steps"] = {k: ({} if v is True else v) for k, v in value.items() if v is not False}
+            values["no_steps"] = tuple(k for k, v in value.items() if v is False)
+            continue
         values[name] = Path(value) if name in ("output_dir", "data_dir") else value
     return values
 
@@ -294,7 +319,7 @@ def resolve_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     env_names: dict[str, tuple[str, ...]] = {f"{r}_model": names for r, names in MODEL_ENV.items()} | SETTING_ENV
-    for name in sorted(known):
+    for name in sorted(known - _PIPELINE_SETTINGS):
         if flags.get(name) is not None:
             values[name], sources[name] = flags[name], "flag"
             continue
@@ -312,4 +337,30 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    values.update(_merge_steps(flags, from_file, sources, config_path))
     return E2ESettings(**values, config_file=config_path, sources=sources)
+
+
+_PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})
+
+
+def _merge_steps(
+    flags: Mapping[str, Any], from_file: Mapping[str, Any], sources: dict[str, str], config_path: Path | None
+) -> dict[str, Any]:
+    """The pipeline settings of the config file, then the flags on top: a flag's step options win key by key,
+    `--step NAME` brings back a step the file left out, `--no-step NAME` leaves out a step the file added."""
+    steps: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (from_file.get("steps") or {}).items()}
+    no_steps: dict[str, None] = dict.fromkeys(from_file.get("no_steps") or ())
+    if steps or no_steps:
+        sources["steps"] = f"config:{config_path}"
+    flag_steps: Mapping[str, Mapping[str, Any]] = flags.get("steps") or {}
+    flag_no_steps: tuple[str, ...] = tuple(flags.get("no_steps") or ())
+    for name, options in flag_steps.items():
+        steps[name] = {**steps.get(name, {}), **options}
+        no_steps.pop(name, None)
+    for name in flag_no_steps:
+        steps.pop(name, None)
+        no_steps[name] = None
+    if flag_steps or flag_no_steps:
+        sources["steps"] = "flag"
+    return {"steps": steps, "no_steps": tuple(no_steps)}

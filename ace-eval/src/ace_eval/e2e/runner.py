@@ -33,7 +33,8 @@ from ace_eval.e2e.collection import (
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import run_episodes
-from ace_eval.e2e.finish import embedder_for, finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.finish import embedder_for, release_observability, select_tasks
+from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.progress import Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
@@ -41,7 +42,8 @@ from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
 
-LLMRole = Literal["agent", "reflector", "skill_manager", "user"]
+LLMRole = Literal["agent", "reflector", "skill_manager", "user", "dedup"]
+_SettingsRole = Literal["agent", "reflector", "skill_manager", "user"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +87,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     data = _load_data(settings)
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
     folder = RunFolder.create(settings.output_dir)
     if source is not None:
         directory, manifest, selected = source
@@ -107,6 +110,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "versions": versions(),
         "config": {**settings.to_dict(), "traces_sha256": traces_sha},
         "models": settings.models,
+        "pipeline": {"steps": [p.record() for p in plan]},
         "segments": [],
     }
     return _Run(settings, folder, record, data, inj, resumed=False).execute()
@@ -144,6 +148,7 @@ def resume_e2e(
         raise RunFolderError(f"{folder.run_json}: its config cannot be used ({e})") from None
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
+    refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     run = _Run(settings, folder, record, data, injections or RunInjections(), resumed=True)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
@@ -187,7 +192,7 @@ class _Run:
         self._models: dict[str, Model] = {}
         self.resumed_samples: int | None = None
 
-    def model(self, role: LLMRole) -> Model:
+    def model(self, role: _SettingsRole) -> Model:
         """The model of a role: the injected one, else the one its model string names (built once)."""
         if role not in self._models:
             given = self.inj.models.get(role)
@@ -241,8 +246,6 @@ class _Run:
         }
         with self._timed("train"):
             skillbook = await self._train(traces)
-        with self._timed("export"):
-            finish_skillbook(skillbook, self.folder, self.embedder)
         if not s.no_benchmark:
             if s.traces is not None:
                 with self._timed("baseline"):
@@ -260,9 +263,16 @@ class _Run:
             reflector_options.setdefault("embedder", self.embedder)
         reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
         manager = SkillManager(self.model("skill_manager"), embedder=self.embedder, settings=self.inj.sm_settings)
-        trainer = Trainer(
+        pipeline = run_pipeline(
+            s,
+            self.folder.path,
             reflector=reflector,
             skill_manager=manager,
+            embedder=self.embedder,
+            dedup_model=self.inj.models.get("dedup"),
+        )
+        trainer = Trainer(
+            pipeline=pipeline,
             config=TrainingConfig(
                 epochs=s.epochs,
                 max_workers=s.max_workers,
@@ -287,8 +297,12 @@ class _Run:
             if self.inj.on_sample is not None:
                 self.inj.on_sample(sample)
 
-        with progress:
-            result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+        try:
+            with progress:
+                result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+        finally:
+            self.segment.steps = step_times(pipeline)
+        self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         return result.skillbook
 

@@ -1,0 +1,76 @@
+"""The pipeline of an `ace-eval e2e` run: planned from the settings before anything is written, recorded in
+`run.json`, compared on `--resume`, and built with the run's roles through `ace.steps.build_pipeline`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from ace.embeddings.base import Embedder
+from ace.implementations.reflector import Reflector
+from ace.implementations.skill_manager import SkillManager
+from ace.steps.phased import (
+    PlannedStep,
+    StepPipeline,
+    StepRequest,
+    build_pipeline,
+    pipeline_differences,
+    pipeline_requests,
+    plan_pipeline,
+)
+from ace.steps.registry import StepEnvironment
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError
+
+__all__ = ["plan_run_pipeline", "refuse_other_pipeline", "run_pipeline", "step_times"]
+
+
+def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
+    """The default steps, plus `settings.steps` (`--step`, `[e2e.steps]`), minus `settings.no_steps`, looked up
+    and validated; raises `StepConfigError` / `PluginError` naming the step and the fix."""
+    requested = [StepRequest(name, options) for name, options in settings.steps.items()]
+    return plan_pipeline(pipeline_requests(requested, without=settings.no_steps))
+
+
+def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:
+    """Refuse to resume a run with a pipeline other than the one it recorded (steps, options, plugin versions)."""
+    stored = (record.get("pipeline") or {}).get("steps")
+    if stored is None:  # a run from before pipelines were recorded ran the default one
+        return
+    now = [p.record() for p in plan_run_pipeline(settings)]
+    diffs = pipeline_differences(stored, now)
+    if diffs:
+        raise RunFolderError(
+            f"cannot resume {folder.path} with a different pipeline ({'; '.join(diffs)}): resume with the run's "
+            "steps (pass no --step / --no-step / --dedup, and the same plugin versions installed), or start a new run"
+        )
+
+
+def run_pipeline(
+    settings: E2ESettings,
+    output_dir: Path,
+    *,
+    reflector: Reflector,
+    skill_manager: SkillManager,
+    embedder: Embedder,
+    dedup_model: Model | None = None,
+) -> StepPipeline:
+    """Build the run's pipeline: files of end-of-run steps go in `output_dir`; `dedup_model` (a scripted judge)
+    wins over `--dedup-model`, whose default is the skill manager's model."""
+    env = StepEnvironment(
+        output_dir=output_dir,
+        reflector=reflector,
+        skill_manager=skill_manager,
+        embedder=embedder,
+        models={} if dedup_model is None else {"dedup": dedup_model},
+        default_model=settings.skill_manager_model,
+    )
+    return build_pipeline(plan_run_pipeline(settings), env)
+
+
+def step_times(pipeline: StepPipeline) -> dict[str, dict[str, float]]:
+    """Calls and seconds of every step, for the segment in `run.json`."""
+    return {name: t.to_dict() for name, t in pipeline.timings().items()}
