@@ -135,6 +135,10 @@ def resume_e2e(
         requested["traces_sha256"] = file_sha256(traces / TRACES_FILE)
     requested.pop("output_dir", None)
     requested.pop("config_file", None)
+    if "steps" in requested:  # --step on a resume adds to the run's steps (and is then refused as a difference)
+        requested["steps"] = {**stored.get("steps", {}), **requested["steps"]}
+    if "no_steps" in requested:
+        requested["no_steps"] = tuple(dict.fromkeys([*stored.get("no_steps", ()), *requested["no_steps"]]))
     diffs = config_differences(stored, {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()})
     if diffs:
         raise RunFolderError(
