@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.exceptions import AceError
 from ace.implementations.reflector import Reflector, ReflectorError
@@ -73,14 +74,7 @@ from ace.steps.context import StepContext, trace_identity
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.pipeline import Pipeline, StepFailed
 from ace.steps.registry import StepEnvironment
-from ace_eval.e2e._checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    SkillbookMark,
-    journal_start,
-    load_checkpoint,
-    skillbook_delta,
-)
+from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start, load_checkpoint
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 
 __all__ = [
@@ -271,7 +265,7 @@ class Trainer:
             nonlocal journaled
             if checkpoint is not None:
                 with book.locked():
-                    delta = skillbook_delta(book, journaled)
+                    delta = delta_since(book, journaled)
                     journaled = SkillbookMark.of(book)
                 await checkpoint.commit({**result.to_dict(), "checkpoint": delta}, book)
             results[result.index] = result
