@@ -60,11 +60,12 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     assert result.exit_code == 0, result.output
     heads = [line for line in result.stdout.splitlines() if not line.startswith(" ")]
     names = [h.split()[0] for h in heads]
-    assert names == ["reflect", "update", "deduplicate", "export_markdown", "persist"]  # in phase order
+    assert names == ["reflect", "update", "checkpoint", "deduplicate", "export_markdown", "persist"]  # phase order
     assert "deduplicate  [end_of_epoch]  agentic-context-engine 0.1.0" in heads
+    assert "checkpoint  [commit]  ace-eval 0.1.0" in heads  # the harness's own step, registered the same way
     assert "    requires: epoch, reflections, skillbook, trace   provides: sm_result" in result.stdout
     rows = json.loads(CliRunner().invoke(main, ["steps", "list", "--json"]).stdout)
-    assert rows[2]["options"]["threshold"]["default"] == 0.85
+    assert rows[3]["options"]["threshold"]["default"] == 0.85
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(
@@ -77,14 +78,16 @@ def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_s
     assert [(s["name"], s["phase"]) for s in record["pipeline"]["steps"]] == [
         ("reflect", "reflect"),
         ("update", "update"),
+        ("checkpoint", "commit"),
         ("export_markdown", "end_of_run"),
         ("persist", "end_of_run"),
     ]
-    assert {s["distribution"] for s in record["pipeline"]["steps"]} == {"agentic-context-engine"}
+    assert {s["distribution"] for s in record["pipeline"]["steps"]} == {"agentic-context-engine", "ace-eval"}
     timings = record["step_timings"]
     assert {k: v["calls"] for k, v in timings.items()} == {
         "reflect": 3,
         "update": 3,
+        "checkpoint": 3,
         "export_markdown": 1,
         "persist": 1,
     }
@@ -192,7 +195,7 @@ def test_a_step_that_is_not_installed_lists_the_available_ones(monkeypatch: pyte
     result = invoke(monkeypatch, replay(tmp_path / "out", "--step", "domain_filter:only=cancellation"))
     assert result.exit_code == 2
     assert "unknown step 'domain_filter'" in result.output
-    assert "Available steps: deduplicate, export_markdown, persist, reflect, update" in result.output
+    assert "Available steps: checkpoint, deduplicate, export_markdown, persist, reflect, update" in result.output
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
@@ -291,3 +294,9 @@ def test_resume_refuses_a_different_pipeline(monkeypatch: pytest.MonkeyPatch, tm
         refused.output
     )
     assert "step 'export_markdown'" not in refused.output  # --no-step is part of the recorded settings
+
+
+def test_the_checkpoint_step_cannot_be_left_out_of_an_e2e_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--no-step", "checkpoint"))
+    assert result.exit_code == 2 and "cannot leave out the step 'checkpoint'" in result.output
+    assert not (tmp_path / "out").exists()

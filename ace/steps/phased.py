@@ -114,9 +114,11 @@ def plan_pipeline(requests: Iterable[StepRequest], *, registry: StepRegistry | N
     declared = {p.registered.name: _Declared(p.registered.name, p.registered.factory.requires,
                                              p.registered.factory.provides) for p in planned}  # fmt: skip
     sample = [declared[p.registered.name] for p in planned if p.registered.phase in _SAMPLE_PHASES]
-    run = [declared[p.registered.name] for p in planned if p.registered.phase not in _SAMPLE_PHASES]
+    commit = [declared[p.registered.name] for p in planned if p.registered.phase == "commit"]
+    run = [declared[p.registered.name] for p in planned if p.registered.phase in ("end_of_epoch", "end_of_run")]
     try:
         check_order(sample, INITIAL_FIELDS)
+        check_order(commit, _RUN_FIELDS | {"checkpoint.line"})
         check_order(run, _RUN_FIELDS)
     except PipelineError as e:
         raise StepConfigError(str(e)) from None
@@ -145,6 +147,8 @@ class StepPipeline:
         """The concurrent part of a sample."""
         self.update = Pipeline(updating, initial=INITIAL_FIELDS | self.reflect.provides)
         """The skill-manager part of a sample."""
+        self.commit = Pipeline(by_phase["commit"], initial=_RUN_FIELDS | {"checkpoint.line"})
+        """Once per sample, in commit order, on a context with no trace (see `Phase`)."""
         self.end_of_epoch = Pipeline(by_phase["end_of_epoch"], initial=_RUN_FIELDS)
         self.end_of_run = Pipeline(by_phase["end_of_run"], initial=_RUN_FIELDS | self.end_of_epoch.provides)
 
@@ -168,7 +172,7 @@ class StepPipeline:
     def timings(self) -> dict[str, StepTiming]:
         """Calls and wall time of every step so far, by name."""
         out: dict[str, StepTiming] = {}
-        for group in (self.reflect, self.update, self.end_of_epoch, self.end_of_run):
+        for group in (self.reflect, self.update, self.commit, self.end_of_epoch, self.end_of_run):
             out.update(group.timings)
         return out
 

@@ -51,9 +51,12 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "ace.steps"
-Phase = Literal["before_reflect", "reflect", "after_reflect", "update", "after_update", "end_of_epoch", "end_of_run"]
+Phase = Literal[
+    "before_reflect", "reflect", "after_reflect", "update", "after_update", "commit", "end_of_epoch", "end_of_run"
+]
 PHASES: tuple[Phase, ...] = get_args(Phase)
-"""In the order they run: five per sample, then one per epoch and one per run."""
+"""In the order they run: five per sample, `commit` once per sample in commit order (the run's checkpoint, with
+the sample's journal line as plugin data `checkpoint.line`), then one per epoch and one per run."""
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 T = TypeVar("T")

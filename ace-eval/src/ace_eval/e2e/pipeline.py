@@ -13,6 +13,7 @@ from ace.embeddings.base import Embedder
 from ace.implementations.reflector import Reflector
 from ace.implementations.skill_manager import SkillManager
 from ace.steps.phased import (
+    DEFAULT_STEPS,
     PlannedStep,
     StepPipeline,
     StepRequest,
@@ -21,18 +22,26 @@ from ace.steps.phased import (
     pipeline_requests,
     plan_pipeline,
 )
-from ace.steps.registry import StepEnvironment
+from ace.steps.registry import StepConfigError, StepEnvironment
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 
-__all__ = ["plan_run_pipeline", "refuse_other_pipeline", "run_pipeline", "step_times"]
+__all__ = ["E2E_STEPS", "plan_run_pipeline", "refuse_other_pipeline", "run_pipeline", "step_times"]
+
+E2E_STEPS: tuple[str, ...] = (*DEFAULT_STEPS, "checkpoint")
+"""The default pipeline of an e2e run: the library's, and the run's checkpoint in the run folder."""
 
 
 def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
     """The default steps, plus `settings.steps` (`--step`, `[e2e.steps]`), minus `settings.no_steps`, looked up
     and validated; raises `StepConfigError` / `PluginError` naming the step and the fix."""
+    if "checkpoint" in settings.no_steps:
+        raise StepConfigError(
+            "an e2e run cannot leave out the step 'checkpoint': its samples.jsonl is the run's record (run.json, "
+            "inspect, verify and --resume read it); configure it instead, e.g. --step checkpoint:snapshot_every=50"
+        )
     requested = [StepRequest(name, options) for name, options in settings.steps.items()]
-    return plan_pipeline(pipeline_requests(requested, without=settings.no_steps))
+    return plan_pipeline(pipeline_requests(requested, without=settings.no_steps, defaults=E2E_STEPS))
 
 
 def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:

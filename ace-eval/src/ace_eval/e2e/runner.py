@@ -282,7 +282,6 @@ class _Run:
                 max_workers=s.max_workers,
                 sm_sessions=s.sm_sessions,
                 seed=s.seed,
-                checkpoint_dir=self.folder.path,
             ),
         )
         done = load_samples(self.folder.samples)

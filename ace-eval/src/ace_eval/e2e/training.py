@@ -74,8 +74,9 @@ from ace.steps.context import StepContext, trace_identity
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.pipeline import Pipeline, StepFailed
 from ace.steps.registry import StepEnvironment
-from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start, load_checkpoint
+from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
+from ace_eval.e2e.checkpoint_step import CheckpointStep
 
 __all__ = [
     "CheckpointError",
@@ -91,6 +92,7 @@ __all__ = [
 ]
 
 OnSample = Callable[[SampleResult], None]
+_COMMIT_FIELDS = frozenset({"skillbook", "epoch", "checkpoint.line"})
 
 
 class RunStepError(AceError):
@@ -113,7 +115,8 @@ class TrainingConfig:
     seed: int | None = None
     """Shuffles each epoch's order deterministically when set; `None` keeps the given order."""
     checkpoint_dir: Path | None = None
-    """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
+    """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there.
+    A shortcut for the registered `checkpoint` step (`--step checkpoint`), added when the pipeline has none."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -220,6 +223,14 @@ class Trainer:
         self.pipeline = pipeline
         self._reflect: Pipeline = pipeline.reflect
         self._serial: Pipeline = pipeline.update
+        self._commit: Pipeline = pipeline.commit
+        if config.checkpoint_dir is not None and not any(isinstance(s, CheckpointStep) for s in self._commit.steps):
+            # the same registered `checkpoint` step an e2e run has, built for this folder
+            options = {} if config.snapshot_every is None else {"snapshot_every": config.snapshot_every}
+            env = StepEnvironment(output_dir=Path(config.checkpoint_dir))
+            added = build_pipeline([StepRequest("checkpoint", options)], env).commit
+            self._commit = Pipeline([*self._commit.steps, *added.steps], initial=_COMMIT_FIELDS)
+            self._commit.timings = {**pipeline.commit.timings, **added.timings}  # the pipeline's timings count on
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -246,15 +257,16 @@ class Trainer:
         checkpoint: Checkpoint | None = None
         book = skillbook
         interrupted: list[SampleResult] = []
-        if self.config.checkpoint_dir is not None:
-            folder = Path(self.config.checkpoint_dir)
-            loaded = load_checkpoint(folder)
+        step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
+        if step is not None:
+            folder = step.folder
+            loaded = step.load()
             if loaded is not None:
                 book, records = loaded
                 done = _match_records(records, plan, folder)
                 start = journal_start(folder)
                 interrupted = _interrupted(plan, done, book, book.operations_count if start is None else start)
-            checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
+            checkpoint = step.journal
             checkpoint.open(book, fresh=loaded is None)
         results = dict(done)
         journaled = SkillbookMark.of(book)
@@ -263,11 +275,16 @@ class Trainer:
             # The line holds everything since the previous line: the sample's own edits, and in the concurrent
             # mode those of sessions still running. Sessions may be editing meanwhile: one consistent read.
             nonlocal journaled
-            if checkpoint is not None:
+            if self._commit.steps:
                 with book.locked():
                     delta = delta_since(book, journaled)
                     journaled = SkillbookMark.of(book)
-                await checkpoint.commit({**result.to_dict(), "checkpoint": delta}, book)
+                line = {**result.to_dict(), "checkpoint": delta}
+                ctx = StepContext(trace={}, skillbook=book, epoch=result.epoch).with_extra("checkpoint", "line", line)
+                try:
+                    await self._commit.run(ctx)
+                except StepFailed as e:
+                    raise e.cause from None  # a sample that cannot be committed stops the run
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
