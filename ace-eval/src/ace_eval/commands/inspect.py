@@ -49,6 +49,8 @@ def _sample_lines(n: int, view: SampleView) -> list[str]:
         state = "not recorded (interrupted)"
     elif sample.error is not None:
         state = f"ERROR {sample.error}"
+    elif sample.skipped is not None:
+        state = f"skipped ({sample.skipped})"
     else:
         state = f"ok ({sample.duration_s:.1f}s)"
     lines = [f"[{n}] {view.trace_uid}{epoch}  {state}"]

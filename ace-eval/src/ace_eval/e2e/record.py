@@ -101,6 +101,8 @@ def sample_line(sample: SampleResult) -> str:
     head = f"{sample.trace_uid}  epoch {sample.epoch}"
     if sample.error is not None:
         return f"{head}  ERROR  {sample.error}  ({sample.duration_s:.1f}s)"
+    if sample.skipped is not None:
+        return f"{head}  skipped  {sample.skipped}"
     return f"{head}  ok  {operations_text(sample.operations) or 'no change'}  ({sample.duration_s:.1f}s)"
 
 
