@@ -86,7 +86,10 @@ INITIAL_FIELDS: frozenset[str] = frozenset({"trace", "skillbook", "epoch"})
 
 @runtime_checkable
 class Step(Protocol):
-    """One stage of the pipeline: declares the context fields it reads and writes."""
+    """One stage of the pipeline: declares the context fields it reads and writes.
+
+    Its phase (when it runs) is declared by the `StepFactory` it is registered with (`ace.steps.registry`).
+    """
 
     @property
     def name(self) -> str:
