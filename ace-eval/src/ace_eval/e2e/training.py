@@ -40,12 +40,12 @@ not re-run, which would apply them twice; samples with no edit recorded are run 
 samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
 Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error`, with
-the step it came from, and in the run summary; the run goes on. An exception in an `end_of_epoch` or `end_of_run`
-step stops the run with `RunStepError`: every committed sample is in the checkpoint, and the resumed run runs
-that phase again (an epoch's end runs again unless a sample of a later epoch was committed, which proves it
-ran). Operations applied before the failure stand and are listed. A
-`BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
-committed samples are in the checkpoint and the run resumes after them.
+the step it came from, and in the run summary; the run goes on. Operations applied before the failure stand and
+are listed. An exception in an `end_of_epoch` or `end_of_run` step stops the run with `RunStepError`: every
+committed sample is in the checkpoint, and the resumed run runs that phase again (an epoch's end runs again
+unless a sample of a later epoch was committed, which proves it ran). A `BaseException` that is not an
+`Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the committed samples are in the
+checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
 `ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
@@ -92,14 +92,12 @@ __all__ = [
 ]
 
 OnSample = Callable[[SampleResult], None]
+_Commit = Callable[[SampleResult], Awaitable[None]]
 _COMMIT_FIELDS = frozenset({"skillbook", "epoch", "checkpoint.line"})
 
 
 class RunStepError(AceError):
     """An `end_of_epoch` or `end_of_run` step failed: the run stops; it resumes from its checkpoint."""
-
-
-_Commit = Callable[[SampleResult], Awaitable[None]]
 
 
 @dataclass(frozen=True, kw_only=True)
