@@ -111,12 +111,12 @@ def _drop_privileges(libc: Any, uid: int, library: list[str], report: Isolation)
     _prctl(libc, PR_SET_DUMPABLE, 1, report, "access to /proc/self/fd")  # a uid change clears it
     readable: list[str] = []
     for path in library:
-        fd = held.pop(path) if path in held else None
-        if fd is None or os.access(path, os.R_OK | os.X_OK):
+        if path not in held or os.access(path, os.R_OK | os.X_OK):
             readable.append(path)
-            if fd is not None:
-                os.close(fd)
+            if path in held:
+                os.close(held.pop(path))
             continue
+        fd = held.pop(path)
         alias = f"/proc/self/fd/{fd}"
         if os.access(alias, os.R_OK | os.X_OK):
             readable.append(alias)
