@@ -1,12 +1,11 @@
-"""The sandbox child's OS-level isolation, applied by `_bootstrap.py` before the model's code runs (Linux only).
+"""The sandbox child's own isolation, applied by `_bootstrap.py` before the model's code runs.
 
-In order: a new network namespace (as root directly; otherwise together with a new user namespace, where the
-kernel allows unprivileged ones), no supplementary groups and an unprivileged uid/gid when started as root,
-`PR_SET_NO_NEW_PRIVS`, and `RLIMIT_NPROC` 0 (no new process or thread for a non-root uid). Each step that the
-platform refuses is skipped and named in the report, which the parent logs as a warning; the audit hook is
-installed either way. When the standard library is not readable by the unprivileged uid (an interpreter under
-`/root`), it is kept reachable, read-only, through a directory descriptor opened before the drop
-(`/proc/self/fd/N`).
+Started as root, the child drops to an unprivileged uid/gid with no supplementary groups; then it sets
+`RLIMIT_NPROC` to 0 (no new process or thread for a non-root uid). The namespaces and no-new-privileges are
+applied before exec by the parent (`_sandbox_confine`), so the child never loads `ctypes`. When the standard
+library is not readable by the unprivileged uid (an interpreter under `/root`), it stays reachable, read-only,
+through a directory descriptor opened before the drop (`/proc/self/fd/N`). Each step the platform refuses is
+skipped and named in the report, which the parent logs as a warning.
 """
 
 from __future__ import annotations
@@ -19,22 +18,14 @@ from typing import Any
 
 __all__ = ["Isolation", "isolate"]
 
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-PR_SET_DUMPABLE = 4
-PR_SET_NO_NEW_PRIVS = 38
-
 
 @dataclass(kw_only=True)
 class Isolation:
-    """What was applied; `notes` say what was not, and why."""
+    """What the child applied; `notes` say what it could not, and why."""
 
     platform: str = sys.platform
     started_as_root: bool = False
     uid: int = -1
-    network_namespace: bool = False
-    user_namespace: bool = False
-    no_new_privs: bool = False
     nproc_limited: bool = False
     stdlib_via_descriptor: bool = False
     notes: list[str] = field(default_factory=list)
@@ -46,57 +37,14 @@ class Isolation:
 def isolate(unprivileged_uid: int, library: list[str]) -> tuple[Isolation, list[str]]:
     """Apply what the platform allows; return the report and `library` (the import path) as still readable."""
     report = Isolation(started_as_root=os.geteuid() == 0)
-    if not sys.platform.startswith("linux"):
-        report.notes.append(f"no OS-level isolation on {sys.platform}: only the audit hook and resource limits")
-        report.uid = os.getuid()
-        _limit_processes(report)
-        return report, library
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError) as e:  # a Python built without ctypes
-        report.notes.append(f"ctypes unavailable ({e}): no namespaces, no no-new-privileges")
-        libc = None
-    if report.started_as_root:
-        report.network_namespace = _unshare(libc, CLONE_NEWNET, report, "network namespace")
-        library = _drop_privileges(libc, unprivileged_uid, library, report)
-    else:
-        both = _unshare(libc, CLONE_NEWUSER | CLONE_NEWNET, report, "user and network namespace")
-        report.user_namespace = report.network_namespace = both
-    report.no_new_privs = _prctl(libc, PR_SET_NO_NEW_PRIVS, 1, report, "no-new-privileges")
+    if report.started_as_root and hasattr(os, "setgroups"):
+        library = _drop_privileges(unprivileged_uid, library, report)
     _limit_processes(report)
     report.uid = os.getuid()
-    for name in ("ctypes", "ctypes._endian", "_ctypes"):
-        sys.modules.pop(name, None)  # a later `import ctypes` goes through the audit hook again
     return report, library
 
 
-def _unshare(libc: Any, flags: int, report: Isolation, what: str) -> bool:
-    if libc is None:
-        return False
-    if libc.unshare(flags) == 0:
-        return True
-    report.notes.append(f"no new {what}: unshare failed ({os.strerror(_errno())})")
-    return False
-
-
-def _prctl(libc: Any, option: int, value: int, report: Isolation, what: str) -> bool:
-    if libc is None:
-        return False
-    if libc.prctl(option, value, 0, 0, 0) == 0:
-        return True
-    report.notes.append(f"no {what}: prctl failed ({os.strerror(_errno())})")
-    return False
-
-
-def _errno() -> int:
-    import ctypes
-
-    return ctypes.get_errno()
-
-
-def _drop_privileges(libc: Any, uid: int, library: list[str], report: Isolation) -> list[str]:
+def _drop_privileges(uid: int, library: list[str], report: Isolation) -> list[str]:
     """Become `uid` (no groups); keep the standard library readable through descriptors where it would not be."""
     held = {path: os.open(path, os.O_RDONLY | os.O_DIRECTORY) for path in library if os.path.isdir(path)}
     try:
@@ -108,7 +56,6 @@ def _drop_privileges(libc: Any, uid: int, library: list[str], report: Isolation)
         for fd in held.values():
             os.close(fd)
         return library
-    _prctl(libc, PR_SET_DUMPABLE, 1, report, "access to /proc/self/fd")  # a uid change clears it
     readable: list[str] = []
     for path in library:
         if path not in held or os.access(path, os.R_OK | os.X_OK):
@@ -116,14 +63,22 @@ def _drop_privileges(libc: Any, uid: int, library: list[str], report: Isolation)
             if path in held:
                 os.close(held.pop(path))
             continue
-        fd = held.pop(path)
-        alias = f"/proc/self/fd/{fd}"
+        alias = f"/proc/self/fd/{held.pop(path)}"  # the process may always follow its own descriptors
         if os.access(alias, os.R_OK | os.X_OK):
             readable.append(alias)
             report.stdlib_via_descriptor = True
+            _repoint_packages(path, alias)
         else:
             report.notes.append(f"{path} is not readable by uid {uid}: only modules imported before the drop work")
     return readable
+
+
+def _repoint_packages(path: str, alias: str) -> None:
+    """Packages imported before the drop (`encodings`, `importlib`, ...) find their submodules through `alias`."""
+    for module in list(sys.modules.values()):
+        search = getattr(module, "__path__", None)
+        if isinstance(search, list):
+            search[:] = [alias + entry[len(path) :] if entry.startswith(path + "/") else entry for entry in search]
 
 
 def _limit_processes(report: Isolation) -> None:

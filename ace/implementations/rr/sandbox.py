@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.implementations.rr._sandbox_confine import confine
+
 __all__ = ["SandboxIsolation", "SandboxLimits", "SandboxResult", "run_code", "sandbox_environment"]
 
 UNPRIVILEGED_UID = 65534
@@ -227,6 +229,7 @@ async def run_code(
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed as a whole
                 pass_fds=(report_write,),
+                preexec_fn=confine(report_write),
             )
         finally:
             os.close(report_write)
@@ -272,20 +275,30 @@ def _write_inputs(home: Path, data: bytes, code: str) -> None:
 
 
 def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
-    """The isolation line and the refusal lines the child wrote (it has exited: the pipe is at its end)."""
+    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited."""
     os.set_blocking(report.fileno(), False)
     chunks: list[bytes] = []
     with contextlib.suppress(BlockingIOError):
         while chunk := report.read(_READ_CHUNK):
             chunks.append(chunk)
-    first, _, rest = b"".join(chunks).decode("utf-8", errors="replace").partition("\n")
-    try:
-        isolation = SandboxIsolation.from_report(json.loads(first))
-    except (ValueError, TypeError):
-        isolation = None
-    for note in isolation.notes if isolation else ():
+    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
+    confined: dict[str, Any] = {"network_namespace": False, "user_namespace": False, "no_new_privs": False}
+    notes: list[str] = []
+    if not sys.platform.startswith("linux"):
+        notes.append(f"no namespaces or no-new-privileges on {sys.platform}: the audit hook and resource limits only")
+    isolation = None
+    while lines and lines[0].startswith("{"):
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            data = json.loads(lines.pop(0))
+            notes += [str(n) for n in data.get("notes", ())]
+            if "uid" in data:  # the child's line; anything after it was written by the code
+                isolation = SandboxIsolation.from_report({**confined, **data, "notes": notes})
+                break
+            else:
+                confined.update(data)
+    for note in notes:
         _warn_once(note)
-    return isolation, [line for line in rest.splitlines() if line]
+    return isolation, [line for line in lines if line]
 
 
 @functools.lru_cache(maxsize=64)
