@@ -30,7 +30,7 @@ main = sys.modules['__main__']
 main.inside = lambda path, roots: True
 for name in list(vars(main)):
     if name.startswith('DENIED'):
-        setattr(main, name, frozenset())
+        setattr(main, name, type(getattr(main, name))())
 print('env:', os.environ.get('OPENAI_API_KEY'))
 print('parent:', open(f'/proc/{os.getppid()}/environ', 'rb').read())
 """
