@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _sandbox_probes import PROBES  # noqa: E402
+from _sandbox_probes import PROBES
 
 
 async def main(sandbox_py: str, host: str, host_dir: str, secret: str) -> list[dict[str, Any]]:

@@ -35,10 +35,13 @@ NO_MODULE = "ImportError: sandbox: module"
 
 PROBES = (
     # --- the policy itself: rebinding, clearing, monkeypatching, finding the hook -----------------------------
-    Probe("main-inside-rebound", MAIN + "main.inside = lambda p, r: True\nopen(HOST, 'w').write('pwned')", DENIED, "open"),
+    Probe(
+        "main-inside-rebound", MAIN + "main.inside = lambda p, r: True\nopen(HOST, 'w').write('pwned')", DENIED, "open"
+    ),
     Probe(
         "main-denied-sets-cleared",
-        MAIN + "for n in list(vars(main)):\n    if n.startswith('DENIED'): setattr(main, n, frozenset())\nimport subprocess",
+        MAIN
+        + "for n in list(vars(main)):\n    if n.startswith('DENIED'): setattr(main, n, frozenset())\nimport subprocess",
         NO_MODULE,
         "import",
     ),
@@ -52,7 +55,8 @@ PROBES = (
     Probe(
         "os-and-builtins-monkeypatched",
         "import os, builtins, posixpath\nposixpath.realpath = os.path.realpath = lambda p, **k: os.getcwd() + '/x'\n"
-        "os.getcwd = lambda: '/'\nbuiltins.isinstance = lambda *a: True\nbuiltins.str = bytes\nbuiltins.type = lambda x: 1\n"
+        "os.getcwd = lambda: '/'\nbuiltins.isinstance = lambda *a: True\nbuiltins.str = bytes\n"
+        "builtins.type = lambda x: 1\n"
         "open(HOST, 'a').write('pwned')",
         DENIED,
         "open",
@@ -66,25 +70,55 @@ PROBES = (
         "changing '__defaults__' of a function is not allowed",
         "object.__setattr__",
     ),
-    Probe("gc-import", "import gc\nprint([o for o in gc.get_objects() if getattr(o, '__name__', '') == 'audit'])", NO_MODULE, "import"),
+    Probe(
+        "gc-import",
+        "import gc\nprint([o for o in gc.get_objects() if getattr(o, '__name__', '') == 'audit'])",
+        NO_MODULE,
+        "import",
+    ),
     Probe(
         "gc-via-importlib",
         "import importlib\nimportlib.import_module('gc').get_objects()",
         "gc.get_objects is not allowed",
         "gc.get_objects",
     ),
-    Probe("sys-getframe", "import sys\nsys._getframe(1).f_globals", "ValueError: sandbox: sys._getframe is not allowed", None),
-    Probe("sys-addaudithook", "import sys\nsys.addaudithook(lambda e, a: None)", "sys.addaudithook is not allowed", "sys.addaudithook"),
+    Probe(
+        "sys-getframe",
+        "import sys\nsys._getframe(1).f_globals",
+        "ValueError: sandbox: sys._getframe is not allowed",
+        None,
+    ),
+    Probe(
+        "sys-addaudithook",
+        "import sys\nsys.addaudithook(lambda e, a: None)",
+        "sys.addaudithook is not allowed",
+        "sys.addaudithook",
+    ),
     Probe("sys-settrace", "import sys\nsys.settrace(lambda *a: None)", "sys.settrace is not allowed", "sys.settrace"),
-    Probe("sys-setprofile", "import sys\nsys.setprofile(lambda *a: None)", "sys.setprofile is not allowed", "sys.setprofile"),
-    Probe("sys-current-frames", "import sys\nsys._current_frames()", "sys._current_frames is not allowed", "sys._current_frames"),
+    Probe(
+        "sys-setprofile",
+        "import sys\nsys.setprofile(lambda *a: None)",
+        "sys.setprofile is not allowed",
+        "sys.setprofile",
+    ),
+    Probe(
+        "sys-current-frames",
+        "import sys\nsys._current_frames()",
+        "sys._current_frames is not allowed",
+        "sys._current_frames",
+    ),
     Probe(
         "function-code-swapped",
         "def f():\n    return 1\nf.__code__ = (lambda: open(HOST, 'w')).__code__\nf()",
         "changing '__code__' of a function is not allowed",
         "object.__setattr__",
     ),
-    Probe("code-object-forged", "(lambda: 0).__code__.replace(co_code=b'\\x00' * 8)", "code.__new__ is not allowed", "code.__new__"),
+    Probe(
+        "code-object-forged",
+        "(lambda: 0).__code__.replace(co_code=b'\\x00' * 8)",
+        "code.__new__ is not allowed",
+        "code.__new__",
+    ),
     Probe(
         "marshal-crafted-bytecode",
         "import marshal\nmarshal.loads(marshal.dumps(compile('1', 'x', 'eval')))",
@@ -93,11 +127,17 @@ PROBES = (
     ),
     Probe(
         "importlib-compile-bytecode-direct",
-        "import marshal, importlib._bootstrap_external as e\ne._compile_bytecode(marshal.dumps(compile('1', 'x', 'eval')))",
+        "import marshal, importlib._bootstrap_external as e\n"
+        "e._compile_bytecode(marshal.dumps(compile('1', 'x', 'eval')))",
         "marshal.loads is only allowed for the standard library",
         "marshal.loads",
     ),
-    Probe("function-new", "import types\ntypes.FunctionType((lambda: 0).__code__, {})", "function.__new__ is not allowed", "function.__new__"),
+    Probe(
+        "function-new",
+        "import types\ntypes.FunctionType((lambda: 0).__code__, {})",
+        "function.__new__ is not allowed",
+        "function.__new__",
+    ),
     Probe(
         "bootstrap-imported-again",
         "import sys\nsys.path.insert(0, RR_DIR)\nimport _sandbox_policy",
@@ -122,7 +162,12 @@ PROBES = (
     Probe("os-system", "import os\nos.system('touch /tmp/pwned')", "os.system is not allowed", "os.system"),
     Probe("os-fork", "import os\nos.fork()", "os.fork is not allowed", "os.fork"),
     Probe("os-execv", "import os\nos.execv('/bin/sh', ['sh', '-c', 'id'])", "os.exec is not allowed", "os.exec"),
-    Probe("os-posix-spawn", "import os\nos.posix_spawn('/bin/true', ['true'], {})", "os.posix_spawn is not allowed", "os.posix_spawn"),
+    Probe(
+        "os-posix-spawn",
+        "import os\nos.posix_spawn('/bin/true', ['true'], {})",
+        "os.posix_spawn is not allowed",
+        "os.posix_spawn",
+    ),
     Probe("os-spawnv", "import os\nos.spawnv(os.P_WAIT, '/bin/true', ['true'])", "os.fork is not allowed", "os.fork"),
     Probe("pty", "import pty\npty.spawn('/bin/sh')", NO_MODULE, "import"),
     Probe("threads", "import threading\nthreading.Thread(target=print).start()", NO_MODULE, "import"),
@@ -137,14 +182,27 @@ PROBES = (
     Probe("rename-out", "import os\nos.rename(HOST, 'stolen.json')", DENIED, "os.rename"),
     Probe("replace-over-host", "import os\nos.replace('code.py', HOST)", DENIED, "os.rename"),
     Probe("truncate", "import os\nos.truncate(HOST, 0)", DENIED, "os.truncate"),
-    Probe("hard-link", "import os\nos.link(HOST, 'link')\nopen('link', 'w').write('pwned')", "os.link is not allowed", "os.link"),
-    Probe("symlink", "import os\nos.symlink(HOST, 'link')\nopen('link', 'w').write('pwned')", "os.symlink is not allowed", "os.symlink"),
+    Probe(
+        "hard-link",
+        "import os\nos.link(HOST, 'link')\nopen('link', 'w').write('pwned')",
+        "os.link is not allowed",
+        "os.link",
+    ),
+    Probe(
+        "symlink",
+        "import os\nos.symlink(HOST, 'link')\nopen('link', 'w').write('pwned')",
+        "os.symlink is not allowed",
+        "os.symlink",
+    ),
     Probe("listdir", "import os\nprint(os.listdir(HOST_DIR))", DENIED, "os.listdir"),
     Probe("scandir", "import os\nprint(list(os.scandir(HOST_DIR)))", DENIED, "os.scandir"),
-    Probe("chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nopen(os.path.basename(HOST), 'w')", DENIED, "os.chdir"),
+    Probe(
+        "chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nopen(os.path.basename(HOST), 'w')", DENIED, "os.chdir"
+    ),
     Probe(
         "directory-descriptor-as-dir-fd",
-        "import os\nfd = os.open(HOST_DIR, os.O_RDONLY | os.O_DIRECTORY)\nos.open('skillbook.json', os.O_WRONLY | os.O_TRUNC, dir_fd=fd)",
+        "import os\nfd = os.open(HOST_DIR, os.O_RDONLY | os.O_DIRECTORY)\n"
+        "os.open('skillbook.json', os.O_WRONLY | os.O_TRUNC, dir_fd=fd)",
         DENIED,
         "open",
     ),
@@ -154,11 +212,17 @@ PROBES = (
         "only regular files can be opened",
         "open",
     ),
-    Probe("remove-with-dir-fd", "import os\nos.remove('skillbook.json', dir_fd=0)", "os.remove with dir_fd is not allowed", "os.remove"),
+    Probe(
+        "remove-with-dir-fd",
+        "import os\nos.remove('skillbook.json', dir_fd=0)",
+        "os.remove with dir_fd is not allowed",
+        "os.remove",
+    ),
     Probe("dotdot-traversal", "open('../' * 20 + HOST.lstrip('/'), 'w')", "a path with '..' is not allowed", "open"),
     Probe(
         "path-object-toctou",
-        "class P:\n    n = 0\n    def __fspath__(self):\n        P.n += 1\n        return HOST if P.n == 1 else 'x'\nimport os\nos.open(P(), os.O_WRONLY)",
+        "class P:\n    n = 0\n    def __fspath__(self):\n        P.n += 1\n        return HOST if P.n == 1 else 'x'\n"
+        "import os\nos.open(P(), os.O_WRONLY)",
         DENIED,  # the check sees the path the open uses: __fspath__ is asked once
         "open",
     ),
@@ -171,7 +235,9 @@ PROBES = (
     Probe("shutil-rmtree", "import shutil\nshutil.rmtree(HOST_DIR)", DENIED, "open"),
     Probe("io-open-code", "import io\nio.open_code(HOST).read()", DENIED, "open"),
     Probe("fileio-direct", "import _io\n_io.FileIO(HOST, 'w')", DENIED, "open"),
-    Probe("fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "only regular files can be opened", "open"),
+    Probe(
+        "fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "only regular files can be opened", "open"
+    ),
     Probe("stdlib-write", "import os\nopen(os.path.dirname(os.__file__) + '/pwned.py', 'w')", DENIED, "open"),
     # --- secrets ----------------------------------------------------------------------------------------------
     Probe("parent-environ", "import os\nopen(f'/proc/{os.getppid()}/environ', 'rb').read()", DENIED, "open"),
@@ -183,7 +249,12 @@ PROBES = (
         "open",
     ),
     Probe("putenv-then-listdir-proc", "import os\nprint(os.listdir('/proc/1'))", DENIED, "os.listdir"),
-    Probe("raise-own-limits", "import resource\nresource.setrlimit(resource.RLIMIT_NPROC, (-1, -1))", "resource.setrlimit is not allowed", "resource.setrlimit"),
+    Probe(
+        "raise-own-limits",
+        "import resource\nresource.setrlimit(resource.RLIMIT_NPROC, (-1, -1))",
+        "resource.setrlimit is not allowed",
+        "resource.setrlimit",
+    ),
     Probe(
         "swallowed-refusal-is-still-reported",
         "import os\ntry:\n    os.remove(HOST)\nexcept OSError:\n    pass\nprint('carried on')",

@@ -44,11 +44,7 @@ def load_sibling(name: str) -> types.ModuleType:
     with open(path, encoding="utf-8") as f:
         code = compile(f.read(), SANDBOX_FILENAME, "exec")
     module = types.ModuleType(name)
-    sys.modules[name] = module  # dataclasses look the module up while the class is made
-    try:
-        exec(code, module.__dict__)
-    finally:
-        del sys.modules[name]
+    exec(code, module.__dict__)
     return module
 
 

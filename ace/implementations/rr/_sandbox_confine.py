@@ -61,7 +61,7 @@ def confine(report_fd: int) -> Callable[[], None] | None:
                 "notes": notes,
             }
             os.write(report_fd, (json.dumps(line) + "\n").encode())
-        except BaseException:  # noqa: BLE001, S110  # the child must start; the missing line says what is unknown
+        except BaseException:  # the child must start; the missing line says what is unknown
             pass
 
     return preexec

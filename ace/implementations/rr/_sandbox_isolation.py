@@ -13,25 +13,24 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["Isolation", "isolate"]
 
 
-@dataclass(kw_only=True)
 class Isolation:
-    """What the child applied; `notes` say what it could not, and why."""
+    """What the child applied; `notes` say what it could not, and why (a plain class: no `dataclasses` import)."""
 
-    platform: str = sys.platform
-    started_as_root: bool = False
-    uid: int = -1
-    nproc_limited: bool = False
-    stdlib_via_descriptor: bool = False
-    notes: list[str] = field(default_factory=list)
+    def __init__(self, *, started_as_root: bool) -> None:
+        self.platform = sys.platform
+        self.started_as_root = started_as_root
+        self.uid = -1
+        self.nproc_limited = False
+        self.stdlib_via_descriptor = False
+        self.notes: list[str] = []
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))
 
 
 def isolate(unprivileged_uid: int, library: list[str]) -> tuple[Isolation, list[str]]:
