@@ -129,6 +129,22 @@ def test_the_child_reports_its_os_isolation() -> None:
         assert not isolation.started_as_root and isolation.no_new_privs
 
 
+@pytest.mark.skipif(not LINUX, reason="the confinement before exec is Linux only")
+def test_a_missing_isolation_step_is_reported_and_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sandbox, "confine", lambda _fd: None)  # as if the step before exec could not run
+    sandbox._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=sandbox.__name__):
+        results = [asyncio.run(run_code("1", {"messages": []}, limits=LIMITS)) for _ in range(2)]
+    assert all(r.ok and r.isolation is not None for r in results)
+    isolation = results[0].isolation
+    assert isolation is not None and not isolation.network_namespace and not isolation.no_new_privs
+    assert isolation.notes[0].startswith("no report from before exec: network namespace and no-new-privileges")
+    warnings = [r.getMessage() for r in caplog.records if "no report from before exec" in r.getMessage()]
+    assert len(warnings) == 1  # once per process, not per call
+
+
 @pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root: what the uid drop protects is root's")
 def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The child's isolation alone (no audit hook): as if the hook had been bypassed.

@@ -287,6 +287,8 @@ def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
     if not sys.platform.startswith("linux"):
         notes.append(f"no namespaces or no-new-privileges on {sys.platform}: the audit hook and resource limits only")
     isolation = None
+    if sys.platform.startswith("linux") and not (lines and '"uid"' not in lines[0]):
+        notes.append("no report from before exec: network namespace and no-new-privileges not applied")
     while lines and lines[0].startswith("{"):
         with contextlib.suppress(ValueError, TypeError, KeyError):
             data = json.loads(lines.pop(0))
