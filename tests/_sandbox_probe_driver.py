@@ -1,13 +1,12 @@
 """Run the red-team probes with this process as the sandbox's parent; print one JSON result per probe.
 
-`python _sandbox_probe_driver.py SANDBOX_PY HOST HOST_DIR SECRET_NAME`: loads `sandbox.py` by path (it needs only
-the standard library), so that a test can run it as an unprivileged user with a world-readable interpreter.
+`python _sandbox_probe_driver.py HOST HOST_DIR SECRET_NAME`, with an interpreter that imports `ace`, so that a test
+can run the parent as an unprivileged user.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -44,4 +43,4 @@ async def main(sandbox_py: str, host: str, host_dir: str, secret: str) -> list[d
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(*sys.argv[1:5]))))
+    print(json.dumps(asyncio.run(main(*sys.argv[1:4]))))
