@@ -15,16 +15,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _sandbox_probes import PROBES
 
+from ace.implementations.rr import sandbox
 
-async def main(sandbox_py: str, host: str, host_dir: str, secret: str) -> list[dict[str, Any]]:
-    spec = importlib.util.spec_from_file_location("ace_sandbox_under_test", sandbox_py)
-    assert spec is not None and spec.loader is not None
-    sandbox = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = sandbox  # dataclasses look their module up
-    spec.loader.exec_module(sandbox)
+
+async def main(host: str, host_dir: str, secret: str) -> list[dict[str, Any]]:
     limits = sandbox.SandboxLimits(timeout_s=5.0, memory_mb=128)
     gate = asyncio.Semaphore(4)
-    rr_dir = str(Path(sandbox_py).parent)
+    rr_dir = str(Path(sandbox.__file__).parent)
 
     async def one(code: str) -> dict[str, Any]:
         async with gate:
