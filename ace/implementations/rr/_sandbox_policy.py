@@ -268,12 +268,20 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
             return None
         if event == "object.__setattr__" or event == "object.__delattr__":
             target = args[0]
-            if args[1] == "__code__" or (type_(target) is function and target.__code__ in own_codes):
-                refuse(event, f"changing {args[1]!r} of a function is not allowed", denied)
+            if args[1] == "__code__":
+                refuse(event, "changing '__code__' of a function is not allowed", denied)
+            if type_(target) is function:
+                code = target.__code__
+                for own in own_codes:  # identity: an equal code object compiled by the snippet is not ours
+                    if code is own:
+                        refuse(event, f"changing {args[1]!r} of a function is not allowed", denied)
             return None
         if event == "sys._getframe":
-            if args and args[0] is not None and args[0].f_code in own_codes:
-                return None  # the hook's own look at its caller (`trusted_bytecode`)
+            if args and args[0] is not None:
+                code = args[0].f_code
+                for own in own_codes:
+                    if code is own:
+                        return None  # the hook's own look at its caller (`trusted_bytecode`)
             # Silent: the standard library asks too (namedtuple, typing, enum) and takes ValueError as "no frame".
             refuse(event, "sys._getframe is not allowed", value_error, True)
         if event == "marshal.loads" and not trusted_bytecode(args[0]):
