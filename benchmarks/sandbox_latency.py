@@ -1,12 +1,12 @@
 """`execute_code` latency: one `run_code` of a tiny snippet, end to end (spawn, isolate, hook, run, report).
 
-    .venv/bin/python benchmarks/sandbox_latency.py [--repeat 20] [--sandbox PATH_TO_sandbox.py]
+    .venv/bin/python benchmarks/sandbox_latency.py [--repeat 20] [--baseline OTHER/sandbox.py]
 
 Three snippets: `1 + 1` (the floor), a typical analysis (json + collections over the demo trace), and one that
 imports `statistics` and `datetime` after the audit hook is installed (each `.pyc` read is checked against the
-file, see `_sandbox_policy.trusted_bytecode`). `--sandbox` times another copy of `sandbox.py` (with its
-`_bootstrap.py` beside it), e.g. main's, for a before/after table. Runs are sequential; the machine may be
-shared: run twice and read the lower numbers.
+file, see `_sandbox_policy.trusted_bytecode`). `--baseline` also times another copy of `sandbox.py` (with its
+`_bootstrap.py` beside it, e.g. an older version's), interleaved run by run with this one, and prints the
+ratio. Runs are sequential; the machine may be shared: run twice and read the lower numbers.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ SNIPPETS = {
 }
 
 
-def load(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("sandbox_under_test", path)
+def load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -46,26 +46,32 @@ def load(path: Path) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--sandbox", type=Path, default=ROOT / "ace" / "implementations" / "rr" / "sandbox.py")
+    parser.add_argument("--baseline", type=Path, default=None)
     args = parser.parse_args()
-    sandbox = load(args.sandbox)
+    current = load(ROOT / "ace" / "implementations" / "rr" / "sandbox.py", "sandbox_current")
+    baseline = load(args.baseline, "sandbox_baseline") if args.baseline else None
     trace = json.loads(DEMO.read_text(encoding="utf-8").splitlines()[1])
-    limits = sandbox.SandboxLimits(timeout_s=10.0)
-    print(f"sandbox: {args.sandbox}  ({args.repeat} runs each)")
-    print(f"{'snippet':<32} {'median ms':>10} {'p90 ms':>8} {'min ms':>8}  isolation")
+    print(f"{args.repeat} runs each, interleaved; baseline: {args.baseline or '-'}")
+    print(f"{'snippet':<32} {'median ms':>10} {'p90 ms':>8} {'baseline ms':>12} {'ratio':>6}  isolation")
     for name, code in SNIPPETS.items():
-        times = []
+        times: dict[str, list[float]] = {"current": [], "baseline": []}
+        result = None
         for _ in range(args.repeat):
-            started = time.perf_counter()
-            result = asyncio.run(sandbox.run_code(code, trace, limits=limits))
-            times.append((time.perf_counter() - started) * 1000)
-            assert result.ok, result.as_text()
-        isolation = getattr(result, "isolation", None)
-        applied = "n/a" if isolation is None else (
-            f"uid {isolation.uid}, netns {isolation.network_namespace}, no_new_privs {isolation.no_new_privs}"
-        )  # fmt: skip
-        p90 = statistics.quantiles(times, n=10)[-1]
-        print(f"{name:<32} {statistics.median(times):>10.1f} {p90:>8.1f} {min(times):>8.1f}  {applied}")
+            for label, sandbox in (("current", current), ("baseline", baseline)):
+                if sandbox is None:
+                    continue
+                started = time.perf_counter()
+                result = asyncio.run(sandbox.run_code(code, trace, limits=sandbox.SandboxLimits(timeout_s=10.0)))
+                times[label].append((time.perf_counter() - started) * 1000)
+                assert result.ok, result.as_text()
+                if label == "current":
+                    isolation = result.isolation
+        median = statistics.median(times["current"])
+        p90 = statistics.quantiles(times["current"], n=10)[-1]
+        base = f"{statistics.median(times['baseline']):>12.1f}" if baseline else f"{'-':>12}"
+        ratio = f"{median / statistics.median(times['baseline']):>6.2f}" if baseline else f"{'-':>6}"
+        applied = f"uid {isolation.uid}, netns {isolation.network_namespace}, no_new_privs {isolation.no_new_privs}"
+        print(f"{name:<32} {median:>10.1f} {p90:>8.1f} {base} {ratio}  {applied}")
 
 
 if __name__ == "__main__":
