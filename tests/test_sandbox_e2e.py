@@ -24,3 +24,4 @@ def test_the_main_bypass_leaks_no_secret_into_the_runs_outputs() -> None:
     assert result in outputs["reflection"]["key_insight"]  # the model copied all it saw: still nothing secret
     [code_span] = [s for s in outputs["spans"] if s["name"] == "execute_code"]
     assert "main.inside" in code_span["attributes"]["ace.code"]  # content recording was on
+    assert code_span["attributes"]["ace.sandbox_refusals"] == 1
