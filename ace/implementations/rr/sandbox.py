@@ -13,8 +13,10 @@ The model's code runs in a fresh interpreter (`python -I -S`: the standard libra
 - an audit hook (`_sandbox_policy`) refuses network, process creation, signals, native code, links, heap and
   frame introspection, code-object forgery and raising the limits; its policy is immutable and out of the
   code's reach. Refusals come back in `SandboxResult.refused`, also when the code catches the exception;
-- on Linux (`_sandbox_isolation`): a new network namespace, an unprivileged uid when started as root (the user
-  namespace otherwise), no-new-privileges and `RLIMIT_NPROC`; what the platform refuses is logged as a warning.
+- on Linux: a new network namespace (with a user namespace when not root) and no-new-privileges before exec
+  (`_sandbox_confine`), then in the child an unprivileged uid when started as root and `RLIMIT_NPROC`
+  (`_sandbox_isolation`); what the platform refuses is logged once as a warning and kept in
+  `SandboxResult.isolation`.
 
 README "Sandbox threat model" says what this holds against and what it does not.
 """
