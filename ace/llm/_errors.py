@@ -11,9 +11,19 @@ from ace.exceptions import AceError
 __all__ = ["FailureKind", "LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
 
 FailureKind = Literal[
-    "auth", "permission", "not_found", "bad_request", "rate_limit", "timeout", "connection", "server", "other"
+    "auth",
+    "permission",
+    "not_found",
+    "bad_request",
+    "config",
+    "rate_limit",
+    "timeout",
+    "connection",
+    "server",
+    "other",
 ]
-"""What went wrong with a model request; `auth`, `permission`, `not_found` and `bad_request` are never retried."""
+"""What went wrong with a model request; `auth`, `permission`, `not_found`, `bad_request` and `config` (a model
+that cannot be built or loaded, e.g. the local extra not installed) are never retried."""
 
 LOCAL_INSTALL_HINT = (
     "`python3 dev.py demo` from a clone of the repository (it sets up .venv with the extra), or "

@@ -20,7 +20,7 @@ from typing import TypeVar
 import anyio
 import httpx
 
-from ace.llm._errors import FailureKind, ModelRequestError
+from ace.llm._errors import FailureKind, ModelConfigError, ModelRequestError
 
 __all__ = [
     "NON_RETRYABLE",
@@ -36,7 +36,7 @@ __all__ = [
 _T = TypeVar("_T")
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 _LOG = logging.getLogger(__name__)
-NON_RETRYABLE: frozenset[FailureKind] = frozenset({"auth", "permission", "not_found", "bad_request"})
+NON_RETRYABLE: frozenset[FailureKind] = frozenset({"auth", "permission", "not_found", "bad_request", "config"})
 """Failures another attempt cannot fix: the caller's key, access, model string or request is wrong."""
 _BY_TYPE: dict[str, FailureKind] = {
     "AuthenticationError": "auth",
@@ -91,7 +91,17 @@ def status_code_of(error: BaseException) -> int | None:
 
 
 def failure_kind(error: BaseException) -> FailureKind:
-    """What kind of failure `error` is, from its status code or its type."""
+    """What kind of failure `error` is: the kind a `ModelRequestError` or `ModelConfigError` in its cause chain
+    recorded (a reflector error wraps the model's), else from its status code, type or a missing-key message."""
+    link: BaseException | None = error
+    for _ in range(8):
+        if link is None:
+            break
+        if isinstance(link, ModelRequestError):
+            return link.kind
+        if isinstance(link, ModelConfigError):
+            return "config"
+        link = link.__cause__ or link.__context__
     if isinstance(error, TimeoutError | httpx.TimeoutException) or type(error).__name__ in (
         "Timeout",
         "APITimeoutError",
@@ -177,6 +187,7 @@ def failure_message(model_name: str, error: BaseException, *, attempts: int) -> 
         "model (for bedrock/..., request model access in the Bedrock console for the region in AWS_REGION_NAME)",
         "not_found": "the provider does not know this model: check the model string (litellm form "
         "'provider/model', e.g. 'openai/gpt-4.1-mini') and that your account has access to it",
+        "config": "the model cannot be used as configured: see the cause below",
         "bad_request": "the provider refused the request: check the model string and the settings "
         "(max_tokens, temperature), and that the conversation fits the model's context window",
         "rate_limit": f"still rate limited{tried}: lower the parallelism (--max-workers), raise "

@@ -94,7 +94,7 @@ def preflight(
         PreflightError: one or more problems, each named with its fix.
     """
     checked = Checked(embedder=injected_embedder)
-    problems: list[str] = []
+    failed: dict[tuple[str, str], list[ModelRole]] = {}  # (model string, problem) -> roles: said once
     for role in roles_used(settings):
         if role in injected:
             continue
@@ -102,9 +102,10 @@ def preflight(
             model = infer_model(settings.model_for(role), role=role)
             _static_check(model)
         except ModelConfigError as e:
-            problems.append(f"{_who(settings, role)}: {e}")
+            failed.setdefault((settings.model_for(role), str(e)), []).append(role)
             continue
         checked.models[role] = model
+    problems = [f"{_who(settings, *roles)}: {problem}" for (_, problem), roles in failed.items()]
     hosted_embedder: LiteLLMEmbedder | None = None
     if injected_embedder is None:
         try:
@@ -127,9 +128,12 @@ def preflight(
     return checked
 
 
-def _who(settings: E2ESettings, role: ModelRole) -> str:
-    name = settings.model_for(role)
-    return f"{role} model {name!r} ({_source(settings, role)}; change it with {_FLAGS[role]})"
+def _who(settings: E2ESettings, *roles: ModelRole) -> str:
+    """`reflector, skill_manager model 'local' (the default; change it with --reflector-model, ...)`."""
+    names = ", ".join(roles)
+    sources = ", ".join(dict.fromkeys(_source(settings, role) for role in roles))
+    flags = ", ".join(_FLAGS[role] for role in roles)
+    return f"{names} model {settings.model_for(roles[0])!r} ({sources}; change it with {flags})"
 
 
 def _source(settings: E2ESettings, role: ModelRole) -> str:
@@ -185,7 +189,7 @@ async def _live_checks(settings: E2ESettings, checked: Checked, embedder: LiteLL
         if outcome is None:
             continue
         text, fatal = outcome
-        who = " / ".join(_who(settings, role) for role in by_model[key])
+        who = _who(settings, *by_model[key])
         (problems if fatal else checked.warnings).append(f"{who}: {text}")
     if embedder is not None:
         checked.requests += 1

@@ -24,6 +24,7 @@ from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
 from ace.observability import Observability, configure_observability
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
+from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
     TRACES_FILE,
     CollectionManifest,
@@ -33,10 +34,10 @@ from ace_eval.e2e.collection import (
     write_collection,
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
-from ace_eval.e2e.episodes import run_episodes
+from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight
-from ace_eval.e2e.progress import Progress
+from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
@@ -286,9 +287,11 @@ class _Run:
                 sm_sessions=s.sm_sessions,
                 seed=s.seed,
                 checkpoint_dir=self.folder.path,
+                retry_failed=s.retry_failed,
+                abort_after=s.abort_after,
             ),
         )
-        done = load_samples(self.folder.samples)
+        done = [d for d in load_samples(self.folder.samples) if not (s.retry_failed and retries_on_resume(d))]
         total = len(traces) * s.epochs
         progress = Progress(
             "train",
@@ -298,15 +301,24 @@ class _Run:
             verbose=s.verbose,
             show=self.inj.show_progress,
         )
+        first_errors = FirstErrors(progress)
 
         def on_sample(sample: SampleResult) -> None:
             progress.advance(error=sample.error is not None, line=sample_line(sample))
+            if sample.error is not None:
+                first_errors.see(sample.error_kind or "other", f"{sample.trace_uid} epoch {sample.epoch}", sample.error)
             if self.inj.on_sample is not None:
                 self.inj.on_sample(sample)
 
         with progress:
             result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
+        failed = result.errors
+        if result.samples and len(failed) == len(result.samples):
+            raise RunFailedError(
+                f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
+                f"error: {failed[0].error}"
+            )
         return result.skillbook
 
     async def _episodes(
@@ -314,6 +326,8 @@ class _Run:
     ) -> None:
         s, data = self.settings, self.data
         assert data is not None, "_load_data refused a run that needs the benchmark without its data"
+        if s.retry_failed and (phase != "collect" or not self.folder.samples.exists()):
+            drop_errored_episodes(directory)  # run again; collected ones only while no sample learned from them
         tasks = select_tasks(s, data, traces)
         jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
         agent, user = self.model("agent"), self.model("user")
@@ -339,6 +353,12 @@ class _Run:
                     max_workers=s.max_workers,
                     progress=bar,
                 )
+        _, episodes = read_collection(directory)
+        if episodes and all(t.metadata.get("error") for t in episodes):
+            raise RunFailedError(
+                f"every episode of the {phase} phase errored ({len(episodes)} of {len(episodes)}), so there is no "
+                f"pass^k to report; the first error: {first_error(episodes)}"
+            )
 
     @contextmanager
     def _timed(self, phase: str) -> Iterator[None]:

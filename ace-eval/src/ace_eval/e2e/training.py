@@ -34,20 +34,25 @@ skillbook but no line of its own is recorded as interrupted (its edits kept, `Sa
 not re-run, which would apply them twice; samples with no edit recorded are run again. In the concurrent mode two
 samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
-Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` and
-in the run summary; the run goes on. Operations applied before the failure stand and are listed. A
+Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` (its
+kind in `error_kind`) and in the run summary; the run goes on. Operations applied before the failure stand and
+are listed. When `abort_after` samples in a row fail with the same error no retry fixes (a wrong key, an unknown
+model: `ace_eval.e2e._fail_fast`), the run stops with `TrainingAborted` after committing them. A
 `BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
 committed samples are in the checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
 `ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
-rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples,
-failed ones included, are not run again.
+rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples are
+not run again, except, with `retry_failed`, those that failed without applying an operation: they run again
+and their new line (`attempt` + 1) supersedes the failed one (the journal's last line of a sample wins).
+A failed sample that applied operations is kept as it is: running it again would apply them twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -59,6 +64,7 @@ from typing import Any
 from ace.core.skillbook import Skillbook
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
+from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
 from ace.steps.context import INITIAL_FIELDS, Step, StepContext, trace_identity
 from ace.steps.deduplicate import DeduplicateStep
@@ -73,6 +79,7 @@ from ace_eval.e2e._checkpoint import (
     load_checkpoint,
     skillbook_delta,
 )
+from ace_eval.e2e._fail_fast import AbortWatch, TrainingAborted, retries_on_resume
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 
 __all__ = [
@@ -82,6 +89,7 @@ __all__ = [
     "SMSessions",
     "SampleResult",
     "Trainer",
+    "TrainingAborted",
     "TrainingConfig",
     "TrainingResult",
     "plan_samples",
@@ -111,11 +119,17 @@ class TrainingConfig:
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
     either way."""
+    retry_failed: bool = True
+    """On resume, run again the recorded samples that failed without applying an operation."""
+    abort_after: int = 3
+    """Stop after this many samples in a row failed with the same error no retry fixes; 0 never stops."""
 
     def __post_init__(self) -> None:
         for name in ("epochs", "max_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingConfig.{name} must be at least 1, got {getattr(self, name)}")
+        if self.abort_after < 0:
+            raise ValueError(f"TrainingConfig.abort_after must be 0 or more, got {self.abort_after}")
         if self.sm_sessions not in ("concurrent", "ordered"):
             raise ValueError(f"TrainingConfig.sm_sessions must be 'concurrent' or 'ordered', got {self.sm_sessions!r}")
         if self.snapshot_every is not None and self.snapshot_every < 1:
@@ -131,6 +145,8 @@ class PlannedSample:
     trace: Mapping[str, Any]
     trace_uid: str
     trace_id: str
+    attempt: int = 1
+    """1, or the failed attempt's number + 1 when a resume runs a failed sample again."""
 
 
 @dataclass(frozen=True)
@@ -251,8 +267,12 @@ class Trainer:
                 interrupted = _interrupted(plan, done, book, book.operations_count if start is None else start)
             checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
             checkpoint.open(book, fresh=loaded is None)
+        retried = _retried(plan, done) if self.config.retry_failed else {}
+        for index in retried:
+            del done[index]
         results = dict(done)
         journaled = SkillbookMark.of(book)
+        watch = AbortWatch(self.config.abort_after)
 
         async def commit(result: SampleResult) -> None:
             # The line holds everything since the previous line: the sample's own edits, and in the concurrent
@@ -266,10 +286,11 @@ class Trainer:
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
+            watch.see(result)
 
         for result in interrupted:
             await commit(result)
-        pending = [p for p in plan if p.index not in results]
+        pending = [retried.get(p.index, p) for p in plan if p.index not in results]
 
         try:
             if self.config.max_workers == 1:
@@ -387,6 +408,8 @@ class Trainer:
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 duration_s=reflected.seconds + time.perf_counter() - start,
+                error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
+                attempt=item.attempt,
             )
             span.set_attribute("ace.operations_count", len(ops))
             if message is not None:
@@ -441,8 +464,19 @@ def _interrupted(
                 reflection=None,
                 operations=tuple(op.to_dict() for op in ops),
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
+                error_kind="interrupted",
             )
         )
+    return out
+
+
+def _retried(plan: Sequence[PlannedSample], done: Mapping[int, SampleResult]) -> dict[int, PlannedSample]:
+    """The recorded samples a resume runs again: failed without applying an operation, as their next attempt."""
+    out: dict[int, PlannedSample] = {}
+    for item in plan:
+        sample = done.get(item.index)
+        if sample is not None and retries_on_resume(sample):
+            out[item.index] = dataclasses.replace(item, attempt=sample.attempt + 1)
     return out
 
 
