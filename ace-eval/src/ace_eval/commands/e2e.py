@@ -47,7 +47,7 @@ def format_summary(result: E2EResult) -> str:
             if phase.get("errors"):
                 lines.append(
                     f"  {name}: pass^k over the {phase.get('scored', 0)} scored episodes only; "
-                    f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out (see run.json errors)"
+                    f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out"
                 )
     usage = record.get("usage") or {}
     for role, u in usage.items():
