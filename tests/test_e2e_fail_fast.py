@@ -70,8 +70,9 @@ def refused(result: Result, out: Path) -> str:
     """The message of a run refused before anything was written."""
     assert result.exit_code == 2, result.output
     assert not out.exists()  # no run folder, no output dir
-    assert result.output.startswith("Error: the run was not started")
-    return result.output
+    assert result.stderr.startswith("Checking the run's models before starting")
+    assert "\nError: the run was not started" in result.stderr
+    return result.stderr
 
 
 @pytest.fixture

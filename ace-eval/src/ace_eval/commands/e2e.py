@@ -121,6 +121,11 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
     unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
+
+    Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one
+    short request per model unless --no-preflight); a problem exits with status 2 and its fix. A run whose
+    samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
+    failed samples again.
     """
     given = {k: v for k, v in flags.items() if v is not None}
     try:

@@ -36,7 +36,7 @@ from ace_eval.e2e.collection import (
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
-from ace_eval.e2e.preflight import Checked, LLMRole, preflight
+from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
@@ -175,9 +175,13 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
 
 def _preflight(settings: E2ESettings, inj: RunInjections) -> Checked:
     """The preflight of the run's models (`PreflightError` when one cannot work); its warnings go to stderr."""
+    if any(role not in inj.models for role in roles_used(settings)):
+        print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
     checked = preflight(settings, inj.models, inj.embedder, live=not settings.no_preflight)
     for warning in checked.warnings:
         print(f"preflight warning: {warning}", file=sys.stderr)
+    if settings.verbose and checked.requests:
+        print(f"preflight: {checked.requests} test request(s) sent", file=sys.stderr)
     return checked
 
 
