@@ -278,3 +278,27 @@ def test_a_passing_preflight_hands_its_models_to_the_run(monkeypatch: pytest.Mon
     assert checked.models["reflector"].model_name == GPT
     unchecked = preflight(settings, {}, TestEmbedder(), live=False)
     assert len(fake.calls) == 2 and unchecked.requests == 0  # --no-preflight: no request
+
+
+def test_resume_checks_the_models_before_touching_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = E2ESettings(traces=DEMO, limit=2, no_benchmark=True, reflector_model=GPT, output_dir=tmp_path)
+    folder = runner.run_e2e(settings, injections=scripted_injections()).folder.path
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    monkeypatch.setattr(
+        "ace_eval.commands.e2e.resume_e2e",
+        functools.partial(runner.resume_e2e, injections=runner.RunInjections(embedder=TestEmbedder())),
+    )
+    result = CliRunner().invoke(main, ["e2e", "--resume", str(folder)])
+    assert result.exit_code == 2 and "reflector model 'openai/gpt-4.1-mini'" in result.stderr
+    assert "set OPENAI_API_KEY" in result.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before  # run.json untouched
+
+
+def test_the_demo_without_the_local_extra_stops_before_its_run_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(out), "--limit", "2"])
+    assert result.exit_code != 0 and "python3 dev.py demo" in result.output
+    assert not out.exists()

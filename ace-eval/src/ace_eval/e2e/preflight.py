@@ -88,7 +88,8 @@ def preflight(
     *,
     live: bool = True,
 ) -> Checked:
-    """Resolve and check every model and the embedder of `settings`; injected ones are trusted as they are.
+    """Resolve and check every model and the embedder of `settings`. Injected ones are trusted as they are, except
+    that an injected `LocalModel` must be installed.
 
     Raises:
         PreflightError: one or more problems, each named with its fix.
@@ -96,13 +97,16 @@ def preflight(
     checked = Checked(embedder=injected_embedder)
     failed: dict[tuple[str, str], list[ModelRole]] = {}  # (model string, problem) -> roles: said once
     for role in roles_used(settings):
-        if role in injected:
-            continue
+        given = injected.get(role)
         try:
+            if given is not None:  # trusted, but an injected local model (the demo's) must be installed
+                if isinstance(given, LocalModel):
+                    _static_check(given)
+                continue
             model = infer_model(settings.model_for(role), role=role)
             _static_check(model)
         except ModelConfigError as e:
-            failed.setdefault((settings.model_for(role), str(e)), []).append(role)
+            failed.setdefault((given.model_name if given else settings.model_for(role), str(e)), []).append(role)
             continue
         checked.models[role] = model
     problems = [f"{_who(settings, *roles)}: {problem}" for (_, problem), roles in failed.items()]
