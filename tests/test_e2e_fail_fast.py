@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -17,7 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
-from test_llm_litellm import completion, install
+from test_llm_litellm import FakeCompletion, completion, install
 
 from ace.embeddings.test import TestEmbedder
 from ace.llm import import_litellm
@@ -138,15 +139,23 @@ def failing(litellm: ModuleType, error: str = "AuthenticationError") -> Exceptio
     return kind(message="Incorrect API key provided: sk-test", llm_provider="openai", model="gpt-4.1-mini")
 
 
+def gpt_replay(
+    monkeypatch: pytest.MonkeyPatch, litellm: ModuleType, outcomes: list[Any], out: Path, *flags: str
+) -> tuple[Result, FakeCompletion]:
+    """`ace-eval e2e` replaying the demo on GPT with a key set, against a fake `acompletion` scripted `outcomes`."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake = install(monkeypatch, litellm, outcomes)
+    with override_allow_model_requests(True):
+        result = CliRunner().invoke(main, replay(out, "--reflector-model", GPT, "--skill-manager-model", GPT, *flags))
+    return result, fake
+
+
 @pytest.mark.usefixtures("offline")
 def test_the_preflight_request_finds_a_rejected_key_with_one_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, litellm: ModuleType
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    fake = install(monkeypatch, litellm, [failing(litellm)])
     out = tmp_path / "out"
-    with override_allow_model_requests(True):
-        result = CliRunner().invoke(main, replay(out, "--reflector-model", GPT, "--skill-manager-model", GPT))
+    result, fake = gpt_replay(monkeypatch, litellm, [failing(litellm)], out)
     message = refused(result, out)
     assert len(fake.calls) == 1  # one request for the model both roles use, and no retry of a rejected key
     assert fake.calls[0]["max_tokens"] == 16 and fake.calls[0]["timeout"] == 30.0
@@ -157,13 +166,10 @@ def test_the_preflight_request_finds_a_rejected_key_with_one_request(
 def test_a_busy_provider_at_preflight_is_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, litellm: ModuleType
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     busy = litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-4.1-mini")
-    install(monkeypatch, litellm, [busy, busy, failing(litellm)])  # preflight: 2 attempts; then the run
     monkeypatch.setattr("ace.llm.retry.RetryPolicy.delay", lambda self, retry, error: 0.0)
-    out = tmp_path / "out"
-    with override_allow_model_requests(True):
-        result = CliRunner().invoke(main, replay(out, "--reflector-model", GPT, "--skill-manager-model", GPT))
+    # preflight: 2 attempts, both busy; then the run meets the rejected key
+    result, _ = gpt_replay(monkeypatch, litellm, [busy, busy, failing(litellm)], tmp_path / "out")
     assert "preflight warning: reflector, skill_manager model 'openai/gpt-4.1-mini'" in result.stderr
     assert "still rate limited after 2 attempts" in result.stderr
     assert result.exit_code == 1 and "aborted" in result.stderr  # then the run met the rejected key
@@ -173,12 +179,9 @@ def test_a_busy_provider_at_preflight_is_a_warning(
 def test_a_rejected_key_aborts_after_three_samples_without_retries_and_resume_runs_them_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, litellm: ModuleType
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    fake = install(monkeypatch, litellm, [failing(litellm)])
     out = tmp_path / "out"
     cli = CliRunner()
-    with override_allow_model_requests(True):
-        first = cli.invoke(main, replay(out, "--reflector-model", GPT, "--skill-manager-model", GPT, "--no-preflight"))
+    first, fake = gpt_replay(monkeypatch, litellm, [failing(litellm)], out, "--no-preflight")
     assert first.exit_code == 1, first.output
     assert len(fake.calls) == 3  # three samples, one request each: an authentication error is never retried
     assert "aborted: 3 samples in a row failed with an error no retry can fix (auth)" in first.stderr
@@ -302,3 +305,11 @@ def test_the_demo_without_the_local_extra_stops_before_its_run_folder(
     result = CliRunner().invoke(main, ["demo", "--output-dir", str(out), "--limit", "2"])
     assert result.exit_code != 0 and "python3 dev.py demo" in result.output
     assert not out.exists()
+
+
+def test_a_hosted_embedder_without_its_key_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli_with(monkeypatch, runner.RunInjections(models=scripted_injections().models, show_progress=False))
+    out = tmp_path / "out"
+    message = refused(CliRunner().invoke(main, replay(out, "--embedding-model", "text-embedding-3-small")), out)
+    assert "embedding model 'text-embedding-3-small'" in message and "--embedding-model" in message
+    assert "set OPENAI_API_KEY" in message

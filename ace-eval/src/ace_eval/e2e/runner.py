@@ -175,7 +175,7 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
 
 def _preflight(settings: E2ESettings, inj: RunInjections) -> Checked:
     """The preflight of the run's models (`PreflightError` when one cannot work); its warnings go to stderr."""
-    if any(role not in inj.models for role in roles_used(settings)):
+    if inj.embedder is None or any(role not in inj.models for role in roles_used(settings)):
         print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
     checked = preflight(settings, inj.models, inj.embedder, live=not settings.no_preflight)
     for warning in checked.warnings:
