@@ -21,10 +21,10 @@ from test_e2e_support import scripted_injections
 from test_llm_litellm import FakeCompletion, completion, install
 
 from ace.embeddings.test import TestEmbedder
-from ace.llm import import_litellm
+from ace.llm import ModelRequestError, import_litellm
 from ace_eval.cli import main
 from ace_eval.e2e import runner
-from ace_eval.e2e._fail_fast import RunFailedError
+from ace_eval.e2e._fail_fast import RunAborted, RunFailedError
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.preflight import PreflightError, preflight
 from ace_eval.e2e.record import load_sample_lines, load_samples
@@ -313,3 +313,24 @@ def test_a_hosted_embedder_without_its_key_is_refused(tmp_path: Path, monkeypatc
     message = refused(CliRunner().invoke(main, replay(out, "--embedding-model", "text-embedding-3-small")), out)
     assert "embedding model 'text-embedding-3-small'" in message and "--embedding-model" in message
     assert "set OPENAI_API_KEY" in message
+
+
+def test_episodes_that_keep_failing_on_a_rejected_key_abort_the_collection(airline_data: Path, tmp_path: Path) -> None:
+    calls = 0
+
+    def rejected(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal calls
+        calls += 1
+        raise ModelRequestError("openai/gpt-4.1-mini", "authentication failed", kind="auth")
+
+    inj = scripted_injections()
+    models = {**inj.models, "agent": FunctionModel(rejected, model_name="rejected")}
+    settings = E2ESettings(data_dir=airline_data, limit=5, max_num_steps=3, output_dir=tmp_path)
+    with pytest.raises(RunAborted, match=r"3 episodes in a row failed with an error no retry can fix \(auth\)"):
+        runner.run_e2e(settings, injections=runner.RunInjections(models=models, embedder=inj.embedder))
+    assert calls == 3  # two of the five tasks never ran
+    [folder] = list(tmp_path.iterdir())
+    assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["status"] == "failed"
+    done = runner.resume_e2e(folder, injections=inj)
+    assert done.record["status"] == "completed" and done.record["benchmark"]["before"]["episodes"] == 5
+    assert done.record["benchmark"]["before"]["errors"] == 0  # the 3 errored episodes ran again

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ace.core.skillbook import Skillbook
 from ace_eval.commands.e2e import format_summary
-from ace_eval.e2e._fail_fast import AbortWatch, TrainingAborted, retries_on_resume
+from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, retries_on_resume
 from ace_eval.e2e.collection import Trace
 from ace_eval.e2e.episodes import benchmark_summary
 from ace_eval.e2e.run_folder import RunFolder
@@ -33,7 +33,7 @@ def feed(watch: AbortWatch, kinds: list[str | None]) -> int:
     for n, kind in enumerate(kinds, 1):
         try:
             watch.see(sample(n, kind))
-        except TrainingAborted:
+        except RunAborted:
             return n
     return len(kinds)
 

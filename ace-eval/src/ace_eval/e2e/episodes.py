@@ -35,6 +35,7 @@ from ace_eval.benchmarks.tau_bench import (
     pass_hat_ks,
     run_episode,
 )
+from ace_eval.e2e._fail_fast import AbortWatch, first_cause
 from ace_eval.e2e.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
 from ace_eval.e2e.progress import FirstErrors, Progress
 
@@ -143,10 +144,15 @@ async def run_episodes(
     config: EpisodeConfig,
     max_workers: int,
     progress: Progress,
+    abort_after: int = 0,
 ) -> None:
-    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time."""
+    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time.
+
+    `abort_after` episodes in a row failing with the same error no retry fixes raise `RunAborted` (0: never).
+    """
     todo = [(t, k) for t, k in jobs if episode_uid(t, k) not in writer]
     first_errors = FirstErrors(progress)
+    watch = AbortWatch(abort_after)
     gold: dict[int, str] = {}
     gold_lock = asyncio.Lock()
     queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
@@ -182,14 +188,20 @@ async def run_episodes(
             + (f"  {result.error}" if result.error else ""),
         )
         if result.error is not None:
-            first_errors.see(result.error.partition(":")[0], trace.trace_uid, result.error)
+            first_errors.see(result.error_kind or "other", trace.trace_uid, result.error)
+        watch.see_outcome(result.error, result.error_kind, what="episodes")
 
     async def worker() -> None:
         while not queue.empty():
             task_id, trial = queue.get_nowait()
             await one(task_id, trial)
 
-    await asyncio.gather(*(worker() for _ in range(min(max_workers, len(todo)))))
+    try:
+        async with asyncio.TaskGroup() as group:  # an abort cancels the other workers before the writer closes
+            for _ in range(min(max_workers, len(todo))):
+                group.create_task(worker())
+    except BaseExceptionGroup as group_error:
+        raise first_cause(group_error) from None
 
 
 def benchmark_summary(traces: Sequence[Trace]) -> dict[str, Any]:

@@ -356,6 +356,7 @@ class _Run:
                     ),
                     max_workers=s.max_workers,
                     progress=bar,
+                    abort_after=s.abort_after,
                 )
         _, episodes = read_collection(directory)
         if episodes and all(t.metadata.get("error") for t in episodes):

@@ -37,7 +37,7 @@ samples of the same trace (different epochs) never run at the same time, which k
 Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` (its
 kind in `error_kind`) and in the run summary; the run goes on. Operations applied before the failure stand and
 are listed. When `abort_after` samples in a row fail with the same error no retry fixes (a wrong key, an unknown
-model: `ace_eval.e2e._fail_fast`), the run stops with `TrainingAborted` after committing them. A
+model: `ace_eval.e2e._fail_fast`), the run stops with `RunAborted` after committing them. A
 `BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
 committed samples are in the checkpoint and the run resumes after them.
 
@@ -77,7 +77,7 @@ from ace_eval.e2e._checkpoint import (
     load_checkpoint,
     skillbook_delta,
 )
-from ace_eval.e2e._fail_fast import AbortWatch, TrainingAborted
+from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
 from ace_eval.e2e._samples_plan import (
     PlannedSample,
     interrupted_samples,
@@ -91,10 +91,10 @@ __all__ = [
     "CheckpointError",
     "PlannedSample",
     "RoleUsage",
+    "RunAborted",
     "SMSessions",
     "SampleResult",
     "Trainer",
-    "TrainingAborted",
     "TrainingConfig",
     "TrainingResult",
     "plan_samples",
@@ -302,7 +302,7 @@ class Trainer:
                     await window.acquire()
                     group.create_task(one(ticket, item))
         except BaseExceptionGroup as group_error:
-            raise _first_cause(group_error) from None
+            raise first_cause(group_error) from None
 
     async def _train_concurrent(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
         workers = self.config.max_workers
@@ -331,7 +331,7 @@ class Trainer:
                     previous[item.trace_uid] = finished
                     group.create_task(one(item, after, finished))
         except BaseExceptionGroup as group_error:
-            raise _first_cause(group_error) from None
+            raise first_cause(group_error) from None
 
     async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
         start = time.perf_counter()
@@ -400,13 +400,3 @@ def _incomplete(ctx: StepContext) -> str | None:
     if sm is not None and not sm.completed:
         return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
     return None
-
-
-def _first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The exception that aborted a task group (not the cancellations it caused)."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_cause(exc)
-        if not isinstance(exc, asyncio.CancelledError):
-            return exc
-    return group.exceptions[0]
