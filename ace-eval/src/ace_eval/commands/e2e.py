@@ -105,8 +105,8 @@ def _rate(value: float | None) -> str:
 @click.option(
     "--abort-after",
     type=click.IntRange(min=0),
-    help="Abort when this many samples in a row fail with the same error no retry can fix, e.g. a wrong key "
-    "(default 3; 0: never).",
+    help="Abort when this many samples (or episodes) in a row fail with the same error no retry can fix, e.g. a "
+    "wrong key (default 3; 0: never).",
 )
 @click.option("--logfire", is_flag=True, default=None, help="Instrument with Logfire (sends only with LOGFIRE_TOKEN).")
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")

@@ -156,7 +156,7 @@ class E2ESettings:
     retry_failed: bool = True
     """On `--resume`, run again the samples that failed without changing the skillbook."""
     abort_after: int = 3
-    """Abort when this many samples in a row fail with the same error that no retry can fix (a wrong key, an
+    """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
     unknown model); 0 never aborts."""
     logfire: bool = False
     verbose: bool = False
