@@ -124,11 +124,11 @@ def preflight(
         except Exception as e:
             problems.append(f"{_who(settings, 'embedding')}: the embedder failed: {type(e).__name__}: {e}")
     if problems:
-        raise PreflightError([_with_hint(p) for p in problems])
+        raise PreflightError(problems)
     if live:
         problems = asyncio.run(_live_checks(settings, checked, hosted_embedder))
         if problems:
-            raise PreflightError([_with_hint(p, live=True) for p in problems])
+            raise PreflightError([f"{p} (to start without this test request: --no-preflight)" for p in problems])
     return checked
 
 
@@ -149,12 +149,6 @@ def _source(settings: E2ESettings, role: ModelRole) -> str:
     if source.startswith("config:"):
         return f"from {source.removeprefix('config:')}"
     return f"from the {source}"
-
-
-def _with_hint(problem: str, *, live: bool = False) -> str:
-    if not live:
-        return problem
-    return f"{problem} (to start without this test request: --no-preflight)"
 
 
 def _static_check(model: Model) -> None:
