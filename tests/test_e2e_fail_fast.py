@@ -334,3 +334,29 @@ def test_episodes_that_keep_failing_on_a_rejected_key_abort_the_collection(airli
     done = runner.resume_e2e(folder, injections=inj)
     assert done.record["status"] == "completed" and done.record["benchmark"]["before"]["episodes"] == 5
     assert done.record["benchmark"]["before"]["errors"] == 0  # the 3 errored episodes ran again
+
+
+@pytest.mark.parametrize("sessions", ["concurrent", "ordered"])
+def test_abort_and_retry_with_concurrent_workers_record_each_sample_once(tmp_path: Path, sessions: str) -> None:
+    def rejected(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelRequestError("openai/gpt-4.1-mini", "authentication failed", kind="auth")
+
+    inj = scripted_injections()
+    models = {**inj.models, "reflector": FunctionModel(rejected, model_name="rejected")}
+    settings = E2ESettings(
+        traces=DEMO,
+        no_benchmark=True,
+        max_workers=4,
+        sm_sessions=sessions,
+        output_dir=tmp_path,  # type: ignore[arg-type]
+    )
+    with pytest.raises(RunAborted, match="3 samples in a row"):
+        runner.run_e2e(settings, injections=runner.RunInjections(models=models, embedder=inj.embedder))
+    [folder] = list(tmp_path.iterdir())
+    failed = load_sample_lines(folder / "samples.jsonl")
+    assert len(failed) >= 3 and all(s.error_kind == "auth" and not s.operations for s in failed)
+    done = runner.resume_e2e(folder, injections=inj)
+    assert done.record["training"] == {**done.record["training"], "samples": 10, "errors": 0}
+    lines = load_sample_lines(folder / "samples.jsonl")
+    assert len(lines) == 10 + len(failed) and sorted({s.index for s in lines}) == list(range(10))
+    assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
