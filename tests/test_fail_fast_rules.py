@@ -83,9 +83,12 @@ def test_pass_k_counts_only_scored_episodes_and_says_how_many_errored(tmp_path: 
 
     record = {
         "config": {"epochs": 1},
+        "training": {"samples": 2, "errors": 1},
+        "errors": [{"trace_uid": "t:1", "epoch": 0, "error": "ModelRequestError: refused"}],
         "benchmark": {"before": summary, "after": benchmark_summary([episode(0, 1.0), episode(1, 1.0)])},
     }
     text = format_summary(E2EResult(folder=RunFolder(tmp_path), record=record, skillbook=Skillbook()))
     assert "pass^1: 0.500 before -> 1.000 with the skillbook" in text
     assert "before: pass^k over the 2 scored episodes only; 1 of 3 errored and are left out" in text
     assert "after:" not in text
+    assert "2 samples, 1 errors\n  first error, on t:1: ModelRequestError: refused (all: ace-eval inspect)" in text

@@ -36,6 +36,10 @@ def format_summary(result: E2EResult) -> str:
         f"Skillbook: {stats['active']} active skills ({sections['context']} context, {sections['harness']} harness), "
         f"{stats['occurrences']} occurrences",
     ]
+    errors = record.get("errors") or []
+    if errors:
+        first = errors[0]
+        lines.insert(2, f"  first error, on {first['trace_uid']}: {first['error']} (all: ace-eval inspect)")
     bench = record.get("benchmark")
     if bench:
         phases = {"before": bench.get("before") or {}, "after": bench.get("after") or {}}
