@@ -3,6 +3,7 @@ as a distribution, broken and missing plugins, failing end-of-run steps and `--r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -135,7 +136,7 @@ class MergeFirstJudge:
 def test_dedup_runs_at_the_end_of_each_epoch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     judge = MergeFirstJudge()
     base = scripted_injections()
-    inj = RunInjections(**{**vars(base), "models": {**base.models, "dedup": FunctionModel(judge)}})
+    inj = dataclasses.replace(base, dedup_model=FunctionModel(judge))
     args = replay(tmp_path / "out", "--limit", "4", "--epochs", "2", "--dedup", "--dedup-threshold", "0.5")
     result = invoke(monkeypatch, args, inj)
     assert result.exit_code == 0, result.output
