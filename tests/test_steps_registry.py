@@ -32,7 +32,7 @@ from ace.steps import (
     pipeline_requests,
 )
 from ace_eval.e2e.config import resolve_settings
-from ace_eval.e2e.training import Trainer, TrainingConfig
+from ace_eval.e2e.training import RunStepError, Trainer, TrainingConfig
 
 
 class Recording:
@@ -213,3 +213,43 @@ def test_config_file_steps_and_flags_merge(tmp_path: Path) -> None:
     merged = resolve_settings(flags, config=config, environ={})
     assert merged.steps == {"deduplicate": {"threshold": "0.8", "max_pairs": 10}, "export_markdown": {}}
     assert merged.no_steps == ("persist",) and merged.source_of("steps") == "flag"
+
+
+class FailsOnce:
+    """An `end_of_epoch` step that raises the first time it runs, and records every epoch it ran for."""
+
+    name = "epoch_audit"
+    requires = frozenset({"skillbook"})
+    provides: frozenset[str] = frozenset()
+    ran: list[int] = []  # noqa: RUF012 - shared by the instances the two Trainers build
+    failed = False
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        if not FailsOnce.failed:
+            FailsOnce.failed = True
+            raise OSError("audit store offline")
+        FailsOnce.ran.append(ctx.epoch)
+        return ctx
+
+
+def test_a_failing_end_of_epoch_step_stops_the_run_and_the_resume_runs_it_again(tmp_path: Path) -> None:
+    FailsOnce.ran, FailsOnce.failed = [], False
+    reflected: list[str] = []
+    reg = registry(("epoch_audit", "end_of_epoch", FailsOnce))
+
+    def trainer() -> Trainer:
+        env = StepEnvironment(
+            reflector=SimpleReflector(FunctionModel(reflector_function(reflected))),
+            skill_manager=SkillManager(FunctionModel(skill_manager_function()), embedder=TestEmbedder()),
+        )
+        requests = [StepRequest("reflect"), StepRequest("update"), StepRequest("epoch_audit")]
+        return Trainer(pipeline=build_pipeline(requests, env, registry=reg), config=TrainingConfig(epochs=2,
+                       checkpoint_dir=tmp_path))  # fmt: skip
+
+    traces = [make_trace(n, topic) for n, topic in enumerate(["cancel", "refund"])]
+    with pytest.raises(RunStepError, match=r"step 'epoch_audit' \(end_of_epoch, epoch 0\) failed: OSError: audit"):
+        trainer().run(traces, Skillbook())
+    assert len(reflected) == 2  # epoch 0 committed, epoch 1 never started
+    result = trainer().run(traces, Skillbook())
+    assert FailsOnce.ran == [0, 1]  # epoch 0's end again, then epoch 1's
+    assert len(reflected) == 4 and len(result.samples) == 4 and result.resumed_samples == 2
