@@ -243,12 +243,12 @@ def test_sidecar_with_unknown_ids_or_changed_text_is_ignored_per_skill(tmp_path:
     first = sb.skills(include_inactive=True)[0].id
     doc = json.loads(path.read_text())
     doc["skills"][0]["issue"] = "edited by hand after the vectors were computed"
-    doc["skills"][1]["id"] = "harness-09999"
-    doc["next_ids"]["harness"] = 10000
+    doc["skills"][1]["id"] = f"{doc['skills'][1]['section']}-09999"
+    doc["next_ids"][doc["skills"][1]["section"]] = 10000
     path.write_text(json.dumps(doc))
     loaded = Skillbook.load_from_file(path)
     assert loaded.require_skill(first).embedding is None  # stale text: not reused
-    assert loaded.require_skill("harness-09999").embedding is None  # unknown to the cache
+    assert loaded.require_skill(doc["skills"][1]["id"]).embedding is None  # unknown to the cache
     assert loaded.stats()["embedded"] == 8
 
 
