@@ -108,8 +108,14 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
         click.echo(_with_notes("interrupted", e), err=True)
         sys.exit(130)
     except AceError as e:
-        raise click.ClickException(_with_notes(str(e), e)) from None
+        # exit 2: a refusal the user fixes before anything was written (a busy or unresumable folder)
+        error = _Refused if getattr(e, "exit_code", 1) == 2 else click.ClickException
+        raise error(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
+
+
+class _Refused(click.ClickException):
+    exit_code = 2
 
 
 def _with_notes(message: str, e: BaseException) -> str:

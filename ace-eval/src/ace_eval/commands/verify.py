@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import sidecar_path
+from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
 
 __all__ = ["Check", "run_checks", "verify"]
@@ -72,12 +72,18 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
     try:
+        problem = sidecar_problem(path, dim=None, max_rows=len(book))  # from the headers, before loading anything
+        if problem is not None:
+            return Check(name, False, f"{path}: {problem}; delete it and the vectors are recomputed")
         with np.load(path, allow_pickle=False) as npz:
             ids = [str(i) for i in npz["ids"]]
-            shape = npz["embeddings"].shape
+            matrix = npz["embeddings"]
+            shape = matrix.shape
             model = str(npz["model"])
     except Exception as e:
         return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
+    if not np.isfinite(matrix).all():
+        return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
     missing = [s.id for s in book.skills() if s.id not in set(ids)]
     detail = f"{len(ids)} vectors of dimension {shape[1] if len(shape) == 2 else '?'} ({model or 'unknown model'})"
     if missing:
@@ -107,6 +113,44 @@ def _spans_check(path: Path) -> Check:
     if not calls:
         return Check(name, False, f"{len(sessions)} sm.session spans but no add/update/tag/remove_skill call in them")
     return Check(name, True, f"{len(sessions)} sessions, {len(calls)} skill edits")
+
+
+def _journal_check(path: Path) -> Check | None:
+    """Each sample index, and each (trace, epoch), on one line of `samples.jsonl` (two processes training in one
+    folder at once record samples twice, and their edits reach the skillbook twice)."""
+    if not path.is_file():
+        return None
+    name = "samples.jsonl records each sample once"
+    by_index: dict[object, list[int]] = {}
+    by_sample: dict[tuple[object, object], list[int]] = {}
+    lines = path.read_bytes().split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except (ValueError, RecursionError):
+            if number == len(lines):
+                continue  # a torn last line: the resume drops it
+            return Check(name, False, f"{path}:{number} is not a JSON line: the journal is damaged; start a new run")
+        if not isinstance(line, dict):
+            return Check(name, False, f"{path}:{number} is not a sample record")
+        by_index.setdefault(line.get("index"), []).append(number)
+        by_sample.setdefault((line.get("trace_uid"), line.get("epoch")), []).append(number)
+    twice = [f"index {i} on lines {_numbers(n)}" for i, n in by_index.items() if len(n) > 1]
+    twice += [f"{uid} epoch {epoch} on lines {_numbers(n)}" for (uid, epoch), n in by_sample.items() if len(n) > 1]
+    if twice:
+        return Check(
+            name,
+            False,
+            f"{_ids(twice)} recorded more than once: two processes trained in this folder at once (or the journal "
+            "was edited), so the skillbook may hold their edits twice; start a new run",
+        )
+    return Check(name, True, f"{len(by_index)} samples")
+
+
+def _numbers(numbers: list[int]) -> str:
+    return ", ".join(str(n) for n in numbers)
 
 
 def _run_check(run_json: Path) -> Check | None:
@@ -145,6 +189,7 @@ def run_checks(target: Path) -> list[Check]:
     ]
     if not target.is_file():
         steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
+        steps.append(lambda: [c for c in [_journal_check(folder / "samples.jsonl")] if c is not None])
     for step in steps:
         checks.extend(step())
     return checks
@@ -156,7 +201,8 @@ def verify(run_dir: Path) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
-    with an insight, sm.session spans with skill edits. Exit status 1 when a check fails.
+    with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl. Exit status 1
+    when a check fails.
     """
     checks = run_checks(run_dir)
     for check in checks:
