@@ -233,7 +233,8 @@ def test_sidecar_missing_means_recompute_later(tmp_path: Path) -> None:
 def test_corrupt_sidecar_means_recompute_later(tmp_path: Path, garbage: bytes) -> None:
     _, path = _saved(tmp_path)
     sidecar_path(path).write_bytes(garbage)
-    loaded = Skillbook.load_from_file(path)
+    with pytest.warns(RuntimeWarning, match="not a readable .npz.*ignored"):
+        loaded = Skillbook.load_from_file(path)
     assert loaded.stats()["embedded"] == 0
     assert loaded.stats()["skills"] == 10
 
@@ -261,7 +262,8 @@ def test_sidecar_of_other_model_or_dimension_is_ignored(tmp_path: Path) -> None:
     doc["embedding_model"] = "test-model"
     doc["embedding_dim"] = 16
     path.write_text(json.dumps(doc))
-    assert Skillbook.load_from_file(path).stats()["embedded"] == 0
+    with pytest.warns(RuntimeWarning, match="vectors of dimension 8, expected 16"):
+        assert Skillbook.load_from_file(path).stats()["embedded"] == 0
     doc["embedding_dim"] = 8
     path.write_text(json.dumps(doc))
     assert Skillbook.load_from_file(path).stats()["embedded"] == 10
