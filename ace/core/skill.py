@@ -259,7 +259,8 @@ def normalize_keywords(keywords: object) -> list[str]:
     for raw in keywords:
         if not isinstance(raw, str):
             raise SkillbookError(f"keywords must be strings, got {raw!r}")
-        check_text(f"keyword {raw!r}", raw, prose=False)
+        if not raw.isprintable():
+            check_text(f"keyword {raw!r}", raw, prose=False)
         label = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
         if not label:
             continue

@@ -599,7 +599,7 @@ class Skillbook:
                 raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers")
             for sec, value in raw.items():
                 out[validate_section(sec)] = value
-        used = [*self._skills, *(op.skill_id for op in self._operations if op.skill_id is not None)]
+        used = [*self._skills, *(op.skill_id for op in self._operations if op.type == "ADD" and op.skill_id)]
         for parsed in filter(None, map(skill_id_number, used)):
             section, number = parsed
             out[validate_section(section)] = max(out[validate_section(section)], number + 1)

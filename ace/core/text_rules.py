@@ -13,7 +13,6 @@ from ace.exceptions import SkillbookError
 
 __all__ = [
     "DEFAULT_MAX_TEXT_CHARS",
-    "SKILL_ID_PATTERN",
     "check_text",
     "skill_id_number",
     "validate_skill_id",
@@ -22,9 +21,7 @@ __all__ = [
 DEFAULT_MAX_TEXT_CHARS = 2_000
 """Default cap on the length of a skill's `issue` and of its `insight`."""
 
-SKILL_ID_PATTERN = re.compile(r"(context|harness)-([0-9]{5,})")
-"""A skill id: its section, a dash, at least five ASCII digits (`context-00001`); matched whole."""
-
+_SECTIONS = frozenset({"context", "harness"})
 # C0 and C1 controls except tab and newline, the Arabic letter mark, LRM / RLM, the line and paragraph separators,
 # the bidi embeddings / overrides (U+202A-202E) and isolates (U+2066-2069), the BOM, and lone surrogates.
 _FORBIDDEN_PROSE = re.compile(
@@ -43,6 +40,8 @@ def check_text(field: str, text: str, *, max_chars: int | None = None, prose: bo
             f"{field} is {len(text):,} characters, over the limit of {max_chars:,}: say it in fewer words (one "
             f"problem and where it applies; one imperative action), or split it into several skills"
         )
+    if text.isprintable():  # the common case, decided in C: nothing below can match
+        return text
     bad = (_FORBIDDEN_PROSE if prose else _FORBIDDEN_LABEL).search(text)
     if bad is not None:
         char = bad.group()
@@ -59,8 +58,8 @@ def validate_skill_id(skill_id: object, section: str) -> str:
     """Return `skill_id` if it is `<section>-NNNNN` (at least five digits, the skill's own section as prefix)."""
     if not isinstance(skill_id, str):
         raise SkillbookError(f"skill id must be a string, got {type(skill_id).__name__}")
-    match = SKILL_ID_PATTERN.fullmatch(skill_id)
-    if match is None or match.group(1) != section:
+    parsed = skill_id_number(skill_id)
+    if parsed is None or parsed[0] != section:
         raise SkillbookError(
             f"skill id {skill_id!r} is not a valid id for a {section} skill: ids are '{section}-' and at least five "
             f"digits (e.g. '{section}-00001'), assigned by the skillbook. Give the skill such an id in the file "
@@ -71,6 +70,9 @@ def validate_skill_id(skill_id: object, section: str) -> str:
 
 
 def skill_id_number(skill_id: str) -> tuple[str, int] | None:
-    """`("context", 12)` for `context-00012`; `None` for anything that is not a skill id."""
-    match = SKILL_ID_PATTERN.fullmatch(skill_id)
-    return None if match is None else (match.group(1), int(match.group(2)))
+    """`("context", 12)` for `context-00012`; `None` for anything that is not a skill id (a section, a dash, at
+    least five ASCII digits)."""
+    section, dash, digits = skill_id.partition("-")
+    if section in _SECTIONS and dash and len(digits) >= 5 and digits.isascii() and digits.isdigit():
+        return section, int(digits)
+    return None
