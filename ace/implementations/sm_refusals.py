@@ -8,7 +8,7 @@ sent, whichever layer refused the call.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext
@@ -50,6 +50,6 @@ class ArgumentRefusals(AbstractCapability[SMDeps]):
     ) -> dict[str, Any]:
         """Record the refusal, then let pydantic-ai send the retry as usual."""
         if call.tool_name in _TOOL_NAMES:
-            tool: ToolName = call.tool_name  # type: ignore[assignment]  # checked against ToolName's members
+            tool = cast(ToolName, call.tool_name)  # checked against ToolName's members just above
             ctx.deps.refusals.append(Refusal(tool=tool, reason=describe_argument_error(error)))
         raise error

@@ -89,7 +89,13 @@ def _rate(value: float | None) -> str:
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
-@click.option("--resume", "resume_dir", type=_DIR, metavar="RUN_DIR", help="Continue the interrupted run in RUN_DIR.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=_DIR,
+    metavar="RUN_DIR",
+    help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
+)
 def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
