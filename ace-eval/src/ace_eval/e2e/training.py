@@ -60,6 +60,7 @@ A failed sample that applied operations is kept as it is: running it again would
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -89,6 +90,7 @@ from ace_eval.e2e._samples_plan import (
 )
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 from ace_eval.e2e.checkpoint_step import CheckpointStep
+from ace_eval.e2e.folder_lock import folder_lock
 
 __all__ = [
     "CheckpointError",
@@ -214,6 +216,7 @@ class Trainer:
             added = build_pipeline([StepRequest("checkpoint", options)], env).commit
             self._commit = Pipeline([*self._commit.steps, *added.steps], initial=_COMMIT_FIELDS)
             self._commit.timings = {**pipeline.commit.timings, **added.timings}  # the pipeline's timings count on
+        self._checkpoint_step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -234,13 +237,24 @@ class Trainer:
         returned instead (`TrainingResult.skillbook`). `on_sample` is called with each committed sample, in
         commit order (an exception it raises aborts the run, after that sample was checkpointed). Returns every
         sample, resumed ones included, in commit order.
+
+        With a checkpoint (the `checkpoint` step or `checkpoint_dir`), the folder's lock is held for the whole
+        run: another trainer or run on it is refused (`FolderBusyError`). A folder holding a skillbook but no
+        journal is refused (`CheckpointError`): a fresh start would overwrite that skillbook.
         """
+        step = self._checkpoint_step
+        with folder_lock(step.folder) if step is not None else contextlib.nullcontext():
+            return await self._run(traces, skillbook, on_sample)
+
+    async def _run(
+        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, on_sample: OnSample | None
+    ) -> TrainingResult:
         plan = plan_samples(traces, epochs=self.config.epochs, seed=self.config.seed)
         done: dict[int, SampleResult] = {}
         checkpoint: Checkpoint | None = None
         book = skillbook
         interrupted: list[SampleResult] = []
-        step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
+        step = self._checkpoint_step
         if step is not None:
             folder = step.folder
             loaded = step.load()
