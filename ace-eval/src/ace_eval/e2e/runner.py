@@ -137,6 +137,7 @@ def resume_e2e(
     --logfire) apply to the rest of the run.
     """
     folder = RunFolder.open(run_dir)
+    check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
     record = folder.read_run_json()
     stored = dict(record["config"])
     requested = dict(overrides or {})
