@@ -1,0 +1,67 @@
+"""The `ace-eval` group: lazy sub-commands whose listing matches the commands themselves."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from ace_eval.cli import COMMANDS, main
+
+_HEAVY = ("pydantic_ai", "litellm", "logfire", "numpy", "ace_eval.commands", "ace_eval.e2e")
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    code = (
+        "import sys\n"
+        "from ace_eval.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return set(done.stderr.split())
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_and_version_import_no_command_module(args: list[str]) -> None:
+    loaded = _modules_after(args)
+    heavy = sorted(m for m in loaded if m.startswith(_HEAVY))
+    assert heavy == []
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    loaded = _modules_after(["data", "--help"])
+    assert "ace_eval.commands.data" in loaded
+    assert "ace_eval.commands.e2e" not in loaded
+    assert "ace_eval.commands.inspect" not in loaded
+
+
+def test_help_lists_every_command_with_its_short_help() -> None:
+    out = CliRunner().invoke(main, ["--help"], terminal_width=200).output
+    for name, lazy in COMMANDS.items():
+        command = lazy.load()
+        assert command.name == name
+        assert lazy.short_help == command.get_short_help_str(1000), f"update COMMANDS[{name!r}] in ace_eval/cli.py"
+        assert f"  {name}  " in out
+    listed = [line.split()[0] for line in out.split("Commands:\n")[1].splitlines() if line.strip()]
+    assert listed == sorted(COMMANDS)
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["evaluate"])
+    assert result.exit_code == 2
+    assert "No such command 'evaluate'" in result.output
+
+
+def test_a_lazy_command_runs() -> None:
+    result = CliRunner().invoke(main, ["collection", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "import" in result.output
+    assert isinstance(main, click.Group)
+    assert "collection" in main.commands  # loaded once, then kept
