@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ace.exceptions import AceError
-from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, resolve_settings
+from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
 __all__ = ["e2e", "format_summary"]
@@ -96,7 +96,11 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
     unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
-    Settings: flag > environment variable > config file > the embedded offline model 'local'.
+    Settings: flag > environment variable > config file > the embedded offline model 'local'. A flag that
+    would have no effect is refused (exit 2): --agent-model, --user-model, --num-trials, --max-num-steps and
+    --data-dir when no agent runs (--traces with --no-benchmark), --skill-injection and --top-k with
+    --no-benchmark, --top-k without --skill-injection top-k. Such values from the environment or the config
+    file simply do not apply.
     """
     given = {k: v for k, v in flags.items() if v is not None}
     try:
@@ -107,6 +111,8 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     except KeyboardInterrupt as e:
         click.echo(_with_notes("interrupted", e), err=True)
         sys.exit(130)
+    except InapplicableFlagError as e:
+        raise click.UsageError(str(e)) from None
     except AceError as e:
         raise click.ClickException(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
