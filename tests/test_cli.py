@@ -9,6 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from ace_eval._text import plural, tone
 from ace_eval.cli import COMMANDS, main
 
 _HEAVY = ("pydantic_ai", "litellm", "logfire", "numpy", "ace_eval.commands", "ace_eval.e2e")
@@ -65,3 +66,12 @@ def test_a_lazy_command_runs() -> None:
     assert "import" in result.output
     assert isinstance(main, click.Group)
     assert "collection" in main.commands  # loaded once, then kept
+
+
+def test_plural_and_tone(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [plural(n, "sample") for n in (0, 1, 2)] == ["0 samples", "1 sample", "2 samples"]
+    assert plural(1, "active skill") == "1 active skill" and plural(3, "entry", "entries") == "3 entries"
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert tone("FAIL", "bad") == "\x1b[31m\x1b[1mFAIL\x1b[0m" and tone("PASS", "good") == "\x1b[32mPASS\x1b[0m"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert tone("FAIL", "bad") == "FAIL"

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ace_eval import __version__
+from ace_eval._text import plural
 from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
 from ace_eval.e2e.collection import (
     CollectionError,
@@ -67,8 +68,8 @@ def import_command(
         raise click.ClickException(str(e)) from None
     counts = manifest.counts
     click.echo(
-        f"Imported {counts.traces} traces from {src} ({fmt}): {counts.successes} successes of "
-        f"{counts.with_reward} with a reward, {counts.tasks} tasks."
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
+        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
     )
     click.echo(f"Collection: {out}")
 

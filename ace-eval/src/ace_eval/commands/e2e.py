@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ace.exceptions import AceError
+from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
@@ -29,11 +30,11 @@ def format_summary(result: E2EResult) -> str:
     sections = stats["sections"]
     lines = [
         f"Run folder: {result.folder.path}",
-        f"Trained on {record.get('collection', {}).get('traces_used', 0)} traces x "
-        f"{record['config']['epochs']} epoch(s): {training.get('samples', 0)} samples, "
-        f"{training.get('errors', 0)} errors",
-        f"Skillbook: {stats['active']} active skills ({sections['context']} context, {sections['harness']} harness), "
-        f"{stats['occurrences']} occurrences",
+        f"Trained on {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} x "
+        f"{plural(record['config']['epochs'], 'epoch')}: {plural(training.get('samples', 0), 'sample')}, "
+        f"{plural(training.get('errors', 0), 'error')}",
+        f"Skillbook: {plural(stats['active'], 'active skill')} ({sections['context']} context, "
+        f"{sections['harness']} harness), {plural(stats['occurrences'], 'occurrence')}",
     ]
     bench = record.get("benchmark")
     if bench:
@@ -45,7 +46,8 @@ def format_summary(result: E2EResult) -> str:
     usage = record.get("usage") or {}
     for role, u in usage.items():
         cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
-        lines.append(f"  {role}: {u['requests']} requests, {u['input_tokens']}+{u['output_tokens']} tokens{cost}")
+        tokens = f"{u['input_tokens']}+{u['output_tokens']} tokens"
+        lines.append(f"  {role}: {plural(u['requests'], 'request')}, {tokens}{cost}")
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
     lines.append(f"Skillbook markdown: {result.folder.markdown}")
     return "\n".join(lines)

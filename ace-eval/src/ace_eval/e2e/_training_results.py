@@ -75,6 +75,10 @@ class SampleResult:
     """Model usage by role: `reflector`, `skill_manager` (and `dedup` when deduplicating)."""
     duration_s: float = 0.0
     """Time spent on the sample's own work (reflection + skill-manager phase), not waiting for its turn."""
+    refusals: tuple[dict[str, str], ...] = ()
+    """Every skill-manager tool call not applied (`{"tool", "reason"}`, in order): refused by the skillbook, or
+    a conflict with another session. Kept here, in the run folder, because spans carry reasons only with the
+    content opt-in."""
 
     @property
     def ok(self) -> bool:
