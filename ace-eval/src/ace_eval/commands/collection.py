@@ -11,6 +11,8 @@ from ace_eval import __version__
 from ace_eval._text import plural
 from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
 from ace_eval.e2e.collection import (
+    MANIFEST_FILE,
+    TRACES_FILE,
     CollectionError,
     CollectionManifest,
     read_collection,
@@ -54,6 +56,11 @@ def import_command(
 ) -> None:
     """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
     model_map = _parse_models(models)
+    if (out / MANIFEST_FILE).exists() or (out / TRACES_FILE).exists():
+        raise click.BadParameter(
+            f"{out} already holds a trace collection: choose another folder, or delete that one first",
+            param_hint="--out",
+        )
     try:
         imported = import_traces(fmt, src, source_system=source_system)
         manifest = write_collection(
