@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
+from test_e2e_support import scripted_injections
 
 from ace_eval._text import plural, tone
 from ace_eval.cli import COMMANDS, main
+from ace_eval.e2e import runner
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 
 _HEAVY = ("pydantic_ai", "litellm", "logfire", "numpy", "ace_eval.commands", "ace_eval.e2e")
 
@@ -75,3 +82,20 @@ def test_plural_and_tone(monkeypatch: pytest.MonkeyPatch) -> None:
     assert tone("FAIL", "bad") == "\x1b[31m\x1b[1mFAIL\x1b[0m" and tone("PASS", "good") == "\x1b[32mPASS\x1b[0m"
     monkeypatch.setenv("NO_COLOR", "1")
     assert tone("FAIL", "bad") == "FAIL"
+
+
+def test_the_run_ends_saying_where_its_spans_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no .logfire/ credentials here
+    for var in ("LOGFIRE_TOKEN", "LOGFIRE_CREDENTIALS_DIR", "ACE_MODEL", "ACE_E2E_OUTPUT_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    injections = scripted_injections()
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=injections))
+    args = ["e2e", "--traces", str(DEMO), "--no-benchmark", "--limit", "1", "--logfire"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("Spans: ")]
+    assert line.startswith("Spans: not sent to Logfire (no token: set LOGFIRE_TOKEN, or run `logfire auth`")
+    [folder] = (tmp_path / "results" / "e2e").iterdir()
+    assert line.endswith(f"a copy is in {Path('results/e2e') / folder.name / 'spans.jsonl'}")
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert record["logfire"] == {"sent": False, "project_url": None, "token_from": None}

@@ -48,6 +48,8 @@ def format_summary(result: E2EResult) -> str:
         cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
         tokens = f"{u['input_tokens']}+{u['output_tokens']} tokens"
         lines.append(f"  {role}: {plural(u['requests'], 'request')}, {tokens}{cost}")
+    if result.observability is not None:
+        lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
     lines.append(f"Skillbook markdown: {result.folder.markdown}")
     return "\n".join(lines)

@@ -67,6 +67,8 @@ class E2EResult:
     folder: RunFolder
     record: dict[str, Any]
     skillbook: Skillbook
+    observability: Observability | None = None
+    """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
 
 
 def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -> E2EResult:
@@ -201,6 +203,7 @@ class _Run:
         self.record["status"] = "running"
         self._save()
         obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        self._record_logfire(obs)
         try:
             skillbook = asyncio.run(self._phases())
         except BaseException as e:
@@ -215,7 +218,16 @@ class _Run:
             raise
         self.segment.status = "completed"
         self._close(obs, status="completed")
-        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook)
+        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook, observability=obs)
+
+    def _record_logfire(self, obs: Observability) -> None:
+        """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
+        target = obs.target
+        self.record["logfire"] = {
+            "sent": obs.sending,
+            "project_url": target.project_url if target is not None else None,
+            "token_from": target.source if target is not None else None,
+        }
 
     def _close(self, obs: Observability, *, status: str) -> None:
         obs.flush()
