@@ -88,7 +88,12 @@ def _rate(value: float | None) -> str:
 @click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces (--traces) or tasks.")
 @click.option("--no-benchmark", is_flag=True, default=None, help="Skip the evaluation with the learned skillbook.")
-@click.option("--logfire", is_flag=True, default=None, help="Instrument with Logfire (sends only with LOGFIRE_TOKEN).")
+@click.option(
+    "--logfire",
+    is_flag=True,
+    default=None,
+    help="Instrument with Logfire; spans are sent only with a token (LOGFIRE_TOKEN, or .logfire/ credentials).",
+)
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
