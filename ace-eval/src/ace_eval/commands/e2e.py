@@ -105,11 +105,16 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
     unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
-    Settings: flag > environment variable > config file > the embedded offline model 'local'. A flag that
-    would have no effect is refused (exit 2): --agent-model, --user-model, --num-trials, --max-num-steps and
-    --data-dir when no agent runs (--traces with --no-benchmark), --skill-injection and --top-k with
-    --no-benchmark, --top-k without --skill-injection top-k. Such values from the environment or the config
-    file simply do not apply.
+    Settings: flag > environment variable > config file > the embedded offline model 'local'.
+
+    A flag that would have no effect is refused (exit 2, nothing written); the same settings from the
+    environment or the config file simply do not apply:
+
+    \b
+      --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
+          when no agent runs (--traces with --no-benchmark)
+      --skill-injection, --top-k   with --no-benchmark
+      --top-k                      without --skill-injection top-k
     """
     given = {k: v for k, v in flags.items() if v is not None}
     try:
