@@ -49,7 +49,8 @@ def test_import_tau_bench_and_stats(airline_data: Path, tmp_path: Path) -> None:
     assert lines[header + 13].split() == ["12", "4", "4", "1.00"]
 
     again = runner.invoke(
-        collection, ["import", "--format", "tau-bench", str(airline_data / "tasks_test.json"), "--out", str(out)]
+        collection,
+        ["import", "--format", "tau-bench", str(airline_data / "tasks_test.json"), "--out", str(out.parent / "b")],
     )
     assert again.exit_code == 1
     assert "tasks_test.json: field '[0].task_id': missing (required)" in again.output
