@@ -169,7 +169,7 @@ def test_inspect_shows_sessions_of_the_smoke_run(
     text = cli.invoke(main, ["inspect", str(folder), "--trace", "tau-bench-airline:task-1-trial-0"])
     assert text.exit_code == 0, text.output
     lines = [line.strip() for line in text.output.splitlines()]
-    assert lines[0].startswith(f"Run {folder.name} (completed): 1 samples")
+    assert lines[0] == f"Run {folder.name} (completed): 1 sample, 0 errors"
     assert "[1] tau-bench-airline:task-1-trial-0  epoch 0  ok" in " ".join(lines)
     assert any(line.startswith("reflection: Check the policy first (task") for line in lines)
     assert "find_errors()" in lines  # the recursive reflector's tool call

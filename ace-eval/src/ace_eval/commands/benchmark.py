@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ace_eval._text import plural
 from ace_eval.benchmarks.tau_bench.check import GoldHashes, check_trajectories, load_trajectories
 from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, DataFolderError, load_airline_data
 
@@ -79,5 +78,5 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
             err=True,
         )
     if mismatches:
-        click.echo(f"error: {plural(len(mismatches), 'run')} scored differently than recorded", err=True)
+        click.echo(f"error: {len(mismatches)} run(s) scored differently than recorded", err=True)
         sys.exit(1)
