@@ -99,3 +99,19 @@ def test_the_run_ends_saying_where_its_spans_are(tmp_path: Path, monkeypatch: py
     assert line.endswith(f"a copy is in {Path('results/e2e') / folder.name / 'spans.jsonl'}")
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["logfire"] == {"sent": False, "project_url": None, "token_from": None}
+
+
+def test_a_broken_logfire_credentials_file_stops_the_run_before_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for var in ("LOGFIRE_TOKEN", "LOGFIRE_CREDENTIALS_DIR", "ACE_E2E_OUTPUT_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / ".logfire").mkdir()
+    (tmp_path / ".logfire" / "logfire_credentials.json").write_text('{"token": ', encoding="utf-8")
+    injections = scripted_injections()
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=injections))
+    result = CliRunner().invoke(main, ["e2e", "--traces", str(DEMO), "--no-benchmark", "--logfire"])
+    assert result.exit_code != 0
+    assert "Invalid credentials file: .logfire/logfire_credentials.json: fix or delete it" in result.stderr
+    assert not (tmp_path / "results").exists()

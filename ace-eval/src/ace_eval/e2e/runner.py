@@ -21,7 +21,7 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
-from ace.observability import Observability, configure_observability
+from ace.observability import Observability, configure_observability, find_logfire_target
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.e2e.collection import (
     TRACES_FILE,
@@ -85,6 +85,8 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, manifest, traces[: settings.limit])
         traces_sha = file_sha256(settings.traces / TRACES_FILE)
     data = _load_data(settings)
+    if settings.logfire:
+        find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     folder = RunFolder.create(settings.output_dir)
