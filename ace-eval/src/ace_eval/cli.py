@@ -7,7 +7,9 @@ pydantic-ai nor litellm); a command's module is imported only when that command 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import click
 
@@ -33,38 +35,40 @@ class LazyCommand:
 
 
 # One line per sub-command, sorted; tests/test_cli.py checks each short help against the command's own.
-COMMANDS: dict[str, LazyCommand] = {
-    "benchmark": LazyCommand("ace_eval.commands.benchmark", "benchmark", "Check benchmark data offline."),
-    "collection": LazyCommand(
-        "ace_eval.commands.collection",
-        "collection",
-        "Trace collections: a folder with manifest.json and traces.jsonl (one trace per line).",
-    ),
-    "data": LazyCommand("ace_eval.commands.data", "data", "Download benchmark data."),
-    "demo": LazyCommand(
-        "ace_eval.commands.demo",
-        "demo",
-        "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
-    ),
-    "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
-    "inspect": LazyCommand(
-        "ace_eval.commands.inspect",
-        "inspect",
-        "Show each session of a run: which trace, which reflection (key insight), which tool calls with their atomic "
-        "signature, which skills changed.",
-    ),
-    "verify": LazyCommand(
-        "ace_eval.commands.verify",
-        "verify",
-        "Check a run's skillbook against the smoke-test list of the skillbook v2 design.",
-    ),
-}
+COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
+    {
+        "benchmark": LazyCommand("ace_eval.commands.benchmark", "benchmark", "Check benchmark data offline."),
+        "collection": LazyCommand(
+            "ace_eval.commands.collection",
+            "collection",
+            "Trace collections: a folder with manifest.json and traces.jsonl (one trace per line).",
+        ),
+        "data": LazyCommand("ace_eval.commands.data", "data", "Download benchmark data."),
+        "demo": LazyCommand(
+            "ace_eval.commands.demo",
+            "demo",
+            "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
+        ),
+        "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
+        "inspect": LazyCommand(
+            "ace_eval.commands.inspect",
+            "inspect",
+            "Show each session of a run: which trace, which reflection (key insight), which tool calls with their "
+            "atomic signature, which skills changed.",
+        ),
+        "verify": LazyCommand(
+            "ace_eval.commands.verify",
+            "verify",
+            "Check a run's skillbook against the smoke-test list of the skillbook v2 design.",
+        ),
+    }
+)
 
 
 class LazyGroup(click.Group):
     """A click group whose sub-commands are imported on first use; its help lists them from `COMMANDS`."""
 
-    def __init__(self, *args: object, lazy_commands: dict[str, LazyCommand], **kwargs: object) -> None:
+    def __init__(self, *args: object, lazy_commands: Mapping[str, LazyCommand], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lazy_commands = lazy_commands
 
