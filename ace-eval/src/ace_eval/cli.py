@@ -13,8 +13,6 @@ from types import MappingProxyType
 
 import click
 
-from ace_eval import __version__
-
 __all__ = ["COMMANDS", "LazyCommand", "LazyGroup", "main"]
 
 
@@ -100,6 +98,16 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`--version`: the installed version, looked up only when asked for."""
+    if not value or ctx.resilient_parsing:
+        return
+    import ace_eval
+
+    click.echo(f"ace-eval, version {ace_eval.__version__}")
+    ctx.exit()
+
+
 def _shorten(text: str, limit: int) -> str:
     """Click's own shortening of a short help (first sentence, cut at a word, ending in `...`)."""
     return click.Command(None, help=text).get_short_help_str(limit)
@@ -110,7 +118,14 @@ def _shorten(text: str, limit: int) -> str:
     lazy_commands=COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.version_option(__version__, prog_name="ace-eval")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
     """Run ACE on benchmarks and trace collections, and export the learned skillbook.
 
