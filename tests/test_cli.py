@@ -115,3 +115,11 @@ def test_a_broken_logfire_credentials_file_stops_the_run_before_its_folder(
     assert result.exit_code != 0
     assert "Invalid credentials file: .logfire/logfire_credentials.json: fix or delete it" in result.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_version_is_the_installed_one() -> None:
+    import ace_eval
+
+    result = CliRunner().invoke(main, ["--version"])
+    assert result.exit_code == 0 and result.output == f"ace-eval, version {ace_eval.__version__}\n"
+    assert ace_eval.__version__.count(".") >= 2
