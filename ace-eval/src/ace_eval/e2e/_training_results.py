@@ -79,6 +79,10 @@ class SampleResult:
     """Every skill-manager tool call not applied (`{"tool", "reason"}`, in order): refused by the skillbook, or
     a conflict with another session. Kept here, in the run folder, because spans carry reasons only with the
     content opt-in."""
+    error_kind: str | None = None
+    """What kind of failure `error` is (`ace.llm.retry.failure_kind`: `auth`, `not_found`, `config`, ...)."""
+    attempt: int = 1
+    """1, or more when a resume ran a failed sample again; the journal's last line of a sample wins."""
 
     @property
     def ok(self) -> bool:
