@@ -147,7 +147,8 @@ def _samples_check(path: Path, run_json: Path) -> Check:
     if bad:
         return Check(name, False, f"recorded twice, not as a retry of a failed attempt: {_ids(bad)}")
     retried = len(lines) - len(latest)
-    detail = f"{len(latest)} samples" + (f" ({retried} failed attempt(s) superseded by a retry)" if retried else "")
+    superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
+    detail = plural(len(latest), "sample") + superseded
     try:
         recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
     except (OSError, ValueError, AttributeError):

@@ -11,6 +11,7 @@ from pydantic_ai.usage import RunUsage
 
 from ace.core.skillbook import Skillbook
 from ace.implementations.reflection import Reflection
+from ace_eval._text import plural
 
 __all__ = ["RoleUsage", "SampleResult", "TrainingResult"]
 
@@ -159,7 +160,8 @@ class TrainingResult:
         for role, usage in info["usage"].items():
             cost = f", ${usage['cost_usd']:.4f}" if usage["cost_usd"] is not None else ""
             lines.append(
-                f"{role}: {usage['requests']} requests, {usage['input_tokens']} in / {usage['output_tokens']} out{cost}"
+                f"{role}: {plural(usage['requests'], 'request')}, {usage['input_tokens']} in / "
+                f"{usage['output_tokens']} out{cost}"
             )
         lines += [f"error in {e['trace_uid']} (epoch {e['epoch']}): {e['error']}" for e in info["errors"]]
         return "\n".join(lines)
