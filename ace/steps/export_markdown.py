@@ -2,13 +2,14 @@
 
 Layout: a title and a stats line, one `##` section per skillbook section (`context`, `harness`) with a `###`
 heading per active skill and its fields as a bold-labelled list, then the inactive skills apart with the reason
-they were removed. Skill text is
+they were removed. Skill text, ids and keywords are
 escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders as written.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +23,7 @@ __all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
 _SECTIONS = (("context", "Context"), ("harness", "Harness"))
 _ESCAPED = "\\`*_[]|~"
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def escape_markdown(text: str) -> str:
@@ -65,12 +67,19 @@ def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _code(text: str) -> str:
+    """`text` as an inline code span when it is a plain identifier, else as escaped text (an id the skillbook did
+    not assign cannot close the span, start a new line or inject HTML)."""
+    return f"`{text}`" if _PLAIN.fullmatch(text) else escape_markdown(text)
+
+
 def _skill_block(skill: Skill) -> list[str]:
-    heading = f"### `{skill.id}`" if skill.active else f"### `{skill.id}` ({skill.section}, removed)"
+    sid = _code(skill.id)
+    heading = f"### {sid}" if skill.active else f"### {sid} ({skill.section}, removed)"
     rows = [heading, ""]
     if not skill.active:
         rows.append(f"- **Removed:** {escape_markdown(skill.removal_reason or 'no reason recorded')}")
-    rows.append(f"- **Keywords:** {', '.join(f'`{k}`' for k in skill.keywords)}")
+    rows.append(f"- **Keywords:** {', '.join(_code(k) for k in skill.keywords)}")
     rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
     if skill.insight:
         rows.append(f"- **Insight:** {escape_markdown(skill.insight)}")

@@ -126,7 +126,13 @@ def _rate(value: float | None) -> str:
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
-@click.option("--resume", "resume_dir", type=_DIR, metavar="RUN_DIR", help="Continue the interrupted run in RUN_DIR.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=_DIR,
+    metavar="RUN_DIR",
+    help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
+)
 def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
@@ -163,12 +169,14 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     except PreflightError as e:
         raise _UsageFix(str(e)) from None
     except AceError as e:
-        raise click.ClickException(_with_notes(str(e), e)) from None
+        # exit 2: a refusal the user fixes before anything was written (a busy or unresumable folder)
+        error = _UsageFix if getattr(e, "exit_code", 1) == 2 else click.ClickException
+        raise error(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
 
 
 class _UsageFix(click.ClickException):
-    """A mistake the user fixes before anything is written (a missing key, a model string): exit status 2."""
+    """A mistake the user fixes before anything is written (a missing key, a busy folder): exit status 2."""
 
     exit_code = 2
 

@@ -12,7 +12,7 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import sidecar_path
+from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
 from ace_eval._text import plural, tone
 from ace_eval.e2e.record import load_sample_lines
@@ -76,12 +76,18 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
     try:
+        problem = sidecar_problem(path, dim=None, max_rows=len(book))  # from the headers, before loading anything
+        if problem is not None:
+            return Check(name, False, f"{path}: {problem}; delete it and the vectors are recomputed")
         with np.load(path, allow_pickle=False) as npz:
             ids = [str(i) for i in npz["ids"]]
-            shape = npz["embeddings"].shape
+            matrix = npz["embeddings"]
+            shape = matrix.shape
             model = str(npz["model"])
     except Exception as e:
         return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
+    if not np.isfinite(matrix).all():
+        return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
     missing = [s.id for s in book.skills() if s.id not in set(ids)]
     dimension = shape[1] if len(shape) == 2 else "?"
     detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
@@ -116,6 +122,23 @@ def _spans_check(path: Path) -> Check:
     return Check(name, True, f"{plural(len(sessions), 'session')}, {plural(len(calls), 'skill edit')}")
 
 
+def _damaged_line(path: Path) -> int | None:
+    """The number of a line that is not a JSON object, but for a torn last line (the resume drops it)."""
+    lines = path.read_bytes().split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except (ValueError, RecursionError):
+            if number == len(lines):
+                continue
+            return number
+        if not isinstance(line, dict):
+            return number
+    return None
+
+
 def _run_check(run_json: Path) -> Check | None:
     if not run_json.is_file():
         return None
@@ -133,19 +156,31 @@ def _run_check(run_json: Path) -> Check | None:
 
 
 def _samples_check(path: Path, run_json: Path) -> Check:
-    """One result per (trace, epoch): a later line may only supersede a failed attempt (a resume's retry)."""
+    """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
+    retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
     name = "samples.jsonl records each sample once"
+    damaged = _damaged_line(path)
+    if damaged is not None:
+        return Check(name, False, f"{path}:{damaged} is not a sample record: the journal is damaged; start a new run")
     lines = load_sample_lines(path)
     latest: dict[tuple[str, int], SampleResult] = {}
+    index_of: dict[int, tuple[str, int]] = {}
     bad: list[str] = []
     for sample in lines:
         key = (sample.trace_uid, sample.epoch)
         earlier = latest.get(key)
         if earlier is not None and (earlier.error is None or earlier.operations or sample.attempt <= earlier.attempt):
             bad.append(f"{sample.trace_uid} (epoch {sample.epoch})")
+        if index_of.setdefault(sample.index, key) != key or (earlier is not None and earlier.index != sample.index):
+            bad.append(f"index {sample.index}")
         latest[key] = sample
     if bad:
-        return Check(name, False, f"recorded twice, not as a retry of a failed attempt: {_ids(bad)}")
+        return Check(
+            name,
+            False,
+            f"recorded twice, not as a retry of a failed attempt: {_ids(bad)}; two processes trained in this folder "
+            "at once (or the journal was edited), so the skillbook may hold their edits twice: start a new run",
+        )
     retried = len(lines) - len(latest)
     superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
     detail = plural(len(latest), "sample") + superseded

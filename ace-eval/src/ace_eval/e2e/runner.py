@@ -19,6 +19,7 @@ from pydantic_ai.models import Model
 
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
+from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
@@ -27,6 +28,7 @@ from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeCon
 from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
     TRACES_FILE,
+    CollectionError,
     CollectionManifest,
     CollectionWriter,
     Trace,
@@ -36,10 +38,11 @@ from ace_eval.e2e.collection import (
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
@@ -87,6 +90,12 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     source: tuple[Path, CollectionManifest, list[Trace]] | None = None
     if settings.traces is not None:
         manifest, traces = read_collection(settings.traces)
+        if not traces:
+            raise CollectionError(
+                "holds no traces: there is nothing to learn from; import traces into it first "
+                "(`ace-eval collection import`)",
+                file=str(settings.traces / TRACES_FILE),
+            )
         source = (settings.traces, manifest, traces[: settings.limit])
         traces_sha = file_sha256(settings.traces / TRACES_FILE)
     data = _load_data(settings)
@@ -223,6 +232,14 @@ class _Run:
         return model
 
     def execute(self) -> E2EResult:
+        """Run this segment holding the folder's lock (a second process on the folder is refused, naming this one)."""
+        with folder_lock(self.folder.path):
+            if self.segment.resumed:
+                check_resumable(self.folder)  # before anything is written
+            remove_stale_temps(self.folder.path)
+            return self._execute()
+
+    def _execute(self) -> E2EResult:
         self.record.setdefault("segments", []).append(self.segment.to_dict())
         self.record["status"] = "running"
         self._save()
