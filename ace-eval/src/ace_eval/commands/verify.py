@@ -14,6 +14,7 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
+from ace_eval._text import plural, tone
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["Check", "run_checks", "verify"]
@@ -31,7 +32,8 @@ class Check:
     detail: str = ""
 
     def line(self) -> str:
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}" + (f": {self.detail}" if self.detail else "")
+        verdict = tone("PASS", "good") if self.passed else tone("FAIL", "bad")
+        return f"{verdict}  {self.name}" + (f": {self.detail}" if self.detail else "")
 
 
 def _ids(ids: list[str]) -> str:
@@ -57,7 +59,7 @@ def _skill_checks(book: Skillbook) -> list[Check]:
         Check(
             "every skill has >= 1 occurrence",
             not no_occ,
-            f"no occurrence on {_ids(no_occ)}" if no_occ else f"{stats['occurrences']} occurrences",
+            f"no occurrence on {_ids(no_occ)}" if no_occ else plural(stats["occurrences"], "occurrence"),
         ),
         Check("every skill has >= 1 keyword", not no_kw, f"no keyword on {_ids(no_kw)}" if no_kw else ""),
         Check(
@@ -86,7 +88,8 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not np.isfinite(matrix).all():
         return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
     missing = [s.id for s in book.skills() if s.id not in set(ids)]
-    detail = f"{len(ids)} vectors of dimension {shape[1] if len(shape) == 2 else '?'} ({model or 'unknown model'})"
+    dimension = shape[1] if len(shape) == 2 else "?"
+    detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
@@ -112,8 +115,10 @@ def _spans_check(path: Path) -> Check:
     if not sessions:
         return Check(name, False, f"no sm.session span in {path}: the skill manager never ran")
     if not calls:
-        return Check(name, False, f"{len(sessions)} sm.session spans but no add/update/tag/remove_skill call in them")
-    return Check(name, True, f"{len(sessions)} sessions, {len(calls)} skill edits")
+        return Check(
+            name, False, f"{plural(len(sessions), 'sm.session span')} but no add/update/tag/remove_skill call in them"
+        )
+    return Check(name, True, f"{plural(len(sessions), 'session')}, {plural(len(calls), 'skill edit')}")
 
 
 def _numbers(numbers: list[int]) -> str:
@@ -130,7 +135,7 @@ def _run_check(run_json: Path) -> Check | None:
     status = record.get("status")
     training = record.get("training") or {}
     errors = training.get("errors", 0)
-    detail = f"status {status}, {training.get('samples', 0)} samples, {errors} sample errors"
+    detail = f"status {status}, {plural(training.get('samples', 0), 'sample')}, {plural(errors, 'sample error')}"
     if status != "completed":
         detail += f" ({record.get('error') or 'interrupted'}); continue it with ace-eval e2e --resume {run_json.parent}"
     return Check("run finished without crashing", status == "completed", detail)
@@ -171,7 +176,8 @@ def _samples_check(path: Path, run_json: Path) -> Check:
             "folder at once (or the journal was edited), so the skillbook may hold their edits twice; start a new run",
         )
     retried = len(records) - len(latest)
-    detail = f"{len(latest)} samples" + (f" ({retried} failed attempt(s) superseded by a retry)" if retried else "")
+    superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
+    detail = plural(len(latest), "sample") + superseded
     try:
         recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
     except (OSError, ValueError, AttributeError):
@@ -224,7 +230,8 @@ def run_checks(target: Path) -> list[Check]:
     except ValueError as e:
         checks.append(Check("skillbook.json conforms to the v2 shape", False, str(e)))
         return checks
-    checks.append(Check("skillbook.json conforms to the v2 shape", True, f"{len(book)} skills, schema_version 2"))
+    shape = f"{plural(len(book), 'skill')}, schema_version 2"
+    checks.append(Check("skillbook.json conforms to the v2 shape", True, shape))
     steps: list[Callable[[], list[Check]]] = [
         lambda: [_sidecar_check(sidecar_path(skillbook_path), book)],
         lambda: _skill_checks(book),
@@ -252,6 +259,6 @@ def verify(run_dir: Path) -> None:
         click.echo(check.line())
     failed = [c for c in checks if not c.passed]
     if failed:
-        click.echo(f"verify: {len(failed)} of {len(checks)} checks failed for {run_dir}", err=True)
+        click.echo(f"verify: {len(failed)} of {plural(len(checks), 'check')} failed for {run_dir}", err=True)
         sys.exit(1)
-    click.echo(f"verify: all {len(checks)} checks passed for {run_dir}")
+    click.echo(f"verify: all {plural(len(checks), 'check')} passed for {run_dir}")
