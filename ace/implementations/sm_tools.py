@@ -200,7 +200,11 @@ def add_skill(
         insight: The imperative action the agent should take; required for context, optional for harness.
     """
     deps = ctx.deps
-    attrs: dict[str, AttributeInput] = {"ace.section": section, "ace.keywords_count": len(keywords)}
+    attrs: dict[str, AttributeInput] = {
+        "ace.section": section,
+        "ace.keywords_count": len(keywords),
+        "ace.has_insight": insight is not None,
+    }
     with _tool_call(deps, "add_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
         _check_keyword_count(keywords, deps.settings)
         _check_lengths(deps.settings, issue, insight)

@@ -78,7 +78,7 @@ def read_manifest(directory: str | os.PathLike[str]) -> CollectionManifest:
     if version != FORMAT_VERSION:
         raise CollectionError(
             f"unknown format_version {version!r}: this ace-eval reads {FORMAT_VERSION!r}; "
-            "upgrade ace-eval (`pip install -U ace-eval`) or re-import the traces",
+            "update your ace-eval (git pull in its clone, then python3 dev.py test) or re-import the traces",
             file=name,
             line=_key_line(text, ("format_version",)),
             field="format_version",

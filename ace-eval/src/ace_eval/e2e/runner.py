@@ -23,7 +23,7 @@ from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
-from ace.observability import Observability, configure_observability
+from ace.observability import Observability, configure_observability, find_logfire_target
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
@@ -77,6 +77,8 @@ class E2EResult:
     folder: RunFolder
     record: dict[str, Any]
     skillbook: Skillbook
+    observability: Observability | None = None
+    """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
 
 
 def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -> E2EResult:
@@ -100,6 +102,8 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, manifest, traces[: settings.limit])
         traces_sha = file_sha256(settings.traces / TRACES_FILE)
     data = _load_data(settings)
+    if settings.logfire:
+        find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
@@ -142,6 +146,7 @@ def resume_e2e(
     --logfire) apply to the rest of the run.
     """
     folder = RunFolder.open(run_dir)
+    check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
     record = folder.read_run_json()
     stored = dict(record["config"])
     requested = dict(overrides or {})
@@ -250,6 +255,7 @@ class _Run:
         self.record["status"] = "running"
         self._save()
         obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        self._record_logfire(obs)
         try:
             skillbook = asyncio.run(self._phases())
         except BaseException as e:
@@ -264,7 +270,16 @@ class _Run:
             raise
         self.segment.status = "completed"
         self._close(obs, status="completed")
-        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook)
+        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook, observability=obs)
+
+    def _record_logfire(self, obs: Observability) -> None:
+        """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
+        target = obs.target
+        self.record["logfire"] = {
+            "sent": obs.sending,
+            "project_url": target.project_url if target is not None else None,
+            "token_from": target.source if target is not None else None,
+        }
 
     def _close(self, obs: Observability, *, status: str) -> None:
         obs.flush()

@@ -450,6 +450,7 @@ class Trainer:
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 duration_s=reflected.seconds + time.perf_counter() - start,
                 skipped=ctx.skipped,
+                refusals=_refusals(ctx),
                 error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
                 attempt=item.attempt,
             )
@@ -480,3 +481,9 @@ def _incomplete(ctx: StepContext) -> str | None:
     if sm is not None and not sm.completed:
         return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
     return None
+
+
+def _refusals(ctx: StepContext) -> tuple[dict[str, str], ...]:
+    """The skill-manager calls that were not applied, with the reasons the model was given."""
+    sm = ctx.sm_result
+    return () if sm is None else tuple({"tool": r.tool, "reason": r.reason} for r in sm.refusals)
