@@ -1,0 +1,48 @@
+"""The skillbook's second line of redaction: every text an operation or its provenance would store is redacted.
+
+`Skillbook._commit` calls `redact_commit` before it validates, so every path (the skill-manager tools,
+deduplication, `apply_operations`, a script) stores placeholders, not secrets. `sample_question` is also cut to
+`SAMPLE_QUESTION_MAX` characters: provenance names the task, it does not archive the trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ace.core.insight_source import InsightSource
+from ace.core.update_operation import UpdateOperation
+from ace.redaction import Redactor
+
+__all__ = ["SAMPLE_QUESTION_MAX", "redact_commit"]
+
+SAMPLE_QUESTION_MAX = 300
+"""Characters of a trace's question kept in `InsightSource.sample_question` (then `…`)."""
+
+
+def redact_commit(
+    redactor: Redactor | None, op: UpdateOperation, source: InsightSource | None
+) -> tuple[UpdateOperation, InsightSource | None]:
+    """`op` and `source` with their free texts redacted (when `redactor` is set) and the question truncated."""
+    if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
+        source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
+    if redactor is None:
+        return op, source
+
+    def clean(text: str | None) -> str | None:
+        return None if text is None else redactor.redact_text(text)
+
+    op = dataclasses.replace(
+        op,
+        issue=clean(op.issue),
+        insight=clean(op.insight),
+        reason=clean(op.reason),
+        keywords=[redactor.redact_text(k) for k in op.keywords] if op.keywords is not None else None,
+    )
+    if source is not None:
+        source = dataclasses.replace(
+            source,
+            sample_question=clean(source.sample_question),
+            error_identification=clean(source.error_identification),
+            learning_text=clean(source.learning_text),
+        )
+    return op, source
