@@ -25,6 +25,7 @@ from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ace.exceptions import AceError
+from ace.redaction import Redactor
 
 if TYPE_CHECKING:
     from logfire import ScrubMatch
@@ -44,6 +45,7 @@ __all__ = [
 
 TRACER_NAME = "ace"
 AttributeInput = AttributeValue | None
+_SPAN_IDS = frozenset({"trace_id", "span_id", "parent_span_id", "start_time", "end_time"})
 _EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
@@ -81,6 +83,7 @@ def configure_observability(
     service_name: str = "ace",
     console: bool = False,
     token: str | None = None,
+    redact: Redactor | bool = True,
 ) -> Observability:
     """Configure Logfire and the pydantic-ai instrumentation.
 
@@ -93,6 +96,8 @@ def configure_observability(
         service_name: The OpenTelemetry service name.
         console: Also print spans to the console.
         token: The Logfire write token; defaults to `$LOGFIRE_TOKEN`.
+        redact: Replace secrets and personal data in every span (Logfire and the local file) by placeholders:
+            `True` with the built-in detectors, a `Redactor` with its own, `False` not at all.
     """
     token = token or os.environ.get("LOGFIRE_TOKEN") or None
     if send_to_logfire is True and token is None:
@@ -105,8 +110,11 @@ def configure_observability(
         return Observability(enabled=False, sending=False, include_content=include_content, local_spans_path=None)
     import logfire
 
+    from ace.redaction.scrubbing import scrubbing_options
+
     sending = enabled and send_to_logfire is not False and token is not None
-    processors = [SimpleSpanProcessor(JsonlSpanExporter(path))] if path is not None else []
+    redactor = redact if isinstance(redact, Redactor) else Redactor() if redact else None
+    processors = [SimpleSpanProcessor(JsonlSpanExporter(path, redactor=redactor))] if path is not None else []
     logfire.configure(
         send_to_logfire=sending,
         token=token if sending else None,
@@ -114,7 +122,7 @@ def configure_observability(
         console=None if console else False,
         additional_span_processors=processors,
         inspect_arguments=False,
-        scrubbing=logfire.ScrubbingOptions(callback=keep_everyday_words),
+        scrubbing=scrubbing_options(redactor),
     )
     if enabled:
         logfire.instrument_pydantic_ai(include_content=include_content)
@@ -194,17 +202,22 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
 
 
 class JsonlSpanExporter(SpanExporter):
-    """Appends each finished span to a JSONL file (one `span_to_dict` object per line), flushing per batch."""
+    """Appends each finished span to a JSONL file (one `span_to_dict` object per line), flushing per batch;
+    with a `redactor`, every string of the span (exception messages included) is redacted first."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, redactor: Redactor | None = None) -> None:
         self.path = Path(path)
+        self.redactor = redactor
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write the spans; fails (without raising) once the exporter is shut down."""
-        text = "".join(json.dumps(span_to_dict(s), ensure_ascii=False) + "\n" for s in spans)
+        records = [span_to_dict(s) for s in spans]
+        if self.redactor is not None:
+            records = [self.redactor.redact_data(r, numbered=False, skip_keys=_SPAN_IDS)[0] for r in records]
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         with self._lock:
             if self._file is None:
                 return SpanExportResult.FAILURE

@@ -38,6 +38,7 @@ class Detector:
     @property
     def shapes_bytes(self) -> tuple[bytes, ...]:
         return tuple(s.encode() for s in self.shapes)
+
     left: re.Pattern[str] | None = None
     """Extends a match to the left: searched in the 64 characters before it, ending where the match starts."""
     normalize: Callable[[str], str] | None = None
@@ -146,14 +147,22 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     # order matters only for two matches of the same span: the first detector names it
     _d(
         "private_key",
-        r"-----BEGIN[A-Z ]{0,30} PRIVATE KEY(?: BLOCK)?-----(?:[^\x00]*?-----END[A-Z ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
-        r"|[A-Za-z0-9+/=\s\\]*)",
+        r"-----BEGIN[A-Z ]{0,30} PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[^\x00]*?-----END[A-Z ]{0,30} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
         "PRIVATE KEY",
     ),
     _d("jwt", r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ"),
     _d("anthropic_key", r"sk-ant-(?<![\w-]sk-ant-)[A-Za-z0-9_-]{20,}", "sk-ant-", check=_mixed_token),
     _d("openai_key", r"sk-(?<![\w-]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", "sk-", check=_mixed_token),
-    _d("aws_access_key", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z0-9]{16}(?![A-Za-z0-9])", "A3T", "AKIA", "ASIA", "ABIA", "ACCA"),
+    _d(
+        "aws_access_key",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        "A3T",
+        "AKIA",
+        "ASIA",
+        "ABIA",
+        "ACCA",
+    ),
     _d(
         "aws_secret_key",
         r"(?i:secret[_ -]?access[_ -]?key|aws[_ -]?secret[\w -]{0,20}|aws[\w -]{0,20}(?:secret|key)[\w -]{0,10})"
@@ -164,8 +173,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "AWS",
         group=1,
     ),
-    _d("aws_secret_key", r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+=])", check=_base64_secret,
-       left=r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{0,39}\Z"),  # fmt: skip
+    _d(
+        "aws_secret_key",
+        r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+=])",
+        check=_base64_secret,
+        left=r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{0,39}\Z",
+    ),
     _d("aws_secret_key", _B64_40, check=_mixed_case_token, after="aws_access_key"),
     _d("google_api_key", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}", "AIza"),
     _d("github_token", r"(?:gh[pousr]_(?<!\wgh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "gh", "github_pat_"),
@@ -178,8 +191,13 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}", "pypi-"),
     _d("sendgrid_key", r"SG\.(?<!\wSG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "SG."),
     _d("bearer_token", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)", "earer", "EARER", group=1, check=_mixed_token),
-    _d("basic_auth", r"(?i:\bauthorization\b[\"':\s]{1,5}basic)\s+([A-Za-z0-9+/]{8,}=*)", "uthorization", "UTHORIZATION",
-       group=1),
+    _d(
+        "basic_auth",
+        r"(?i:\bauthorization\b[\"':\s]{1,5}basic)\s+([A-Za-z0-9+/]{8,}=*)",
+        "uthorization",
+        "UTHORIZATION",
+        group=1,
+    ),
     _d("url_credentials", r"://(?<=[A-Za-z0-9+.-]://)([^\s:/?#@\"'<>\x00]+:[^\s/?#@\"'<>\x00]+)@", "://", group=1),
     _d(
         "email",
@@ -189,13 +207,33 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         left=r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}\Z",
         normalize=str.lower,
     ),
-    _d("iban", r"[A-Z](?<![\w][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?!\w)", *_DIGITS,
-       check=iban_valid, normalize=_compact),  # fmt: skip
-    _d("card_number", r"\d(?<![\d.-]\d)(?:[ -]?\d){12,18}(?![\d-])", check=_card, normalize=_digits_only,
-       shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000")),  # fmt: skip
-    _d("phone", r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w-])", "+", check=_phone,
-       normalize=_digits_only),  # fmt: skip
-    _d("phone", r"(?:\(\d{3}\) ?|\d(?<![\w+.-]\d)\d\d[.-])\d{3}[.-]\d{4}(?![\w-])", check=_phone,
-       normalize=_digits_only, shapes=("(000)", "000-000-0000", "000.000.0000")),  # fmt: skip
+    _d(
+        "iban",
+        r"[A-Z](?<![\w][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?!\w)",
+        *_DIGITS,
+        check=iban_valid,
+        normalize=_compact,
+    ),
+    _d(
+        "card_number",
+        r"\d(?<![\d.-]\d)(?:[ -]?\d){12,18}(?![\d-])",
+        check=_card,
+        normalize=_digits_only,
+        shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000"),
+    ),
+    _d(
+        "phone",
+        r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w-])",
+        "+",
+        check=_phone,
+        normalize=_digits_only,
+    ),
+    _d(
+        "phone",
+        r"(?:\(\d{3}\) ?|\d(?<![\w+.-]\d)\d\d[.-])\d{3}[.-]\d{4}(?![\w-])",
+        check=_phone,
+        normalize=_digits_only,
+        shapes=("(000)", "000-000-0000", "000.000.0000"),
+    ),
 )
 """Every built-in detector, most specific first."""

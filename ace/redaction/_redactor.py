@@ -294,6 +294,7 @@ class Redactor:
                 if _SEP in value or (check is not None and not check(value)) or self._allowed(value):
                     continue
                 out.append(_Match(start, end, order, detector))
+
     def _allowed(self, value: str) -> bool:
         if value in self.allow or PLACEHOLDER.fullmatch(value):
             return True

@@ -23,6 +23,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.core.skillbook import Skillbook
+from ace.redaction import Redactor
 from ace_eval.benchmarks.tau_bench import (
     SOURCE_SYSTEM,
     AirlineData,
@@ -34,6 +35,7 @@ from ace_eval.benchmarks.tau_bench import (
 )
 from ace_eval.e2e.collection import CollectionWriter, Trace
 from ace_eval.e2e.progress import Progress
+from ace_eval.e2e.redaction import redact_trace
 
 __all__ = [
     "MeteredModel",
@@ -138,8 +140,11 @@ async def run_episodes(
     config: EpisodeConfig,
     max_workers: int,
     progress: Progress,
+    redactor: Redactor | None = None,
 ) -> None:
-    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time."""
+    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time.
+
+    With a `redactor` each trace is written redacted (the episode itself ran on the real data)."""
     todo = [(t, k) for t, k in jobs if episode_uid(t, k) not in writer]
     gold: dict[int, str] = {}
     gold_lock = asyncio.Lock()
@@ -168,7 +173,7 @@ async def run_episodes(
         trace = episode_to_trace(result)
         usage = {role: meter.to_dict() for role, meter in meters.items()}
         trace = trace.model_copy(update={"metadata": {**trace.metadata, "usage": usage}})
-        writer.append(trace)
+        writer.append(redact_trace(trace, redactor)[0])
         status = "error" if result.error else f"reward {result.reward:g}"
         progress.advance(
             error=result.error is not None,

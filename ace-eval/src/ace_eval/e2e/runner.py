@@ -29,13 +29,13 @@ from ace_eval.e2e.collection import (
     CollectionWriter,
     Trace,
     read_collection,
-    write_collection,
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import run_episodes
 from ace_eval.e2e.finish import embedder_for, finish_skillbook, release_observability, select_tasks
 from ace_eval.e2e.progress import Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
+from ace_eval.e2e.redaction import install_run_collection, redact_record, redaction_summary
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
@@ -85,21 +85,11 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     data = _load_data(settings)
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    redactor = settings.redactor()
     folder = RunFolder.create(settings.output_dir)
+    collection_redactions: dict[str, int] = {}
     if source is not None:
-        directory, manifest, selected = source
-        if len(selected) < manifest.counts.traces:
-            write_collection(
-                folder.collection,
-                selected,
-                source_system=manifest.source_system,
-                benchmark=manifest.benchmark,
-                models=manifest.models,
-                description=manifest.description,
-                metadata={**manifest.metadata, "subset_of": str(directory), "limit": settings.limit},
-            )
-        else:
-            folder.install_collection(directory)
+        collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
     record: dict[str, Any] = {
         "run_id": folder.run_id,
         "status": "running",
@@ -108,6 +98,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "config": {**settings.to_dict(), "traces_sha256": traces_sha},
         "models": settings.models,
         "segments": [],
+        "redaction": redaction_summary(settings.redact, [], collection_redactions),
     }
     return _Run(settings, folder, record, data, inj, resumed=False).execute()
 
@@ -184,6 +175,7 @@ class _Run:
         self.inj = inj
         self.segment = Segment(resumed=resumed)
         self.embedder = inj.embedder or embedder_for(settings.embedding_model)
+        self.redactor = settings.redactor()
         self._models: dict[str, Model] = {}
         self.resumed_samples: int | None = None
 
@@ -200,7 +192,13 @@ class _Run:
         self.record.setdefault("segments", []).append(self.segment.to_dict())
         self.record["status"] = "running"
         self._save()
-        obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        s = self.settings
+        obs = configure_observability(
+            s.logfire or s.logfire_content,
+            include_content=s.logfire_content,
+            local_spans_path=self.folder.spans,
+            redactor=self.redactor,
+        )
         try:
             skillbook = asyncio.run(self._phases())
         except BaseException as e:
@@ -242,7 +240,7 @@ class _Run:
         with self._timed("train"):
             skillbook = await self._train(traces)
         with self._timed("export"):
-            finish_skillbook(skillbook, self.folder, self.embedder)
+            finish_skillbook(skillbook, self.folder, self.embedder, self.redactor)
         if not s.no_benchmark:
             if s.traces is not None:
                 with self._timed("baseline"):
@@ -269,7 +267,9 @@ class _Run:
                 sm_sessions=s.sm_sessions,
                 seed=s.seed,
                 checkpoint_dir=self.folder.path,
+                redact=s.redact,
             ),
+            redactor=self.redactor,
         )
         done = load_samples(self.folder.samples)
         total = len(traces) * s.epochs
@@ -321,6 +321,7 @@ class _Run:
                     ),
                     max_workers=s.max_workers,
                     progress=bar,
+                    redactor=self.redactor,
                 )
 
     @contextmanager
@@ -342,7 +343,10 @@ class _Run:
                 resumed_samples=self.resumed_samples,
             )
         )
+        collection = (self.record.get("redaction") or {}).get("collection")
+        samples = load_samples(self.folder.samples)
+        self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)
 
     def _save(self) -> None:
         self.record["segments"][-1] = self.segment.to_dict()
-        self.folder.write_run_json(self.record)
+        self.folder.write_run_json(redact_record(self.record, self.redactor))

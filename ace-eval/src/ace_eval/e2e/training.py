@@ -60,9 +60,11 @@ from ace.core.skillbook import Skillbook
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.observability import AttributeInput, ace_span
+from ace.redaction import Redactor
 from ace.steps.context import INITIAL_FIELDS, Step, StepContext, trace_identity
 from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.pipeline import Pipeline
+from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.update import UpdateStep
 from ace_eval.e2e._checkpoint import (
@@ -107,6 +109,8 @@ class TrainingConfig:
     """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
     deduplicate: bool = False
     """Run the trainer's `deduplicator` step after every skill-manager session."""
+    redact: bool = True
+    """Run the `redact` step first and redact what the skillbook and the journal store; `False` keeps raw text."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -196,8 +200,10 @@ class Trainer:
         config: TrainingConfig,
         extra_steps: Sequence[Step] = (),
         deduplicator: DeduplicateStep | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
-        """Build the pipeline: reflect, then (serialised) update, deduplicate when configured, `extra_steps`.
+        """Build the pipeline: redact (unless `config.redact` is off), reflect, then (serialised) update,
+        deduplicate when configured, `extra_steps`. `redactor`: detectors and allow-list (default: built-in).
 
         Raises:
             ValueError: `config.deduplicate` without a `deduplicator`, or steps whose requirements are unmet.
@@ -211,10 +217,12 @@ class Trainer:
         if config.deduplicate and deduplicator is not None:
             serial.append(deduplicator)
         serial.extend(extra_steps)
+        self.redactor = (redactor or Redactor()) if config.redact else None
+        first: list[Step] = [RedactStep(self.redactor)] if self.redactor is not None else []
         reflect = ReflectStep(reflector)
-        Pipeline([reflect, *serial])  # checks the whole order once
-        self._reflect = Pipeline([reflect])
-        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | reflect.provides)
+        Pipeline([*first, reflect, *serial])  # checks the whole order once
+        self._reflect = Pipeline([*first, reflect])
+        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | self._reflect.provides)
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -253,6 +261,7 @@ class Trainer:
             checkpoint.open(book, fresh=loaded is None)
         results = dict(done)
         journaled = SkillbookMark.of(book)
+        book.redactor = self.redactor
 
         async def commit(result: SampleResult) -> None:
             # The line holds everything since the previous line: the sample's own edits, and in the concurrent
@@ -262,7 +271,10 @@ class Trainer:
                 with book.locked():
                     delta = skillbook_delta(book, journaled)
                     journaled = SkillbookMark.of(book)
-                await checkpoint.commit({**result.to_dict(), "checkpoint": delta}, book)
+                line = {**result.to_dict(), "checkpoint": delta}
+                if self.redactor is not None:  # the second line: a reflection quoting a secret the step missed
+                    line = self.redactor.redact_data(line, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
+                await checkpoint.commit(line, book)
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
@@ -386,6 +398,7 @@ class Trainer:
                 operations=tuple(op.to_dict() for op in ops),
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
+                redactions=dict(ctx.redactions),
                 duration_s=reflected.seconds + time.perf_counter() - start,
             )
             span.set_attribute("ace.operations_count", len(ops))
