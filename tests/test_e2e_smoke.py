@@ -84,7 +84,7 @@ def test_smoke_command_runs_end_to_end_and_verifies(
 
         verify = cli.invoke(main, ["verify", str(folder)])
         assert verify.exit_code == 0, verify.output
-        assert verify.output.count("PASS") == 8 and "FAIL" not in verify.output
+        assert verify.output.count("PASS") == 9 and "FAIL" not in verify.output  # 9th: no secret in the folder
 
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         assert record["status"] == "completed" and record["run_id"] == folder.name

@@ -216,7 +216,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "card_number",
-        r"\d(?<![\d.-]\d)(?:[ -]?\d){12,18}(?![\d-])",
+        r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-])",
         check=_card,
         normalize=_digits_only,
         shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000"),

@@ -11,6 +11,7 @@ from ace_eval.commands.data import data
 from ace_eval.commands.demo import demo
 from ace_eval.commands.e2e import e2e
 from ace_eval.commands.inspect import inspect
+from ace_eval.commands.scan import scan
 from ace_eval.commands.verify import verify
 
 
@@ -33,6 +34,7 @@ main.add_command(data)
 main.add_command(demo)
 main.add_command(e2e)
 main.add_command(inspect)
+main.add_command(scan)
 main.add_command(verify)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path
 from ace.observability import read_spans_jsonl
+from ace.redaction.scan import scan_path
 
 __all__ = ["Check", "run_checks", "verify"]
 
@@ -125,6 +126,21 @@ def _run_check(run_json: Path) -> Check | None:
     return Check("run finished without crashing", status == "completed", detail)
 
 
+def _secrets_check(target: Path) -> Check:
+    name = "no detectable secret in the run folder" if target.is_dir() else f"no detectable secret in {target.name}"
+    result = scan_path(target)
+    if not result.locations:
+        return Check(name, True, f"{result.files} files scanned")
+    lines = [location.describe() for location in result.locations[:_SHOWN]]
+    more = f" and {len(result.locations) - _SHOWN} more" if len(result.locations) > _SHOWN else ""
+    return Check(
+        name,
+        False,
+        f"{len(result.locations)} found: {'; '.join(lines)}{more} (ace-eval scan {target} lists them all; rerun "
+        "without --no-redact, and do not share this folder)",
+    )
+
+
 def run_checks(target: Path) -> list[Check]:
     """Every check for a run folder (or a `skillbook.json` file directly)."""
     skillbook_path = target if target.is_file() else target / "skillbook.json"
@@ -145,6 +161,7 @@ def run_checks(target: Path) -> list[Check]:
     ]
     if not target.is_file():
         steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
+    steps.append(lambda: [_secrets_check(target)])
     for step in steps:
         checks.extend(step())
     return checks
@@ -156,7 +173,8 @@ def verify(run_dir: Path) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
-    with an insight, sm.session spans with skill edits. Exit status 1 when a check fails.
+    with an insight, sm.session spans with skill edits, no detectable secret in any file of the folder. Exit
+    status 1 when a check fails.
     """
     checks = run_checks(run_dir)
     for check in checks:

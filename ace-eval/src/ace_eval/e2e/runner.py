@@ -197,7 +197,7 @@ class _Run:
             s.logfire or s.logfire_content,
             include_content=s.logfire_content,
             local_spans_path=self.folder.spans,
-            redactor=self.redactor,
+            redact=self.redactor or False,
         )
         try:
             skillbook = asyncio.run(self._phases())
