@@ -22,11 +22,17 @@ SAMPLE_QUESTION_MAX = 300
 def redact_commit(
     redactor: Redactor | None, op: UpdateOperation, source: InsightSource | None
 ) -> tuple[UpdateOperation, InsightSource | None]:
-    """`op` and `source` with their free texts redacted (when `redactor` is set) and the question truncated."""
+    """`op` and `source` with their free texts redacted (when `redactor` is set), then the question truncated."""
+    if redactor is not None:
+        op, source = _redacted(redactor, op, source)
     if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
         source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
-    if redactor is None:
-        return op, source
+    return op, source
+
+
+def _redacted(
+    redactor: Redactor, op: UpdateOperation, source: InsightSource | None
+) -> tuple[UpdateOperation, InsightSource | None]:
 
     def clean(text: str | None) -> str | None:
         return None if text is None else redactor.redact_text(text)
