@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["BUILTIN_DETECTORS", "Detector", "iban_valid", "luhn_valid", "shape"]
 
@@ -35,9 +35,14 @@ class Detector:
     shapes: tuple[str, ...] = ()
     """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
 
-    @property
-    def shapes_bytes(self) -> tuple[bytes, ...]:
-        return tuple(s.encode() for s in self.shapes)
+    shape_gate: re.Pattern[bytes] | None = field(init=False, default=None)
+    trigger_keys: frozenset[str] = field(init=False, default=frozenset())
+    """`triggers` with every digit as `0` (the key for "the text has a digit")."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "trigger_keys", frozenset("0" if t.isdigit() else t for t in self.triggers))
+        if self.shapes:
+            object.__setattr__(self, "shape_gate", re.compile(b"|".join(re.escape(s.encode()) for s in self.shapes)))
 
     left: re.Pattern[str] | None = None
     """Extends a match to the left: searched in the 64 characters before it, ending where the match starts."""
@@ -116,6 +121,7 @@ def _phone(value: str) -> bool:
 
 
 _DIGITS = tuple("0123456789")
+_GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 
 
@@ -181,7 +187,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d("aws_secret_key", _B64_40, check=_mixed_case_token, after="aws_access_key"),
     _d("google_api_key", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}", "AIza"),
-    _d("github_token", r"(?:gh[pousr]_(?<!\wgh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "gh", "github_pat_"),
+    _d("github_token", r"(?:gh[pousr]_(?<!\wgh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", *_GITHUB),
     _d("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,}", "glpat-"),
     _d("slack_token", r"xox[abposre]-(?<!\wxox.-)[A-Za-z0-9-]{10,}", "xox"),
     _d("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", "hooks.slack.com"),
@@ -217,6 +223,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "card_number",
         r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-])",
+        *_DIGITS,
         check=_card,
         normalize=_digits_only,
         shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000"),
@@ -231,6 +238,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "phone",
         r"(?:\(\d{3}\) ?|\d(?<![\w+.-]\d)\d\d[.-])\d{3}[.-]\d{4}(?![\w-])",
+        *_DIGITS,
         check=_phone,
         normalize=_digits_only,
         shapes=("(000)", "000-000-0000", "000.000.0000"),

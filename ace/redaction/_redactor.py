@@ -32,6 +32,7 @@ __all__ = [
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
+_DIGIT = re.compile(r"\d")
 _MIN_INT = 10**7  # ints below this are never a phone or card number
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+(?:#\d+)?\]")
 
@@ -84,6 +85,14 @@ def count_kinds(findings: Iterable[Finding]) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class _Gate:
+    """What one text contains: the trigger literals found (`"0"` for any digit), its digit shape once needed."""
+
+    present: set[str]
+    shaped: list[bytes]
+
+
+@dataclass(frozen=True)
 class _Match:
     start: int
     end: int
@@ -122,6 +131,8 @@ class Redactor:
                 raise RedactionConfigError(f"redaction pattern {kind!r} ({pattern!r}) matches empty text: tighten it")
             extra.append(Detector(kind=kind, pattern=compiled, group=1 if compiled.groups else 0))
         self.detectors: tuple[Detector, ...] = (*detectors, *extra)
+        literals = sorted({t for d in self.detectors for t in d.triggers if not t.isdigit()}, key=len, reverse=True)
+        self._gate = re.compile("|".join(re.escape(t) for t in literals)) if literals else None
         self._first = tuple(d for d in self.detectors if d.after is None)
         self._later = tuple(d for d in self.detectors if d.after is not None)
         self.allow: frozenset[str] = frozenset(allow)
@@ -251,12 +262,16 @@ class Redactor:
 
     def _matches(self, text: str, session: RedactionSession) -> list[_Match]:
         candidates: list[_Match] = []
-        shaped: list[bytes] = []  # computed once, on first need
-        self._search(text, self._first, candidates, 0, shaped)
+        # which triggers occur: one C-speed pass for every literal, one search for a digit
+        present = set(self._gate.findall(text)) if self._gate is not None else set()
+        if _DIGIT.search(text) is not None:
+            present.add("0")
+        gate = _Gate(present, [])
+        self._search(text, self._first, candidates, 0, gate)
         if self._later:
             session.kinds_seen.update(m.detector.kind for m in candidates)
             later = [d for d in self._later if d.after in session.kinds_seen]
-            self._search(text, later, candidates, len(self._first), shaped)
+            self._search(text, later, candidates, len(self._first), gate)
         if not candidates:
             return []
         candidates.sort(key=lambda m: (m.start, m.start - m.end, m.order))
@@ -268,16 +283,14 @@ class Redactor:
                 end = m.end
         return accepted
 
-    def _search(
-        self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, shaped: list[bytes]
-    ) -> None:
+    def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
         for order, detector in enumerate(detectors, offset):
-            if detector.triggers and not any(t in text for t in detector.triggers):
+            if detector.triggers and gate.present.isdisjoint(detector.trigger_keys):
                 continue
-            if detector.shapes:
-                if not shaped:
-                    shaped.append(shape(text))
-                if not any(s in shaped[0] for s in detector.shapes_bytes):
+            if detector.shape_gate is not None:
+                if not gate.shaped:
+                    gate.shaped.append(shape(text))
+                if detector.shape_gate.search(gate.shaped[0]) is None:
                     continue
             group, check, left = detector.group, detector.check, detector.left
             for m in detector.pattern.finditer(text):
