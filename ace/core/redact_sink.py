@@ -33,22 +33,27 @@ def redact_commit(
 def _redacted(
     redactor: Redactor, op: UpdateOperation, source: InsightSource | None
 ) -> tuple[UpdateOperation, InsightSource | None]:
-
-    def clean(text: str | None) -> str | None:
-        return None if text is None else redactor.redact_text(text)
-
+    """Every text of `op` and `source` redacted in one pass (`redact_data` joins them)."""
+    texts = {
+        "issue": op.issue,
+        "insight": op.insight,
+        "reason": op.reason,
+        "keywords": op.keywords,
+        "sample_question": source.sample_question if source is not None else None,
+        "error_identification": source.error_identification if source is not None else None,
+        "learning_text": source.learning_text if source is not None else None,
+    }
+    clean, findings = redactor.redact_data(texts, numbered=False)
+    if not findings:
+        return op, source
     op = dataclasses.replace(
-        op,
-        issue=clean(op.issue),
-        insight=clean(op.insight),
-        reason=clean(op.reason),
-        keywords=[redactor.redact_text(k) for k in op.keywords] if op.keywords is not None else None,
+        op, issue=clean["issue"], insight=clean["insight"], reason=clean["reason"], keywords=clean["keywords"]
     )
     if source is not None:
         source = dataclasses.replace(
             source,
-            sample_question=clean(source.sample_question),
-            error_identification=clean(source.error_identification),
-            learning_text=clean(source.learning_text),
+            sample_question=clean["sample_question"],
+            error_identification=clean["error_identification"],
+            learning_text=clean["learning_text"],
         )
     return op, source

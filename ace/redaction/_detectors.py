@@ -36,11 +36,14 @@ class Detector:
     """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
 
     shape_gate: re.Pattern[bytes] | None = field(init=False, default=None)
-    trigger_keys: frozenset[str] = field(init=False, default=frozenset())
-    """`triggers` with every digit as `0` (the key for "the text has a digit")."""
+    literals: tuple[str, ...] = field(init=False, default=())
+    """The `triggers` that are not single digits (looked up with `in`)."""
+    on_digit: bool = field(init=False, default=False)
+    """Whether any digit in the text opens this detector (its triggers include the digits)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "trigger_keys", frozenset("0" if t.isdigit() else t for t in self.triggers))
+        object.__setattr__(self, "literals", tuple(t for t in self.triggers if not t.isdigit()))
+        object.__setattr__(self, "on_digit", any(t.isdigit() for t in self.triggers))
         if self.shapes:
             object.__setattr__(self, "shape_gate", re.compile(b"|".join(re.escape(s.encode()) for s in self.shapes)))
 

@@ -86,9 +86,9 @@ def count_kinds(findings: Iterable[Finding]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class _Gate:
-    """What one text contains: the trigger literals found (`"0"` for any digit), its digit shape once needed."""
+    """What is known of one text: whether it has a digit, and its digit shape once needed."""
 
-    present: set[str]
+    digit: bool
     shaped: list[bytes]
 
 
@@ -131,8 +131,6 @@ class Redactor:
                 raise RedactionConfigError(f"redaction pattern {kind!r} ({pattern!r}) matches empty text: tighten it")
             extra.append(Detector(kind=kind, pattern=compiled, group=1 if compiled.groups else 0))
         self.detectors: tuple[Detector, ...] = (*detectors, *extra)
-        literals = sorted({t for d in self.detectors for t in d.triggers if not t.isdigit()}, key=len, reverse=True)
-        self._gate = re.compile("|".join(re.escape(t) for t in literals)) if literals else None
         self._first = tuple(d for d in self.detectors if d.after is None)
         self._later = tuple(d for d in self.detectors if d.after is not None)
         self.allow: frozenset[str] = frozenset(allow)
@@ -262,11 +260,7 @@ class Redactor:
 
     def _matches(self, text: str, session: RedactionSession) -> list[_Match]:
         candidates: list[_Match] = []
-        # which triggers occur: one C-speed pass for every literal, one search for a digit
-        present = set(self._gate.findall(text)) if self._gate is not None else set()
-        if _DIGIT.search(text) is not None:
-            present.add("0")
-        gate = _Gate(present, [])
+        gate = _Gate(_DIGIT.search(text) is not None, [])
         self._search(text, self._first, candidates, 0, gate)
         if self._later:
             session.kinds_seen.update(m.detector.kind for m in candidates)
@@ -285,7 +279,7 @@ class Redactor:
 
     def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
         for order, detector in enumerate(detectors, offset):
-            if detector.triggers and gate.present.isdisjoint(detector.trigger_keys):
+            if detector.triggers and not (detector.on_digit and gate.digit) and not _any_in(detector.literals, text):
                 continue
             if detector.shape_gate is not None:
                 if not gate.shaped:
@@ -312,6 +306,13 @@ class Redactor:
         if value in self.allow or PLACEHOLDER.fullmatch(value):
             return True
         return any(p.fullmatch(value) for p in self._allow_patterns)
+
+
+def _any_in(literals: tuple[str, ...], text: str) -> bool:
+    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
+        if literal in text:
+            return True
+    return False
 
 
 def _compile(pattern: str, what: str) -> re.Pattern[str]:
