@@ -110,7 +110,8 @@ class TrainingConfig:
     deduplicate: bool = False
     """Run the trainer's `deduplicator` step after every skill-manager session."""
     redact: bool = True
-    """Run the `redact` step first and redact what the skillbook and the journal store; `False` keeps raw text."""
+    """Run the `redact` step first and redact what the skillbook and the journal store (the trained skillbook's
+    `redactor` is set to the trainer's for the run); `False` keeps the raw text everywhere."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
