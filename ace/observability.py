@@ -11,6 +11,7 @@ import json
 import os
 import re
 import threading
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ __all__ = [
 
 TRACER_NAME = "ace"
 AttributeInput = AttributeValue | None
+_ERRORS = Redactor()
+"""Redacts the exception messages of ACE's spans (immutable; errors are never data worth keeping raw)."""
 _SPAN_IDS = frozenset({"trace_id", "span_id", "parent_span_id", "start_time", "end_time"})
 _EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
@@ -172,8 +175,11 @@ def ace_span(
         except expected:
             raise
         except BaseException as e:
-            span.record_exception(e)
-            span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+            # Logfire never scrubs exception messages: an error quoting a secret is redacted here
+            redact = _ERRORS.redact_text
+            trace_text = redact("".join(traceback.format_exception(e)))
+            span.record_exception(e, {"exception.message": redact(str(e)), "exception.stacktrace": trace_text})
+            span.set_status(Status(StatusCode.ERROR, redact(f"{type(e).__name__}: {e}")))
             raise
 
 

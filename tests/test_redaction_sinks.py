@@ -124,3 +124,14 @@ def test_logfire_scrubbing_redacts_values_that_are_wholly_a_secret(capfire: Capt
     assert EMAIL not in attributes and KEY not in attributes
     assert span["attributes"]["email"] == "[REDACTED:email]"
     assert span["attributes"]["prompt"] == "my key is [REDACTED:aws_access_key]"
+
+
+def test_an_ace_span_records_a_failure_without_the_secret_it_quotes(capfire: CaptureLogfire) -> None:
+    try:
+        with ace_span("sm.session", {}):
+            raise ValueError(f"refused {KEY}")
+    except ValueError:
+        pass
+    [span] = [s for s in capfire.exporter.exported_spans_as_dict() if s["name"] == "sm.session"]
+    assert KEY not in json.dumps(span)
+    assert span["events"][0]["attributes"]["exception.message"] == "refused [REDACTED:aws_access_key]"
