@@ -16,11 +16,16 @@ import argparse
 import json
 import re
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_time
 
 from ace.redaction import Redactor, count_kinds
 from ace.steps.redact import TRACE_ID_FIELDS
@@ -48,16 +53,6 @@ def identifiers(data_dir: Path) -> dict[str, re.Pattern[str]]:
         "amount": re.compile(r"\$\d[\d,]*(?:\.\d+)?|\b(?:amount|price|balance|total)\\?\"?:\s*\d+(?:\.\d+)?"),
         "date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
     }
-
-
-def best_time(fn: Callable[[], object], repeat: int) -> float:
-    """The fastest of `repeat` calls: on a shared machine the others measure the neighbours, not the code."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def percentile(values: list[float], q: float) -> float:
