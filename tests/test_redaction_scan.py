@@ -89,3 +89,9 @@ def test_the_settings_read_redaction_from_the_config_and_flags(tmp_path: Path) -
     config.write_text("[redaction]\npatterns = { Bad = 'x' }\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="lowercase letters"):
         resolve_settings({}, config=config, environ={})
+
+
+def test_span_and_trace_ids_are_not_searched(tmp_path: Path) -> None:
+    span = {"trace_id": "4539148803436467", "span_id": "6451000000000007", "parent_span_id": "4111111111111111"}
+    (tmp_path / "spans.jsonl").write_text(json.dumps({**span, "attributes": {}}) + "\n", encoding="utf-8")
+    assert scan_path(tmp_path).locations == []

