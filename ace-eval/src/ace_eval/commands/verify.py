@@ -14,6 +14,7 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
+from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
 from ace_eval.e2e.training import SampleResult
 
@@ -141,6 +142,21 @@ def _run_check(run_json: Path) -> Check | None:
     return Check("run finished without crashing", status == "completed", detail)
 
 
+def _secrets_check(target: Path) -> Check:
+    name = "no detectable secret in the run folder" if target.is_dir() else f"no detectable secret in {target.name}"
+    result = scan_path(target)
+    if not result.locations:
+        return Check(name, True, f"{result.files} files scanned")
+    lines = [location.describe() for location in result.locations[:_SHOWN]]
+    more = f" and {len(result.locations) - _SHOWN} more" if len(result.locations) > _SHOWN else ""
+    return Check(
+        name,
+        False,
+        f"{len(result.locations)} found: {'; '.join(lines)}{more} (ace-eval scan {target} lists them all; rerun "
+        "without --no-redact, and do not share this folder)",
+    )
+
+
 def _samples_check(path: Path, run_json: Path) -> Check:
     """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
     retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
@@ -240,6 +256,7 @@ def run_checks(target: Path) -> list[Check]:
         steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
         if (folder / "samples.jsonl").is_file():
             steps.append(lambda: [_samples_check(folder / "samples.jsonl", folder / "run.json")])
+    steps.append(lambda: [_secrets_check(target)])
     for step in steps:
         checks.extend(step())
     return checks
@@ -252,7 +269,8 @@ def verify(run_dir: Path) -> None:
 
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
     with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
-    attempt may be superseded by its retry). Exit status 1 when a check fails.
+    attempt may be superseded by its retry), no detectable secret in any file of the folder. Exit status 1 when a
+    check fails.
     """
     checks = run_checks(run_dir)
     for check in checks:

@@ -15,6 +15,12 @@ reflector_type = "rr"
 epochs = 1
 max_workers = 4
 data_dir = "data/tau-bench/airline"
+redact = true                      # false (or --no-redact) keeps secrets and personal data in the run folder
+
+[redaction]                        # on top of the built-in detectors (see the README's "Redaction")
+patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
+allow = ["support@airline.example"]          # exact values never redacted
+allow_patterns = ['.*@airline\\.example']    # values a regular expression matches whole
 ```
 Every model defaults to `local`, the embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 """
@@ -32,6 +38,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace.exceptions import AceError
+from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e._training_results import SMSessions
 
@@ -116,14 +123,23 @@ class _E2ETable(BaseModel):
     abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
+    redact: bool | None = None
+
+
+class _RedactionTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    patterns: dict[str, str] | None = None
+    allow: list[str] | None = None
+    allow_patterns: list[str] | None = None
 
 
 class _ConfigFile(BaseModel):
-    """`ace-eval.toml`: a `[models]` table and an `[e2e]` table, nothing else."""
+    """`ace-eval.toml`: a `[models]` table, an `[e2e]` table and a `[redaction]` table, nothing else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     models: _ModelsTable = Field(default_factory=_ModelsTable)
     e2e: _E2ETable = Field(default_factory=_E2ETable)
+    redaction: _RedactionTable = Field(default_factory=_RedactionTable)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +181,16 @@ class E2ESettings:
     """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
     unknown model); 0 never aborts."""
     logfire: bool = False
+    logfire_content: bool = False
+    """Record prompts and completions in the spans (redacted unless `redact` is off); implies `logfire`."""
+    redact: bool = True
+    """Redact secrets and personal data (the `redact` step and every file and span of the run)."""
+    redaction_patterns: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Extra detectors: kind name -> regular expression (`[redaction] patterns`)."""
+    redaction_allow: tuple[str, ...] = ()
+    """Values never redacted (`[redaction] allow`)."""
+    redaction_allow_patterns: tuple[str, ...] = ()
+    """Regular expressions of values never redacted (`[redaction] allow_patterns`)."""
     verbose: bool = False
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
@@ -199,6 +225,20 @@ class E2ESettings:
             )
         if self.benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+        try:
+            self.redactor()
+        except RedactionConfigError as e:
+            raise ConfigError(f"{e} ({self.source_of('redaction_patterns')})") from None
+
+    def redactor(self) -> Redactor | None:
+        """The run's redactor (built-in detectors + `[redaction]`), or `None` with `redact` off."""
+        if not self.redact:
+            return None
+        return Redactor(
+            extra_patterns=self.redaction_patterns,
+            allow=self.redaction_allow,
+            allow_patterns=self.redaction_allow_patterns,
+        )
 
     def source_of(self, name: str) -> str:
         """Where a setting came from, for messages."""
@@ -224,7 +264,13 @@ class E2ESettings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = str(value) if isinstance(value, Path) else dict(value) if f.name == "sources" else value
+            if isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
         return out
 
     @classmethod
@@ -235,6 +281,9 @@ class E2ESettings:
         for name in ("traces", "output_dir", "data_dir", "config_file"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
+        for name in ("redaction_allow", "redaction_allow_patterns"):
+            if name in values:
+                values[name] = tuple(values[name])
         return cls(**values)
 
 
@@ -283,13 +332,16 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact, [redaction] patterns/allow/"
+            "allow_patterns)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
     }
     for name, value in parsed.e2e.model_dump(exclude_none=True).items():
         values[name] = Path(value) if name in ("output_dir", "data_dir") else value
+    for name, value in parsed.redaction.model_dump(exclude_none=True).items():
+        values[f"redaction_{name}"] = tuple(value) if isinstance(value, list) else value
     return values
 
 

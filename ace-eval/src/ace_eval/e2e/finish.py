@@ -10,6 +10,7 @@ from ace.embeddings.base import Embedder, EmbeddingError
 from ace.embeddings.litellm import LiteLLMEmbedder
 from ace.embeddings.minilm import MINILM_MODEL_NAME, default_embedder
 from ace.observability import Observability
+from ace.redaction import Redactor
 from ace.retrieval.index import search_index
 from ace_eval.benchmarks.tau_bench import AirlineData
 from ace_eval.e2e.collection import Trace
@@ -33,14 +34,17 @@ def embedder_for(model: str) -> Embedder:
         raise ConfigError(f"embedding model {name!r} (ACE_EMBEDDING_MODEL / --embedding-model): {e}") from None
 
 
-def finish_skillbook(skillbook: Skillbook, folder: RunFolder, embedder: Embedder) -> None:
+def finish_skillbook(
+    skillbook: Skillbook, folder: RunFolder, embedder: Embedder, redactor: Redactor | None = None
+) -> None:
     """Embed every active skill that has no vector yet, then save `skillbook.json` + its sidecar and export
-    `skillbook.md` (the sidecar exists whenever the skillbook has an active skill)."""
+    `skillbook.md` (the sidecar exists whenever the skillbook has an active skill), redacted with `redactor`."""
     from ace.steps.export_markdown import export_markdown
 
     search_index(skillbook, embedder).sync(skillbook)
     skillbook.save_to_file(folder.skillbook)
-    folder.write_text(folder.markdown, export_markdown(skillbook))
+    markdown = export_markdown(skillbook)
+    folder.write_text(folder.markdown, redactor.redact_text(markdown) if redactor is not None else markdown)
 
 
 def select_tasks(settings: E2ESettings, data: AirlineData, traces: Sequence[Trace] | None) -> list[int]:

@@ -65,9 +65,11 @@ from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
+from ace.redaction import Redactor
 from ace.steps.context import INITIAL_FIELDS, Step, StepContext
 from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.pipeline import Pipeline
+from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.update import UpdateStep
 from ace_eval.e2e._checkpoint import (
@@ -122,6 +124,9 @@ class TrainingConfig:
     """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
     deduplicate: bool = False
     """Run the trainer's `deduplicator` step after every skill-manager session."""
+    redact: bool = True
+    """Run the `redact` step first and redact what the skillbook and the journal store (the trained skillbook's
+    `redactor` is set to the trainer's for the run); `False` keeps the raw text everywhere."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -183,8 +188,10 @@ class Trainer:
         config: TrainingConfig,
         extra_steps: Sequence[Step] = (),
         deduplicator: DeduplicateStep | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
-        """Build the pipeline: reflect, then (serialised) update, deduplicate when configured, `extra_steps`.
+        """Build the pipeline: redact (unless `config.redact` is off), reflect, then (serialised) update,
+        deduplicate when configured, `extra_steps`. `redactor`: detectors and allow-list (default: built-in).
 
         Raises:
             ValueError: `config.deduplicate` without a `deduplicator`, or steps whose requirements are unmet.
@@ -198,10 +205,12 @@ class Trainer:
         if config.deduplicate and deduplicator is not None:
             serial.append(deduplicator)
         serial.extend(extra_steps)
+        self.redactor = (redactor or Redactor()) if config.redact else None
+        first: list[Step] = [RedactStep(self.redactor)] if self.redactor is not None else []
         reflect = ReflectStep(reflector)
-        Pipeline([reflect, *serial])  # checks the whole order once
-        self._reflect = Pipeline([reflect])
-        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | reflect.provides)
+        Pipeline([*first, reflect, *serial])  # checks the whole order once
+        self._reflect = Pipeline([*first, reflect])
+        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | self._reflect.provides)
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -254,6 +263,7 @@ class Trainer:
             del done[index]
         results = dict(done)
         journaled = SkillbookMark.of(book)
+        book.redactor = self.redactor
         watch = AbortWatch(self.config.abort_after)
 
         async def commit(result: SampleResult) -> None:
@@ -264,7 +274,10 @@ class Trainer:
                 with book.locked():
                     delta = skillbook_delta(book, journaled)
                     journaled = SkillbookMark.of(book)
-                await checkpoint.commit({**result.to_dict(), "checkpoint": delta}, book)
+                line = {**result.to_dict(), "checkpoint": delta}
+                if self.redactor is not None:  # the second line: a reflection quoting a secret the step missed
+                    line = self.redactor.redact_data(line, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
+                await checkpoint.commit(line, book)
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
@@ -389,6 +402,7 @@ class Trainer:
                 operations=tuple(op.to_dict() for op in ops),
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
+                redactions=dict(ctx.redactions),
                 duration_s=reflected.seconds + time.perf_counter() - start,
                 refusals=_refusals(ctx),
                 error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
