@@ -7,8 +7,9 @@ report holds that as typed data plus a rendered `text`, which is what the reflec
 
 Matching: the agent's tool calls whose result is not an error are matched to the gold actions of the same
 tool, exact matches first, then each remaining gold action to the same-tool call with the fewest differing
-arguments. Write actions (anything that is not a read: `get_*`, `search_*`, `list_*`, `find_*`,
-`calculate`, `think`) matter most and come first; reads are reported only when missing or different.
+arguments. Write actions (those that change the database: not `get_*`, `search_*`, `list_*`, `find_*`,
+`calculate`, `think`, `transfer_to_human_agents`) matter most and come first; other calls are reported only
+when missing or different.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 READ_TOOL_PREFIXES = ("get_", "search_", "list_", "find_")
-_READ_TOOLS = frozenset({"calculate", "think"})
+_NON_WRITE_TOOLS = frozenset({"calculate", "think", "transfer_to_human_agents"})
 _VALUE_CHARS = 80
 _CALL_CHARS = 160
 _MAX_ARGUMENT_DIFFS = 6
@@ -46,8 +47,9 @@ _STRICT = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 def is_write_tool(name: str) -> bool:
-    """Whether a tool changes the world (or ends the conversation): everything but reads, `calculate`, `think`."""
-    return not (name.startswith(READ_TOOL_PREFIXES) or name in _READ_TOOLS)
+    """Whether a tool changes the database: everything but reads (`get_*`, `search_*`, `list_*`, `find_*`),
+    `calculate`, `think` and `transfer_to_human_agents`."""
+    return not (name.startswith(READ_TOOL_PREFIXES) or name in _NON_WRITE_TOOLS)
 
 
 class ArgumentDiff(BaseModel):
@@ -90,7 +92,7 @@ class ActionDiff(BaseModel):
 
     def render(self) -> str:
         at = f" (message [{self.message_index}])" if self.message_index is not None else ""
-        kind = "write" if self.write else "read"
+        kind = "write" if self.write else "call"
         shown = self.arguments[:_MAX_ARGUMENT_DIFFS]
         more = f"; and {len(self.arguments) - len(shown)} more" if len(self.arguments) > len(shown) else ""
         diffs = "; ".join(f"{self.tool}.{a.render()}" for a in shown) + more
@@ -116,7 +118,7 @@ class GraderReport(BaseModel):
     matched_actions: int = Field(default=0, ge=0)
     """Gold actions the agent made with exactly the gold arguments."""
     actions: list[ActionDiff] = Field(default_factory=list)
-    """Write actions first, then reads; extra reads are not listed."""
+    """Write actions first, then other calls; extra calls that write nothing are not listed."""
     outputs: dict[str, bool] = Field(default_factory=dict)
     """Each required output and whether some reply of the agent said it."""
     text: str = ""
@@ -246,11 +248,15 @@ def render_report(report: GraderReport) -> str:
     """The report in words: the verdict, each differing action, the outputs not given, the database."""
     head = f"reward {report.reward:g}: " if report.reward is not None else ""
     writes = sum(1 for d in report.actions if d.write)
-    if report.gold_actions or report.actions:
-        head += (
-            f"{report.matched_actions} of {report.gold_actions} gold actions made exactly as in the gold; "
-            f"{writes} write and {len(report.actions) - writes} read difference(s)"
-        )
+    differences = (
+        f"{len(report.actions)} difference(s) from the gold, {writes} of them in write actions"
+        if report.actions
+        else "no difference from the gold"
+    )
+    if report.gold_actions:
+        head += f"{report.matched_actions} of {report.gold_actions} gold actions made exactly; {differences}"
+    elif report.actions:
+        head += f"the gold makes no tool call; {differences}"
     else:
         head += "the gold makes no tool call and neither did the agent"
     lines = [head + "."]
