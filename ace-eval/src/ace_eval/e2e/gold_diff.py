@@ -300,10 +300,15 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _argument_diffs(given: Any, gold: Any, path: str = "") -> list[ArgumentDiff]:
-    """The leaves where `given` differs from `gold`: dicts by key, equal-length lists by position."""
+    """The leaves where `given` differs from `gold`: dicts by key, equal-length lists by position.
+
+    Keys the gold lacks count at the top level only: tools read the nested keys they know and ignore others
+    (a flight given with its `origin` next to `flight_number` and `date` books the same flight).
+    """
     if isinstance(given, dict) and isinstance(gold, dict):
         out: list[ArgumentDiff] = []
-        for key in list(gold) + [k for k in given if k not in gold]:
+        extra = [k for k in given if k not in gold] if not path else []
+        for key in list(gold) + extra:
             sub = f"{path}.{key}" if path else str(key)
             mine, theirs = given.get(key, _ABSENT), gold.get(key, _ABSENT)
             if mine is _ABSENT:
