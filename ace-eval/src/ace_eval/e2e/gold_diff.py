@@ -191,40 +191,17 @@ def diff_against_gold(
             matched += 1
     diffs: list[ActionDiff] = []
     for i, name, kwargs in unmatched:
-        candidates = [(len(_argument_diffs(c.kwargs, kwargs)), k) for k, c in enumerate(done) if k not in used]
-        same_tool = [(cost, k) for cost, k in candidates if done[k].tool == name]
+        same_tool = [
+            (len(_argument_diffs(c.kwargs, kwargs)), k) for k, c in enumerate(done) if k not in used and c.tool == name
+        ]
         if same_tool:
-            _, k = min(same_tool)
+            k = min(same_tool)[1]
             used.add(k)
-            call = done[k]
-            diffs.append(
-                ActionDiff(
-                    kind="different",
-                    tool=name,
-                    write=is_write_tool(name),
-                    gold=kwargs,
-                    given=call.kwargs,
-                    message_index=call.message_index,
-                    gold_index=i,
-                    arguments=_argument_diffs(call.kwargs, kwargs),
-                )
-            )
+            diffs.append(_compared("different", name, i, kwargs, done[k]))
             continue
         attempts = [c for c in failed if c.tool == name]
         attempt = min(attempts, key=lambda c: len(_argument_diffs(c.kwargs, kwargs))) if attempts else None
-        diffs.append(
-            ActionDiff(
-                kind="missing",
-                tool=name,
-                write=is_write_tool(name),
-                gold=kwargs,
-                given=None if attempt is None else attempt.kwargs,
-                message_index=None if attempt is None else attempt.message_index,
-                gold_index=i,
-                arguments=[] if attempt is None else _argument_diffs(attempt.kwargs, kwargs),
-                error=None if attempt is None else attempt.error,
-            )
-        )
+        diffs.append(_compared("missing", name, i, kwargs, attempt))
     for k, call in enumerate(done):
         if k not in used and is_write_tool(call.tool):
             diffs.append(
@@ -280,6 +257,23 @@ def render_report(report: GraderReport) -> str:
 
 # ------------------------------------------------------------------------------------------------ helpers
 _ABSENT = object()
+
+
+def _compared(
+    kind: Literal["missing", "different"], tool: str, gold_index: int, gold: dict[str, Any], call: AgentAction | None
+) -> ActionDiff:
+    """A gold action against the agent's call of its tool (the matched call, or the closest failed attempt)."""
+    return ActionDiff(
+        kind=kind,
+        tool=tool,
+        write=is_write_tool(tool),
+        gold=gold,
+        given=None if call is None else call.kwargs,
+        message_index=None if call is None else call.message_index,
+        gold_index=gold_index,
+        arguments=[] if call is None else _argument_diffs(call.kwargs, gold),
+        error=None if call is None else call.error,
+    )
 
 
 def _same(a: Any, b: Any) -> bool:
