@@ -10,7 +10,8 @@ and AFTER with it on. A learned skill is grounded when its issue, insight or key
 argument (name or value) that differed in a trace it was learned from (`ace_eval.e2e.grounding`); the share
 is over the skills learned from at least one trace with such a difference. Needs the `local` extra; the real
 runs need ../shared/data/tau-bench (or --trajectories). Each row is printed when its run ends; SmolLM2 takes
-about a minute per real trace on 2 cores, so use --real-limit on a busy machine.
+about a minute per real trace on 2 cores, so use --real-limit on a busy machine. `--summarise RUN_DIR...`
+prints the rows of existing run folders instead (one cut short counts the samples it finished).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
+from ace.core.skillbook import Skillbook
 from ace_eval.commands.demo import demo_injections, find_demo_collection
 from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
@@ -106,6 +109,40 @@ def replay(name: str, collection: Path, *, feedback: bool, limit: int | None, ou
     )
 
 
+def summarise(run_dir: Path) -> Row:
+    """The row of an existing run folder `<output>/<collection>-<before|after>/run_<id>`, finished or not."""
+    record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    _, traces = read_collection(run_dir / "collection")
+    done = {s["trace_uid"] for s in samples}
+    book = Skillbook.load_from_file(run_dir / "skillbook.json")
+    name, _, variant = run_dir.parent.name.rpartition("-")
+    started = datetime.fromisoformat(record["created_at"]).timestamp()
+    ended = max(p.stat().st_mtime for p in (run_dir / "samples.jsonl", run_dir / "skillbook.json"))
+    partial = "" if record.get("status") == "completed" else f", {record.get('status')}: cut short"
+    skills = book.skills()
+    return Row(
+        collection=name,
+        variant=("after (with <grader_diff>)" if variant == "after" else "before (without)") + partial,
+        traces=len(done),
+        errors=sum(1 for s in samples if s.get("error")),
+        grounding=summarise_grounding(skills, {t.trace_uid: t.grader for t in traces if t.trace_uid in done}),
+        minutes=(ended - started) / 60,
+        skills=tuple((s.id, s.issue, s.insight or "", tuple(s.keywords)) for s in skills[:_SHOWN_SKILLS]),
+        folder=str(run_dir),
+    )
+
+
+def print_skills(rows: list[Row]) -> None:
+    print("\nLearned skills (first ones of each run; grounded ones list the terms they name):")
+    for row in rows:
+        named = dict(row.grounding.examples)
+        print(f"\n{row.collection}, {row.variant}: {row.folder}")
+        for skill_id, issue, insight, keywords in row.skills:
+            mark = f"  [grounded: {', '.join(named[skill_id])}]" if skill_id in named else ""
+            print(f"  {skill_id}: issue {issue!r}; insight {insight!r}; keywords {list(keywords)}{mark}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", default="demo,real", help="demo, real, or both (default: %(default)s)")
@@ -115,7 +152,15 @@ def main() -> None:
     parser.add_argument("--variants", default="before,after", help="before, after, or both (default: %(default)s)")
     parser.add_argument("--output-dir", type=Path, help="run folders (default: a temporary folder)")
     parser.add_argument("--json", type=Path, help="also write the rows (and learned skills) to this file")
+    parser.add_argument("--summarise", type=Path, nargs="+", metavar="RUN_DIR", help="rows of existing run folders")
     args = parser.parse_args()
+    if args.summarise:
+        rows = [summarise(run_dir) for run_dir in args.summarise]
+        print(HEADER)
+        for row in rows:
+            print(row.line())
+        print_skills(rows)
+        return
     names = [n.strip() for n in args.collections.split(",") if n.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if not set(names) <= {"demo", "real"} or not set(variants) <= {"before", "after"} or not names or not variants:
@@ -139,13 +184,7 @@ def main() -> None:
                 print(row.line(), flush=True)
                 if args.json is not None:
                     args.json.write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=1, default=str))
-        print("\nLearned skills (first ones of each run; grounded ones list the terms they name):")
-        for row in rows:
-            named = dict(row.grounding.examples)
-            print(f"\n{row.collection}, {row.variant}: {row.folder}")
-            for skill_id, issue, insight, keywords in row.skills:
-                mark = f"  [grounded: {', '.join(named[skill_id])}]" if skill_id in named else ""
-                print(f"  {skill_id}: issue {issue!r}; insight {insight!r}; keywords {list(keywords)}{mark}")
+        print_skills(rows)
 
 
 if __name__ == "__main__":
