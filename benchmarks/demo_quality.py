@@ -30,7 +30,7 @@ from ace.core.skillbook import Skillbook
 from ace_eval.commands.demo import demo_injections, find_demo_collection
 from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.grounding import GroundingSummary, summarise_grounding
+from ace_eval.e2e.grounding import GroundingSummary, reflection_grounding, summarise_grounding
 from ace_eval.e2e.importers.tau_bench import import_tau_bench
 from ace_eval.e2e.runner import run_e2e
 
@@ -47,6 +47,8 @@ class Row:
     traces: int
     errors: int
     grounding: GroundingSummary
+    reflections: tuple[int, int]
+    """(reflections on a trace with a difference, those that name a differing tool or argument)"""
     minutes: float
     skills: tuple[tuple[str, str, str, tuple[str, ...]], ...]
     """(id, issue, insight, keywords) of the first learned skills."""
@@ -56,14 +58,16 @@ class Row:
         g = self.grounding
         share = "-" if g.share is None else f"{g.share:.0%}"
         return (
-            f"| {self.collection} | {self.variant} | {self.traces} | {self.errors} | {g.skills} | {g.with_diff} | "
-            f"{g.grounded} | {share} | {self.minutes:.1f} |"
+            f"| {self.collection} | {self.variant} | {self.traces} | {self.errors} | "
+            f"{self.reflections[1]}/{self.reflections[0]} | {g.skills} | {g.with_diff} | {g.grounded} | {share} | "
+            f"{self.minutes:.1f} |"
         )
 
 
 HEADER = (
-    "| collection | grader feedback | traces | sample errors | skills | from a trace with a diff | grounded | "
-    "grounded share | minutes |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| collection | grader feedback | traces | sample errors | reflections naming a diff | skills | "
+    "skills from a trace with a diff | grounded skills | grounded share | minutes |\n"
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 )
 
 
@@ -80,8 +84,6 @@ def real_collection(trajectories: Path, into: Path) -> Path:
 
 def replay(name: str, collection: Path, *, feedback: bool, limit: int | None, output_dir: Path) -> Row:
     """One pipeline run on the local model; the grounding of the skills it learned."""
-    _, traces = read_collection(collection)
-    traces = traces[:limit]
     injections = demo_injections(show_progress=False)
     options = {**injections.reflector_options, "grader_feedback": feedback}
     injections = dataclasses.replace(injections, reflector_options=options)
@@ -94,19 +96,8 @@ def replay(name: str, collection: Path, *, feedback: bool, limit: int | None, ou
     )
     started = time.monotonic()
     result = run_e2e(settings, injections=injections)
-    minutes = (time.monotonic() - started) / 60
-    skills = result.skillbook.skills()
-    grounding = summarise_grounding(skills, {t.trace_uid: t.grader for t in traces})
-    return Row(
-        collection=name,
-        variant="after (with <grader_diff>)" if feedback else "before (without)",
-        traces=len(traces),
-        errors=int((result.record.get("training") or {}).get("errors", 0)),
-        grounding=grounding,
-        minutes=minutes,
-        skills=tuple((s.id, s.issue, s.insight or "", tuple(s.keywords)) for s in skills[:_SHOWN_SKILLS]),
-        folder=str(result.folder.path),
-    )
+    row = summarise(result.folder.path)
+    return dataclasses.replace(row, minutes=(time.monotonic() - started) / 60)
 
 
 def summarise(run_dir: Path) -> Row:
@@ -116,6 +107,7 @@ def summarise(run_dir: Path) -> Row:
     _, traces = read_collection(run_dir / "collection")
     done = {s["trace_uid"] for s in samples}
     book = Skillbook.load_from_file(run_dir / "skillbook.json")
+    graders = {t.trace_uid: t.grader for t in traces if t.trace_uid in done}
     name, _, variant = run_dir.parent.name.rpartition("-")
     started = datetime.fromisoformat(record["created_at"]).timestamp()
     ended = max(p.stat().st_mtime for p in (run_dir / "samples.jsonl", run_dir / "skillbook.json"))
@@ -126,7 +118,8 @@ def summarise(run_dir: Path) -> Row:
         variant=("after (with <grader_diff>)" if variant == "after" else "before (without)") + partial,
         traces=len(done),
         errors=sum(1 for s in samples if s.get("error")),
-        grounding=summarise_grounding(skills, {t.trace_uid: t.grader for t in traces if t.trace_uid in done}),
+        grounding=summarise_grounding(skills, graders),
+        reflections=reflection_grounding(((s["trace_uid"], s.get("reflection")) for s in samples), graders),
         minutes=(ended - started) / 60,
         skills=tuple((s.id, s.issue, s.insight or "", tuple(s.keywords)) for s in skills[:_SHOWN_SKILLS]),
         folder=str(run_dir),

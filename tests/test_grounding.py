@@ -7,7 +7,7 @@ from typing import Any
 
 from ace import InsightSource, Skillbook
 from ace_eval.e2e.gold_diff import diff_against_gold
-from ace_eval.e2e.grounding import diff_terms, grounded_terms, summarise_grounding
+from ace_eval.e2e.grounding import diff_terms, grounded_terms, reflection_grounding, summarise_grounding
 
 GOLD = {
     "name": "update_reservation_flights",
@@ -74,3 +74,15 @@ def test_whole_words_only() -> None:
     book = Skillbook()
     partial = book.add_skill("context", "send_certificates twice", ["x"], "no", insight_source=source("a"))
     assert grounded_terms(partial, diff_terms(report)) == []
+
+
+def test_reflections_are_checked_against_their_own_trace() -> None:
+    failed = diff_against_gold(messages({**GOLD["kwargs"], "cabin": "economy"}), [GOLD], reward=0.0)
+    graders = {"demo:failed": failed, "demo:ok": diff_against_gold(messages(GOLD["kwargs"]), [GOLD])}
+    reflections = [
+        ("demo:failed", {"key_insight": "Confirm the cabin before update_reservation_flights."}),
+        ("demo:failed", {"key_insight": "The agent never made it"}),
+        ("demo:failed", None),
+        ("demo:ok", {"key_insight": "cabin"}),  # no difference: not counted
+    ]
+    assert reflection_grounding(reflections, graders) == (3, 1)

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from ace.core.skill import Skill
 from ace_eval.e2e.gold_diff import GraderReport
 
-__all__ = ["GroundingSummary", "diff_terms", "grounded_terms", "summarise_grounding"]
+__all__ = [
+    "GroundingSummary",
+    "diff_terms",
+    "grounded_terms",
+    "named_terms",
+    "reflection_grounding",
+    "summarise_grounding",
+]
 
 _MIN_TERM_CHARS = 3
 _INDEX = re.compile(r"\[\d+\]")
@@ -57,10 +64,31 @@ def diff_terms(report: GraderReport) -> frozenset[str]:
     return frozenset(terms)
 
 
+def named_terms(text: str, terms: Iterable[str]) -> list[str]:
+    """The terms `text` names (whole words), in sorted order."""
+    words = _padded_words(text)
+    return sorted(t for t in set(terms) if _padded_words(t) in words)
+
+
 def grounded_terms(skill: Skill, terms: Iterable[str]) -> list[str]:
     """The terms the skill's issue, insight or keywords name (whole words), in sorted order."""
-    text = _padded_words(" ".join([skill.issue, skill.insight or "", *skill.keywords]))
-    return sorted(t for t in set(terms) if _padded_words(t) in text)
+    return named_terms(" ".join([skill.issue, skill.insight or "", *skill.keywords]), terms)
+
+
+def reflection_grounding(
+    reflections: Iterable[tuple[str, Mapping[str, object] | None]], graders: Mapping[str, GraderReport | None]
+) -> tuple[int, int]:
+    """`(reflections on a trace with a difference, those naming one of its differing terms)`, for
+    `(trace_uid, reflection fields)` pairs: where the chain from the grader to the skillbook breaks."""
+    with_diff = grounded = 0
+    for uid, reflection in reflections:
+        report = graders.get(uid)
+        terms = diff_terms(report) if report is not None else frozenset()
+        if not terms:
+            continue
+        with_diff += 1
+        grounded += bool(named_terms(" ".join(str(v) for v in (reflection or {}).values()), terms))
+    return with_diff, grounded
 
 
 @dataclass(frozen=True, kw_only=True)
