@@ -238,9 +238,10 @@ def test_trimming_cuts_a_turn_that_alone_is_too_long() -> None:
 
 def test_missing_llama_cpp_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an absent package looks like to `import`
-    with pytest.raises(LocalModelUnavailableError, match=r"agentic-context-engine\[local\]") as caught:
+    with pytest.raises(LocalModelUnavailableError, match=r"python3 dev.py demo") as caught:
         import_llama_cpp()
-    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in str(caught.value)
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"' in str(caught.value)
+    assert "agentic-context-engine[local]" not in str(caught.value)  # not on any package index
     assert isinstance(caught.value, ImportError)
     with pytest.raises(LocalModelUnavailableError, match="llama-cpp-python"):
         LocalModel(model_path="/nonexistent.gguf").load()

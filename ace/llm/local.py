@@ -2,7 +2,7 @@
 
 It needs no key and no internet, and every step it takes is a valid call of one of the offered tools (or the final
 answer), because decoding is constrained by a JSON-schema grammar. It is slow-witted: it exists so that the whole
-pipeline really runs offline. Install with `CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "agentic-context-engine[local]"`.
+pipeline really runs offline. Install from a clone: `python3 dev.py demo`, or `pip install -e ".[local]"`.
 """
 
 from __future__ import annotations

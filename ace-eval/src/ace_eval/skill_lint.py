@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ace.core.skill import Skill
+from ace_eval._text import tone
 
 __all__ = ["DEFAULT_MIN_WORDS", "SkillWarning", "degenerate_reasons", "degenerate_skills"]
 
@@ -30,7 +31,7 @@ class SkillWarning:
     reasons: tuple[str, ...]
 
     def line(self) -> str:
-        return f"WARN  {self.skill_id} is degenerate: {'; '.join(self.reasons)}"
+        return f"{tone('WARN', 'warn')}  {self.skill_id} is degenerate: {'; '.join(self.reasons)}"
 
 
 def _words(text: str) -> int:

@@ -46,8 +46,10 @@ __all__ = [
     "Benchmark",
     "ConfigError",
     "E2ESettings",
+    "InapplicableFlagError",
     "ModelRole",
     "ReflectorType",
+    "inapplicable_settings",
     "load_config_file",
     "resolve_settings",
 ]
@@ -76,12 +78,17 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
     "data_dir": ("ACE_TAU_BENCH_DATA",),
     "output_dir": ("ACE_E2E_OUTPUT_DIR",),
     "max_workers": ("ACE_E2E_MAX_WORKERS",),
+    "abort_after": ("ACE_E2E_ABORT_AFTER",),
 }
 """Environment variables of the other settings that have one."""
 
 
 class ConfigError(AceError, ValueError):
     """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
+
+
+class InapplicableFlagError(ConfigError):
+    """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
 
 
 class _ModelsTable(BaseModel):
@@ -106,6 +113,7 @@ class _E2ETable(BaseModel):
     skill_injection: SkillInjection | None = None
     top_k: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
+    abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
 
@@ -149,6 +157,13 @@ class E2ESettings:
     """Use only the first N traces (with --traces) or tasks (without)."""
     no_benchmark: bool = False
     """Skip the evaluation with the learned skillbook."""
+    no_preflight: bool = False
+    """Skip the one test request per model before the run (the checks that spend no token still run)."""
+    retry_failed: bool = True
+    """On `--resume`, run again the samples that failed without changing the skillbook."""
+    abort_after: int = 3
+    """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
+    unknown model); 0 never aborts."""
     logfire: bool = False
     verbose: bool = False
     output_dir: Path = DEFAULT_OUTPUT_DIR
@@ -162,6 +177,9 @@ class E2ESettings:
         for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
+        if self.abort_after < 0:
+            where = self.source_of("abort_after")
+            raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
         if self.reflector_type not in get_args(ReflectorType):
@@ -220,6 +238,35 @@ class E2ESettings:
         return cls(**values)
 
 
+_AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
+"""Settings that only matter when the benchmark agent runs."""
+
+
+def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
+    """The settings that have no effect on this run, each with the reason (e.g. no agent runs)."""
+    out: dict[str, str] = {}
+    if not settings.runs_agent:
+        out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces and --no-benchmark")
+    if settings.no_benchmark:
+        out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
+        out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
+    elif settings.skill_injection != "top-k":
+        out["top_k"] = f"it applies only with --skill-injection top-k (this run: {settings.skill_injection})"
+    return out
+
+
+def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
+    """Refuse flags that would be silently ignored; values from the environment or a config file are shared
+    defaults, so those simply do not apply."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in inapplicable_settings(settings).items():
+        if settings.source_of(name) == "flag":
+            by_reason.setdefault(reason, []).append("--" + name.replace("_", "-"))
+    if by_reason:
+        problems = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
+        raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
+
+
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns `{setting name: value}` for the values it sets."""
     try:
@@ -236,7 +283,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/output_dir/data_dir)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
@@ -265,6 +312,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": Path,
     "output_dir": Path,
     "max_workers": int,
+    "abort_after": int,
 }
 
 
@@ -276,6 +324,10 @@ def resolve_settings(
     cwd: Path | None = None,
 ) -> E2ESettings:
     """Resolve every setting: a flag that is not `None` wins, then the environment, the config file, the default.
+
+    A flag that would have no effect on the run (`inapplicable_settings`, e.g. `--agent-model` with `--traces`
+    and `--no-benchmark`) raises `InapplicableFlagError`; such values from the environment or the config file
+    are shared defaults and simply do not apply.
 
     Args:
         flags: Setting name -> value from the command line; `None` means "not given".
@@ -312,4 +364,6 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
-    return E2ESettings(**values, config_file=config_path, sources=sources)
+    settings = E2ESettings(**values, config_file=config_path, sources=sources)
+    _refuse_inapplicable_flags(settings)
+    return settings
