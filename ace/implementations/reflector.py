@@ -25,7 +25,7 @@ from ace.core.skillbook import Skillbook
 from ace.exceptions import AceError
 from ace.implementations.reflection import Reflection, SkillTag
 from ace.implementations.reflector_prompts import REFLECTOR_PROMPT, reflector_task_prompt
-from ace.implementations.trace_view import TraceView, skills_in_context
+from ace.implementations.trace_view import TraceView, skills_in_context, without_grader
 from ace.llm import infer_model
 from ace.observability import AttributeInput, ace_span
 
@@ -147,6 +147,7 @@ class SimpleReflector:
         instructions: str = REFLECTOR_PROMPT,
         instrument: InstrumentationSettings | bool | None = None,
         record_content: bool = False,
+        grader_feedback: bool = True,
     ) -> None:
         """Build the reflector.
 
@@ -158,12 +159,15 @@ class SimpleReflector:
             instructions: The system prompt.
             instrument: pydantic-ai instrumentation for these calls only (default: the global setting).
             record_content: Put the prompt and the reflection on the `reflect` span.
+            grader_feedback: Show the trace's `grader` comparison with the gold (`<grader_diff>`); `False`
+                reflects on the outcome and ground truth alone (to measure what the comparison adds).
         """
         if output_retries < 0:
             raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
         self.model = infer_model(model, role="reflector")
         self.max_tool_result_chars = max_tool_result_chars
         self.record_content = record_content
+        self.grader_feedback = grader_feedback
         self._capabilities: tuple[AbstractCapability[TagCheck], ...] = ()
         if instrument:
             options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
@@ -184,6 +188,8 @@ class SimpleReflector:
 
     async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
         """Reflect on `trace` in one structured-output call (plus retries for an invalid reflection)."""
+        if not self.grader_feedback:
+            trace = without_grader(trace)
         view = TraceView.from_trace(trace)
         in_context = skills_in_context(trace, skillbook)
         prompt = reflector_task_prompt(trace, in_context, max_tool_result_chars=self.max_tool_result_chars)
