@@ -23,6 +23,9 @@ RUNTIME_MODULES = ("xllamacpp", "llama_cpp")
 _GRAMMAR_CACHE_SIZE = 16
 _CHARS_PER_TOKEN = 3
 """A conservative estimate for English BPE text, used where a binding offers no tokenizer."""
+_CACHE_REUSE_CHUNK = 64
+"""Reuse cached runs of at least this many tokens even after the prompts diverged (llama.cpp shifts their KV), so
+text shared by consecutive prompts behind a varying part (a policy after a per-trace task) is not evaluated again."""
 _COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """llguidance options: one space after `,` and `:` and nowhere else, so no token goes to indentation."""
 
@@ -84,6 +87,7 @@ class XllamacppRuntime:
         params.cpuparams_batch.n_threads = n_threads
         params.sampling.seed = seed
         params.cache_prompt = True
+        params.n_cache_reuse = _CACHE_REUSE_CHUNK
         params.warmup = False
         params.verbosity = -1
         self.version = str(getattr(module, "__version__", "unknown"))

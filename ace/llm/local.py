@@ -30,7 +30,7 @@ from pydantic_ai.settings import ModelSettingName, ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
-from ace.llm._local_format import fit_to_budget, parse_output, plan_decoding, render_conversation
+from ace.llm._local_format import MAX_STRING_CHARS, fit_to_budget, parse_output, plan_decoding, render_conversation
 from ace.llm._local_runtime import LocalRuntime, load_runtime
 from ace.llm._whole_response import WholeResponseModel
 
@@ -91,6 +91,7 @@ class LocalModel(WholeResponseModel):
         n_threads: int | None = None,
         seed: int = 0,
         tool_first: bool = False,
+        max_string_chars: int = MAX_STRING_CHARS,
         settings: ModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
     ) -> None:
@@ -105,6 +106,8 @@ class LocalModel(WholeResponseModel):
             seed: Sampling seed (decoding is greedy unless a temperature is set).
             tool_first: Until a tool has returned in the current run, allow only tool calls (no text answer); for
                 agents that act through tools, such as the skill manager.
+            max_string_chars: Longest string the decoding schema lets through (an argument, a reflection field):
+                a bound on output tokens, and a small model's text stays on topic for about a sentence.
             settings: Default `ModelSettings` (`max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, ...).
             profile: Overrides of the model profile.
         """
@@ -114,6 +117,9 @@ class LocalModel(WholeResponseModel):
         self._n_threads = n_threads or default_threads()
         self._seed = seed
         self._tool_first = tool_first
+        if max_string_chars < 1:
+            raise ModelConfigError(f"max_string_chars must be at least 1, got {max_string_chars}")
+        self._max_string_chars = max_string_chars
         self._lock = threading.Lock()
         self._runtime: LocalRuntime | None = None
 
@@ -152,7 +158,11 @@ class LocalModel(WholeResponseModel):
     def _generate(
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
     ) -> ModelResponse:
-        plan = plan_decoding(params, require_tool=self._tool_first and not tool_has_returned(messages))
+        plan = plan_decoding(
+            params,
+            require_tool=self._tool_first and not tool_has_returned(messages),
+            max_string_chars=self._max_string_chars,
+        )
         instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
         system = "\n\n".join(text for text in [*instructions, plan.tools_prompt] if text)
         turns = render_conversation(messages, system)
