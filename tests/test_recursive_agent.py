@@ -260,3 +260,24 @@ def test_the_same_tool_with_other_arguments_is_not_a_repeat() -> None:
     agent = paging_agent(scripted_pages([3, 4, 5], seen), SessionBudget(max_repeated_calls=0))
     result = asyncio.run(agent.run("Read pages 3 to 5.", deps=Deps()))
     assert result.completed and result.repeated_calls == 0
+
+
+def test_a_call_that_was_not_applied_may_be_sent_again() -> None:
+    attempts: list[str] = []
+
+    def save(ctx: RunContext[Deps], text: str) -> dict[str, object]:
+        """Save a text; the first attempt conflicts with another session."""
+        attempts.append(text)
+        return {"ok": len(attempts) > 1}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) < 6:
+            return ModelResponse(parts=[ToolCallPart("save", {"text": "same"})])
+        return ModelResponse(parts=[TextPart("saved")])
+
+    agent = RecursiveAgent(
+        FunctionModel(model), instructions="Save.", tools=[save], deps_type=Deps, output_type=str, span_label="sm"
+    )
+    result = asyncio.run(agent.run("Save it.", deps=Deps()))
+    assert attempts == ["same", "same"]  # the retry after {"ok": False} ran; the third identical call did not
+    assert result.completed and result.repeated_calls == 1

@@ -2,7 +2,9 @@
 
 A small model at temperature 0 easily loops on one call (the recursive reflector on SmolLM2 made the same call 19
 times in a row). The repeat is not executed: the model gets a refusal that tells it what to do instead, and the
-session counts it. Past `max_repeats` refusals the session ends (`RepeatedCallsError`), since a model that ignores
+session counts it. Only calls that ran and took effect count as made: a call that failed (sent back for a retry)
+or that a tool reports as not applied (`{"ok": False, ...}`, e.g. a conflict with a concurrent session) may be
+sent again as it was. Past `max_repeats` refusals the session ends (`RepeatedCallsError`), since a model that ignores
 the refusal would only burn the rest of its budget.
 """
 
@@ -21,6 +23,12 @@ __all__ = ["DEFAULT_MAX_REPEATS", "RepeatGuard", "RepeatedCallsError", "call_key
 
 DEFAULT_MAX_REPEATS = 3
 _SHOWN_ARGS_CHARS = 200
+
+
+def _not_applied(result: Any) -> bool:
+    """Whether a tool says the call did nothing (`ok` false), so repeating it as it was is legitimate."""
+    ok = result.get("ok") if isinstance(result, dict) else getattr(result, "ok", None)
+    return ok is False
 
 
 class RepeatedCallsError(Exception):
@@ -51,8 +59,10 @@ class RepeatGuard(AbstractCapability[Any]):
     ) -> Any:
         key = call_key(call.tool_name, call.args_as_dict())
         if key not in self._seen:
-            self._seen.add(key)
-            return await handler(args)
+            result = await handler(args)
+            if not _not_applied(result):
+                self._seen.add(key)
+            return result
         self.refused += 1
         if self.refused > self.max_repeats:
             raise RepeatedCallsError(
