@@ -153,3 +153,16 @@ def test_sm_sessions_resolve_and_are_checked(tmp_path: Path) -> None:
         )
         == []
     )
+
+
+def test_fail_fast_settings_resolve_and_are_checked(tmp_path: Path) -> None:
+    defaults = resolve_settings({}, environ={}, cwd=tmp_path)
+    assert (defaults.abort_after, defaults.retry_failed, defaults.no_preflight) == (3, True, False)
+    (tmp_path / "ace-eval.toml").write_text("[e2e]\nabort_after = 5\n", encoding="utf-8")
+    assert resolve_settings({}, environ={}, cwd=tmp_path).abort_after == 5
+    assert resolve_settings({}, environ={"ACE_E2E_ABORT_AFTER": "0"}, cwd=tmp_path).abort_after == 0
+    flags = {"abort_after": 1, "retry_failed": False, "no_preflight": True}
+    settings = resolve_settings(flags, environ={}, cwd=tmp_path)
+    assert (settings.abort_after, settings.retry_failed, settings.no_preflight) == (1, False, True)
+    with pytest.raises(ConfigError, match="abort_after must be 0 or more"):
+        E2ESettings(abort_after=-1)

@@ -84,7 +84,7 @@ def test_smoke_command_runs_end_to_end_and_verifies(
 
         verify = cli.invoke(main, ["verify", str(folder)])
         assert verify.exit_code == 0, verify.output
-        assert verify.output.count("PASS") == 8 and "FAIL" not in verify.output
+        assert verify.output.count("PASS") == 9 and "FAIL" not in verify.output
 
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         assert record["status"] == "completed" and record["run_id"] == folder.name
@@ -123,7 +123,7 @@ def test_smoke_command_with_concurrent_sessions_loses_and_repeats_nothing(
     assert result.exit_code == 0, result.output
     folder = run_folder_of(result)
     verify = cli.invoke(main, ["verify", str(folder)])
-    assert verify.exit_code == 0 and verify.output.count("PASS") == 8, verify.output
+    assert verify.exit_code == 0 and verify.output.count("PASS") == 9, verify.output
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["config"]["sm_sessions"] == "concurrent" and record["errors"] == []
     assert record["usage"]["skill_manager"]["requests"] >= 360  # 3 per session, plus one per conflict

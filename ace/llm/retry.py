@@ -1,8 +1,9 @@
 """Bounded retries with exponential backoff and jitter for model requests.
 
 Retried: rate limits (429), timeouts (408 and client-side), conflicts/too-early (409, 425), connection errors and
-5xx responses. Not retried: every other 4xx (authentication, bad request, unknown model, context window), and any
-error that is not about the transport. A `Retry-After` / `retry-after-ms` header wins over the backoff.
+5xx responses. Not retried: every other 4xx (authentication, permission, bad request, unknown model, context
+window), a missing key whatever status the SDK gave it (the OpenAI SDK reports it as a 500), and any error that is
+not about the transport. A `Retry-After` / `retry-after-ms` header wins over the backoff.
 """
 
 from __future__ import annotations
@@ -10,23 +11,43 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import anyio
 import httpx
 
-from ace.llm._errors import ModelRequestError
+from ace.llm._errors import FailureKind, ModelConfigError, ModelRequestError
 
-__all__ = ["RetryPolicy", "call_with_retries", "failure_message", "is_retryable", "retry_after_seconds"]
+__all__ = [
+    "NON_RETRYABLE",
+    "FailureKind",
+    "RetryPolicy",
+    "call_with_retries",
+    "failure_kind",
+    "failure_message",
+    "is_retryable",
+    "retry_after_seconds",
+]
 
 _T = TypeVar("_T")
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 _LOG = logging.getLogger(__name__)
-
-FailureKind = Literal["auth", "not_found", "bad_request", "rate_limit", "timeout", "connection", "server", "other"]
+NON_RETRYABLE: frozenset[FailureKind] = frozenset({"auth", "permission", "not_found", "bad_request", "config"})
+"""Failures another attempt cannot fix: the caller's key, access, model string or request is wrong."""
+_BY_TYPE: dict[str, FailureKind] = {
+    "AuthenticationError": "auth",
+    "PermissionDeniedError": "permission",
+    "NotFoundError": "not_found",
+}
+_MISSING_KEY = re.compile(
+    r"missing credentials|unable to locate credentials|no credentials|missing (an? )?api[ _-]?key|"
+    r"api[ _-]?key (is )?(missing|not (set|provided|found))|invalid[ _-]api[ _-]?key|incorrect api key",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,19 +91,36 @@ def status_code_of(error: BaseException) -> int | None:
 
 
 def failure_kind(error: BaseException) -> FailureKind:
-    """What kind of failure `error` is, from its status code or its type."""
+    """What kind of failure `error` is: the kind a `ModelRequestError` or `ModelConfigError` in its cause chain
+    recorded (a reflector error wraps the model's), else from its status code, type or a missing-key message."""
+    link: BaseException | None = error
+    for _ in range(8):
+        if link is None:
+            break
+        if isinstance(link, ModelRequestError):
+            return link.kind
+        if isinstance(link, ModelConfigError):
+            return "config"
+        link = link.__cause__ or link.__context__
     if isinstance(error, TimeoutError | httpx.TimeoutException) or type(error).__name__ in (
         "Timeout",
         "APITimeoutError",
     ):
         return "timeout"
+    by_type = _BY_TYPE.get(type(error).__name__)
+    if by_type is not None:
+        return by_type
     status = status_code_of(error)
+    if (status is None or status >= 500) and _MISSING_KEY.search(str(error)):
+        return "auth"  # the OpenAI SDK raises a missing key before any request; litellm then calls it a 500
     if status is None:
         if isinstance(error, ConnectionError | httpx.TransportError):
             return "connection"
         return "other"
-    if status in (401, 403):
+    if status == 401:
         return "auth"
+    if status == 403:
+        return "permission"
     if status == 404:
         return "not_found"
     if status == 429:
@@ -145,8 +183,11 @@ def failure_message(model_name: str, error: BaseException, *, attempts: int) -> 
     fixes: dict[FailureKind, str] = {
         "auth": "authentication failed: set the provider's key in the environment as litellm expects it "
         "(OPENAI_API_KEY, ANTHROPIC_API_KEY, AWS credentials and AWS_REGION_NAME for bedrock/...)",
+        "permission": "the provider refused access with these credentials: check that the account may use this "
+        "model (for bedrock/..., request model access in the Bedrock console for the region in AWS_REGION_NAME)",
         "not_found": "the provider does not know this model: check the model string (litellm form "
         "'provider/model', e.g. 'openai/gpt-4.1-mini') and that your account has access to it",
+        "config": "the model cannot be used as configured: see the cause below",
         "bad_request": "the provider refused the request: check the model string and the settings "
         "(max_tokens, temperature), and that the conversation fits the model's context window",
         "rate_limit": f"still rate limited{tried}: lower the parallelism (--max-workers), raise "
@@ -180,6 +221,7 @@ async def call_with_retries(
                     failure_message(model_name, error, attempts=attempt),
                     attempts=attempt,
                     status_code=status_code_of(error),
+                    kind=failure_kind(error),
                 ) from error
             wait = policy.delay(retry, error)
             _LOG.warning(

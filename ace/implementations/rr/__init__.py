@@ -2,13 +2,14 @@
 
 from ace.implementations.rr.agent import RecursiveReflector
 from ace.implementations.rr.config import RecursiveConfig, cache_retention
-from ace.implementations.rr.sandbox import SandboxLimits, SandboxResult, run_code
+from ace.implementations.rr.sandbox import SandboxIsolation, SandboxLimits, SandboxResult, run_code
 from ace.implementations.rr.tools import RRDeps, rr_tools
 
 __all__ = [
     "RRDeps",
     "RecursiveConfig",
     "RecursiveReflector",
+    "SandboxIsolation",
     "SandboxLimits",
     "SandboxResult",
     "cache_retention",

@@ -1,14 +1,16 @@
-"""The program the sandbox child runs: `python -I -S -X utf8 _bootstrap.py MEMORY FILE_SIZE CPU ALARM`.
+"""The program the sandbox child runs: `python -I -S -X utf8 _bootstrap.py MEMORY FILE_SIZE CPU ALARM UID REPORT_FD`.
 
 ACE never imports it; `sandbox.py` runs it as a script in a fresh interpreter. Arguments: memory bytes,
-file-size bytes, CPU seconds, wall-clock alarm seconds. In its working directory it finds `trace.json` and
-`code.py`. It sets the
-resource limits, installs an audit hook (no files outside the working directory, no network, no processes,
-no native code, no raising its own limits), then runs the code with `trace` and `messages` defined; a final
-bare expression is printed like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
+file-size bytes, CPU seconds, wall-clock alarm seconds, the uid to drop to when started as root, and the
+descriptor of the report pipe. In its working directory it finds `trace.json` and `code.py`. It applies the
+OS-level isolation (`_sandbox_isolation`), sets the resource limits, writes what it applied as one JSON line to
+the report pipe, installs the audit hook (`_sandbox_policy`; refusals are reported on the same pipe), then runs
+the code in a fresh `__main__` module with `trace` and `messages` defined; a final bare expression is printed
+like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
 """
 
 import ast
+import builtins
 import contextlib
 import json
 import linecache
@@ -17,44 +19,13 @@ import resource
 import signal
 import sys
 import traceback
+import types
 from types import TracebackType
 
 FILENAME = "<execute_code>"
+SANDBOX_FILENAME = "<sandbox>"
 EXIT_ERROR = 1
 EXIT_MEMORY = 3
-DENIED_MODULES = frozenset(
-    {
-        "_ctypes",
-        "_multiprocessing",
-        "_posixsubprocess",
-        "_socket",
-        "_ssl",
-        "asyncio",
-        "ctypes",
-        "ftplib",
-        "http",
-        "imaplib",
-        "multiprocessing",
-        "poplib",
-        "pty",
-        "select",
-        "selectors",
-        "smtplib",
-        "socket",
-        "ssl",
-        "subprocess",
-        "telnetlib",
-        "urllib.request",
-        "xmlrpc",
-    }
-)
-DENIED_EVENTS = frozenset(
-    {"os.system", "os.kill", "os.killpg", "os.forkpty", "pty.spawn", "resource.setrlimit", "resource.prlimit"}
-)
-DENIED_PREFIXES = ("socket.", "ctypes.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "_ssl.")
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-HOME = os.path.realpath(os.getcwd())
-READ_ONLY = tuple(os.path.realpath(p) for p in sys.path if p)  # the standard library, for lazy imports
 
 
 def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
@@ -63,38 +34,18 @@ def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new process or thread (root ignores it)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file then fails with OSError instead of killing
     signal.alarm(alarm)  # a backstop should the parent die before it can kill us
 
 
-def inside(path: str, roots: tuple[str, ...]) -> bool:
-    return any(path == root or path.startswith(root + os.sep) for root in roots)
-
-
-def audit(event: str, args: tuple[object, ...]) -> None:
-    if event == "open":
-        path, mode, flags = args
-        if isinstance(path, int):
-            return
-        name = os.fsdecode(path) if isinstance(path, str | bytes | os.PathLike) else str(path)
-        full = os.path.realpath(name)
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and bool(flags & WRITE_FLAGS)
-        )
-        if inside(full, (HOME,)) or (not writing and inside(full, READ_ONLY)):
-            return
-        raise PermissionError(f"sandbox: cannot open {name!r}: only files in the working directory can be opened")
-    if event == "import":
-        module = str(args[0])
-        if module in DENIED_MODULES or any(module.startswith(m + ".") for m in DENIED_MODULES):
-            raise ImportError(
-                f"sandbox: module {module!r} is not available (no network, processes or native code); "
-                "use json, re, math, statistics, collections, itertools, datetime"
-            )
-    elif event in DENIED_EVENTS or event.startswith(DENIED_PREFIXES):
-        raise PermissionError(f"sandbox: {event} is not allowed")
+def load_sibling(name: str) -> types.ModuleType:
+    """Run a module next to this file under the name `<sandbox>`: tracebacks through it never read its source."""
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), name + ".py")
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), SANDBOX_FILENAME, "exec")
+    module = types.ModuleType(name)
+    exec(code, module.__dict__)
+    return module
 
 
 def user_frames(tb: TracebackType | None) -> TracebackType | None:
@@ -115,30 +66,51 @@ def run(source: str, namespace: dict[str, object]) -> None:
             print(repr(value))
 
 
-def main() -> int:
-    memory, file_size, cpu, alarm = (int(a) for a in sys.argv[1:5])
+def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
+    """Isolate, limit and hook this process; return the code and the namespace of the module it runs in."""
+    memory, file_size, cpu, alarm, uid, report_fd = (int(a) for a in argv[1:7])
     with open("trace.json", encoding="utf-8") as f:
         trace = json.load(f)
     with open("code.py", encoding="utf-8") as f:
         source = f.read()
-    namespace: dict[str, object] = {
-        "__name__": "__main__",
-        "trace": trace,
-        "messages": trace.get("messages", []) if isinstance(trace, dict) else [],
-    }
+    home = os.path.realpath(os.getcwd())
+    roots = [os.path.realpath(p) for p in sys.path if p]
+    make_audit_hook = load_sibling("_sandbox_policy").make_audit_hook
+    isolation, library = load_sibling("_sandbox_isolation").isolate(uid, roots)
+    read_only = tuple(dict.fromkeys(roots + library))
+    sys.path[:] = library
+    sys.path_importer_cache.clear()
+    sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
-    sys.addaudithook(audit)
+    os.set_blocking(report_fd, False)
+    os.write(report_fd, (json.dumps(isolation.as_dict()) + "\n").encode())
+    module = types.ModuleType("__main__")
+    namespace = module.__dict__
+    namespace.update(
+        __builtins__=builtins,
+        trace=trace,
+        messages=trace.get("messages", []) if isinstance(trace, dict) else [],
+    )
+    sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
+    sys.addaudithook(make_audit_hook(home, read_only, report_fd))
+    return source, namespace
+
+
+def main() -> int:
+    source, namespace = prepare(sys.argv)
     try:
         run(source, namespace)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_ERROR)
     except MemoryError:
         namespace.clear()
-        sys.stderr.write(f"MemoryError: the code needed more than the sandbox memory limit ({memory >> 20} MB)\n")
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0] >> 20
+        sys.stderr.write(f"MemoryError: the code needed more than the sandbox memory limit ({limit} MB)\n")
         return EXIT_MEMORY
     except BaseException as e:
-        report = traceback.TracebackException(type(e), e, user_frames(e.__traceback__))
-        report.stack = traceback.StackSummary.from_list([f for f in report.stack if f.filename != __file__])
+        report = traceback.TracebackException(type(e), e, user_frames(e.__traceback__), lookup_lines=False)
+        ours = (__file__, SANDBOX_FILENAME)
+        report.stack = traceback.StackSummary.from_list([f for f in report.stack if f.filename not in ours])
         sys.stderr.write("".join(report.format()))
         return EXIT_ERROR
     return 0
@@ -146,6 +118,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    sys.exit(code)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

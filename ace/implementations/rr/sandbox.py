@@ -10,17 +10,24 @@ The model's code runs in a fresh interpreter (`python -I -S`: the standard libra
 - files: `RLIMIT_FSIZE`, and only the working directory can be opened (the standard library read-only);
 - environment: built from scratch (a minimal `PATH`, `HOME`/`TMPDIR` in the working directory, UTF-8 locale),
   so no API key or token of the parent is visible; there is no stdin;
-- an audit hook refuses network, process creation, signals, native code and raising the limits.
+- an audit hook (`_sandbox_policy`) refuses network, process creation, signals, native code, links, heap and
+  frame introspection, code-object forgery and raising the limits; its policy is immutable and out of the
+  code's reach. Refusals come back in `SandboxResult.refused`, also when the code catches the exception;
+- on Linux: a new network namespace (with a user namespace when not root) and no-new-privileges before exec
+  (`_sandbox_confine`), then in the child an unprivileged uid when started as root and `RLIMIT_NPROC`
+  (`_sandbox_isolation`); what the platform refuses is logged once as a warning and kept in
+  `SandboxResult.isolation`.
 
-This keeps a buggy or greedy snippet from hurting the run or seeing secrets. It is not a boundary against
-deliberately hostile code: run ACE in a container when the model itself cannot be trusted.
+README "Sandbox threat model" says what this holds against and what it does not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+import logging
 import math
 import os
 import signal
@@ -32,13 +39,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SandboxLimits", "SandboxResult", "run_code", "sandbox_environment"]
+from ace.implementations.rr._sandbox_confine import confine
+
+__all__ = ["SandboxIsolation", "SandboxLimits", "SandboxResult", "run_code", "sandbox_environment"]
+
+UNPRIVILEGED_UID = 65534
+"""The uid (and gid) the child drops to when ACE runs as root: `nobody` on most Linux systems."""
+_log = logging.getLogger(__name__)
 
 _BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
 _EXIT_ERROR = 1  # `_bootstrap.EXIT_ERROR`
 _EXIT_MEMORY = 3  # `_bootstrap.EXIT_MEMORY`
 _READ_CHUNK = 65_536
 _DRAIN_GRACE_S = 1.0
+_MAX_REFUSALS = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,6 +80,28 @@ class SandboxLimits:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SandboxIsolation:
+    """The OS-level isolation the child applied before running the code (see `_sandbox_isolation`)."""
+
+    platform: str
+    uid: int
+    """The uid the code ran as (65534 also inside a user namespace)."""
+    started_as_root: bool
+    network_namespace: bool
+    user_namespace: bool
+    no_new_privs: bool
+    nproc_limited: bool
+    stdlib_via_descriptor: bool = False
+    notes: tuple[str, ...] = ()
+    """What could not be applied, and why."""
+
+    @classmethod
+    def from_report(cls, data: Mapping[str, Any]) -> SandboxIsolation:
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**{**fields, "notes": tuple(str(n) for n in data.get("notes", ()))})
+
+
+@dataclass(frozen=True, kw_only=True)
 class SandboxResult:
     """How one run ended and what it printed (already capped)."""
 
@@ -80,6 +116,11 @@ class SandboxResult:
     stderr_dropped: int = 0
     duration_s: float
     limits: SandboxLimits
+    refused: tuple[str, ...] = ()
+    """What the sandbox refused (`event<TAB>reason`, the first 20), also when the code caught the exception."""
+    refused_count: int = 0
+    isolation: SandboxIsolation | None = None
+    """`None` if the child died before it could report (e.g. a broken interpreter)."""
 
     @property
     def ok(self) -> bool:
@@ -112,6 +153,14 @@ class SandboxResult:
         else:
             status = f"The code exited with status {self.exit_code}."
         parts = [status]
+        if self.refused:
+            more = (
+                f" (and {self.refused_count - len(self.refused)} more)"
+                if self.refused_count > len(self.refused)
+                else ""
+            )
+            reasons = "\n".join(f"- {line.partition(chr(9))[2] or line}" for line in self.refused)
+            parts.append(f"Refused by the sandbox{more}:\n{reasons}")
         for name, text, dropped in (
             ("stdout", self.stdout, self.stdout_dropped),
             ("stderr", self.stderr, self.stderr_dropped),
@@ -157,25 +206,35 @@ async def run_code(
     data = trace if isinstance(trace, bytes) else json.dumps(trace, ensure_ascii=False, default=str).encode()
     cpu_s = math.ceil(limits.timeout_s) + 1  # CPU and alarm limits: backstops, should this process die first
     args = [str(limits.memory_mb << 20), str(limits.max_file_mb << 20), str(cpu_s), str(cpu_s + 1)]
-    with tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home:
-        (Path(home) / "trace.json").write_bytes(data)
-        (Path(home) / "code.py").write_text(code, encoding="utf-8")
+    report_read, report_write = os.pipe()
+    with (
+        tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home,
+        open(report_read, "rb", buffering=0) as report,
+    ):
+        _write_inputs(Path(home), data, code)
         started = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
-            python or sys.executable,
-            "-I",
-            "-S",
-            "-X",
-            "utf8",
-            str(_BOOTSTRAP),
-            *args,
-            cwd=home,
-            env=sandbox_environment(home),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group, killed as a whole
-        )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                python or sys.executable,
+                "-I",
+                "-S",
+                "-X",
+                "utf8",
+                str(_BOOTSTRAP),
+                *args,
+                str(UNPRIVILEGED_UID),
+                str(report_write),
+                cwd=home,
+                env=sandbox_environment(home),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group, killed as a whole
+                pass_fds=(report_write,),
+                preexec_fn=confine(report_write),
+            )
+        finally:
+            os.close(report_write)
         assert process.stdout is not None and process.stderr is not None
         out = asyncio.ensure_future(_read_capped(process.stdout, limits.max_output_bytes))
         err = asyncio.ensure_future(_read_capped(process.stderr, limits.max_output_bytes))
@@ -189,6 +248,7 @@ async def run_code(
             await _stop(process)
         duration = time.perf_counter() - started
         (stdout, stdout_dropped), (stderr, stderr_dropped) = await _finish(out, err)
+        isolation, refused = _read_report(report)
     exit_code = process.returncode
     memory_exceeded = not timed_out and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
     return SandboxResult(
@@ -201,7 +261,54 @@ async def run_code(
         stderr_dropped=stderr_dropped,
         duration_s=duration,
         limits=limits,
+        refused=tuple(refused[:_MAX_REFUSALS]),
+        refused_count=len(refused),
+        isolation=isolation,
     )
+
+
+def _write_inputs(home: Path, data: bytes, code: str) -> None:
+    """The trace and the code in the working directory, owned by the uid the child will drop to (if root)."""
+    (home / "trace.json").write_bytes(data)
+    (home / "code.py").write_text(code, encoding="utf-8")
+    if os.geteuid() == 0:
+        for path in (home, home / "trace.json", home / "code.py"):
+            os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+
+
+def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
+    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited."""
+    os.set_blocking(report.fileno(), False)
+    chunks: list[bytes] = []
+    with contextlib.suppress(BlockingIOError):
+        while chunk := report.read(_READ_CHUNK):
+            chunks.append(chunk)
+    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
+    confined: dict[str, Any] = {"network_namespace": False, "user_namespace": False, "no_new_privs": False}
+    notes: list[str] = []
+    if not sys.platform.startswith("linux"):
+        notes.append(f"no namespaces or no-new-privileges on {sys.platform}: the audit hook and resource limits only")
+    isolation = None
+    if sys.platform.startswith("linux") and not (lines and '"uid"' not in lines[0]):
+        notes.append("no report from before exec: network namespace and no-new-privileges not applied")
+    while lines and lines[0].startswith("{"):
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            data = json.loads(lines.pop(0))
+            notes += [str(n) for n in data.get("notes", ())]
+            if "uid" in data:  # the child's line; anything after it was written by the code
+                isolation = SandboxIsolation.from_report({**confined, **data, "notes": notes})
+                break
+            else:
+                confined.update(data)
+    for note in notes:
+        _warn_once(note)
+    return isolation, [line for line in lines if line]
+
+
+@functools.lru_cache(maxsize=64)
+def _warn_once(note: str) -> None:
+    """Log a missing isolation step once per process, not on every `execute_code`."""
+    _log.warning("execute_code sandbox: %s", note)
 
 
 async def _wait(process: asyncio.subprocess.Process, timeout_s: float) -> bool:

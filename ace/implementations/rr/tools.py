@@ -242,6 +242,7 @@ async def execute_code(ctx: RunContext[RRDeps], code: str) -> str:
             "ace.memory_exceeded": result.memory_exceeded,
             "ace.output_truncated": result.truncated,
             "ace.duration_ms": round(result.duration_s * 1000, 1),
+            "ace.sandbox_refusals": result.refused_count,  # attempts the sandbox refused: a signal worth alerting on
         }.items():
             if value is not None:
                 span.set_attribute(key, value)

@@ -10,6 +10,7 @@ import click
 
 from ace.exceptions import AceError
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, resolve_settings
+from ace_eval.e2e.preflight import PreflightError
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
 __all__ = ["e2e", "format_summary"]
@@ -35,13 +36,23 @@ def format_summary(result: E2EResult) -> str:
         f"Skillbook: {stats['active']} active skills ({sections['context']} context, {sections['harness']} harness), "
         f"{stats['occurrences']} occurrences",
     ]
+    errors = record.get("errors") or []
+    if errors:
+        first = errors[0]
+        lines.insert(2, f"  first error, on {first['trace_uid']}: {first['error']} (all: ace-eval inspect)")
     bench = record.get("benchmark")
     if bench:
-        before = (bench.get("before") or {}).get("pass_hat_k", {})
-        after = (bench.get("after") or {}).get("pass_hat_k", {})
+        phases = {"before": bench.get("before") or {}, "after": bench.get("after") or {}}
+        before, after = phases["before"].get("pass_hat_k", {}), phases["after"].get("pass_hat_k", {})
         for k in sorted(set(before) | set(after), key=int):
             b, a = before.get(k), after.get(k)
             lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
+        for name, phase in phases.items():
+            if phase.get("errors"):
+                lines.append(
+                    f"  {name}: pass^k over the {phase.get('scored', 0)} scored episodes only; "
+                    f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out"
+                )
     usage = record.get("usage") or {}
     for role, u in usage.items():
         cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
@@ -84,6 +95,23 @@ def _rate(value: float | None) -> str:
 @click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces (--traces) or tasks.")
 @click.option("--no-benchmark", is_flag=True, default=None, help="Skip the evaluation with the learned skillbook.")
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    default=None,
+    help="Skip the one test request per model before the run (keys, model strings and installs are still checked).",
+)
+@click.option(
+    "--retry-failed/--no-retry-failed",
+    default=None,
+    help="With --resume: run again the samples that failed without changing the skillbook (default: on).",
+)
+@click.option(
+    "--abort-after",
+    type=click.IntRange(min=0),
+    help="Abort when this many samples (or episodes) in a row fail with the same error no retry can fix, e.g. a "
+    "wrong key (default 3; 0: never).",
+)
 @click.option("--logfire", is_flag=True, default=None, help="Instrument with Logfire (sends only with LOGFIRE_TOKEN).")
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
@@ -97,6 +125,11 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
     unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
+
+    Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one
+    short request per model unless --no-preflight); a problem exits with status 2 and its fix. A run whose
+    samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
+    failed samples again.
     """
     given = {k: v for k, v in flags.items() if v is not None}
     try:
@@ -107,9 +140,17 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     except KeyboardInterrupt as e:
         click.echo(_with_notes("interrupted", e), err=True)
         sys.exit(130)
+    except PreflightError as e:
+        raise _UsageFix(str(e)) from None
     except AceError as e:
         raise click.ClickException(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
+
+
+class _UsageFix(click.ClickException):
+    """A mistake the user fixes before anything is written (a missing key, a model string): exit status 2."""
+
+    exit_code = 2
 
 
 def _with_notes(message: str, e: BaseException) -> str:

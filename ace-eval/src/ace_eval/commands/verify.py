@@ -14,6 +14,8 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path
 from ace.observability import read_spans_jsonl
+from ace_eval.e2e.record import load_sample_lines
+from ace_eval.e2e.training import SampleResult
 
 __all__ = ["Check", "run_checks", "verify"]
 
@@ -125,6 +127,31 @@ def _run_check(run_json: Path) -> Check | None:
     return Check("run finished without crashing", status == "completed", detail)
 
 
+def _samples_check(path: Path, run_json: Path) -> Check:
+    """One result per (trace, epoch): a later line may only supersede a failed attempt (a resume's retry)."""
+    name = "samples.jsonl records each sample once"
+    lines = load_sample_lines(path)
+    latest: dict[tuple[str, int], SampleResult] = {}
+    bad: list[str] = []
+    for sample in lines:
+        key = (sample.trace_uid, sample.epoch)
+        earlier = latest.get(key)
+        if earlier is not None and (earlier.error is None or earlier.operations or sample.attempt <= earlier.attempt):
+            bad.append(f"{sample.trace_uid} (epoch {sample.epoch})")
+        latest[key] = sample
+    if bad:
+        return Check(name, False, f"recorded twice, not as a retry of a failed attempt: {_ids(bad)}")
+    retried = len(lines) - len(latest)
+    detail = f"{len(latest)} samples" + (f" ({retried} failed attempt(s) superseded by a retry)" if retried else "")
+    try:
+        recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, int) and recorded != len(latest):
+        return Check(name, False, f"{detail}, but run.json counts {recorded}: resume the run to rewrite run.json")
+    return Check(name, True, detail)
+
+
 def run_checks(target: Path) -> list[Check]:
     """Every check for a run folder (or a `skillbook.json` file directly)."""
     skillbook_path = target if target.is_file() else target / "skillbook.json"
@@ -145,6 +172,8 @@ def run_checks(target: Path) -> list[Check]:
     ]
     if not target.is_file():
         steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
+        if (folder / "samples.jsonl").is_file():
+            steps.append(lambda: [_samples_check(folder / "samples.jsonl", folder / "run.json")])
     for step in steps:
         checks.extend(step())
     return checks
@@ -156,7 +185,8 @@ def verify(run_dir: Path) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
-    with an insight, sm.session spans with skill edits. Exit status 1 when a check fails.
+    with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
+    attempt may be superseded by its retry). Exit status 1 when a check fails.
     """
     checks = run_checks(run_dir)
     for check in checks:

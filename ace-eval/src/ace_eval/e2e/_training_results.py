@@ -75,6 +75,10 @@ class SampleResult:
     """Model usage by role: `reflector`, `skill_manager` (and `dedup` when deduplicating)."""
     duration_s: float = 0.0
     """Time spent on the sample's own work (reflection + skill-manager phase), not waiting for its turn."""
+    error_kind: str | None = None
+    """What kind of failure `error` is (`ace.llm.retry.failure_kind`: `auth`, `not_found`, `config`, ...)."""
+    attempt: int = 1
+    """1, or more when a resume ran a failed sample again; the journal's last line of a sample wins."""
 
     @property
     def ok(self) -> bool:

@@ -76,6 +76,7 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
     "data_dir": ("ACE_TAU_BENCH_DATA",),
     "output_dir": ("ACE_E2E_OUTPUT_DIR",),
     "max_workers": ("ACE_E2E_MAX_WORKERS",),
+    "abort_after": ("ACE_E2E_ABORT_AFTER",),
 }
 """Environment variables of the other settings that have one."""
 
@@ -106,6 +107,7 @@ class _E2ETable(BaseModel):
     skill_injection: SkillInjection | None = None
     top_k: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
+    abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
 
@@ -149,6 +151,13 @@ class E2ESettings:
     """Use only the first N traces (with --traces) or tasks (without)."""
     no_benchmark: bool = False
     """Skip the evaluation with the learned skillbook."""
+    no_preflight: bool = False
+    """Skip the one test request per model before the run (the checks that spend no token still run)."""
+    retry_failed: bool = True
+    """On `--resume`, run again the samples that failed without changing the skillbook."""
+    abort_after: int = 3
+    """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
+    unknown model); 0 never aborts."""
     logfire: bool = False
     verbose: bool = False
     output_dir: Path = DEFAULT_OUTPUT_DIR
@@ -162,6 +171,9 @@ class E2ESettings:
         for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
+        if self.abort_after < 0:
+            where = self.source_of("abort_after")
+            raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
         if self.reflector_type not in get_args(ReflectorType):
@@ -236,7 +248,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/output_dir/data_dir)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
@@ -265,6 +277,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": Path,
     "output_dir": Path,
     "max_workers": int,
+    "abort_after": int,
 }
 
 

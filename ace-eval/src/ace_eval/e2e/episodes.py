@@ -8,11 +8,14 @@ episodes it is missing and redoes none. Each episode's token counts and cost per
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import RunContext
@@ -32,14 +35,17 @@ from ace_eval.benchmarks.tau_bench import (
     pass_hat_ks,
     run_episode,
 )
-from ace_eval.e2e.collection import CollectionWriter, Trace
-from ace_eval.e2e.progress import Progress
+from ace_eval.e2e._fail_fast import AbortWatch, first_cause
+from ace_eval.e2e.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
+from ace_eval.e2e.progress import FirstErrors, Progress
 
 __all__ = [
     "MeteredModel",
     "UsageMeter",
     "benchmark_summary",
+    "drop_errored_episodes",
     "episode_uid",
+    "first_error",
     "run_episodes",
     "sum_usage",
 ]
@@ -138,9 +144,15 @@ async def run_episodes(
     config: EpisodeConfig,
     max_workers: int,
     progress: Progress,
+    abort_after: int = 0,
 ) -> None:
-    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time."""
+    """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time.
+
+    `abort_after` episodes in a row failing with the same error no retry fixes raise `RunAborted` (0: never).
+    """
     todo = [(t, k) for t, k in jobs if episode_uid(t, k) not in writer]
+    first_errors = FirstErrors(progress)
+    watch = AbortWatch(abort_after)
     gold: dict[int, str] = {}
     gold_lock = asyncio.Lock()
     queue: asyncio.Queue[tuple[int, int]] = asyncio.Queue()
@@ -175,19 +187,32 @@ async def run_episodes(
             line=f"{trace.trace_uid}  {status}  {result.steps} steps  ended {result.ended}"
             + (f"  {result.error}" if result.error else ""),
         )
+        if result.error is not None:
+            first_errors.see(result.error_kind or "other", trace.trace_uid, result.error)
+        watch.see_outcome(result.error, result.error_kind, what="episodes")
 
     async def worker() -> None:
         while not queue.empty():
             task_id, trial = queue.get_nowait()
             await one(task_id, trial)
 
-    await asyncio.gather(*(worker() for _ in range(min(max_workers, len(todo)))))
+    try:
+        async with asyncio.TaskGroup() as group:  # an abort cancels the other workers before the writer closes
+            for _ in range(min(max_workers, len(todo))):
+                group.create_task(worker())
+    except BaseExceptionGroup as group_error:
+        raise first_cause(group_error) from None
 
 
 def benchmark_summary(traces: Sequence[Trace]) -> dict[str, Any]:
-    """pass^k, mean reward, errors and usage per role of a phase's episodes (an errored episode scores 0)."""
-    results = [(t.task_id, t.reward or 0.0) for t in traces]
-    errors = sum(1 for t in traces if t.metadata.get("error"))
+    """pass^k, mean reward, errors and usage per role of a phase's episodes.
+
+    pass^k and the mean reward are computed over the scored episodes only: an episode that errored (a model
+    failed) was never scored, and counting it as 0 would report a broken configuration as a bad agent. `scored`
+    and `errors` say how many of each; with no scored episode, pass^k is empty and the mean reward `None`.
+    """
+    scored = [t for t in traces if not t.metadata.get("error")]
+    results = [(t.task_id, t.reward or 0.0) for t in scored]
     usage: dict[str, list[Mapping[str, Any]]] = {}
     for t in traces:
         for role, item in (t.metadata.get("usage") or {}).items():
@@ -195,8 +220,43 @@ def benchmark_summary(traces: Sequence[Trace]) -> dict[str, Any]:
     return {
         "episodes": len(traces),
         "tasks": len({t.task_id for t in traces}),
-        "errors": errors,
+        "scored": len(scored),
+        "errors": len(traces) - len(scored),
         "mean_reward": sum(r for _, r in results) / len(results) if results else None,
         "pass_hat_k": {str(k): v for k, v in pass_hat_ks(results).items()},
         "usage": {role: sum_usage(items) for role, items in usage.items()},
     }
+
+
+def first_error(traces: Sequence[Trace]) -> str | None:
+    """The error of the first errored episode, if any."""
+    return next((str(t.metadata["error"]) for t in traces if t.metadata.get("error")), None)
+
+
+def drop_errored_episodes(directory: Path) -> int:
+    """Remove the errored episodes from a phase's collection, so that a resume runs them again; how many.
+
+    The collection is rewritten beside the old one and swapped in (a kill leaves the old or the new one whole).
+    """
+    if not (directory / MANIFEST_FILE).is_file():
+        return 0
+    manifest, traces = read_collection(directory)
+    kept = [t for t in traces if not t.metadata.get("error")]
+    if len(kept) == len(traces):
+        return 0
+    fresh, old = directory.with_name(f".{directory.name}.retry"), directory.with_name(f".{directory.name}.old")
+    shutil.rmtree(fresh, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+    write_collection(
+        fresh,
+        kept,
+        source_system=manifest.source_system,
+        benchmark=manifest.benchmark,
+        models=manifest.models,
+        description=manifest.description,
+        metadata=manifest.metadata,
+    )
+    os.replace(directory, old)
+    os.replace(fresh, directory)
+    shutil.rmtree(old)
+    return len(traces) - len(kept)

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-__all__ = ["Progress"]
+__all__ = ["FirstErrors", "Progress"]
 
 _BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
 
@@ -62,9 +62,9 @@ class Progress:
             self._bar.update(1)
             self._show_errors()
 
-    def note(self, line: str) -> None:
-        """A message above the bar (only with `verbose`)."""
-        if self.verbose:
+    def note(self, line: str, *, always: bool = False) -> None:
+        """A message above the bar (only with `verbose`, unless `always`)."""
+        if self.verbose or always:
             with self._lock:
                 self._bar.write(line, file=self._file)
 
@@ -90,3 +90,22 @@ def _disabled(show: bool | None, file: IO[str]) -> bool:
         return not show
     isatty = getattr(file, "isatty", None)
     return not (callable(isatty) and isatty())
+
+
+class FirstErrors:
+    """Prints the first error of each kind above the bar, once, also without `--verbose` (which prints them all)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._seen: set[str] = set()
+
+    def see(self, kind: str, where: str, error: str) -> None:
+        """Report `error` (of `kind`, on `where`) if it is the first of its kind."""
+        if self._progress.verbose or kind in self._seen:
+            return
+        self._seen.add(kind)
+        self._progress.note(
+            f"error ({kind}) on {where}: {error}\n  (further errors of this kind are counted, not printed; "
+            "--verbose prints each)",
+            always=True,
+        )

@@ -20,6 +20,7 @@ from ace_eval.e2e.training import SampleResult
 
 __all__ = [
     "Segment",
+    "load_sample_lines",
     "load_samples",
     "merge_samples",
     "operations_text",
@@ -38,7 +39,13 @@ def versions() -> dict[str, str]:
 
 
 def load_samples(path: Path) -> list[SampleResult]:
-    """The samples a training checkpoint recorded (`samples.jsonl`); a torn last line is skipped."""
+    """The samples a training checkpoint recorded (`samples.jsonl`), one per (trace_uid, epoch): a sample run again
+    on resume (`attempt` 2, 3, ...) replaces its failed line. Order: first recorded; a torn last line is skipped."""
+    return list({(s.trace_uid, s.epoch): s for s in load_sample_lines(path)}.values())
+
+
+def load_sample_lines(path: Path) -> list[SampleResult]:
+    """Every line of `samples.jsonl`, failed attempts that a retry superseded included; a torn last line is skipped."""
     if not path.is_file():
         return []
     out: list[SampleResult] = []

@@ -7,12 +7,13 @@ models (tests) are passed as `models={"reflector": FunctionModel(...), ...}` and
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_ai.models import Model
 
@@ -23,6 +24,7 @@ from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
 from ace.observability import Observability, configure_observability
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
+from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
     TRACES_FILE,
     CollectionManifest,
@@ -32,16 +34,18 @@ from ace_eval.e2e.collection import (
     write_collection,
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
-from ace_eval.e2e.episodes import run_episodes
-from ace_eval.e2e.finish import embedder_for, finish_skillbook, release_observability, select_tasks
-from ace_eval.e2e.progress import Progress
+from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
+from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
+from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
 
-LLMRole = Literal["agent", "reflector", "skill_manager", "user"]
+_PER_INVOCATION = ("no_preflight", "retry_failed")
+"""Settings a resume does not inherit from the run: each invocation says them again (or takes the default)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +77,8 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     """Start a run in a new folder under `settings.output_dir`.
 
     A `--traces` collection is validated whole before anything is written; a malformed one raises
-    `CollectionError` naming the file, line and field.
+    `CollectionError` naming the file, line and field. Then every model and the embedder go through the
+    preflight (`ace_eval.e2e.preflight`), which raises `PreflightError` before the folder is created.
     """
     inj = injections or RunInjections()
     traces_sha: str | None = None
@@ -85,6 +90,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     data = _load_data(settings)
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    checked = _preflight(settings, inj)
     folder = RunFolder.create(settings.output_dir)
     if source is not None:
         directory, manifest, selected = source
@@ -109,7 +115,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "models": settings.models,
         "segments": [],
     }
-    return _Run(settings, folder, record, data, inj, resumed=False).execute()
+    return _Run(settings, folder, record, data, inj, checked, resumed=False).execute()
 
 
 def resume_e2e(
@@ -137,6 +143,7 @@ def resume_e2e(
             f"cannot resume {folder.path} with different settings ({'; '.join(diffs)}): resume with the run's "
             "settings (pass only --resume and e.g. --max-workers/--verbose), or start a new run"
         )
+    stored = {k: v for k, v in stored.items() if k not in _PER_INVOCATION}
     merged = {k: v for k, v in {**stored, **requested}.items() if k != "traces_sha256"}
     try:
         settings = E2ESettings.from_dict(merged)
@@ -145,7 +152,9 @@ def resume_e2e(
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
     data = _load_data(settings)
-    run = _Run(settings, folder, record, data, injections or RunInjections(), resumed=True)
+    inj = injections or RunInjections()
+    checked = _preflight(settings, inj)
+    run = _Run(settings, folder, record, data, inj, checked, resumed=True)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -164,6 +173,18 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
     return load_airline_data(settings.data_dir)
 
 
+def _preflight(settings: E2ESettings, inj: RunInjections) -> Checked:
+    """The preflight of the run's models (`PreflightError` when one cannot work); its warnings go to stderr."""
+    if inj.embedder is None or any(role not in inj.models for role in roles_used(settings)):
+        print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
+    checked = preflight(settings, inj.models, inj.embedder, live=not settings.no_preflight)
+    for warning in checked.warnings:
+        print(f"preflight warning: {warning}", file=sys.stderr)
+    if settings.verbose and checked.requests:
+        print(f"preflight: {checked.requests} test request(s) sent", file=sys.stderr)
+    return checked
+
+
 class _Run:
     """One segment of a run: the first invocation or a resume."""
 
@@ -174,6 +195,7 @@ class _Run:
         record: dict[str, Any],
         data: AirlineData | None,
         inj: RunInjections,
+        checked: Checked,
         *,
         resumed: bool,
     ) -> None:
@@ -183,18 +205,18 @@ class _Run:
         self.data = data
         self.inj = inj
         self.segment = Segment(resumed=resumed)
-        self.embedder = inj.embedder or embedder_for(settings.embedding_model)
-        self._models: dict[str, Model] = {}
+        assert checked.embedder is not None, "the preflight resolves the embedder"
+        self.embedder = checked.embedder
+        self._models: dict[LLMRole, Model] = {**checked.models, **inj.models}
         self.resumed_samples: int | None = None
 
     def model(self, role: LLMRole) -> Model:
-        """The model of a role: the injected one, else the one its model string names (built once)."""
-        if role not in self._models:
-            given = self.inj.models.get(role)
-            model = given if given is not None else infer_model(self.settings.model_for(role), role=role)
-            self._models[role] = model
-            self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
-        return self._models[role]
+        """The model of a role: the injected one, else the one the preflight built from its model string."""
+        if role not in self._models:  # not checked: the preflight covers every role the run uses
+            self._models[role] = infer_model(self.settings.model_for(role), role=role)
+        model = self._models[role]
+        self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
+        return model
 
     def execute(self) -> E2EResult:
         self.record.setdefault("segments", []).append(self.segment.to_dict())
@@ -269,9 +291,11 @@ class _Run:
                 sm_sessions=s.sm_sessions,
                 seed=s.seed,
                 checkpoint_dir=self.folder.path,
+                retry_failed=s.retry_failed,
+                abort_after=s.abort_after,
             ),
         )
-        done = load_samples(self.folder.samples)
+        done = [d for d in load_samples(self.folder.samples) if not (s.retry_failed and retries_on_resume(d))]
         total = len(traces) * s.epochs
         progress = Progress(
             "train",
@@ -281,15 +305,24 @@ class _Run:
             verbose=s.verbose,
             show=self.inj.show_progress,
         )
+        first_errors = FirstErrors(progress)
 
         def on_sample(sample: SampleResult) -> None:
             progress.advance(error=sample.error is not None, line=sample_line(sample))
+            if sample.error is not None:
+                first_errors.see(sample.error_kind or "other", f"{sample.trace_uid} epoch {sample.epoch}", sample.error)
             if self.inj.on_sample is not None:
                 self.inj.on_sample(sample)
 
         with progress:
             result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
+        failed = result.errors
+        if result.samples and len(failed) == len(result.samples):
+            raise RunFailedError(
+                f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
+                f"error: {failed[0].error}"
+            )
         return result.skillbook
 
     async def _episodes(
@@ -297,6 +330,8 @@ class _Run:
     ) -> None:
         s, data = self.settings, self.data
         assert data is not None, "_load_data refused a run that needs the benchmark without its data"
+        if s.retry_failed and (phase != "collect" or not self.folder.samples.exists()):
+            drop_errored_episodes(directory)  # run again; collected ones only while no sample learned from them
         tasks = select_tasks(s, data, traces)
         jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
         agent, user = self.model("agent"), self.model("user")
@@ -321,7 +356,14 @@ class _Run:
                     ),
                     max_workers=s.max_workers,
                     progress=bar,
+                    abort_after=s.abort_after,
                 )
+        _, episodes = read_collection(directory)
+        if episodes and all(t.metadata.get("error") for t in episodes):
+            raise RunFailedError(
+                f"every episode of the {phase} phase errored ({len(episodes)} of {len(episodes)}), so there is no "
+                f"pass^k to report; the first error: {first_error(episodes)}"
+            )
 
     @contextmanager
     def _timed(self, phase: str) -> Iterator[None]:

@@ -34,21 +34,24 @@ skillbook but no line of its own is recorded as interrupted (its edits kept, `Sa
 not re-run, which would apply them twice; samples with no edit recorded are run again. In the concurrent mode two
 samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
-Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` and
-in the run summary; the run goes on. Operations applied before the failure stand and are listed. A
+Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` (its
+kind in `error_kind`) and in the run summary; the run goes on. Operations applied before the failure stand and
+are listed. When `abort_after` samples in a row fail with the same error no retry fixes (a wrong key, an unknown
+model: `ace_eval.e2e._fail_fast`), the run stops with `RunAborted` after committing them. A
 `BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
 committed samples are in the checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
 `ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
-rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples,
-failed ones included, are not run again.
+rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples are
+not run again, except, with `retry_failed`, those that failed without applying an operation: they run again
+and their new line (`attempt` + 1) supersedes the failed one (the journal's last line of a sample wins).
+A failed sample that applied operations is kept as it is: running it again would apply them twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -59,8 +62,9 @@ from typing import Any
 from ace.core.skillbook import Skillbook
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
+from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
-from ace.steps.context import INITIAL_FIELDS, Step, StepContext, trace_identity
+from ace.steps.context import INITIAL_FIELDS, Step, StepContext
 from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.pipeline import Pipeline
 from ace.steps.reflect import ReflectStep
@@ -73,12 +77,21 @@ from ace_eval.e2e._checkpoint import (
     load_checkpoint,
     skillbook_delta,
 )
+from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
+from ace_eval.e2e._samples_plan import (
+    PlannedSample,
+    interrupted_samples,
+    match_records,
+    plan_samples,
+    retried_samples,
+)
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 
 __all__ = [
     "CheckpointError",
     "PlannedSample",
     "RoleUsage",
+    "RunAborted",
     "SMSessions",
     "SampleResult",
     "Trainer",
@@ -111,26 +124,21 @@ class TrainingConfig:
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
     either way."""
+    retry_failed: bool = True
+    """On resume, run again the recorded samples that failed without applying an operation."""
+    abort_after: int = 3
+    """Stop after this many samples in a row failed with the same error no retry fixes; 0 never stops."""
 
     def __post_init__(self) -> None:
         for name in ("epochs", "max_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainingConfig.{name} must be at least 1, got {getattr(self, name)}")
+        if self.abort_after < 0:
+            raise ValueError(f"TrainingConfig.abort_after must be 0 or more, got {self.abort_after}")
         if self.sm_sessions not in ("concurrent", "ordered"):
             raise ValueError(f"TrainingConfig.sm_sessions must be 'concurrent' or 'ordered', got {self.sm_sessions!r}")
         if self.snapshot_every is not None and self.snapshot_every < 1:
             raise ValueError(f"TrainingConfig.snapshot_every must be at least 1 or None, got {self.snapshot_every}")
-
-
-@dataclass(frozen=True)
-class PlannedSample:
-    """One (trace, epoch) of a run, at its place in the commit order."""
-
-    index: int
-    epoch: int
-    trace: Mapping[str, Any]
-    trace_uid: str
-    trace_id: str
 
 
 @dataclass(frozen=True)
@@ -141,29 +149,6 @@ class _Reflected:
     ctx: StepContext
     error: Exception | None
     seconds: float
-
-
-def plan_samples(traces: Sequence[Mapping[str, Any]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
-    """Every (trace, epoch) in commit order; with a seed each epoch is shuffled by `Random(f"{seed}:{epoch}")`."""
-    seen: dict[str, int] = {}
-    identities = []
-    for position, trace in enumerate(traces):
-        uid, _, trace_id = trace_identity(trace)
-        if uid in seen:
-            raise ValueError(
-                f"trace_uid {uid!r} appears twice (positions {seen[uid]} and {position}): ids must be unique"
-            )
-        seen[uid] = position
-        identities.append((uid, trace_id))
-    plan: list[PlannedSample] = []
-    for epoch in range(epochs):
-        order = list(range(len(traces)))
-        if seed is not None:
-            random.Random(f"{seed}:{epoch}").shuffle(order)
-        for k in order:
-            uid, trace_id = identities[k]
-            plan.append(PlannedSample(len(plan), epoch, traces[k], uid, trace_id))
-    return plan
 
 
 class _OrderedLock:
@@ -246,13 +231,17 @@ class Trainer:
             loaded = load_checkpoint(folder)
             if loaded is not None:
                 book, records = loaded
-                done = _match_records(records, plan, folder)
+                done = match_records(records, plan, folder)
                 start = journal_start(folder)
-                interrupted = _interrupted(plan, done, book, book.operations_count if start is None else start)
+                interrupted = interrupted_samples(plan, done, book, book.operations_count if start is None else start)
             checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
             checkpoint.open(book, fresh=loaded is None)
+        retried = retried_samples(plan, done) if self.config.retry_failed else {}
+        for index in retried:
+            del done[index]
         results = dict(done)
         journaled = SkillbookMark.of(book)
+        watch = AbortWatch(self.config.abort_after)
 
         async def commit(result: SampleResult) -> None:
             # The line holds everything since the previous line: the sample's own edits, and in the concurrent
@@ -266,10 +255,11 @@ class Trainer:
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
+            watch.see(result)
 
         for result in interrupted:
             await commit(result)
-        pending = [p for p in plan if p.index not in results]
+        pending = [retried.get(p.index, p) for p in plan if p.index not in results]
 
         try:
             if self.config.max_workers == 1:
@@ -312,7 +302,7 @@ class Trainer:
                     await window.acquire()
                     group.create_task(one(ticket, item))
         except BaseExceptionGroup as group_error:
-            raise _first_cause(group_error) from None
+            raise first_cause(group_error) from None
 
     async def _train_concurrent(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
         workers = self.config.max_workers
@@ -341,7 +331,7 @@ class Trainer:
                     previous[item.trace_uid] = finished
                     group.create_task(one(item, after, finished))
         except BaseExceptionGroup as group_error:
-            raise _first_cause(group_error) from None
+            raise first_cause(group_error) from None
 
     async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
         start = time.perf_counter()
@@ -387,6 +377,8 @@ class Trainer:
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 duration_s=reflected.seconds + time.perf_counter() - start,
+                error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
+                attempt=item.attempt,
             )
             span.set_attribute("ace.operations_count", len(ops))
             if message is not None:
@@ -408,69 +400,3 @@ def _incomplete(ctx: StepContext) -> str | None:
     if sm is not None and not sm.completed:
         return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
     return None
-
-
-def _interrupted(
-    plan: Sequence[PlannedSample], done: Mapping[int, SampleResult], book: Skillbook, start: int
-) -> list[SampleResult]:
-    """Samples whose edits reached the checkpoint (riding along another sample's line) though they never
-    committed: the first unfinished sample of each such trace, recorded as interrupted so it is not re-run."""
-    extra: dict[str, int] = {}
-    since = book.operations_since(start)
-    for op in since:
-        if op.trace_uid is not None:
-            extra[op.trace_uid] = extra.get(op.trace_uid, 0) + 1
-    for sample in done.values():
-        extra[sample.trace_uid] = extra.get(sample.trace_uid, 0) - len(sample.operations)
-    out: list[SampleResult] = []
-    for item in plan:
-        kept = extra.pop(item.trace_uid, 0) if item.index not in done else 0
-        if kept <= 0:
-            continue
-        ops = [op for op in since if op.trace_uid == item.trace_uid][-kept:]
-        out.append(
-            SampleResult(
-                trace_uid=item.trace_uid,
-                trace_id=item.trace_id,
-                epoch=item.epoch,
-                index=item.index,
-                error=(
-                    f"InterruptedSession: the run stopped during this sample's skill-manager session; its {kept} "
-                    "applied operation(s) were kept and the sample is not re-run (that would apply them twice)"
-                ),
-                reflection=None,
-                operations=tuple(op.to_dict() for op in ops),
-                changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
-            )
-        )
-    return out
-
-
-def _first_cause(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The exception that aborted a task group (not the cancellations it caused)."""
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            return _first_cause(exc)
-        if not isinstance(exc, asyncio.CancelledError):
-            return exc
-    return group.exceptions[0]
-
-
-def _match_records(records: list[dict[str, Any]], plan: list[PlannedSample], folder: Path) -> dict[int, SampleResult]:
-    """The recorded samples by index; each must be the same (trace, epoch) at the same index as in `plan`."""
-    by_index = {p.index: p for p in plan}
-    done: dict[int, SampleResult] = {}
-    for number, record in enumerate(records, 1):
-        try:
-            sample = SampleResult.from_dict(record)
-        except ValueError as e:
-            raise CheckpointError(f"{folder}/samples.jsonl:{number}: {e}") from None
-        planned = by_index.get(sample.index)
-        if planned is None or (planned.trace_uid, planned.epoch) != (sample.trace_uid, sample.epoch):
-            raise CheckpointError(
-                f"{folder}/samples.jsonl:{number}: sample {sample.index} was {sample.trace_uid} (epoch {sample.epoch}) "
-                "but this run plans another trace there: resume with the same traces, epochs and seed, or use a "
-                "fresh checkpoint_dir"
-            )
-        done[sample.index] = sample
-    return done

@@ -14,6 +14,7 @@ from pydantic_ai.usage import UsageLimits
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
+from ace.llm.retry import failure_kind
 from ace_eval.benchmarks.tau_bench.agent import (
     AgentDeps,
     SkillContext,
@@ -75,6 +76,8 @@ class EpisodeResult:
     models: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     """`"<ExceptionType>: <message>"` when a model or the loop failed (`ended == "error"`)."""
+    error_kind: str | None = None
+    """What kind of failure `error` is (`ace.llm.retry.failure_kind`: `auth`, `not_found`, `rate_limit`, ...)."""
 
 
 def model_label(model: Model) -> str:
@@ -131,6 +134,7 @@ async def run_episode(
     steps = 0
     ended: EpisodeEnd | None = None
     error: str | None = None
+    error_kind: str | None = None
     try:
         user_text = await user.start()
         skills = render_skills(
@@ -153,7 +157,7 @@ async def run_episode(
                 ended = "max_steps"
                 break
     except Exception as e:
-        ended, error = "error", f"{type(e).__name__}: {e}"
+        ended, error, error_kind = "error", f"{type(e).__name__}: {e}", failure_kind(e)
     final: EpisodeEnd = "error" if error is not None else env.ended or ended or "max_steps"
     result = env.calculate_reward(gt_data_hash) if final in ("user_stop", "transfer") else None
     return EpisodeResult(
@@ -168,6 +172,7 @@ async def run_episode(
         skills_in_context=skills.skill_ids,
         models={"agent": model_label(agent_model), "user": model_label(user_model)},
         error=error,
+        error_kind=error_kind,
     )
 
 
@@ -211,6 +216,7 @@ def episode_to_trace(result: EpisodeResult) -> Trace:
             "ended": result.ended,
             "steps": result.steps,
             "error": result.error,
+            "error_kind": result.error_kind,
             "user_id": task.user_id,
         },
         skills_in_context=list(result.skills_in_context),

@@ -1,0 +1,256 @@
+"""Red team for `execute_code`'s sandbox: every escape is refused, reported, and leaves the host untouched.
+
+The probes (`_sandbox_probes.py`) run with this process as the parent (root on our machines and CI), then all
+of them again with an unprivileged parent (uid 65534, through `_sandbox_probe_driver.py`). The OS layer is
+tested on its own too: what would still hold if the audit hook were gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _sandbox_probes import HOST_TEXT, PROBES, SECRET_VALUE, Probe
+
+from ace.implementations.rr import sandbox
+from ace.implementations.rr._sandbox_confine import confine
+from ace.implementations.rr.sandbox import SandboxLimits, run_code
+
+SECRET_NAME = "OPENAI_API_KEY"
+LIMITS = SandboxLimits(timeout_s=5.0, memory_mb=128)
+RR_DIR = Path(sandbox.__file__).parent
+NOBODY = 65534
+LINUX = sys.platform.startswith("linux")
+
+
+@pytest.fixture
+def host() -> Iterator[Path]:
+    """A host skillbook in a folder anyone may read (pytest's own are root-only): the hook must refuse, not the
+    permissions."""
+    folder = Path(tempfile.mkdtemp(prefix="ace-redteam-host-"))
+    folder.chmod(0o755)
+    skillbook = folder / "skillbook.json"
+    skillbook.write_text(HOST_TEXT, encoding="utf-8")
+    yield skillbook
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def assert_refused_and_host_intact(probe: Probe, text: str, refused: list[str], host: Path) -> None:
+    assert probe.expect in text, f"{probe.name}: not refused as expected:\n{text}"
+    if probe.event is not None:
+        events = [line.partition("\t")[0] for line in refused]
+        assert probe.event in events, f"{probe.name}: refusal not reported ({events}):\n{text}"
+    assert SECRET_VALUE not in text, f"{probe.name}: the parent's secret reached the output"
+    assert host.read_text(encoding="utf-8") == HOST_TEXT, f"{probe.name}: the host skillbook changed"
+    assert sorted(p.name for p in host.parent.iterdir()) == ["skillbook.json"], f"{probe.name}: host folder changed"
+    assert oct(host.stat().st_mode & 0o777) != "0o777", f"{probe.name}: host file mode changed"
+    assert not Path("/tmp/pwned").exists(), f"{probe.name}: a process ran"
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.name for p in PROBES])
+def test_probe_is_refused_reported_and_harmless(probe: Probe, host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_NAME, SECRET_VALUE)
+    code = probe.source(str(host), str(host.parent), SECRET_NAME, str(RR_DIR))
+    result = asyncio.run(run_code(code, {"messages": []}, limits=LIMITS))
+    assert_refused_and_host_intact(probe, result.as_text(), list(result.refused), host)
+
+
+def test_there_are_at_least_thirty_probes_with_distinct_names() -> None:
+    assert len({p.name for p in PROBES}) == len(PROBES) >= 30
+
+
+def test_refusals_name_what_was_refused_in_the_model_visible_text(host: Path) -> None:
+    code = f"import os\nfor _ in range(30):\n    try: os.remove({str(host)!r})\n    except OSError: pass\n"
+    result = asyncio.run(run_code(code, {"messages": []}, limits=LIMITS))
+    assert result.ok and result.refused_count == 30 and len(result.refused) == 20
+    text = result.as_text()
+    assert "Refused by the sandbox (and 10 more):" in text
+    assert f"- cannot remove {str(host)!r}: only the working directory" in text
+
+
+# --------------------------------------------------------------------------------- what still works
+def test_ordinary_analysis_code_is_not_refused() -> None:
+    code = """
+import collections, dataclasses, datetime, decimal, enum, fractions, functools, hashlib, json, re, statistics
+import textwrap, typing, difflib, csv, io, os, tempfile, traceback, pathlib
+P = collections.namedtuple("P", "a b", defaults=(0,))
+@dataclasses.dataclass
+class D:
+    x: int = 1
+class E(enum.Enum):
+    A = 1
+@functools.lru_cache
+def f(x):
+    return x * 2
+try:
+    1 / 0
+except ZeroDivisionError:
+    tb = traceback.format_exc()
+os.mkdir("out")
+with open("out/notes.txt", "w") as fh:
+    fh.write("kept")
+os.rename("out/notes.txt", "out/renamed.txt")
+print(sorted(os.listdir("out")), P(1), D(), E.A.name, f(2), statistics.median([3, 1, 2]), "ZeroDivisionError" in tb)
+print(hashlib.sha256(b"x").hexdigest()[:8], datetime.date(2024, 1, 2).isoformat(), decimal.Decimal("1.1") * 2)
+os.remove("out/renamed.txt")
+os.rmdir("out")
+print(sorted(os.listdir(".")), tempfile.gettempdir() == os.getcwd(), pathlib.Path("code.py").exists())
+"""
+    result = asyncio.run(run_code(code, {"messages": []}, limits=LIMITS))
+    assert result.ok, result.as_text()
+    assert result.refused == () and "Refused" not in result.as_text()
+    assert result.stdout.splitlines() == [
+        "['renamed.txt'] P(a=1, b=0) D(x=1) A 4 2 True",
+        "2d711642 2024-01-02 2.2",
+        "['code.py', 'trace.json'] True True",
+    ]
+
+
+# ------------------------------------------------------------------------------------------- OS layer
+@pytest.mark.skipif(not LINUX, reason="namespaces, uid drop and no-new-privileges are Linux only")
+def test_the_child_reports_its_os_isolation() -> None:
+    result = asyncio.run(run_code("import os\nos.getuid()", {"messages": []}, limits=LIMITS))
+    isolation = result.isolation
+    assert isolation is not None and isolation.platform == "linux"
+    if os.geteuid() == 0:
+        assert isolation.started_as_root and isolation.uid == NOBODY and result.stdout == f"{NOBODY}\n"
+        assert isolation.network_namespace and isolation.no_new_privs and isolation.nproc_limited, isolation
+        assert isolation.notes == ()
+    else:
+        assert not isolation.started_as_root and isolation.no_new_privs
+
+
+@pytest.mark.skipif(not LINUX, reason="the confinement before exec is Linux only")
+def test_a_missing_isolation_step_is_reported_and_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sandbox, "confine", lambda _fd: None)  # as if the step before exec could not run
+    sandbox._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=sandbox.__name__):
+        results = [asyncio.run(run_code("1", {"messages": []}, limits=LIMITS)) for _ in range(2)]
+    assert all(r.ok and r.isolation is not None for r in results)
+    isolation = results[0].isolation
+    assert isolation is not None and not isolation.network_namespace and not isolation.no_new_privs
+    assert isolation.notes[0].startswith("no report from before exec: network namespace and no-new-privileges")
+    warnings = [r.getMessage() for r in caplog.records if "no report from before exec" in r.getMessage()]
+    assert len(warnings) == 1  # once per process, not per call
+
+
+@pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root: what the uid drop protects is root's")
+def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child's isolation alone (no audit hook): as if the hook had been bypassed.
+    monkeypatch.setenv(SECRET_NAME, SECRET_VALUE)
+    code = f"""
+import json, os, sys
+sys.path.insert(0, {str(RR_DIR)!r})
+import _sandbox_isolation
+report, sys.path[:] = _sandbox_isolation.isolate({NOBODY}, [p for p in sys.path if p])
+out = {{"uid": os.getuid(), "report": report.as_dict(), "status": open("/proc/self/status").read()}}
+for name, attempt in [
+    ("write_host", lambda: open({str(host)!r}, "w")),
+    ("remove_host", lambda: os.remove({str(host)!r})),
+    ("parent_environ", lambda: open(f"/proc/{{os.getppid()}}/environ", "rb").read()),
+    ("root_home", lambda: os.listdir("/root")),
+    ("setuid_root", lambda: os.setuid(0)),
+]:
+    try:
+        attempt()
+        out[name] = "done"
+    except OSError as e:
+        out[name] = e.strerror
+import socket
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=1)
+    out["network"] = "connected"
+except OSError as e:
+    out["network"] = e.strerror
+try:
+    os.fork()
+    out["fork"] = "done"
+except OSError as e:
+    out["fork"] = e.strerror
+print(json.dumps(out))
+"""
+    report_read, report_write = os.pipe()
+    with open(report_read, "rb") as report:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            pass_fds=(report_write,),
+            preexec_fn=confine(report_write),
+            check=False,
+        )
+        os.close(report_write)
+        confined = json.loads(report.readline())
+    out = json.loads(done.stdout)
+    assert confined == {"network_namespace": True, "user_namespace": False, "no_new_privs": True, "notes": []}
+    assert out["uid"] == NOBODY and "NoNewPrivs:\t1" in out["status"] and out["report"]["nproc_limited"]
+    assert out["write_host"] == out["remove_host"] == "Permission denied"
+    assert out["parent_environ"] == out["root_home"] == "Permission denied"
+    assert out["setuid_root"] == "Operation not permitted"
+    assert out["network"] == "Network is unreachable" and out["fork"] == "Resource temporarily unavailable"
+    assert host.read_text(encoding="utf-8") == HOST_TEXT
+
+
+# -------------------------------------------------------------------------------- unprivileged parent
+def world_readable_python() -> str | None:
+    """An interpreter uid 65534 can run and import ACE with (ours may live under /root)."""
+    for candidate in (sys.executable, shutil.which("python3.11"), "/usr/bin/python3.11", "/usr/bin/python3"):
+        if not candidate:
+            continue
+        probe = subprocess.run(
+            [candidate, "-I", "-c", "import ace.implementations.rr.sandbox, sys; print(sys.version_info >= (3, 11))"],
+            capture_output=True,
+            text=True,
+            preexec_fn=_become_nobody,
+            check=False,
+        )
+        if probe.stdout.strip() == "True":
+            return candidate
+    return None
+
+
+def _become_nobody() -> None:
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+@pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root to start a parent as uid 65534")
+def test_all_probes_hold_with_an_unprivileged_parent(host: Path) -> None:
+    python = world_readable_python()
+    if python is None:
+        pytest.skip("no Python >= 3.11 that uid 65534 can run with ACE installed (ours may be root's alone)")
+    for path in (host.parent, host):
+        os.chown(path, NOBODY, NOBODY)  # writable by the parent's uid: only the sandbox stands in the way
+    env = {"PATH": "/usr/bin:/bin", SECRET_NAME: SECRET_VALUE, "TMPDIR": "/tmp"}
+    driver = Path(__file__).with_name("_sandbox_probe_driver.py")
+    done = subprocess.run(
+        [python, "-I", str(driver), str(host), str(host.parent), SECRET_NAME],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=_become_nobody,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results: list[dict[str, Any]] = json.loads(done.stdout)
+    assert len(results) == len(PROBES)
+    for probe, result in zip(PROBES, results, strict=True):
+        assert_refused_and_host_intact(probe, result["text"], result["refused"], host)
+    isolation = results[0]["isolation"]
+    assert isolation["uid"] == NOBODY and isolation["no_new_privs"]
+    # A user namespace needs the kernel to allow unprivileged ones; where it does not, the reason is reported.
+    assert isolation["network_namespace"] or any("unshare failed" in n for n in isolation["notes"])
