@@ -31,6 +31,9 @@ _MAX_TOKENS = 256
 _MAX_STRING_CHARS = 160
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
 _FREQUENCY_PENALTY = 1.0
+_WORKERS = 2
+"""Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
+model, one thread each), so both cores of a small machine work."""
 _SHOWN_SKILLS = 3
 _SHOWN_ERRORS = 3
 
@@ -119,6 +122,7 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
         traces=collection,
         no_benchmark=True,
         reflector_type="simple",
+        max_workers=_WORKERS,
         output_dir=output_dir,
         limit=limit,
         verbose=verbose,
