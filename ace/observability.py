@@ -7,6 +7,7 @@ other OpenTelemetry set-up) has run they go wherever the global tracer provider 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -32,11 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "TRACER_NAME",
     "JsonlSpanExporter",
+    "LogfireTarget",
     "Observability",
     "ObservabilityError",
     "ace_span",
     "clean_attributes",
     "configure_observability",
+    "find_logfire_target",
     "keep_everyday_words",
     "read_spans_jsonl",
     "span_to_dict",
@@ -63,6 +66,21 @@ class Observability:
     """Whether spans may carry prompts, completions and skill text."""
     local_spans_path: Path | None
     """The JSONL file every finished span is appended to, if any."""
+    target: LogfireTarget | None = None
+    """Where the Logfire token came from and the project URL, when spans are sent."""
+
+    def where(self) -> str:
+        """One line for the end of a run: whether spans were sent, and where to look at them."""
+        local = f"; a copy is in {self.local_spans_path}" if self.local_spans_path is not None else ""
+        if self.sending and self.target is not None:
+            project = self.target.project_url or "the project of that token"
+            return f"Spans: sent to Logfire, {project} (token from {self.target.source}){local}"
+        if self.enabled:
+            return (
+                f"Spans: not sent to Logfire (no token: set LOGFIRE_TOKEN, or run `logfire auth` and "
+                f"`logfire projects use` in this folder to write {_CREDENTIALS_HINT}){local}"
+            )
+        return f"Spans: {self.local_spans_path} (local only)" if self.local_spans_path is not None else "Spans: off"
 
     def flush(self) -> None:
         """Push every finished span to its exporters (Logfire and the local file)."""
@@ -70,6 +88,54 @@ class Observability:
             import logfire
 
             logfire.force_flush()
+
+
+_CREDENTIALS_HINT = ".logfire/logfire_credentials.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogfireTarget:
+    """The Logfire write token found, where it came from, and the project URL when the credentials name one."""
+
+    token: str
+    source: str
+    """`token=`, `LOGFIRE_TOKEN`, or the path of the credentials file."""
+    project_url: str | None = None
+
+
+def find_logfire_target(token: str | None = None) -> LogfireTarget | None:
+    """The write token as `logfire.configure` finds it, or `None`: `token`, then `LOGFIRE_TOKEN`, then the
+    credentials file that `logfire projects use` writes (`logfire_credentials.json` in `LOGFIRE_CREDENTIALS_DIR`,
+    default `.logfire/` of the current folder). Raises `ObservabilityError` for an unreadable credentials file
+    when no other token is set (Logfire itself would refuse it)."""
+    from logfire._internal.config import LogfireCredentials
+    from logfire._internal.config_params import ParamManager
+    from logfire.exceptions import LogfireConfigError
+
+    params = ParamManager.create()
+    raw_token = params.load_param("token")  # LOGFIRE_TOKEN, split at commas (several projects)
+    env_token = ",".join(raw_token) if isinstance(raw_token, list) else raw_token
+    creds_dir = Path(params.load_param("data_dir"))
+    try:
+        credentials = LogfireCredentials.load_creds_file(creds_dir)
+    except LogfireConfigError as e:
+        if token or env_token:
+            credentials = None  # Logfire ignores the file when a token is set otherwise
+        else:
+            raise ObservabilityError(
+                f"{e}: fix or delete it (`logfire projects use` writes a new one), or set LOGFIRE_TOKEN"
+            ) from None
+    if token:
+        found = LogfireTarget(token=token, source="token=")
+    elif env_token:
+        found = LogfireTarget(token=str(env_token), source="LOGFIRE_TOKEN")
+    elif credentials is not None:
+        found = LogfireTarget(token=credentials.token, source=str(creds_dir / "logfire_credentials.json"))
+    else:
+        return None
+    if credentials is not None and credentials.token == found.token:
+        found = dataclasses.replace(found, project_url=credentials.project_url or None)
+    return found
 
 
 def configure_observability(
@@ -92,12 +158,17 @@ def configure_observability(
             with `enabled=False` too (then only ACE's own spans are recorded).
         service_name: The OpenTelemetry service name.
         console: Also print spans to the console.
-        token: The Logfire write token; defaults to `$LOGFIRE_TOKEN`.
+        token: The Logfire write token; found as Logfire finds it when not given (`find_logfire_target`:
+            `$LOGFIRE_TOKEN`, else the `.logfire/` credentials of `logfire auth` + `logfire projects use`).
+
+    Logfire's own console output (span lines, the project link) is off unless `console=True`: it would print
+    into the caller's progress bar; `Observability.where()` says where the spans went instead.
     """
-    token = token or os.environ.get("LOGFIRE_TOKEN") or None
-    if send_to_logfire is True and token is None:
+    target = find_logfire_target(token) if enabled and send_to_logfire is not False else None
+    if send_to_logfire is True and target is None:
         raise ObservabilityError(
-            "send_to_logfire=True needs a Logfire write token: set LOGFIRE_TOKEN (or pass token=), or use "
+            "send_to_logfire=True needs a Logfire write token: set LOGFIRE_TOKEN (or pass token=), run "
+            f"`logfire auth` and `logfire projects use` to write {_CREDENTIALS_HINT}, or use "
             "send_to_logfire='if-token-present' to record spans without sending them"
         )
     path = Path(local_spans_path) if local_spans_path is not None else None
@@ -105,11 +176,11 @@ def configure_observability(
         return Observability(enabled=False, sending=False, include_content=include_content, local_spans_path=None)
     import logfire
 
-    sending = enabled and send_to_logfire is not False and token is not None
+    sending = target is not None
     processors = [SimpleSpanProcessor(JsonlSpanExporter(path))] if path is not None else []
     logfire.configure(
         send_to_logfire=sending,
-        token=token if sending else None,
+        token=target.token if target is not None else None,
         service_name=service_name,
         console=None if console else False,
         additional_span_processors=processors,
@@ -118,7 +189,9 @@ def configure_observability(
     )
     if enabled:
         logfire.instrument_pydantic_ai(include_content=include_content)
-    return Observability(enabled=enabled, sending=sending, include_content=include_content, local_spans_path=path)
+    return Observability(
+        enabled=enabled, sending=sending, include_content=include_content, local_spans_path=path, target=target
+    )
 
 
 def keep_everyday_words(match: ScrubMatch) -> Any:

@@ -382,7 +382,7 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "unknown version",
         _edit_manifest(lambda m: m.update(format_version="2")),
-        r"manifest.json line 3: field 'format_version': unknown format_version '2'.*upgrade ace-eval",
+        r"manifest.json line 3: field 'format_version': unknown format_version '2'.*update your ace-eval \(git pull",
     ),
     (
         "missing version",

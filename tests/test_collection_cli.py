@@ -49,7 +49,8 @@ def test_import_tau_bench_and_stats(airline_data: Path, tmp_path: Path) -> None:
     assert lines[header + 13].split() == ["12", "4", "4", "1.00"]
 
     again = runner.invoke(
-        collection, ["import", "--format", "tau-bench", str(airline_data / "tasks_test.json"), "--out", str(out)]
+        collection,
+        ["import", "--format", "tau-bench", str(airline_data / "tasks_test.json"), "--out", str(out.parent / "b")],
     )
     assert again.exit_code == 1
     assert "tasks_test.json: field '[0].task_id': missing (required)" in again.output
@@ -91,7 +92,8 @@ def test_import_openai_jsonl_with_names(tmp_path: Path) -> None:
     assert (manifest.source_system, manifest.benchmark, manifest.counts.with_reward) == ("support-bot", "support", 1)
     assert [t.trace_uid for t in traces] == ["support-bot:line-1", "support-bot:line-2"]
     again = CliRunner().invoke(collection, ["import", "--format", "openai-jsonl", str(src), "--out", str(out)])
-    assert again.exit_code == 1 and "already holds a trace collection" in again.output
+    assert again.exit_code == 2 and f"{out} already holds a trace collection: choose another folder" in again.output
+    assert "mode=" not in again.output
     assert read_collection(out)[0].source_system == "support-bot"  # untouched
 
 

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from ace_eval.e2e.config import ConfigError, E2ESettings, resolve_settings
+from ace_eval.e2e.config import (
+    ConfigError,
+    E2ESettings,
+    InapplicableFlagError,
+    inapplicable_settings,
+    resolve_settings,
+)
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, new_run_id
 
 
@@ -153,6 +159,34 @@ def test_sm_sessions_resolve_and_are_checked(tmp_path: Path) -> None:
         )
         == []
     )
+
+
+def test_flags_that_would_have_no_effect_are_refused(tmp_path: Path) -> None:
+    replay = {"traces": tmp_path / "c", "no_benchmark": True}
+    with pytest.raises(InapplicableFlagError) as refused:
+        resolve_settings({**replay, "agent_model": "a", "max_num_steps": 50, "top_k": 3}, environ={}, cwd=tmp_path)
+    assert str(refused.value) == (
+        "flags that would have no effect on this run (--agent-model, --max-num-steps: no agent runs with --traces "
+        "and --no-benchmark; --top-k: the learned skillbook is not evaluated with --no-benchmark): drop them"
+    )
+    with pytest.raises(InapplicableFlagError, match=r"--data-dir: no agent runs"):
+        resolve_settings({**replay, "data_dir": tmp_path}, environ={}, cwd=tmp_path)
+    with pytest.raises(InapplicableFlagError, match=r"--top-k: it applies only with --skill-injection top-k"):
+        resolve_settings({"top_k": 3}, environ={}, cwd=tmp_path)
+    # the agent runs (to collect, or to evaluate a replayed collection): its flags apply
+    for flags in ({"agent_model": "a", "num_trials": 2}, {"traces": tmp_path / "c", "user_model": "u"}):
+        assert resolve_settings(flags, environ={}, cwd=tmp_path).source_of(next(iter(flags))) == "flag"
+    assert resolve_settings({"skill_injection": "top-k", "top_k": 3}, environ={}, cwd=tmp_path).top_k == 3
+
+
+def test_environment_and_config_values_that_do_not_apply_are_not_refused(tmp_path: Path) -> None:
+    write_config(tmp_path / "ace-eval.toml", '[models]\nagent = "a"\n[e2e]\nnum_trials = 3\ntop_k = 2\n')
+    env = {"ACE_MODEL": "m", "ACE_TAU_BENCH_DATA": str(tmp_path)}
+    settings = resolve_settings({"traces": tmp_path / "c", "no_benchmark": True}, environ=env, cwd=tmp_path)
+    assert set(inapplicable_settings(settings)) == {
+        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k"
+    }  # fmt: skip
+    assert settings.source_of("agent_model") == "env:ACE_MODEL" and settings.num_trials == 3
 
 
 def test_fail_fast_settings_resolve_and_are_checked(tmp_path: Path) -> None:

@@ -210,7 +210,7 @@ def test_a_rejected_key_aborts_after_three_samples_without_retries_and_resume_ru
     assert len(samples) == 10 and all(s.ok for s in samples)
     verify = cli.invoke(main, ["verify", str(folder)])
     assert verify.exit_code == 0, verify.output
-    assert "PASS  samples.jsonl records each sample once: 10 samples (3 failed attempt(s) superseded" in verify.output
+    assert "PASS  samples.jsonl records each sample once: 10 samples (3 failed attempts superseded" in verify.output
 
 
 def test_no_retry_failed_keeps_the_failed_samples(tmp_path: Path) -> None:

@@ -24,19 +24,34 @@ HAIKU = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
 def smoke_args(traces: Path, workers: int) -> list[str]:
-    """`uv run ace-eval e2e ...` from the design, word for word (the collection path and workers aside)."""
+    """`uv run ace-eval e2e ...` from the design (the collection path and workers aside), without the agent's flags
+    (`--agent-model`, `--user-model`, `--num-trials`, `--max-num-steps`): no agent runs with `--traces` and
+    `--no-benchmark`, so the command refuses them (`test_the_designs_literal_command_refuses_the_agent_flags`)."""
     return [
         "e2e",
         "--benchmark", "tau-bench-airline",
         "--traces", str(traces),
-        "--agent-model", HAIKU,
         "--reflector-model", HAIKU,
         "--skill-manager-model", HAIKU,
-        "--user-model", "bedrock/openai.gpt-oss-120b-1:0",
         "--reflector-type", "rr",
-        "--num-trials", "1", "--max-num-steps", "50", "--max-workers", str(workers),
+        "--max-workers", str(workers),
         "--no-benchmark", "--logfire", "--verbose",
     ]  # fmt: skip
+
+
+def test_the_designs_literal_command_refuses_the_agent_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    agent_flags = [
+        "--agent-model", HAIKU, "--user-model", "bedrock/openai.gpt-oss-120b-1:0",
+        "--num-trials", "1", "--max-num-steps", "50",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, [*smoke_args(tmp_path / "collection", 1), *agent_flags])
+    assert result.exit_code == 2
+    assert (
+        "flags that would have no effect on this run (--agent-model, --user-model, --num-trials, --max-num-steps: "
+        "no agent runs with --traces and --no-benchmark): drop them"
+    ) in result.stderr
+    assert list(tmp_path.iterdir()) == []  # refused before the collection is read or anything is written
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +103,10 @@ def test_smoke_command_runs_end_to_end_and_verifies(
 
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         assert record["status"] == "completed" and record["run_id"] == folder.name
-        assert record["models"]["reflector"] == HAIKU and record["models"]["user"] == "bedrock/openai.gpt-oss-120b-1:0"
+        assert record["models"]["reflector"] == HAIKU and record["models"]["skill_manager"] == HAIKU
         assert record["resolved_models"]["reflector"] == "function:scripted-reflector"
         assert record["config"]["reflector_type"] == "rr" and record["config"]["max_workers"] == workers
-        assert record["config"]["sources"]["agent_model"] == "flag"
+        assert record["config"]["sources"]["reflector_model"] == "flag"
         assert record["training"] == {**record["training"], "samples": 120, "errors": 0, "resumed_samples": 0}
         assert len(record["samples"]) == 120 and record["errors"] == []
         assert record["usage"]["reflector"]["requests"] == 240  # find_errors, then the reflection
@@ -154,7 +169,7 @@ def test_inspect_shows_sessions_of_the_smoke_run(
     text = cli.invoke(main, ["inspect", str(folder), "--trace", "tau-bench-airline:task-1-trial-0"])
     assert text.exit_code == 0, text.output
     lines = [line.strip() for line in text.output.splitlines()]
-    assert lines[0].startswith(f"Run {folder.name} (completed): 1 samples")
+    assert lines[0] == f"Run {folder.name} (completed): 1 sample, 0 errors"
     assert "[1] tau-bench-airline:task-1-trial-0  epoch 0  ok" in " ".join(lines)
     assert any(line.startswith("reflection: Check the policy first (task") for line in lines)
     assert "find_errors()" in lines  # the recursive reflector's tool call

@@ -91,4 +91,4 @@ def test_pass_k_counts_only_scored_episodes_and_says_how_many_errored(tmp_path: 
     assert "pass^1: 0.500 before -> 1.000 with the skillbook" in text
     assert "before: pass^k over the 2 scored episodes only; 1 of 3 errored and are left out" in text
     assert "after:" not in text
-    assert "2 samples, 1 errors\n  first error, on t:1: ModelRequestError: refused (all: ace-eval inspect)" in text
+    assert "2 samples, 1 error\n  first error, on t:1: ModelRequestError: refused (all: ace-eval inspect)" in text

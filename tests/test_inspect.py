@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_e2e_support import scripted_injections
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from test_e2e_support import scripted_injections, scripted_models
 
+from ace.embeddings.test import TestEmbedder
+from ace.implementations.skill_manager import SMSettings
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.runner import RunInjections
 from ace_eval.e2e.sessions import load_run_view, signature
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
@@ -99,3 +105,51 @@ def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, 
 def test_not_a_run_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["inspect", str(tmp_path)])
     assert result.exit_code == 1 and "is it a run folder?" in result.output
+
+
+def _stubborn_skill_manager(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Adds a context skill without an insight, four times (each refused), then gives up."""
+    if sum(isinstance(m, ModelResponse) for m in messages) < 4:
+        args = {"section": "context", "issue": "Agents act before checking the policy.", "keywords": ["policy"]}
+        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+    return ModelResponse(parts=[TextPart("Nothing I can add.")])
+
+
+@pytest.fixture(scope="module")
+def refused_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("refused")
+    models = {**scripted_models(), "skill_manager": FunctionModel(_stubborn_skill_manager, model_name="stubborn")}
+    injections = RunInjections(
+        models=models, embedder=TestEmbedder(), show_progress=False, sm_settings=SMSettings(tool_retries=5)
+    )
+    settings = E2ESettings(traces=DEMO, no_benchmark=True, output_dir=out, limit=1)
+    return runner.run_e2e(settings, injections=injections).folder.path
+
+
+def test_refusals_show_their_reason_and_repeats_collapse(refused_run: Path) -> None:
+    result = CliRunner().invoke(main, ["inspect", str(refused_run)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"Run {refused_run.name} (completed): 1 sample, 0 errors"
+    [session] = [line for line in lines if line.startswith("    sm.session")]
+    assert re.fullmatch(r"    sm\.session \d+\.\ds: 4 tool calls, 5 requests, [\d,]+\+[\d,]+ tokens", session)
+    calls = lines[lines.index(session) + 1 :]
+    assert calls[0] == "      add_skill(section='context', issue=…, keywords=[1]) -> refused  x4"
+    assert calls[1].startswith("        reason: insight is required for a context skill: pass insight=")
+    assert calls[2] == "    skills changed: none"
+
+    payload = json.loads(CliRunner().invoke(main, ["inspect", str(refused_run), "--json"]).output)
+    [sm] = [s for s in payload["samples"][0]["sessions"] if s["kind"] == "sm"]
+    assert [c["refusal"] is not None and c["refusal"].startswith("insight is required") for c in sm["tool_calls"]] == [
+        True
+    ] * 4
+    assert sm["usage"]["requests"] == 5 and sm["usage"]["input_tokens"] > 0
+
+
+def test_colour_on_a_terminal_unless_no_color(demo_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = CliRunner().invoke(main, ["inspect", str(demo_run)], color=True).output
+    assert "\x1b[32mok\x1b[0m (" in coloured and "\x1b[32m0 errors\x1b[0m" in coloured
+    assert "\x1b[" not in CliRunner().invoke(main, ["inspect", str(demo_run)]).output  # not a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in CliRunner().invoke(main, ["inspect", str(demo_run)], color=True).output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from ace.observability import (
     ObservabilityError,
     ace_span,
     configure_observability,
+    find_logfire_target,
     read_spans_jsonl,
 )
 
@@ -31,8 +33,25 @@ SECRET_ISSUE = "In tau-airline's send_certificate API, certificates are issued o
 
 
 @pytest.fixture
-def no_token(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No LOGFIRE_TOKEN, and a current folder without `.logfire/` credentials."""
     monkeypatch.delenv("LOGFIRE_TOKEN", raising=False)
+    monkeypatch.delenv("LOGFIRE_CREDENTIALS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def write_credentials(folder: Path, token: str = "pylf_v1_us_fromfile") -> Path:
+    """What `logfire projects use` writes (`logfire auth` holds the user's login, this file the project's token)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "logfire_credentials.json"
+    data = {
+        "token": token,
+        "project_name": "ace-runs",
+        "project_url": "https://logfire-us.pydantic.dev/acme/ace-runs",
+        "logfire_api_url": "https://logfire-us.pydantic.dev",
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
 
 
 @pytest.fixture
@@ -202,3 +221,59 @@ def test_session_word_is_not_scrubbed_but_secrets_still_are(
     assert kept == "Earlier calls of this session were compacted."
     assert card == "Pay with the credit card ending 7447."
     assert "hunter2" not in scrubbed and scrubbed.startswith("[Scrubbed")
+
+
+def test_logfire_credentials_folder_is_honoured(
+    no_token: None, tmp_path: Path, recorded_configure: list[dict[str, Any]]
+) -> None:
+    path = write_credentials(tmp_path / ".logfire")
+    obs = configure_observability(True, local_spans_path=tmp_path / "spans.jsonl")
+    assert obs.sending and obs.target is not None
+    assert obs.target.source == ".logfire/logfire_credentials.json" and Path(obs.target.source).resolve() == path
+    [configure, _] = recorded_configure
+    assert configure["configure"]["send_to_logfire"] is True
+    assert configure["configure"]["token"] == "pylf_v1_us_fromfile"
+    assert configure["configure"]["console"] is False  # no project link / span lines printed into a progress bar
+    assert obs.where() == (
+        "Spans: sent to Logfire, https://logfire-us.pydantic.dev/acme/ace-runs (token from "
+        f".logfire/logfire_credentials.json); a copy is in {tmp_path / 'spans.jsonl'}"
+    )
+    recorded_configure.clear()
+    assert not configure_observability(True, send_to_logfire=False).sending  # an explicit "never" still wins
+    assert recorded_configure[0]["configure"]["token"] is None
+
+
+def test_token_precedence_and_the_credentials_dir_variable(
+    no_token: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert find_logfire_target() is None
+    write_credentials(tmp_path / "elsewhere", token="pylf_v1_us_elsewhere")
+    monkeypatch.setenv("LOGFIRE_CREDENTIALS_DIR", str(tmp_path / "elsewhere"))
+    target = find_logfire_target()
+    assert target is not None and target.token == "pylf_v1_us_elsewhere" and target.project_url is not None
+    monkeypatch.setenv("LOGFIRE_TOKEN", "pylf_v1_us_env")
+    target = find_logfire_target()  # the variable wins over the file, as in logfire.configure; its project unknown
+    assert target is not None and (target.token, target.source, target.project_url) == (
+        "pylf_v1_us_env",
+        "LOGFIRE_TOKEN",
+        None,
+    )
+    target = find_logfire_target("pylf_v1_us_explicit")
+    assert target is not None and (target.token, target.source) == ("pylf_v1_us_explicit", "token=")
+
+
+def test_a_broken_credentials_file_is_named(no_token: None, tmp_path: Path) -> None:
+    (tmp_path / ".logfire").mkdir()
+    (tmp_path / ".logfire" / "logfire_credentials.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ObservabilityError, match=r"Invalid credentials file: .logfire/logfire_credentials.json: fix"):
+        find_logfire_target()
+
+
+def test_where_without_a_token(no_token: None, tmp_path: Path, recorded_configure: list[dict[str, Any]]) -> None:
+    obs = configure_observability(True, local_spans_path=tmp_path / "spans.jsonl")
+    assert obs.where() == (
+        "Spans: not sent to Logfire (no token: set LOGFIRE_TOKEN, or run `logfire auth` and `logfire projects use` "
+        f"in this folder to write .logfire/logfire_credentials.json); a copy is in {tmp_path / 'spans.jsonl'}"
+    )
+    local = configure_observability(False, local_spans_path=tmp_path / "spans.jsonl")
+    assert local.where() == f"Spans: {tmp_path / 'spans.jsonl'} (local only)"

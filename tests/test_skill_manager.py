@@ -271,7 +271,9 @@ def test_invalid_calls_are_retried_and_leave_no_trace() -> None:
     assert "insight is required for a context skill" in retry_texts[0]
     assert "Unknown skill id 'context-0001'" in retry_texts[1] and "Did you mean 'context-00001'" in retry_texts[1]
     assert "-1, 0 or 1" in retry_texts[2]
-    assert [r.tool for r in result.refusals] == ["add_skill", "update_skill"]  # the schema refusal never ran the tool
+    # The schema refusal never ran the tool, and it counts like the others.
+    assert [r.tool for r in result.refusals] == ["add_skill", "update_skill", "tag_skill"]
+    assert "delta" in result.refusals[2].reason
     # Only the corrected add changed anything: seeded skills are byte-identical, one op and one skill were added.
     assert {sid: book.require_skill(sid).to_dict() for sid in snapshot} == snapshot
     assert len(book.operations) == ops_before + 1

@@ -63,7 +63,9 @@ def test_normalisation_errors_name_the_fix(bad: object) -> None:
         normalize_keywords(bad)
 
 
-text = st.text(min_size=1, max_size=40).filter(lambda s: s.strip())
+# Prose a skill may hold: no control, format (bidi), separator or surrogate characters except newline and tab.
+prose = st.characters(exclude_categories=("Cc", "Cf", "Cs", "Zl", "Zp"), include_characters="\n\t")
+text = st.text(prose, min_size=1, max_size=40).filter(lambda s: s.strip())
 optional_text = st.none() | st.text(max_size=40)
 sources = st.builds(
     InsightSource,

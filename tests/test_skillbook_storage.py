@@ -233,7 +233,8 @@ def test_sidecar_missing_means_recompute_later(tmp_path: Path) -> None:
 def test_corrupt_sidecar_means_recompute_later(tmp_path: Path, garbage: bytes) -> None:
     _, path = _saved(tmp_path)
     sidecar_path(path).write_bytes(garbage)
-    loaded = Skillbook.load_from_file(path)
+    with pytest.warns(RuntimeWarning, match="not a readable .npz.*ignored"):
+        loaded = Skillbook.load_from_file(path)
     assert loaded.stats()["embedded"] == 0
     assert loaded.stats()["skills"] == 10
 
@@ -243,12 +244,12 @@ def test_sidecar_with_unknown_ids_or_changed_text_is_ignored_per_skill(tmp_path:
     first = sb.skills(include_inactive=True)[0].id
     doc = json.loads(path.read_text())
     doc["skills"][0]["issue"] = "edited by hand after the vectors were computed"
-    doc["skills"][1]["id"] = "harness-09999"
-    doc["next_ids"]["harness"] = 10000
+    doc["skills"][1]["id"] = f"{doc['skills'][1]['section']}-09999"
+    doc["next_ids"][doc["skills"][1]["section"]] = 10000
     path.write_text(json.dumps(doc))
     loaded = Skillbook.load_from_file(path)
     assert loaded.require_skill(first).embedding is None  # stale text: not reused
-    assert loaded.require_skill("harness-09999").embedding is None  # unknown to the cache
+    assert loaded.require_skill(doc["skills"][1]["id"]).embedding is None  # unknown to the cache
     assert loaded.stats()["embedded"] == 8
 
 
@@ -261,7 +262,8 @@ def test_sidecar_of_other_model_or_dimension_is_ignored(tmp_path: Path) -> None:
     doc["embedding_model"] = "test-model"
     doc["embedding_dim"] = 16
     path.write_text(json.dumps(doc))
-    assert Skillbook.load_from_file(path).stats()["embedded"] == 0
+    with pytest.warns(RuntimeWarning, match="vectors of dimension 8, expected 16"):
+        assert Skillbook.load_from_file(path).stats()["embedded"] == 0
     doc["embedding_dim"] = 8
     path.write_text(json.dumps(doc))
     assert Skillbook.load_from_file(path).stats()["embedded"] == 10

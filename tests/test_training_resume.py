@@ -186,9 +186,15 @@ def test_resume_with_another_seed_is_refused(tmp_path: Path) -> None:
 
 
 def test_journal_without_snapshot_is_refused(tmp_path: Path) -> None:
-    (tmp_path / SAMPLES_FILE).write_text("")
+    (tmp_path / SAMPLES_FILE).write_text('{"index": 0}\n')
     with pytest.raises(CheckpointError, match="the checkpoint is incomplete"):
         run(tmp_path, workers=1)
+
+
+def test_empty_journal_without_snapshot_is_a_fresh_start(tmp_path: Path) -> None:
+    """A fresh start killed before its first snapshot (the journal is created first) starts afresh."""
+    (tmp_path / SAMPLES_FILE).write_text("")
+    assert normalized(run(tmp_path, workers=1).skillbook) == normalized(run(None, workers=1).skillbook)
 
 
 def test_snapshot_policy(tmp_path: Path) -> None:

@@ -3,9 +3,11 @@
 from ace.core.insight_source import InsightSource
 from ace.core.skill import VALID_SECTIONS, Skill, normalize_keywords
 from ace.core.skillbook import SCHEMA_VERSION, Skillbook
+from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
 from ace.core.update_operation import UpdateOperation
 
 __all__ = [
+    "DEFAULT_MAX_TEXT_CHARS",
     "SCHEMA_VERSION",
     "VALID_SECTIONS",
     "InsightSource",

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ace.core.insight_source import InsightSource, utc_now
+from ace.core.text_rules import check_text, validate_skill_id
 from ace.exceptions import SkillbookError
 
 __all__ = [
@@ -131,12 +132,16 @@ class Skill:
         if not isinstance(skill_id, str) or not skill_id:
             raise ValueError(f"skill field 'id' must be a non-empty string, got {skill_id!r}")
         section = validate_section(data["section"])
+        validate_skill_id(skill_id, section)
         keywords = data["keywords"]
         stored = normalize_keywords(keywords)
         if stored != keywords:
             raise ValueError(f"skill {skill_id}: keywords {keywords!r} are not normalised (expected {stored!r})")
-        issue = validate_issue(data["issue"])
-        insight = validate_insight(section, data.get("insight"))
+        try:
+            issue = validate_issue(data["issue"])
+            insight = validate_insight(section, data.get("insight"))
+        except SkillbookError as e:
+            raise ValueError(f"skill {skill_id}: {e}") from None
         occurrences = data["occurrences"]
         if not isinstance(occurrences, list):
             raise ValueError(f"skill {skill_id}: field 'occurrences' must be a list")
@@ -215,17 +220,18 @@ def validate_section(section: object) -> Section:
     )
 
 
-def validate_issue(issue: object) -> str:
-    """The issue text, stripped; every mutation needs a non-empty one."""
+def validate_issue(issue: object, *, max_chars: int | None = None) -> str:
+    """The issue text, stripped; every mutation needs a non-empty one, of plain text, at most `max_chars` long."""
     if not isinstance(issue, str) or not issue.strip():
         raise SkillbookError(
             f"issue is required and must be non-empty text, got {issue!r}: describe the problem and where it applies"
         )
-    return issue.strip()
+    return check_text("issue", issue.strip(), max_chars=max_chars)
 
 
-def validate_insight(section: Section, insight: object) -> str | None:
-    """The insight text, stripped: required for `context`, optional (`None` when blank) for `harness`."""
+def validate_insight(section: Section, insight: object, *, max_chars: int | None = None) -> str | None:
+    """The insight text, stripped: required for `context`, optional (`None` when blank) for `harness`; plain text
+    of at most `max_chars`."""
     if insight is not None and not isinstance(insight, str):
         raise SkillbookError(f"insight must be text or null, got {type(insight).__name__}")
     text = insight.strip() if isinstance(insight, str) else ""
@@ -234,7 +240,7 @@ def validate_insight(section: Section, insight: object) -> str | None:
             "insight is required for a context skill: pass insight= with the imperative action the agent "
             "should take (or use section='harness' for a problem with no agent-side action)"
         )
-    return text or None
+    return check_text("insight", text, max_chars=max_chars) or None
 
 
 def normalize_keywords(keywords: object) -> list[str]:
@@ -253,6 +259,8 @@ def normalize_keywords(keywords: object) -> list[str]:
     for raw in keywords:
         if not isinstance(raw, str):
             raise SkillbookError(f"keywords must be strings, got {raw!r}")
+        if not raw.isprintable():
+            check_text(f"keyword {raw!r}", raw, prose=False)
         label = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
         if not label:
             continue

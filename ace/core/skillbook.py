@@ -33,6 +33,7 @@ from ace.core.storage import (
     read_json_file,
     sidecar_path,
 )
+from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, skill_id_number
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, SkillbookFormatError, UnknownSkillError
 
@@ -50,7 +51,10 @@ class Skillbook:
     All methods are safe to call from several threads.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_text_chars: int | None = DEFAULT_MAX_TEXT_CHARS) -> None:
+        """`max_text_chars`: longest `issue`, and longest `insight`, an add or update may write (`None`: no cap)."""
+        self.max_text_chars = max_text_chars
+        """Cap on new issue / insight text; files are loaded whatever their length."""
         self._lock = threading.RLock()
         self._skills: dict[str, Skill] = {}
         self._sections: dict[Section, dict[str, None]] = {s: {} for s in _SECTION_ORDER}
@@ -255,6 +259,11 @@ class Skillbook:
                 return
             vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
             dim = self._embedding_dim(exclude=skill_id)
+            if not np.isfinite(vector).all():
+                raise SkillbookError(
+                    f"embedding of {skill_id} contains NaN or infinite values: the embedder returned a broken vector; "
+                    "re-embed the skill (or check the embedding model)"
+                )
             if dim is not None and vector.shape[0] != dim:
                 raise SkillbookError(
                     f"embedding of {skill_id} has dimension {vector.shape[0]} but the skillbook's vectors have {dim}: "
@@ -312,13 +321,16 @@ class Skillbook:
 
     def _build_new(self, op: UpdateOperation, now: str) -> Skill:
         section = validate_section(op.section)
-        issue = validate_issue(op.issue)
+        issue = validate_issue(op.issue, max_chars=self.max_text_chars)
         if op.keywords is None:
             raise SkillbookError("keywords are required when adding a skill: pass 1-5 short labels")
         keywords = normalize_keywords(op.keywords)
-        insight = validate_insight(section, op.insight)
-        skill_id = f"{section}-{self._next_ids[section]:05d}"
-        self._next_ids[section] += 1
+        insight = validate_insight(section, op.insight, max_chars=self.max_text_chars)
+        number = self._next_ids[section]
+        while f"{section}-{number:05d}" in self._skills:  # a new id never replaces a skill
+            number += 1
+        skill_id = f"{section}-{number:05d}"
+        self._next_ids[section] = number + 1
         return Skill(
             id=skill_id,
             section=section,
@@ -340,9 +352,13 @@ class Skillbook:
 
     def _build_update(self, op: UpdateOperation, now: str) -> Skill:
         old = self._active_skill(op.skill_id, "updated")
-        issue = validate_issue(op.issue)
+        issue = validate_issue(op.issue, max_chars=self.max_text_chars)
         keywords = normalize_keywords(op.keywords) if op.keywords is not None else list(old.keywords)
-        insight = old.insight if op.insight is None else validate_insight(old.section, op.insight)
+        insight = (
+            old.insight
+            if op.insight is None
+            else validate_insight(old.section, op.insight, max_chars=self.max_text_chars)
+        )
         changed = (issue, insight, keywords) != (old.issue, old.insight, old.keywords)
         return dataclasses.replace(
             old,
@@ -356,8 +372,11 @@ class Skillbook:
     def _build_tag(self, op: UpdateOperation, now: str) -> Skill:
         old = self._active_skill(op.skill_id, "tagged")
         delta = op.delta
-        if delta not in (-1, 0, 1) or isinstance(delta, bool):
-            raise SkillbookError(f"delta must be -1 (harmful), 0 (neutral) or 1 (helpful), got {delta!r}")
+        if type(delta) is not int or delta not in (-1, 0, 1):  # not True, 1.0 or "1"
+            raise SkillbookError(
+                f"delta must be -1 (harmful), 0 (neutral) or 1 (helpful), as an integer; got {delta!r} "
+                f"({type(delta).__name__})"
+            )
         return dataclasses.replace(
             old,
             used_count=old.used_count + 1,
@@ -533,7 +552,7 @@ class Skillbook:
             book = cls.from_dict(data, source=str(path))
         stored_dim = data.get("embedding_dim")
         dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
-        cached = read_embeddings(sidecar_path(path), model=book.embedding_model, dim=dim)
+        cached = read_embeddings(sidecar_path(path), model=book.embedding_model, dim=dim, max_rows=len(book))
         if cached:
             for skill in book._skills.values():
                 hit = cached.get(skill.id)
@@ -580,10 +599,10 @@ class Skillbook:
                 raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers")
             for sec, value in raw.items():
                 out[validate_section(sec)] = value
-        for sid, skill in self._skills.items():
-            _, _, number = sid.rpartition("-")
-            if number.isdigit():
-                out[skill.section] = max(out[skill.section], int(number) + 1)
+        used = [*self._skills, *(op.skill_id for op in self._operations if op.type == "ADD" and op.skill_id)]
+        for parsed in filter(None, map(skill_id_number, used)):
+            section, number = parsed
+            out[validate_section(section)] = max(out[validate_section(section)], number + 1)
         return out
 
 

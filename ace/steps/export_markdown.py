@@ -2,13 +2,14 @@
 
 Layout: a title and a stats line, one `##` section per skillbook section (`context`, `harness`) with a `###`
 heading per active skill and its fields as a bold-labelled list, then the inactive skills apart with the reason
-they were removed. Skill text is
+they were removed. Skill text, ids and keywords are
 escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders as written.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +23,7 @@ __all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
 _SECTIONS = (("context", "Context"), ("harness", "Harness"))
 _ESCAPED = "\\`*_[]|~"
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def escape_markdown(text: str) -> str:
@@ -43,12 +45,13 @@ def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
     inactive = [s for s in all_skills if not s.active]
     tags = {k: sum(getattr(s, f"{k}_count") for s in all_skills) for k in ("helpful", "harmful", "neutral")}
     by_section = {key: [s for s in active if s.section == key] for key, _ in _SECTIONS}
+    occurrences = sum(len(s.occurrences) for s in all_skills)
     lines = [
         f"# {escape_markdown(title)}",
         "",
         f"**{len(active)} active skill{'s' if len(active) != 1 else ''}** "
         f"({', '.join(f'{len(by_section[key])} {key}' for key, _ in _SECTIONS)}) · "
-        f"{len(inactive)} inactive · {sum(len(s.occurrences) for s in all_skills)} occurrences · "
+        f"{len(inactive)} inactive · {occurrences} occurrence{'s' if occurrences != 1 else ''} · "
         f"tags: {tags['helpful']} helpful, {tags['harmful']} harmful, {tags['neutral']} neutral",
     ]
     for key, heading in _SECTIONS:
@@ -64,12 +67,19 @@ def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _code(text: str) -> str:
+    """`text` as an inline code span when it is a plain identifier, else as escaped text (an id the skillbook did
+    not assign cannot close the span, start a new line or inject HTML)."""
+    return f"`{text}`" if _PLAIN.fullmatch(text) else escape_markdown(text)
+
+
 def _skill_block(skill: Skill) -> list[str]:
-    heading = f"### `{skill.id}`" if skill.active else f"### `{skill.id}` ({skill.section}, removed)"
+    sid = _code(skill.id)
+    heading = f"### {sid}" if skill.active else f"### {sid} ({skill.section}, removed)"
     rows = [heading, ""]
     if not skill.active:
         rows.append(f"- **Removed:** {escape_markdown(skill.removal_reason or 'no reason recorded')}")
-    rows.append(f"- **Keywords:** {', '.join(f'`{k}`' for k in skill.keywords)}")
+    rows.append(f"- **Keywords:** {', '.join(_code(k) for k in skill.keywords)}")
     rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
     if skill.insight:
         rows.append(f"- **Insight:** {escape_markdown(skill.insight)}")

@@ -1,21 +1,131 @@
-"""The `ace-eval` command line."""
+"""The `ace-eval` command line.
+
+Sub-commands load lazily: `ace-eval --help` and `--version` import no command module (and so neither
+pydantic-ai nor litellm); a command's module is imported only when that command runs or shows its own help.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
 import click
 
-from ace_eval import __version__
-from ace_eval.commands.benchmark import benchmark
-from ace_eval.commands.collection import collection
-from ace_eval.commands.data import data
-from ace_eval.commands.demo import demo
-from ace_eval.commands.e2e import e2e
-from ace_eval.commands.inspect import inspect
-from ace_eval.commands.verify import verify
+__all__ = ["COMMANDS", "LazyCommand", "LazyGroup", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ace-eval")
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a sub-command lives, and the one-line help `ace-eval --help` shows without importing it."""
+
+    module: str
+    attribute: str
+    short_help: str
+
+    def load(self) -> click.Command:
+        """Import the command's module and return the command."""
+        command = getattr(importlib.import_module(self.module), self.attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{self.module}.{self.attribute} is not a click command")
+        return command
+
+
+# One line per sub-command, sorted; tests/test_cli.py checks each short help against the command's own.
+COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
+    {
+        "benchmark": LazyCommand("ace_eval.commands.benchmark", "benchmark", "Check benchmark data offline."),
+        "collection": LazyCommand(
+            "ace_eval.commands.collection",
+            "collection",
+            "Trace collections: a folder with manifest.json and traces.jsonl (one trace per line).",
+        ),
+        "data": LazyCommand("ace_eval.commands.data", "data", "Download benchmark data."),
+        "demo": LazyCommand(
+            "ace_eval.commands.demo",
+            "demo",
+            "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
+        ),
+        "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
+        "inspect": LazyCommand(
+            "ace_eval.commands.inspect",
+            "inspect",
+            "Show each session of a run: which trace, which reflection (key insight), which tool calls with their "
+            "atomic signature, which skills changed.",
+        ),
+        "verify": LazyCommand(
+            "ace_eval.commands.verify",
+            "verify",
+            "Check a run's skillbook against the smoke-test list of the skillbook v2 design.",
+        ),
+    }
+)
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported on first use; its help lists them from `COMMANDS`."""
+
+    def __init__(self, *args: object, lazy_commands: Mapping[str, LazyCommand], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy_commands = lazy_commands
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, eager and lazy, sorted."""
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing its module the first time it is asked for."""
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in self.lazy_commands:
+            command = self.lazy_commands[cmd_name].load()
+            self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The "Commands:" section, from the short helps in `lazy_commands` (no import)."""
+        limit = formatter.width - 6 - max((len(name) for name in self.list_commands(ctx)), default=0)
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            loaded = self.commands.get(name)
+            if loaded is not None:
+                if not loaded.hidden:
+                    rows.append((name, loaded.get_short_help_str(limit)))
+            else:
+                rows.append((name, _shorten(self.lazy_commands[name].short_help, limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`--version`: the installed version, looked up only when asked for."""
+    if not value or ctx.resilient_parsing:
+        return
+    import ace_eval
+
+    click.echo(f"ace-eval, version {ace_eval.__version__}")
+    ctx.exit()
+
+
+def _shorten(text: str, limit: int) -> str:
+    """Click's own shortening of a short help (first sentence, cut at a word, ending in `...`)."""
+    return click.Command(None, help=text).get_short_help_str(limit)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
     """Run ACE on benchmarks and trace collections, and export the learned skillbook.
 
@@ -23,17 +133,6 @@ def main() -> None:
     what went wrong into atomic edits of a skillbook, and the skillbook goes back into the
     agent's context.
     """
-
-
-# Sub-commands register below, one line each (keep this block sorted).
-# -- commands --
-main.add_command(benchmark)
-main.add_command(collection)
-main.add_command(data)
-main.add_command(demo)
-main.add_command(e2e)
-main.add_command(inspect)
-main.add_command(verify)
 
 
 if __name__ == "__main__":

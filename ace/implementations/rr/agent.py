@@ -132,8 +132,8 @@ class RecursiveReflector:
         if session.output is None:
             raise ReflectorError(
                 f"the recursive reflector stopped without a reflection ({session.stop_reason}) after "
-                f"{session.usage.requests} requests: raise RecursiveConfig.max_requests / max_tokens, or use the "
-                "simple reflector",
+                f"{session.usage.requests} requests: use the simple reflector (ace-eval e2e --reflector-type simple), "
+                "or from Python raise RecursiveConfig.max_requests / max_tokens",
                 usage=session.usage,
             )
         return ReflectorResult(

@@ -8,8 +8,11 @@ from pathlib import Path
 import click
 
 from ace_eval import __version__
+from ace_eval._text import plural
 from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
 from ace_eval.e2e.collection import (
+    MANIFEST_FILE,
+    TRACES_FILE,
     CollectionError,
     CollectionManifest,
     read_collection,
@@ -53,6 +56,11 @@ def import_command(
 ) -> None:
     """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
     model_map = _parse_models(models)
+    if (out / MANIFEST_FILE).exists() or (out / TRACES_FILE).exists():
+        raise click.BadParameter(
+            f"{out} already holds a trace collection: choose another folder, or delete that one first",
+            param_hint="--out",
+        )
     try:
         imported = import_traces(fmt, src, source_system=source_system)
         manifest = write_collection(
@@ -67,8 +75,8 @@ def import_command(
         raise click.ClickException(str(e)) from None
     counts = manifest.counts
     click.echo(
-        f"Imported {counts.traces} traces from {src} ({fmt}): {counts.successes} successes of "
-        f"{counts.with_reward} with a reward, {counts.tasks} tasks."
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
+        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
     )
     click.echo(f"Collection: {out}")
 

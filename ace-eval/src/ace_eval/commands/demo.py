@@ -13,6 +13,7 @@ from ace.core.recursive_agent import SessionBudget
 from ace.exceptions import AceError
 from ace.implementations.skill_manager import SMSettings
 from ace.llm import LocalModel
+from ace_eval._text import plural
 from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
 
@@ -77,10 +78,10 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
     training = record.get("training") or {}
     stats = result.skillbook.stats()
     lines = [
-        f"Replayed {record.get('collection', {}).get('traces_used', 0)} traces in {seconds:.0f} s: "
-        f"{training.get('samples', 0)} samples, {training.get('errors', 0)} errors.",
-        f"Skillbook: {stats['active']} active skills ({stats['sections']['context']} context, "
-        f"{stats['sections']['harness']} harness), {stats['occurrences']} occurrences.",
+        f"Replayed {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} in {seconds:.0f} s: "
+        f"{plural(training.get('samples', 0), 'sample')}, {plural(training.get('errors', 0), 'error')}.",
+        f"Skillbook: {plural(stats['active'], 'active skill')} ({stats['sections']['context']} context, "
+        f"{stats['sections']['harness']} harness), {plural(stats['occurrences'], 'occurrence')}.",
     ]
     for skill in result.skillbook.skills()[:_SHOWN_SKILLS]:
         lines.append(f"  [{skill.id}] {skill.issue}")

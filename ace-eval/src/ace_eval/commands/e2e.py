@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from ace.exceptions import AceError
-from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, resolve_settings
+from ace_eval._text import plural
+from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.preflight import PreflightError
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
@@ -30,11 +31,11 @@ def format_summary(result: E2EResult) -> str:
     sections = stats["sections"]
     lines = [
         f"Run folder: {result.folder.path}",
-        f"Trained on {record.get('collection', {}).get('traces_used', 0)} traces x "
-        f"{record['config']['epochs']} epoch(s): {training.get('samples', 0)} samples, "
-        f"{training.get('errors', 0)} errors",
-        f"Skillbook: {stats['active']} active skills ({sections['context']} context, {sections['harness']} harness), "
-        f"{stats['occurrences']} occurrences",
+        f"Trained on {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} x "
+        f"{plural(record['config']['epochs'], 'epoch')}: {plural(training.get('samples', 0), 'sample')}, "
+        f"{plural(training.get('errors', 0), 'error')}",
+        f"Skillbook: {plural(stats['active'], 'active skill')} ({sections['context']} context, "
+        f"{sections['harness']} harness), {plural(stats['occurrences'], 'occurrence')}",
     ]
     errors = record.get("errors") or []
     if errors:
@@ -56,7 +57,10 @@ def format_summary(result: E2EResult) -> str:
     usage = record.get("usage") or {}
     for role, u in usage.items():
         cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
-        lines.append(f"  {role}: {u['requests']} requests, {u['input_tokens']}+{u['output_tokens']} tokens{cost}")
+        tokens = f"{u['input_tokens']}+{u['output_tokens']} tokens"
+        lines.append(f"  {role}: {plural(u['requests'], 'request')}, {tokens}{cost}")
+    if result.observability is not None:
+        lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
     lines.append(f"Skillbook markdown: {result.folder.markdown}")
     return "\n".join(lines)
@@ -112,12 +116,23 @@ def _rate(value: float | None) -> str:
     help="Abort when this many samples (or episodes) in a row fail with the same error no retry can fix, e.g. a "
     "wrong key (default 3; 0: never).",
 )
-@click.option("--logfire", is_flag=True, default=None, help="Instrument with Logfire (sends only with LOGFIRE_TOKEN).")
+@click.option(
+    "--logfire",
+    is_flag=True,
+    default=None,
+    help="Instrument with Logfire; spans are sent only with a token (LOGFIRE_TOKEN, or .logfire/ credentials).",
+)
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
-@click.option("--resume", "resume_dir", type=_DIR, metavar="RUN_DIR", help="Continue the interrupted run in RUN_DIR.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=_DIR,
+    metavar="RUN_DIR",
+    help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
+)
 def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
@@ -130,6 +145,15 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     short request per model unless --no-preflight); a problem exits with status 2 and its fix. A run whose
     samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
     failed samples again.
+
+    A flag that would have no effect is refused (exit 2, nothing written); the same settings from the
+    environment or the config file simply do not apply:
+
+    \b
+      --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
+          when no agent runs (--traces with --no-benchmark)
+      --skill-injection, --top-k   with --no-benchmark
+      --top-k                      without --skill-injection top-k
     """
     given = {k: v for k, v in flags.items() if v is not None}
     try:
@@ -140,15 +164,19 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     except KeyboardInterrupt as e:
         click.echo(_with_notes("interrupted", e), err=True)
         sys.exit(130)
+    except InapplicableFlagError as e:
+        raise click.UsageError(str(e)) from None
     except PreflightError as e:
         raise _UsageFix(str(e)) from None
     except AceError as e:
-        raise click.ClickException(_with_notes(str(e), e)) from None
+        # exit 2: a refusal the user fixes before anything was written (a busy or unresumable folder)
+        error = _UsageFix if getattr(e, "exit_code", 1) == 2 else click.ClickException
+        raise error(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
 
 
 class _UsageFix(click.ClickException):
-    """A mistake the user fixes before anything is written (a missing key, a model string): exit status 2."""
+    """A mistake the user fixes before anything is written (a missing key, a busy folder): exit status 2."""
 
     exit_code = 2
 

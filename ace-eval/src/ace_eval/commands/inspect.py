@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ace_eval._text import plural, tone
 from ace_eval.e2e.record import operations_text
-from ace_eval.e2e.sessions import RunView, SampleView, load_run_view
+from ace_eval.e2e.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
 
 __all__ = ["format_run_view", "inspect"]
 
@@ -19,9 +21,10 @@ def _header(view: RunView) -> list[str]:
     run = view.run
     training = run.get("training") or {}
     status = run.get("status", "unknown status")
-    counts = f"{len(view.samples)} samples"
+    counts = plural(len(view.samples), "sample")
     if training:
-        counts += f", {training.get('errors', 0)} errors"
+        errors = int(training.get("errors", 0))
+        counts += ", " + tone(plural(errors, "error"), "bad" if errors else "good")
     lines = [f"Run {run.get('run_id', view.path.name)} ({status}): {counts}"]
     models = run.get("models")
     if isinstance(models, dict):
@@ -31,26 +34,47 @@ def _header(view: RunView) -> list[str]:
     return lines
 
 
+def _session_line(session: SessionView) -> str:
+    took = "" if session.duration_ms is None else f" {session.duration_ms / 1000:.1f}s"
+    status = "" if session.status in ("UNSET", "OK") else " " + tone(session.status, "bad")
+    parts = [plural(len(session.tool_calls), "tool call")]
+    usage = session.usage
+    if usage is not None:
+        parts.append(plural(usage["requests"], "request"))
+        parts.append(f"{usage['input_tokens']:,}+{usage['output_tokens']:,} tokens")
+    return f"    {session.name}{took}{status}: {', '.join(parts)}"
+
+
+def _call_lines(calls: list[ToolCallView]) -> list[str]:
+    """One line per call, runs of identical calls (same signature, same outcome) collapsed into one `xN` line."""
+    lines: list[str] = []
+    for (signature, refusal), run in itertools.groupby(calls, key=lambda c: (c.signature, c.refusal)):
+        times = len(list(run))
+        text = signature
+        if signature.endswith((" -> refused", " -> conflict")):
+            head, _, outcome = signature.rpartition(" -> ")
+            text = f"{head} -> {tone(outcome, 'warn')}"
+        lines.append(f"      {text}" + (f"  x{times}" if times > 1 else ""))
+        if refusal:
+            lines.append(f"        reason: {refusal}")
+    return lines
+
+
 def _sample_lines(n: int, view: SampleView) -> list[str]:
     sample = view.sample
     epoch = "" if view.epoch is None else f"  epoch {view.epoch}"
     if sample is None:
-        state = "not recorded (interrupted)"
+        state = tone("not recorded (interrupted)", "warn")
     elif sample.error is not None:
-        state = f"ERROR {sample.error}"
+        state = tone("ERROR", "bad") + f" {sample.error}"
     else:
-        state = f"ok ({sample.duration_s:.1f}s)"
+        state = tone("ok", "good") + f" ({sample.duration_s:.1f}s)"
     lines = [f"[{n}] {view.trace_uid}{epoch}  {state}"]
     if view.key_insight:
         lines.append(f"    reflection: {view.key_insight}")
     for session in view.sessions:
-        took = "" if session.duration_ms is None else f" {session.duration_ms / 1000:.1f}s"
-        status = "" if session.status in ("UNSET", "OK") else f" {session.status}"
-        lines.append(f"    {session.name}{took}{status}: {len(session.tool_calls)} tool calls")
-        for call in session.tool_calls:
-            lines.append(f"      {call.signature}")
-            if call.refusal:
-                lines.append(f"        refused: {call.refusal}")
+        lines.append(_session_line(session))
+        lines.extend(_call_lines(session.tool_calls))
     if sample is not None and sample.operations:
         lines.append(f"    operations: {operations_text(sample.operations)}")
     changed = view.changed_ids
@@ -59,7 +83,7 @@ def _sample_lines(n: int, view: SampleView) -> list[str]:
 
 
 def format_run_view(view: RunView) -> str:
-    """The text `inspect` prints."""
+    """The text `inspect` prints (coloured unless NO_COLOR; `click.echo` drops colour off a terminal)."""
     lines = _header(view)
     for n, sample in enumerate(view.samples, start=1):
         lines.append("")
@@ -74,7 +98,13 @@ def format_run_view(view: RunView) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bool) -> None:
     """Show each session of a run: which trace, which reflection (key insight), which tool calls with their
-    atomic signature, which skills changed. Reads RUN_DIR/spans.jsonl, samples.jsonl and run.json."""
+    atomic signature, which skills changed.
+
+    Each session shows its model requests and tokens (input+output); a refused or conflicting tool call shows
+    the reason the model was given; identical consecutive calls show once with their count (x19). Reads
+    RUN_DIR/spans.jsonl, samples.jsonl and run.json. Colour unless NO_COLOR is set or the output is not a
+    terminal.
+    """
     view = load_run_view(run_dir)
     if not view.samples and not view.run:
         raise click.ClickException(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
@@ -84,7 +114,7 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
         if not samples:
             known = sorted({s.trace_uid for s in view.samples})
             close = difflib.get_close_matches(trace_uid, known, n=3, cutoff=0.6)
-            hint = f" Did you mean {', '.join(close)}?" if close else f" The run has {len(known)} traces."
+            hint = f" Did you mean {', '.join(close)}?" if close else f" The run has {plural(len(known), 'trace')}."
             raise click.ClickException(f"no trace {trace_uid!r} in {run_dir}.{hint}")
     if errors_only:
         samples = [s for s in samples if s.sample is not None and s.sample.error is not None]

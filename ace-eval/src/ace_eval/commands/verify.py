@@ -12,9 +12,9 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import sidecar_path
+from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
-from ace_eval.e2e.record import load_sample_lines
+from ace_eval._text import plural, tone
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["Check", "run_checks", "verify"]
@@ -32,7 +32,8 @@ class Check:
     detail: str = ""
 
     def line(self) -> str:
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.name}" + (f": {self.detail}" if self.detail else "")
+        verdict = tone("PASS", "good") if self.passed else tone("FAIL", "bad")
+        return f"{verdict}  {self.name}" + (f": {self.detail}" if self.detail else "")
 
 
 def _ids(ids: list[str]) -> str:
@@ -58,7 +59,7 @@ def _skill_checks(book: Skillbook) -> list[Check]:
         Check(
             "every skill has >= 1 occurrence",
             not no_occ,
-            f"no occurrence on {_ids(no_occ)}" if no_occ else f"{stats['occurrences']} occurrences",
+            f"no occurrence on {_ids(no_occ)}" if no_occ else plural(stats["occurrences"], "occurrence"),
         ),
         Check("every skill has >= 1 keyword", not no_kw, f"no keyword on {_ids(no_kw)}" if no_kw else ""),
         Check(
@@ -74,14 +75,21 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
     try:
+        problem = sidecar_problem(path, dim=None, max_rows=len(book))  # from the headers, before loading anything
+        if problem is not None:
+            return Check(name, False, f"{path}: {problem}; delete it and the vectors are recomputed")
         with np.load(path, allow_pickle=False) as npz:
             ids = [str(i) for i in npz["ids"]]
-            shape = npz["embeddings"].shape
+            matrix = npz["embeddings"]
+            shape = matrix.shape
             model = str(npz["model"])
     except Exception as e:
         return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
+    if not np.isfinite(matrix).all():
+        return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
     missing = [s.id for s in book.skills() if s.id not in set(ids)]
-    detail = f"{len(ids)} vectors of dimension {shape[1] if len(shape) == 2 else '?'} ({model or 'unknown model'})"
+    dimension = shape[1] if len(shape) == 2 else "?"
+    detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
@@ -107,8 +115,14 @@ def _spans_check(path: Path) -> Check:
     if not sessions:
         return Check(name, False, f"no sm.session span in {path}: the skill manager never ran")
     if not calls:
-        return Check(name, False, f"{len(sessions)} sm.session spans but no add/update/tag/remove_skill call in them")
-    return Check(name, True, f"{len(sessions)} sessions, {len(calls)} skill edits")
+        return Check(
+            name, False, f"{plural(len(sessions), 'sm.session span')} but no add/update/tag/remove_skill call in them"
+        )
+    return Check(name, True, f"{plural(len(sessions), 'session')}, {plural(len(calls), 'skill edit')}")
+
+
+def _numbers(numbers: list[int]) -> str:
+    return ", ".join(str(n) for n in numbers)
 
 
 def _run_check(run_json: Path) -> Check | None:
@@ -121,28 +135,49 @@ def _run_check(run_json: Path) -> Check | None:
     status = record.get("status")
     training = record.get("training") or {}
     errors = training.get("errors", 0)
-    detail = f"status {status}, {training.get('samples', 0)} samples, {errors} sample errors"
+    detail = f"status {status}, {plural(training.get('samples', 0), 'sample')}, {plural(errors, 'sample error')}"
     if status != "completed":
         detail += f" ({record.get('error') or 'interrupted'}); continue it with ace-eval e2e --resume {run_json.parent}"
     return Check("run finished without crashing", status == "completed", detail)
 
 
 def _samples_check(path: Path, run_json: Path) -> Check:
-    """One result per (trace, epoch): a later line may only supersede a failed attempt (a resume's retry)."""
+    """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
+    retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
     name = "samples.jsonl records each sample once"
-    lines = load_sample_lines(path)
+    records = _journal_records(path)
+    if isinstance(records, int):
+        return Check(name, False, f"{path}:{records} is not a sample record: the journal is damaged; start a new run")
     latest: dict[tuple[str, int], SampleResult] = {}
-    bad: list[str] = []
-    for sample in lines:
+    lines_of: dict[tuple[str, int], list[int]] = {}
+    by_index: dict[int, list[int]] = {}
+    twice: set[tuple[str, int]] = set()
+    for number, sample in records:
         key = (sample.trace_uid, sample.epoch)
         earlier = latest.get(key)
-        if earlier is not None and (earlier.error is None or earlier.operations or sample.attempt <= earlier.attempt):
-            bad.append(f"{sample.trace_uid} (epoch {sample.epoch})")
+        retry = earlier is not None and _supersedes(sample, earlier)
+        if earlier is not None and not retry:
+            twice.add(key)
         latest[key] = sample
+        lines_of.setdefault(key, []).append(number)
+        by_index.setdefault(sample.index, []).append(number)
+    keys_at = {number: key for key, numbers in lines_of.items() for number in numbers}
+    bad = [
+        f"index {i} on lines {_numbers(n)}"
+        for i, n in by_index.items()
+        if len({keys_at[k] for k in n}) > 1 or keys_at[n[0]] in twice
+    ]
+    bad += [f"{uid} epoch {epoch} on lines {_numbers(lines_of[(uid, epoch)])}" for uid, epoch in sorted(twice)]
     if bad:
-        return Check(name, False, f"recorded twice, not as a retry of a failed attempt: {_ids(bad)}")
-    retried = len(lines) - len(latest)
-    detail = f"{len(latest)} samples" + (f" ({retried} failed attempt(s) superseded by a retry)" if retried else "")
+        return Check(
+            name,
+            False,
+            f"{_ids(bad)} recorded more than once, not as a retry of a failed attempt: two processes trained in this "
+            "folder at once (or the journal was edited), so the skillbook may hold their edits twice; start a new run",
+        )
+    retried = len(records) - len(latest)
+    superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
+    detail = plural(len(latest), "sample") + superseded
     try:
         recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
     except (OSError, ValueError, AttributeError):
@@ -150,6 +185,36 @@ def _samples_check(path: Path, run_json: Path) -> Check:
     if isinstance(recorded, int) and recorded != len(latest):
         return Check(name, False, f"{detail}, but run.json counts {recorded}: resume the run to rewrite run.json")
     return Check(name, True, detail)
+
+
+def _supersedes(sample: SampleResult, earlier: SampleResult) -> bool:
+    """A resume's retry: the earlier attempt failed without an edit, and this one is a later attempt of its index."""
+    return (
+        earlier.error is not None
+        and not earlier.operations
+        and sample.attempt > earlier.attempt
+        and sample.index == earlier.index
+    )
+
+
+def _journal_records(path: Path) -> list[tuple[int, SampleResult]] | int:
+    """`(line number, result)` for every line, a torn last line skipped; or the number of a damaged line."""
+    records: list[tuple[int, SampleResult]] = []
+    lines = path.read_bytes().split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
+            records.append((number, SampleResult.from_dict(data)))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            if number == len(lines):
+                continue  # a torn last line (the run was killed mid-write): the resume drops it
+            return number
+    return records
 
 
 def run_checks(target: Path) -> list[Check]:
@@ -165,7 +230,8 @@ def run_checks(target: Path) -> list[Check]:
     except ValueError as e:
         checks.append(Check("skillbook.json conforms to the v2 shape", False, str(e)))
         return checks
-    checks.append(Check("skillbook.json conforms to the v2 shape", True, f"{len(book)} skills, schema_version 2"))
+    shape = f"{plural(len(book), 'skill')}, schema_version 2"
+    checks.append(Check("skillbook.json conforms to the v2 shape", True, shape))
     steps: list[Callable[[], list[Check]]] = [
         lambda: [_sidecar_check(sidecar_path(skillbook_path), book)],
         lambda: _skill_checks(book),
@@ -193,6 +259,6 @@ def verify(run_dir: Path) -> None:
         click.echo(check.line())
     failed = [c for c in checks if not c.passed]
     if failed:
-        click.echo(f"verify: {len(failed)} of {len(checks)} checks failed for {run_dir}", err=True)
+        click.echo(f"verify: {len(failed)} of {plural(len(checks), 'check')} failed for {run_dir}", err=True)
         sys.exit(1)
-    click.echo(f"verify: all {len(checks)} checks passed for {run_dir}")
+    click.echo(f"verify: all {plural(len(checks), 'check')} passed for {run_dir}")

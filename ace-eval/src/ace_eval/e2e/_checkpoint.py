@@ -37,7 +37,7 @@ from typing import Any
 
 from ace.core.skill import embedding_input_hash
 from ace.core.skillbook import Skillbook
-from ace.core.storage import read_embeddings, read_json_file, sidecar_path
+from ace.core.storage import read_embeddings, read_json_file, remove_stale_temps, sidecar_path
 from ace.exceptions import AceError, SkillbookFormatError
 
 __all__ = [
@@ -190,14 +190,27 @@ def _read_journal(path: Path) -> tuple[list[_Line], int]:
 
 
 def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | None:
-    """The resumed skillbook and the recorded sample dicts, or `None` when `folder` holds no journal yet.
+    """The resumed skillbook and the recorded sample dicts, or `None` when `folder` holds no checkpoint yet.
 
     A torn last line is cut off the file so later appends start on a clean line.
+
+    Raises:
+        CheckpointError: `folder` holds a skillbook but no journal (a fresh start would overwrite that skillbook),
+            a journal but no skillbook, or a corrupt journal.
     """
     journal = folder / SAMPLES_FILE
-    if not journal.is_file():
-        return None
     snapshot = folder / SKILLBOOK_FILE
+    if not journal.is_file():
+        if snapshot.is_file():
+            raise CheckpointError(
+                f"{snapshot} exists but {journal} does not: it is not a checkpoint (its journal is gone, or the "
+                "skillbook was put there by hand), and starting here would overwrite it. To keep training it, load it "
+                "(Skillbook.load_from_file), pass it to Trainer.run and give the trainer an empty checkpoint_dir; to "
+                "start over, move it away"
+            )
+        return None
+    if not snapshot.is_file() and journal.stat().st_size == 0:
+        return None  # a fresh start stopped before its first snapshot: nothing was committed
     if not snapshot.is_file():
         raise CheckpointError(
             f"{journal} exists but {snapshot} does not: the checkpoint is incomplete; start a fresh checkpoint folder"
@@ -246,13 +259,18 @@ class Checkpoint:
     _dirty: bool = field(default=False, init=False)
 
     def open(self, book: Skillbook, *, fresh: bool) -> None:
-        """Open the journal for appending; a fresh run first snapshots `book` and starts an empty journal."""
+        """Open the journal for appending; a fresh run starts an empty journal, then snapshots `book`.
+
+        In that order, a start killed halfway leaves an empty journal and no skillbook (a fresh start again), never a
+        skillbook without a journal (which `load_checkpoint` refuses). Temporaries of killed saves are removed.
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(self.folder)
         journal = self.folder / SAMPLES_FILE
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if fresh else 0)
+        self._fd = os.open(journal, flags, 0o666)
         if fresh:
             self._save(book)
-            journal.unlink(missing_ok=True)
-        self._fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     async def commit(self, line: dict[str, Any], book: Skillbook) -> None:
         """Append one sample's line (the commit point), then snapshot if it is due."""

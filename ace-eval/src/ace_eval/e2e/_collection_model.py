@@ -99,8 +99,8 @@ class Trace(BaseModel):
         if self.trace_uid != expected:
             raise PydanticCustomError(
                 "trace_uid",
-                "{uid!r} must be source_system:trace_id = {expected!r}",
-                {"uid": self.trace_uid, "expected": expected},
+                "{uid} must be source_system:trace_id = {expected}",  # pydantic fills plain {name} placeholders only
+                {"uid": repr(self.trace_uid), "expected": repr(expected)},
             )
         return self
 

@@ -21,6 +21,7 @@ from ace_eval.e2e._collection_model import (
 )
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "describe_trace_error",
     "iter_collection",
     "parse_trace_line",
@@ -29,6 +30,10 @@ __all__ = [
     "read_manifest",
     "split_lines",
 ]
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of objects and arrays a trace line may have (real traces nest about ten levels); deeper data
+would exhaust Python's recursion limit wherever the trace is processed later."""
 
 
 def _key_line(text: str, loc: tuple[int | str, ...]) -> int | None:
@@ -73,7 +78,7 @@ def read_manifest(directory: str | os.PathLike[str]) -> CollectionManifest:
     if version != FORMAT_VERSION:
         raise CollectionError(
             f"unknown format_version {version!r}: this ace-eval reads {FORMAT_VERSION!r}; "
-            "upgrade ace-eval (`pip install -U ace-eval`) or re-import the traces",
+            "update your ace-eval (git pull in its clone, then python3 dev.py test) or re-import the traces",
             file=name,
             line=_key_line(text, ("format_version",)),
             field="format_version",
@@ -108,6 +113,15 @@ def parse_trace_line(line: bytes, *, file: str, number: int) -> Trace:
         raise CollectionError(f"not UTF-8 text (byte {e.start})", file=file, line=number) from None
     except json.JSONDecodeError as e:
         raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=file, line=number) from None
+    except RecursionError:
+        raw = None  # nested deeper than the parser goes: refused below
+    if raw is None or _too_deep(raw):
+        raise CollectionError(
+            f"nested more than {MAX_JSON_DEPTH} levels deep: no trace needs that; flatten the field (or store it as "
+            "a JSON string), or drop the line",
+            file=file,
+            line=number,
+        )
     if not isinstance(raw, dict):
         raise CollectionError(f"a trace must be a JSON object, got {type(raw).__name__}", file=file, line=number)
     try:
@@ -115,6 +129,20 @@ def parse_trace_line(line: bytes, *, file: str, number: int) -> Trace:
     except ValidationError as e:
         field, reason = describe_trace_error(e)
         raise CollectionError(reason, file=file, line=number, field=field) from None
+
+
+def _too_deep(value: object) -> bool:
+    """Whether objects and arrays nest more than `MAX_JSON_DEPTH` levels in `value` (without recursing)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def split_lines(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:

@@ -11,6 +11,7 @@ from pydantic_ai.usage import RunUsage
 
 from ace.core.skillbook import Skillbook
 from ace.implementations.reflection import Reflection
+from ace_eval._text import plural
 
 __all__ = ["RoleUsage", "SampleResult", "TrainingResult"]
 
@@ -75,6 +76,10 @@ class SampleResult:
     """Model usage by role: `reflector`, `skill_manager` (and `dedup` when deduplicating)."""
     duration_s: float = 0.0
     """Time spent on the sample's own work (reflection + skill-manager phase), not waiting for its turn."""
+    refusals: tuple[dict[str, str], ...] = ()
+    """Every skill-manager tool call not applied (`{"tool", "reason"}`, in order): refused by the skillbook, or
+    a conflict with another session. Kept here, in the run folder, because spans carry reasons only with the
+    content opt-in."""
     error_kind: str | None = None
     """What kind of failure `error` is (`ace.llm.retry.failure_kind`: `auth`, `not_found`, `config`, ...)."""
     attempt: int = 1
@@ -155,7 +160,8 @@ class TrainingResult:
         for role, usage in info["usage"].items():
             cost = f", ${usage['cost_usd']:.4f}" if usage["cost_usd"] is not None else ""
             lines.append(
-                f"{role}: {usage['requests']} requests, {usage['input_tokens']} in / {usage['output_tokens']} out{cost}"
+                f"{role}: {plural(usage['requests'], 'request')}, {usage['input_tokens']} in / "
+                f"{usage['output_tokens']} out{cost}"
             )
         lines += [f"error in {e['trace_uid']} (epoch {e['epoch']}): {e['error']}" for e in info["errors"]]
         return "\n".join(lines)

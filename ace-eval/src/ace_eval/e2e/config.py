@@ -46,8 +46,10 @@ __all__ = [
     "Benchmark",
     "ConfigError",
     "E2ESettings",
+    "InapplicableFlagError",
     "ModelRole",
     "ReflectorType",
+    "inapplicable_settings",
     "load_config_file",
     "resolve_settings",
 ]
@@ -83,6 +85,10 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
 
 class ConfigError(AceError, ValueError):
     """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
+
+
+class InapplicableFlagError(ConfigError):
+    """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
 
 
 class _ModelsTable(BaseModel):
@@ -232,6 +238,35 @@ class E2ESettings:
         return cls(**values)
 
 
+_AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
+"""Settings that only matter when the benchmark agent runs."""
+
+
+def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
+    """The settings that have no effect on this run, each with the reason (e.g. no agent runs)."""
+    out: dict[str, str] = {}
+    if not settings.runs_agent:
+        out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces and --no-benchmark")
+    if settings.no_benchmark:
+        out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
+        out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
+    elif settings.skill_injection != "top-k":
+        out["top_k"] = f"it applies only with --skill-injection top-k (this run: {settings.skill_injection})"
+    return out
+
+
+def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
+    """Refuse flags that would be silently ignored; values from the environment or a config file are shared
+    defaults, so those simply do not apply."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in inapplicable_settings(settings).items():
+        if settings.source_of(name) == "flag":
+            by_reason.setdefault(reason, []).append("--" + name.replace("_", "-"))
+    if by_reason:
+        problems = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
+        raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
+
+
 def load_config_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns `{setting name: value}` for the values it sets."""
     try:
@@ -290,6 +325,10 @@ def resolve_settings(
 ) -> E2ESettings:
     """Resolve every setting: a flag that is not `None` wins, then the environment, the config file, the default.
 
+    A flag that would have no effect on the run (`inapplicable_settings`, e.g. `--agent-model` with `--traces`
+    and `--no-benchmark`) raises `InapplicableFlagError`; such values from the environment or the config file
+    are shared defaults and simply do not apply.
+
     Args:
         flags: Setting name -> value from the command line; `None` means "not given".
         environ: The environment (default `os.environ`).
@@ -325,4 +364,6 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
-    return E2ESettings(**values, config_file=config_path, sources=sources)
+    settings = E2ESettings(**values, config_file=config_path, sources=sources)
+    _refuse_inapplicable_flags(settings)
+    return settings

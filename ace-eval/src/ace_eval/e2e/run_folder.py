@@ -35,6 +35,7 @@ __all__ = [
     "RUN_JSON",
     "RunFolder",
     "RunFolderError",
+    "check_resumable",
     "config_differences",
     "file_sha256",
     "new_run_id",
@@ -66,6 +67,27 @@ _AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_ste
 
 class RunFolderError(AceError, ValueError):
     """A run folder that cannot be created, read or resumed; the message names the fix."""
+
+    exit_code = 1
+    """What `ace-eval` exits with (2: a refusal the user fixes, before anything was written)."""
+
+
+class UnresumableFolderError(RunFolderError):
+    """A folder whose learned skillbook a resume would replace (its journal is gone)."""
+
+    exit_code = 2
+
+
+def check_resumable(folder: RunFolder) -> None:
+    """Refuse to resume a folder with a skillbook but no `samples.jsonl`: the journal of its training is gone, so a
+    resume would train every sample again from an empty skillbook and save it over the learned one."""
+    if folder.skillbook.is_file() and not folder.samples.is_file():
+        raise UnresumableFolderError(
+            f"{folder.path} holds {folder.skillbook.name} but no {folder.samples.name}: the journal of its training "
+            "is gone, so resuming would train every sample again and replace the learned skillbook. Restore "
+            f"{folder.samples.name} to continue this run, or start a new run (without --resume); to keep training "
+            "this skillbook, copy it somewhere first. Nothing was changed"
+        )
 
 
 def new_run_id() -> str:

@@ -19,14 +19,16 @@ from pydantic_ai.models import Model
 
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
+from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
-from ace.observability import Observability, configure_observability
+from ace.observability import Observability, configure_observability, find_logfire_target
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
     TRACES_FILE,
+    CollectionError,
     CollectionManifest,
     CollectionWriter,
     Trace,
@@ -36,10 +38,11 @@ from ace_eval.e2e.collection import (
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, file_sha256
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
@@ -71,6 +74,8 @@ class E2EResult:
     folder: RunFolder
     record: dict[str, Any]
     skillbook: Skillbook
+    observability: Observability | None = None
+    """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
 
 
 def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -> E2EResult:
@@ -85,9 +90,17 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     source: tuple[Path, CollectionManifest, list[Trace]] | None = None
     if settings.traces is not None:
         manifest, traces = read_collection(settings.traces)
+        if not traces:
+            raise CollectionError(
+                "holds no traces: there is nothing to learn from; import traces into it first "
+                "(`ace-eval collection import`)",
+                file=str(settings.traces / TRACES_FILE),
+            )
         source = (settings.traces, manifest, traces[: settings.limit])
         traces_sha = file_sha256(settings.traces / TRACES_FILE)
     data = _load_data(settings)
+    if settings.logfire:
+        find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     checked = _preflight(settings, inj)
@@ -128,6 +141,7 @@ def resume_e2e(
     --logfire) apply to the rest of the run.
     """
     folder = RunFolder.open(run_dir)
+    check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
     record = folder.read_run_json()
     stored = dict(record["config"])
     requested = dict(overrides or {})
@@ -219,10 +233,19 @@ class _Run:
         return model
 
     def execute(self) -> E2EResult:
+        """Run this segment holding the folder's lock (a second process on the folder is refused, naming this one)."""
+        with folder_lock(self.folder.path):
+            if self.segment.resumed:
+                check_resumable(self.folder)  # before anything is written
+            remove_stale_temps(self.folder.path)
+            return self._execute()
+
+    def _execute(self) -> E2EResult:
         self.record.setdefault("segments", []).append(self.segment.to_dict())
         self.record["status"] = "running"
         self._save()
         obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        self._record_logfire(obs)
         try:
             skillbook = asyncio.run(self._phases())
         except BaseException as e:
@@ -237,7 +260,16 @@ class _Run:
             raise
         self.segment.status = "completed"
         self._close(obs, status="completed")
-        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook)
+        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook, observability=obs)
+
+    def _record_logfire(self, obs: Observability) -> None:
+        """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
+        target = obs.target
+        self.record["logfire"] = {
+            "sent": obs.sending,
+            "project_url": target.project_url if target is not None else None,
+            "token_from": target.source if target is not None else None,
+        }
 
     def _close(self, obs: Observability, *, status: str) -> None:
         obs.flush()

@@ -3,6 +3,7 @@ which reflection, which tool calls with their atomic signature, which skills cha
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ _CONTENT = frozenset({"issue", "insight", "reason", "query"})
 _SESSION_SUFFIX = ".session"
 _SESSION_NAMES = frozenset({"reflect"})
 """Spans that are sessions without the suffix: the simple reflector's one call."""
-_INTERNAL = frozenset({"ace.tool", "ace.result", "ace.refusal", "ace.results_count", "ace.result_ids"})
+_INTERNAL = frozenset(
+    {"ace.tool", "ace.result", "ace.refusal", "ace.results_count", "ace.result_ids", "ace.has_insight"}
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +42,7 @@ class ToolCallView:
     signature: str
     """e.g. `add_skill(section='context', issue=…, keywords=[3], insight=…) -> context-00001`."""
     result: str | None
-    """`ok` or `refused`."""
+    """`ok`, `refused` or `conflict` (another session changed the skill first)."""
     skill_id: str | None
     start_time: str | None
     refusal: str | None = None
@@ -61,6 +64,14 @@ class SessionView:
     status: str
     attributes: dict[str, Any]
     tool_calls: list[ToolCallView]
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        """`requests`, `input_tokens`, `output_tokens` of the session's model calls, when its span recorded them."""
+        values = {k: self.attributes.get(f"ace.{k}") for k in ("requests", "input_tokens", "output_tokens")}
+        if not all(isinstance(v, int) for v in values.values()):
+            return None
+        return {k: int(v) for k, v in values.items() if isinstance(v, int)}
 
     @property
     def changed_ids(self) -> list[str]:
@@ -111,6 +122,7 @@ class SampleView:
                     "duration_ms": s.duration_ms,
                     "status": s.status,
                     "changed_ids": s.changed_ids,
+                    "usage": s.usage,
                     "tool_calls": [vars(c) for c in s.tool_calls],
                 }
                 for s in self.sessions
@@ -146,17 +158,22 @@ def signature(name: str, attributes: Mapping[str, Any]) -> str:
             args.append(f"{p}={_short(value)}")
         elif p == "keywords" and attributes.get("ace.keywords_count") is not None:
             args.append(f"keywords=[{attributes['ace.keywords_count']}]")
-        elif p in _CONTENT and not (p == "insight" and attributes.get("ace.insight_changed") is False):
+        elif p in _CONTENT and not (p == "insight" and _no_insight(attributes)):
             args.append(f"{p}=…")  # text the run did not record (no content opt-in)
     result = attributes.get("ace.result")
     tail = ""
-    if result == "refused":
-        tail = " -> refused"
+    if result in ("refused", "conflict"):
+        tail = f" -> {result}"
     elif name == "search_skills" and attributes.get("ace.result_ids") is not None:
         tail = f" -> {list(attributes['ace.result_ids'])}"
     elif attributes.get("ace.skill_id") and result == "ok":
         tail = f" -> {attributes['ace.skill_id']}" if name == "add_skill" else " -> ok"
     return f"{name}({', '.join(args)}){tail}"
+
+
+def _no_insight(attributes: Mapping[str, Any]) -> bool:
+    """The call passed no insight (add) or left it unchanged (update)."""
+    return attributes.get("ace.has_insight") is False or attributes.get("ace.insight_changed") is False
 
 
 def _is_session(name: str) -> bool:
@@ -232,7 +249,28 @@ def _group(samples: Iterable[SampleResult], sessions: list[SessionView]) -> list
 
     for view in views.values():
         view.sessions.sort(key=lambda s: str(s.start_time))
+        if view.sample is not None and view.sample.refusals:
+            _attach_refusals(view.sessions, view.sample.refusals)
     return sorted(views.values(), key=order)
+
+
+_NOT_APPLIED = frozenset({"refused", "conflict"})
+
+
+def _attach_refusals(sessions: list[SessionView], refusals: Iterable[Mapping[str, str]]) -> None:
+    """Give each refused or conflicting skill-manager call the reason the sample recorded, matched per tool in
+    order (a span carries the reason itself only when the run recorded content)."""
+    pending: dict[str, list[str]] = {}
+    for refusal in refusals:
+        pending.setdefault(refusal.get("tool", ""), []).append(refusal.get("reason", ""))
+    for session in sessions:
+        if session.kind != "sm":
+            continue
+        for i, call in enumerate(session.tool_calls):
+            reasons = pending.get(call.tool)
+            if call.result in _NOT_APPLIED and reasons:
+                reason = reasons.pop(0)
+                session.tool_calls[i] = dataclasses.replace(call, refusal=call.refusal or reason)
 
 
 def load_run_view(path: Path) -> RunView:

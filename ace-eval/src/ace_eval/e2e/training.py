@@ -52,6 +52,7 @@ A failed sample that applied operations is kept as it is: running it again would
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -86,6 +87,7 @@ from ace_eval.e2e._samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
+from ace_eval.e2e.folder_lock import folder_lock
 
 __all__ = [
     "CheckpointError",
@@ -220,7 +222,18 @@ class Trainer:
         returned instead (`TrainingResult.skillbook`). `on_sample` is called with each committed sample, in
         commit order (an exception it raises aborts the run, after that sample was checkpointed). Returns every
         sample, resumed ones included, in commit order.
+
+        With a `checkpoint_dir`, the folder's lock is held for the whole run: another trainer or run on it is
+        refused (`FolderBusyError`). A folder holding a skillbook but no journal is refused (`CheckpointError`):
+        a fresh start would overwrite that skillbook.
         """
+        folder = self.config.checkpoint_dir
+        with folder_lock(Path(folder)) if folder is not None else contextlib.nullcontext():
+            return await self._run(traces, skillbook, on_sample)
+
+    async def _run(
+        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, on_sample: OnSample | None
+    ) -> TrainingResult:
         plan = plan_samples(traces, epochs=self.config.epochs, seed=self.config.seed)
         done: dict[int, SampleResult] = {}
         checkpoint: Checkpoint | None = None
@@ -377,6 +390,7 @@ class Trainer:
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 duration_s=reflected.seconds + time.perf_counter() - start,
+                refusals=_refusals(ctx),
                 error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
                 attempt=item.attempt,
             )
@@ -400,3 +414,9 @@ def _incomplete(ctx: StepContext) -> str | None:
     if sm is not None and not sm.completed:
         return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
     return None
+
+
+def _refusals(ctx: StepContext) -> tuple[dict[str, str], ...]:
+    """The skill-manager calls that were not applied, with the reasons the model was given."""
+    sm = ctx.sm_result
+    return () if sm is None else tuple({"tool": r.tool, "reason": r.reason} for r in sm.refusals)
