@@ -143,6 +143,7 @@ class SimpleReflector:
         *,
         model_settings: ModelSettings | None = None,
         max_tool_result_chars: int = 3_000,
+        max_system_chars: int = 8_000,
         output_retries: int = 2,
         instructions: str = REFLECTOR_PROMPT,
         instrument: InstrumentationSettings | bool | None = None,
@@ -155,6 +156,8 @@ class SimpleReflector:
             model: A pydantic-ai model, or a model string routed by `ace.llm.infer_model` (role `reflector`).
             model_settings: Temperature, max tokens and the like.
             max_tool_result_chars: Longer tool results are shown head and tail around a truncation marker.
+            max_system_chars: Same for the trace's system prompt (the agent's policy); a small model reads a short
+                prompt faster and loses less of it.
             output_retries: How often a malformed reflection (or unknown skill tags) is sent back for a fix.
             instructions: The system prompt.
             instrument: pydantic-ai instrumentation for these calls only (default: the global setting).
@@ -166,6 +169,7 @@ class SimpleReflector:
             raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
         self.model = infer_model(model, role="reflector")
         self.max_tool_result_chars = max_tool_result_chars
+        self.max_system_chars = max_system_chars
         self.record_content = record_content
         self.grader_feedback = grader_feedback
         self._capabilities: tuple[AbstractCapability[TagCheck], ...] = ()
@@ -192,7 +196,9 @@ class SimpleReflector:
             trace = without_grader(trace)
         view = TraceView.from_trace(trace)
         in_context = skills_in_context(trace, skillbook)
-        prompt = reflector_task_prompt(trace, in_context, max_tool_result_chars=self.max_tool_result_chars)
+        prompt = reflector_task_prompt(
+            trace, in_context, max_tool_result_chars=self.max_tool_result_chars, max_system_chars=self.max_system_chars
+        )
         check = TagCheck(allowed=in_context.ids)
         attributes = {"ace.reflector": "simple", **trace_attributes(trace, view, len(in_context.skills))}
         if self.record_content:

@@ -94,11 +94,17 @@ def skills_block(in_context: SkillsInContext) -> str:
     return "<skills_in_context>\n" + "\n".join(lines) + "\n</skills_in_context>"
 
 
-def reflector_task_prompt(trace: Mapping[str, Any], in_context: SkillsInContext, *, max_tool_result_chars: int) -> str:
+def reflector_task_prompt(
+    trace: Mapping[str, Any],
+    in_context: SkillsInContext,
+    *,
+    max_tool_result_chars: int,
+    max_system_chars: int = 8_000,
+) -> str:
     """The simple reflector's user prompt: the whole trace, then the skills that were in context."""
     return "\n\n".join(
         [
-            render_trace(trace, max_tool_result_chars=max_tool_result_chars),
+            render_trace(trace, max_tool_result_chars=max_tool_result_chars, max_system_chars=max_system_chars),
             skills_block(in_context),
             "Reflect on this trace and return the reflection.",
         ]
