@@ -289,9 +289,8 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
     with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
     attempt may be superseded by its retry), no detectable secret in any file of the folder. Exit status 1 when a
-    check fails. Then a WARN line per degenerate
-    skill (issue equal to insight, numbers or punctuation only, under --min-words words, keywords that are
-    numbers only); with --strict these fail the run too.
+    check fails. Then a WARN line per degenerate skill (issue equal to insight, numbers or punctuation only, under
+    --min-words words, keywords that are numbers only); with --strict these fail the run too.
     """
     checks = run_checks(run_dir)
     for check in checks:
