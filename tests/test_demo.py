@@ -70,9 +70,9 @@ def test_demo_uses_the_embedded_model_with_small_budgets() -> None:
     injections = demo_module.demo_injections()
     reflector, manager = injections.models["reflector"], injections.models["skill_manager"]
     assert isinstance(reflector, LocalModel) and isinstance(manager, LocalModel) and reflector is not manager
-    assert reflector.settings is not None and reflector.settings.get("max_tokens") == 400
+    assert reflector.settings is not None and reflector.settings.get("max_tokens") == 256
     assert injections.sm_settings is not None and injections.sm_settings.budget.request_limit == 4
-    assert injections.reflector_options == {"output_retries": 0, "max_tool_result_chars": 300}
+    assert injections.reflector_options == {"output_retries": 0, "max_tool_result_chars": 200, "max_system_chars": 400}
     assert injections.embedder is None  # 'local': the offline MiniLM
 
 

@@ -22,6 +22,7 @@ from test_llm_litellm import FakeCompletion, completion, install
 
 from ace.embeddings.test import TestEmbedder
 from ace.llm import ModelRequestError, import_litellm
+from ace.llm._local_runtime import RUNTIME_MODULES
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e._fail_fast import RunAborted, RunFailedError
@@ -112,7 +113,8 @@ def test_an_unknown_provider_is_refused(tmp_path: Path) -> None:
 def test_the_local_model_without_its_extra_names_the_real_install_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` raises ImportError
+    for name in RUNTIME_MODULES:
+        monkeypatch.setitem(sys.modules, name, None)  # `import xllamacpp` / `import llama_cpp` raise ImportError
     out = tmp_path / "out"
     message = refused(CliRunner().invoke(main, replay(out)), out)
     assert "reflector, skill_manager model 'local' (the default" in message
@@ -300,7 +302,8 @@ def test_resume_checks_the_models_before_touching_the_run(tmp_path: Path, monkey
 def test_the_demo_without_the_local_extra_stops_before_its_run_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    for name in RUNTIME_MODULES:
+        monkeypatch.setitem(sys.modules, name, None)
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["demo", "--output-dir", str(out), "--limit", "2"])
     assert result.exit_code != 0 and "python3 dev.py demo" in result.output

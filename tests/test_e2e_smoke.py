@@ -99,7 +99,7 @@ def test_smoke_command_runs_end_to_end_and_verifies(
 
         verify = cli.invoke(main, ["verify", str(folder)])
         assert verify.exit_code == 0, verify.output
-        assert verify.output.count("PASS") == 9 and "FAIL" not in verify.output
+        assert verify.output.count("PASS") == 10 and "FAIL" not in verify.output  # incl. no secret in the folder
 
         record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
         assert record["status"] == "completed" and record["run_id"] == folder.name
@@ -114,7 +114,12 @@ def test_smoke_command_runs_end_to_end_and_verifies(
         assert record["benchmark"] is None  # --no-benchmark
         assert {"ace", "ace_eval", "python"} <= set(record["versions"])
         assert record["timings"]["train"] > 0 and record["collection"]["traces_used"] == 120
-        assert (folder / "collection" / "traces.jsonl").read_bytes() == (tau_collection / "traces.jsonl").read_bytes()
+        # the run keeps the collection redacted: the tau-bench users' e-mails are placeholders, the ids are kept
+        kept = (folder / "collection" / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+        source = (tau_collection / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+        assert [json.loads(k)["trace_uid"] for k in kept] == [json.loads(s)["trace_uid"] for s in source]
+        assert "[REDACTED:email#1]" in "".join(kept) and record["redaction"]["collection"]["email"] > 0
+        assert set(record["redaction"]["collection"]) == {"email"}
 
         spans = [json.loads(line) for line in (folder / "spans.jsonl").read_text(encoding="utf-8").splitlines()]
         names = [s["name"] for s in spans]
@@ -138,7 +143,7 @@ def test_smoke_command_with_concurrent_sessions_loses_and_repeats_nothing(
     assert result.exit_code == 0, result.output
     folder = run_folder_of(result)
     verify = cli.invoke(main, ["verify", str(folder)])
-    assert verify.exit_code == 0 and verify.output.count("PASS") == 9, verify.output
+    assert verify.exit_code == 0 and verify.output.count("PASS") == 10, verify.output
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["config"]["sm_sessions"] == "concurrent" and record["errors"] == []
     assert record["usage"]["skill_manager"]["requests"] >= 360  # 3 per session, plus one per conflict

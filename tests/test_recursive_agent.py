@@ -192,3 +192,92 @@ def test_token_budget_is_enforced() -> None:
     result = asyncio.run(agent.run("Summarise the trace.", deps=Deps()))
     assert not result.completed and result.stop_reason is not None and "total_tokens_limit" in result.stop_reason
     assert result.usage.total_tokens > 1_000 and result.usage.requests < 12
+
+
+# ------------------------------------------------------------------------------------- repeated calls
+def scripted_pages(pages: list[int], seen: list[list[ModelMessage]]) -> FunctionModel:
+    """Calls `fetch_page` with each page of `pages` in turn (one call per request), then answers."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        step = len(seen) - 1
+        if step < len(pages):
+            return ModelResponse(parts=[ToolCallPart("fetch_page", {"page": pages[step]})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    return FunctionModel(model)
+
+
+def paging_agent(model: FunctionModel, budget: SessionBudget) -> RecursiveAgent[Deps, str]:
+    return RecursiveAgent(
+        model,
+        instructions="Read pages.",
+        tools=[fetch_page],
+        deps_type=Deps,
+        output_type=str,
+        span_label="rr",
+        budget=budget,
+    )
+
+
+def test_a_repeated_identical_call_is_refused_and_counted(spans: TestExporter) -> None:
+    seen: list[list[ModelMessage]] = []
+    agent = paging_agent(scripted_pages([0, 1, 0, 2], seen), SessionBudget())
+    deps = Deps()
+    result = asyncio.run(agent.run("Read pages 0 to 2.", deps=deps))
+
+    assert result.completed and result.output == "done"
+    assert deps.fetched == [0, 1, 2]  # the repeat of page 0 never ran
+    assert result.repeated_calls == 1
+    [refusal] = [
+        p.model_response_str()
+        for m in seen[3]
+        for p in m.parts
+        if isinstance(p, ToolReturnPart) and p.model_response_str().startswith("Refused")
+    ]
+    assert 'fetch_page({"page":0})' in refusal and "Do not repeat it" in refusal
+    [session] = [s for s in spans.exported_spans_as_dict() if s["name"] == "rr.session"]
+    assert session["attributes"]["ace.repeated_calls"] == 1 and session["attributes"]["ace.max_repeated_calls"] == 3
+
+
+def test_a_model_that_keeps_repeating_is_stopped(spans: TestExporter) -> None:
+    seen: list[list[ModelMessage]] = []
+    agent = paging_agent(scripted_pages([5] * 19, seen), SessionBudget(max_repeated_calls=2))
+    deps = Deps()
+    result = asyncio.run(agent.run("Read page 5.", deps=deps))
+
+    assert not result.completed and result.output is None
+    assert result.stop_reason is not None and result.stop_reason.startswith("loop: 3 repeated identical tool calls")
+    assert deps.fetched == [5] and result.repeated_calls == 3 and len(seen) == 4
+    [session] = [s for s in spans.exported_spans_as_dict() if s["name"] == "rr.session"]
+    assert session["attributes"]["ace.stop_reason"] == "loop" and session["attributes"]["ace.repeated_calls"] == 3
+
+
+def test_the_same_tool_with_other_arguments_is_not_a_repeat() -> None:
+    with pytest.raises(ValueError, match="max_repeated_calls must be 0 or more"):
+        SessionBudget(max_repeated_calls=-1)
+    seen: list[list[ModelMessage]] = []
+    agent = paging_agent(scripted_pages([3, 4, 5], seen), SessionBudget(max_repeated_calls=0))
+    result = asyncio.run(agent.run("Read pages 3 to 5.", deps=Deps()))
+    assert result.completed and result.repeated_calls == 0
+
+
+def test_a_call_that_was_not_applied_may_be_sent_again() -> None:
+    attempts: list[str] = []
+
+    def save(ctx: RunContext[Deps], text: str) -> dict[str, object]:
+        """Save a text; the first attempt conflicts with another session."""
+        attempts.append(text)
+        return {"ok": len(attempts) > 1}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) < 6:
+            return ModelResponse(parts=[ToolCallPart("save", {"text": "same"})])
+        return ModelResponse(parts=[TextPart("saved")])
+
+    agent = RecursiveAgent(
+        FunctionModel(model), instructions="Save.", tools=[save], deps_type=Deps, output_type=str, span_label="sm"
+    )
+    result = asyncio.run(agent.run("Save it.", deps=Deps()))
+    assert attempts == ["same", "same"]  # the retry after {"ok": False} ran; the third identical call did not
+    assert result.completed and result.repeated_calls == 1

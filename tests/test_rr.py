@@ -208,7 +208,9 @@ def test_tools_are_withdrawn_on_the_last_request_so_the_model_must_answer() -> N
     script = Script(greedy, greedy, greedy, greedy)
     result = asyncio.run(reflector(script, max_requests=3).reflect(trace, book))
     assert [len(i.function_tools) for i in script.infos] == [7, 7, 0]
-    assert result.usage.requests == 3 and result.tool_calls == 2
+    # The second, identical list_tool_calls() is refused without running, so it is not a tool call.
+    assert result.usage.requests == 3 and result.tool_calls == 1
+    assert "Refused, not executed: list_tool_calls" in returns(script.seen[2])[0]
 
 
 def test_a_session_that_ends_without_a_reflection_raises_with_the_fix() -> None:

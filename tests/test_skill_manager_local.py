@@ -6,6 +6,8 @@ whose every change is recorded with this trace's provenance.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from ace import InsightSource, Skillbook
@@ -14,8 +16,10 @@ from ace.embeddings.test import TestEmbedder
 from ace.implementations.reflection import Reflection, SkillTag
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import LocalModel, LocalModelUnavailableError, RoleSettings, infer_model
+from ace.llm._local_runtime import RUNTIME_MODULES
 
-pytest.importorskip("llama_cpp")
+if not any(importlib.util.find_spec(name) for name in RUNTIME_MODULES):
+    pytest.skip("no llama.cpp binding installed (`python3 dev.py demo` installs xllamacpp)", allow_module_level=True)
 
 SOURCE = InsightSource(
     trace_uid="tau-bench-airline:12",

@@ -61,12 +61,13 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     assert result.exit_code == 0, result.output
     heads = [line for line in result.stdout.splitlines() if not line.startswith(" ")]
     names = [h.split()[0] for h in heads]
-    assert names == ["reflect", "update", "checkpoint", "deduplicate", "export_markdown", "persist"]  # phase order
+    assert names == ["redact", "reflect", "update", "checkpoint", "deduplicate", "export_markdown", "persist"]
+    assert "redact  [before_reflect]  agentic-context-engine 0.1.0" in heads  # main's redaction, now a registered step
     assert "deduplicate  [end_of_epoch]  agentic-context-engine 0.1.0" in heads
     assert "checkpoint  [commit]  ace-eval 0.1.0" in heads  # the harness's own step, registered the same way
     assert "    requires: epoch, reflections, skillbook, trace   provides: sm_result" in result.stdout
     rows = json.loads(CliRunner().invoke(main, ["steps", "list", "--json"]).stdout)
-    assert rows[3]["options"]["threshold"]["default"] == 0.85
+    assert rows[4]["options"]["threshold"]["default"] == 0.85
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(
@@ -77,6 +78,7 @@ def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_s
     folder = only_run(tmp_path / "out")
     record = json.loads((folder / "run.json").read_text())
     assert [(s["name"], s["phase"]) for s in record["pipeline"]["steps"]] == [
+        ("redact", "before_reflect"),
         ("reflect", "reflect"),
         ("update", "update"),
         ("checkpoint", "commit"),
@@ -86,6 +88,7 @@ def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_s
     assert {s["distribution"] for s in record["pipeline"]["steps"]} == {"agentic-context-engine", "ace-eval"}
     timings = record["step_timings"]
     assert {k: v["calls"] for k, v in timings.items()} == {
+        "redact": 3,
         "reflect": 3,
         "update": 3,
         "checkpoint": 3,
@@ -99,7 +102,8 @@ def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_s
     assert book.active_count > 0 and (folder / "skillbook.embeddings.npz").is_file()  # persist embedded first
     assert (folder / "skillbook.md").read_text().startswith("# Skillbook")
     inspected = CliRunner().invoke(main, ["inspect", str(folder)])
-    assert "Steps: reflect 3 x" in inspected.stdout and "persist 1 x" in inspected.stdout
+    assert "Steps: redact 3 x" in inspected.stdout and "reflect 3 x" in inspected.stdout
+    assert "persist 1 x" in inspected.stdout
 
 
 def test_no_step_leaves_a_file_out_and_step_options_move_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -180,9 +184,10 @@ def test_the_example_plugin_installed_changes_the_run(monkeypatch: pytest.Monkey
     assert sum(reflector.calls.values()) == 2  # a skipped trace costs no model call
     changed = {line["trace_uid"] for line in lines if line["operations"]}
     assert changed == CANCELLATIONS
-    [plugin] = [
+    redact, plugin = [
         s for s in json.loads((folder / "run.json").read_text())["pipeline"]["steps"] if s["phase"] == "before_reflect"
     ]
+    assert redact["name"] == "redact"  # the built-in runs first in its phase: the filter reads a redacted trace
     assert plugin == {
         "name": "domain_filter",
         "phase": "before_reflect",
@@ -196,7 +201,9 @@ def test_a_step_that_is_not_installed_lists_the_available_ones(monkeypatch: pyte
     result = invoke(monkeypatch, replay(tmp_path / "out", "--step", "domain_filter:only=cancellation"))
     assert result.exit_code == 2
     assert "unknown step 'domain_filter'" in result.output
-    assert "Available steps: checkpoint, deduplicate, export_markdown, persist, reflect, update" in result.output
+    assert (
+        "Available steps: checkpoint, deduplicate, export_markdown, persist, redact, reflect, update" in result.output
+    )
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 

@@ -3,6 +3,7 @@ see, plugin data requirements are checked when the pipeline is built, a failing 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.implementations.reflector import SimpleReflector
 from ace.implementations.skill_manager import SkillManager
+from ace.redaction import Redactor
 from ace.steps import (
     NoOptions,
     RegisteredStep,
@@ -184,6 +186,7 @@ def test_requests_start_from_the_defaults() -> None:
         [StepRequest("deduplicate"), StepRequest("persist", {"path": "x.json"})], without={"export_markdown"}
     )
     assert [(r.name, dict(r.options)) for r in got] == [
+        ("redact", {}),
         ("reflect", {}),
         ("update", {}),
         ("persist", {"path": "x.json"}),
@@ -253,3 +256,27 @@ def test_a_failing_end_of_epoch_step_stops_the_run_and_the_resume_runs_it_again(
     result = trainer().run(traces, Skillbook())
     assert FailsOnce.ran == [0, 1]  # epoch 0's end again, then epoch 1's
     assert len(reflected) == 4 and len(result.samples) == 4 and result.resumed_samples == 2
+
+
+def test_the_redact_step_uses_the_environments_redactor_and_the_trainer_redacts_with_it() -> None:
+    redactor = Redactor(extra_patterns={"employee_id": r"EMP-\d{6}"}, allow=["ops@air.example"])
+    env = StepEnvironment(redactor=redactor)
+    pipeline = build_pipeline([StepRequest("redact")], env)
+    assert pipeline.names == ["redact"] and pipeline.record()[0]["phase"] == "before_reflect"
+    trace = {"trace_uid": "t:1", "question": "EMP-123456 wrote from ops@air.example and ann@mail.example"}
+    ctx = asyncio.run(pipeline.run_sample(StepContext(trace=trace, skillbook=Skillbook(), epoch=0)))
+    assert ctx.trace["question"] == "[REDACTED:employee_id#1] wrote from ops@air.example and [REDACTED:email#1]"
+    assert dict(ctx.redactions) == {"employee_id": 1, "email": 1} and ctx.trace["trace_uid"] == "t:1"
+
+    roles = dataclasses.replace(
+        env,
+        reflector=SimpleReflector(FunctionModel(reflector_function())),
+        skill_manager=SkillManager(FunctionModel(skill_manager_function())),
+    )
+    requests = [StepRequest("reflect"), StepRequest("update"), StepRequest("redact")]
+    trainer = Trainer(pipeline=build_pipeline(requests, roles), config=TrainingConfig())
+    assert trainer.pipeline.names[:2] == ["redact", "reflect"]  # its phase puts it first, whatever the request order
+    assert trainer.redactor is redactor  # the skillbook and the journal redact with the step's redactor
+    assert Trainer(pipeline=build_pipeline(requests[:2], roles), config=TrainingConfig()).redactor is None
+    with pytest.raises(ValueError, match="either a pipeline or reflector"):
+        Trainer(pipeline=pipeline, config=TrainingConfig(), redactor=redactor)

@@ -34,6 +34,7 @@ def test_check_prints_one_gold_hash_per_task(airline_data: Path) -> None:
     lines = result.stdout.splitlines()
     assert len(lines) == 50
     assert all(re.fullmatch(rf"{i} [0-9a-f]{{64}}", line) for i, line in enumerate(lines))
+    assert "users.json holds the later upstream revision (address.state)" in result.stderr
 
 
 def test_check_with_trajectories_prints_recorded_and_computed_rewards(airline_data: Path) -> None:
@@ -45,6 +46,13 @@ def test_check_with_trajectories_prints_recorded_and_computed_rewards(airline_da
     assert lines[0] == "0 0 0.0 0.0"
     assert all(line.split()[2] == line.split()[3] for line in lines)
     assert "120/120 recorded rewards reproduced" in result.stderr
+    # the shared users.json is the later address.state revision: the command re-executes on address.province
+    assert (
+        "recorded gold hashes equal for 27/27 tasks; 810/810 tool results identical to the recorded ones"
+        in result.stderr
+    )
+    assert "re-executed on users.json with address.province" in result.stderr
+    assert "On the folder's revision: recorded gold hashes equal for 0/27 tasks; 732/810" in result.stderr
 
 
 def test_check_exits_non_zero_when_a_recorded_reward_is_not_reproduced(airline_data: Path, tmp_path: Path) -> None:

@@ -122,7 +122,17 @@ def test_booking_the_wrong_flight_scores_0(data: AirlineData) -> None:
     assert booked["reservation_id"] == "HATHAT" and booked["flights"][0]["flight_number"] != "HAT136"
     assert result.reward == 0.0
     assert result.reward_result is not None and not result.reward_result.r_actions
-    assert "database differs" in (episode_to_trace(result).feedback or "")
+    trace = episode_to_trace(result)
+    assert "database differs" in (trace.feedback or "")
+    # the grader says which flight differs, with both values
+    assert trace.grader is not None and trace.grader.database == "differs"
+    [diff] = trace.grader.actions
+    assert (diff.kind, diff.tool, diff.message_index) == ("different", "book_reservation", 4)
+    paths = {a.path: (a.given, a.gold) for a in diff.arguments}
+    assert paths["flights"][1] == gold["flights"]  # one flight given where the gold books two
+    assert f'book_reservation.flights: gave [{{"flight_number": "{booked["flights"][0]["flight_number"]}"' in (
+        trace.grader.text
+    )
 
 
 def test_the_trace_lands_in_the_collection_with_gold_actions_and_reward_info(data: AirlineData, tmp_path: Path) -> None:
@@ -141,6 +151,8 @@ def test_the_trace_lands_in_the_collection_with_gold_actions_and_reward_info(dat
     assert trace.question == data.tasks[0].instruction
     assert trace.ground_truth == {"actions": [a.model_dump() for a in data.tasks[0].actions], "outputs": []}
     assert trace.metadata["reward_info"]["info"]["r_actions"] == 1.0
+    assert trace.grader is not None and (trace.grader.database, trace.grader.matched_actions) == ("matches", 1)
+    assert trace.grader.actions == []
     assert trace.metadata["trial"] == 3
     assert trace.metadata["models"] == {"agent": "function:scripted-agent", "user": "function:scripted-user"}
     roles = [m["role"] for m in trace.messages]
@@ -189,6 +201,7 @@ def test_a_failing_model_ends_the_episode_with_an_error_and_an_unjudged_trace(da
     assert (result.ended, result.reward, result.error) == ("error", 0.0, "RuntimeError: provider is down")
     trace = episode_to_trace(result)
     assert trace.reward is None and "provider is down" in (trace.feedback or "")
+    assert trace.grader is None  # nothing was graded
 
 
 def _skillbook() -> Skillbook:

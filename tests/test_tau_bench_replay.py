@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from ace_eval.benchmarks.tau_bench.check import (
+    PROVINCE_REVISION,
     GoldHashes,
     RecordedRun,
     TrajectoryCheck,
+    check_recorded_runs,
     check_trajectories,
+    has_state_addresses,
     load_trajectories,
+    province_revision,
 )
-from ace_eval.benchmarks.tau_bench.data import AirlineData, Table, load_airline_data
+from ace_eval.benchmarks.tau_bench.data import AirlineData, load_airline_data
 from ace_eval.benchmarks.tau_bench.hashing import hash_data
 from ace_eval.benchmarks.tau_bench.replay import replay_messages
 from ace_eval.benchmarks.tau_bench.scoring import pass_hat_k
@@ -35,20 +38,6 @@ def runs(airline_data: Path) -> list[RecordedRun]:
     return load_trajectories(path)
 
 
-def recorded_revision(data: AirlineData) -> AirlineData:
-    """The database as the runs were recorded on it.
-
-    The data folder holds a later upstream revision of `users.json` in which every address's `province`
-    was renamed `state`; nothing else differs (on this revision all 810 recorded tool results are
-    byte-identical to ours, see below).
-    """
-    users: Table = {}
-    for user_id, user in data.users.items():
-        address = {("province" if k == "state" else k): v for k, v in user["address"].items()}
-        users[user_id] = {**user, "address": address}
-    return dataclasses.replace(data, users=users, entity_bytes={})
-
-
 @pytest.fixture(scope="module")
 def checks(data: AirlineData, runs: list[RecordedRun]) -> list[TrajectoryCheck]:
     return check_trajectories(data, runs)
@@ -58,7 +47,7 @@ def test_gold_replay_reproduces_every_recorded_gold_hash(data: AirlineData, runs
     recorded = {run.task_id: run.recorded_gt_hash for run in runs if run.recorded_gt_hash is not None}
     # every task of the file, except 2, 8 and 9 whose runs record the outputs check instead
     assert sorted(recorded) == [t for t in range(30) if t not in (2, 8, 9)]
-    gold = GoldHashes(recorded_revision(data))
+    gold = GoldHashes(province_revision(data))
     assert {task_id: gold[task_id] for task_id in recorded} == recorded
 
 
@@ -79,7 +68,7 @@ def test_every_recorded_run_rescores_to_its_recorded_reward(checks: list[Traject
 def test_on_the_recorded_revision_tool_results_and_reward_info_are_identical(
     data: AirlineData, runs: list[RecordedRun]
 ) -> None:
-    old = recorded_revision(data)
+    old = province_revision(data)
     gold = GoldHashes(old)
     calls = 0
     for run in runs:
@@ -106,3 +95,18 @@ def test_pass_hat_k_of_the_recorded_runs(checks: list[TrajectoryCheck]) -> None:
     results = [(c.task_id, c.reward) for c in checks]
     assert pass_hat_k(results, 1) == pytest.approx(36 / 120)
     assert pass_hat_k(results, 4) <= pass_hat_k(results, 2) <= pass_hat_k(results, 1)
+
+
+def test_the_recorded_runs_are_checked_on_the_revision_they_were_made_on(
+    data: AirlineData, runs: list[RecordedRun], checks: list[TrajectoryCheck]
+) -> None:
+    assert has_state_addresses(data) and not has_state_addresses(province_revision(data))
+    result = check_recorded_runs(data, runs)
+    assert result.revision == PROVINCE_REVISION
+    assert result.folder_checks == checks
+    assert {c.gold_hash_matches for c in result.checks} == {True, None}
+    assert sum(c.observation_mismatches for c in result.checks) == 0
+    assert all(c.matches for c in result.checks)
+    # on the revision they were made on, nothing needs another one
+    again = check_recorded_runs(province_revision(data), runs)
+    assert again.revision is None and again.checks == result.checks

@@ -54,8 +54,8 @@ def lines_of(folder: Path) -> tuple[int, list[str]]:
 def test_a_good_run_passes_every_check(tmp_path: Path) -> None:
     code, lines = lines_of(write_run(tmp_path / "run", good_book()))
     assert code == 0, lines
-    assert [line.split("  ")[0] for line in lines[:-1]] == ["PASS"] * 8
-    assert lines[-1].startswith("verify: all 8 checks passed")
+    assert [line.split("  ")[0] for line in lines[:-1]] == ["PASS"] * 9
+    assert lines[-1].startswith("verify: all 9 checks passed")
     assert any("skillbook.embeddings.npz present: 2 vectors of dimension 64" in line for line in lines)
 
 
@@ -116,7 +116,7 @@ def test_sessions_without_edits_fail_the_span_check(tmp_path: Path) -> None:
 def test_a_skillbook_file_can_be_verified_directly(tmp_path: Path) -> None:
     folder = write_run(tmp_path / "run", good_book(), spans=False)
     checks = run_checks(folder / "skillbook.json")
-    assert all(c.passed for c in checks) and len(checks) == 7
+    assert all(c.passed for c in checks) and len(checks) == 8
 
 
 @pytest.mark.parametrize("name", ["spans.jsonl"])

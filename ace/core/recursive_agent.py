@@ -36,6 +36,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import Tool
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from ace.core.repeat_guard import DEFAULT_MAX_REPEATS, RepeatedCallsError, RepeatGuard
 from ace.observability import AttributeInput, ace_span
 
 __all__ = [
@@ -71,8 +72,12 @@ class SessionBudget:
     """Estimated size of the history above which old tool-call/return pairs are compacted."""
     keep_last_messages: int = 6
     """Messages at the end of the history that compaction never touches (at least 2)."""
+    max_repeated_calls: int = DEFAULT_MAX_REPEATS
+    """Repeats of an earlier call (same tool, same arguments) refused before the session is ended (`loop: ...`)."""
 
     def __post_init__(self) -> None:
+        if self.max_repeated_calls < 0:
+            raise ValueError(f"SessionBudget.max_repeated_calls must be 0 or more, got {self.max_repeated_calls}")
         for name in ("request_limit", "tool_calls_limit", "total_tokens_limit", "max_history_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -98,6 +103,7 @@ class SessionBudget:
             "ace.tool_calls_limit": self.tool_calls_limit,
             "ace.total_tokens_limit": self.total_tokens_limit,
             "ace.max_history_tokens": self.max_history_tokens,
+            "ace.max_repeated_calls": self.max_repeated_calls,
         }
 
 
@@ -110,12 +116,14 @@ class SessionResult(Generic[OutputT]):
     completed: bool
     """`False` when a budget ran out or the model misbehaved past its retries."""
     stop_reason: str | None
-    """Why the session stopped early (`budget: ...` or `model: ...`), else `None`."""
+    """Why the session stopped early (`budget: ...`, `model: ...` or `loop: ...`), else `None`."""
     usage: RunUsage
     messages: list[ModelMessage]
     """The final (possibly compacted) message history."""
     compactions: int = 0
     messages_dropped: int = 0
+    repeated_calls: int = 0
+    """Tool calls refused (not executed) because they repeated an earlier call of the session exactly."""
 
 
 # ------------------------------------------------------------------------------------------- compaction
@@ -255,13 +263,14 @@ async def run_agent_with_compaction(
     """
     budget = budget or SessionBudget()
     session = _Session(budget)
+    guard = RepeatGuard(max_repeats=budget.max_repeated_calls)
     start_attributes: dict[str, AttributeInput] = {**budget.span_attributes(), **(attributes or {})}
     if record_content:
         start_attributes["ace.prompt"] = prompt
     with ace_span(f"{span_label}.session", start_attributes) as span:
         stop_reason: str | None = None
         async with agent.iter(
-            prompt, deps=deps, usage_limits=budget.usage_limits(), capabilities=list(capabilities) or None
+            prompt, deps=deps, usage_limits=budget.usage_limits(), capabilities=[guard, *capabilities]
         ) as run:
             try:
                 async for node in run:  # each node is yielded before it runs
@@ -271,6 +280,8 @@ async def run_agent_with_compaction(
                 stop_reason = f"budget: {e}"
             except UnexpectedModelBehavior as e:
                 stop_reason = f"model: {e}"
+            except RepeatedCallsError as e:
+                stop_reason = f"loop: {e}"
             usage = run.usage
             messages = run.all_messages()
             output = run.result.output if run.result is not None and stop_reason is None else None
@@ -282,6 +293,7 @@ async def run_agent_with_compaction(
             messages=messages,
             compactions=session.compactions,
             messages_dropped=session.dropped,
+            repeated_calls=guard.refused,
         )
         end: dict[str, AttributeInput] = {
             "ace.completed": result.completed,
@@ -293,6 +305,7 @@ async def run_agent_with_compaction(
             "ace.messages": len(messages),
             "ace.compactions": result.compactions,
             "ace.messages_dropped": result.messages_dropped,
+            "ace.repeated_calls": result.repeated_calls,
             **(end_attributes() if end_attributes is not None else {}),
         }
         if record_content:

@@ -25,7 +25,7 @@ from ace.core.skillbook import Skillbook
 from ace.exceptions import AceError
 from ace.implementations.reflection import Reflection, SkillTag
 from ace.implementations.reflector_prompts import REFLECTOR_PROMPT, reflector_task_prompt
-from ace.implementations.trace_view import TraceView, skills_in_context
+from ace.implementations.trace_view import TraceView, skills_in_context, without_grader
 from ace.llm import infer_model
 from ace.observability import AttributeInput, ace_span
 
@@ -143,10 +143,12 @@ class SimpleReflector:
         *,
         model_settings: ModelSettings | None = None,
         max_tool_result_chars: int = 3_000,
+        max_system_chars: int = 8_000,
         output_retries: int = 2,
         instructions: str = REFLECTOR_PROMPT,
         instrument: InstrumentationSettings | bool | None = None,
         record_content: bool = False,
+        grader_feedback: bool = True,
     ) -> None:
         """Build the reflector.
 
@@ -154,16 +156,22 @@ class SimpleReflector:
             model: A pydantic-ai model, or a model string routed by `ace.llm.infer_model` (role `reflector`).
             model_settings: Temperature, max tokens and the like.
             max_tool_result_chars: Longer tool results are shown head and tail around a truncation marker.
+            max_system_chars: Same for the trace's system prompt (the agent's policy); a small model reads a short
+                prompt faster and loses less of it.
             output_retries: How often a malformed reflection (or unknown skill tags) is sent back for a fix.
             instructions: The system prompt.
             instrument: pydantic-ai instrumentation for these calls only (default: the global setting).
             record_content: Put the prompt and the reflection on the `reflect` span.
+            grader_feedback: Show the trace's `grader` comparison with the gold (`<grader_diff>`); `False`
+                reflects on the outcome and ground truth alone (to measure what the comparison adds).
         """
         if output_retries < 0:
             raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
         self.model = infer_model(model, role="reflector")
         self.max_tool_result_chars = max_tool_result_chars
+        self.max_system_chars = max_system_chars
         self.record_content = record_content
+        self.grader_feedback = grader_feedback
         self._capabilities: tuple[AbstractCapability[TagCheck], ...] = ()
         if instrument:
             options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
@@ -184,9 +192,13 @@ class SimpleReflector:
 
     async def reflect(self, trace: Mapping[str, Any], skillbook: Skillbook) -> ReflectorResult:
         """Reflect on `trace` in one structured-output call (plus retries for an invalid reflection)."""
+        if not self.grader_feedback:
+            trace = without_grader(trace)
         view = TraceView.from_trace(trace)
         in_context = skills_in_context(trace, skillbook)
-        prompt = reflector_task_prompt(trace, in_context, max_tool_result_chars=self.max_tool_result_chars)
+        prompt = reflector_task_prompt(
+            trace, in_context, max_tool_result_chars=self.max_tool_result_chars, max_system_chars=self.max_system_chars
+        )
         check = TagCheck(allowed=in_context.ids)
         attributes = {"ace.reflector": "simple", **trace_attributes(trace, view, len(in_context.skills))}
         if self.record_content:

@@ -9,6 +9,7 @@ from ace.implementations.skill_rendering import render_skills_xml
 from ace.implementations.trace_view import (
     SkillsInContext,
     TraceView,
+    grader_block,
     render_ground_truth,
     render_outcome,
     render_trace,
@@ -39,7 +40,10 @@ but made no difference). Only ids listed in <skills_in_context>; no tag for a sk
 about; an empty list when no skill was in context.
 
 Judge by the outcome: the reward, the feedback and, when given, the ground truth (the actions a correct run \
-takes) say what success meant; compare the agent's tool calls with them. A successful trace still gets a \
+takes) say what success meant; compare the agent's tool calls with them. When <grader_diff> is given, the \
+grader has already compared them: it names each missing, extra or different action, the argument that differs \
+with both values, and the required outputs never said. Build the reflection on those differences and name the \
+tool and argument concerned. A successful trace still gets a \
 reflection: what worked and why, so that the lesson can be kept.
 """
 
@@ -59,7 +63,8 @@ agent doing a task and explain what went wrong or right, why, and the one lesson
 turns your reflection into skills rendered into the agent's prompt on later runs.
 
 The trace is too long to read at once: you see its outline, and read it through your tools.
-- find_errors(): tool results that are errors, exceptions or policy refusals. Start here.
+- find_errors(): tool results that are errors, exceptions or policy refusals. Start here, after <grader_diff> \
+when the prompt has one (the grader's comparison of the agent's actions with the gold).
 - list_messages(start, end): one line per message; read_message(index) for a message in full.
 - list_tool_calls(name): every tool call with its arguments and result, optionally of one tool.
 - execute_code(code): run Python (standard library) over the trace to compute what reading cannot: totals, \
@@ -89,11 +94,17 @@ def skills_block(in_context: SkillsInContext) -> str:
     return "<skills_in_context>\n" + "\n".join(lines) + "\n</skills_in_context>"
 
 
-def reflector_task_prompt(trace: Mapping[str, Any], in_context: SkillsInContext, *, max_tool_result_chars: int) -> str:
+def reflector_task_prompt(
+    trace: Mapping[str, Any],
+    in_context: SkillsInContext,
+    *,
+    max_tool_result_chars: int,
+    max_system_chars: int = 8_000,
+) -> str:
     """The simple reflector's user prompt: the whole trace, then the skills that were in context."""
     return "\n\n".join(
         [
-            render_trace(trace, max_tool_result_chars=max_tool_result_chars),
+            render_trace(trace, max_tool_result_chars=max_tool_result_chars, max_system_chars=max_system_chars),
             skills_block(in_context),
             "Reflect on this trace and return the reflection.",
         ]
@@ -123,6 +134,7 @@ def rr_task_prompt(
     truth = render_ground_truth(trace)
     if truth is not None:
         parts.append(f"<ground_truth>\n{truth}\n</ground_truth>")
+    parts += grader_block(trace)
     parts += [
         f'<outline messages="{len(view.messages)}" tool_calls="{len(view.tool_calls)}" failed_tool_results="{errors}">'
         f"\ntools called: {names}\n{outline}\n</outline>",

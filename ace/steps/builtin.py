@@ -8,11 +8,12 @@ from ace.deduplication.detector import DEFAULT_THRESHOLD
 from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.export_markdown import ExportMarkdownStep
 from ace.steps.persist import PersistStep
+from ace.steps.redact import RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.registry import NoOptions, StepEnvironment, StepFactory, need
 from ace.steps.update import UpdateStep
 
-__all__ = ["deduplicate", "export_markdown", "persist", "reflect", "update"]
+__all__ = ["deduplicate", "export_markdown", "persist", "redact", "reflect", "update"]
 
 
 class DeduplicateOptions(BaseModel):
@@ -45,6 +46,10 @@ class PersistOptions(BaseModel):
     """The skillbook file; a relative path is in the run folder."""
 
 
+def _redact(_: NoOptions, env: StepEnvironment) -> RedactStep:
+    return RedactStep(env.redactor)
+
+
 def _reflect(_: NoOptions, env: StepEnvironment) -> ReflectStep:
     return ReflectStep(need(env.reflector, "reflect", "reflector"))
 
@@ -60,13 +65,21 @@ def _deduplicate(o: DeduplicateOptions, env: StepEnvironment) -> DeduplicateStep
 
 
 def _export(o: ExportOptions, env: StepEnvironment) -> ExportMarkdownStep:
-    return ExportMarkdownStep(env.path("export_markdown", "path", o.path), title=o.title)
+    return ExportMarkdownStep(env.path("export_markdown", "path", o.path), title=o.title, redactor=env.redactor)
 
 
 def _persist(o: PersistOptions, env: StepEnvironment) -> PersistStep:
     return PersistStep(env.path("persist", "path", o.path), embedder=env.embedder)
 
 
+redact = StepFactory(
+    phase="before_reflect",
+    description="Replaces secrets and personal data in the trace by typed placeholders before anything reads it.",
+    options=NoOptions,
+    build=_redact,
+    requires=frozenset({"trace"}),
+    provides=frozenset({"trace", "redactions"}),
+)
 reflect = StepFactory(
     phase="reflect",
     description="The reflector reads the trace and says what went wrong and which skills helped.",

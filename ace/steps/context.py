@@ -26,6 +26,7 @@ __all__ = ["CONTEXT_FIELDS", "INITIAL_FIELDS", "Step", "StepContext", "insight_s
 
 _EMPTY_USAGE: Mapping[str, RunUsage] = MappingProxyType({})
 _EMPTY_EXTRAS: Mapping[str, Mapping[str, object]] = MappingProxyType({})
+_EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +44,8 @@ class StepContext:
     """What the skill-manager session did (set by `UpdateStep`)."""
     dedup_decisions: tuple[AppliedDecision, ...] = ()
     """Near-duplicate decisions applied (set by `DeduplicateStep`)."""
+    redactions: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
+    """Values replaced in the trace, by kind (`email`: 2); set by `RedactStep`, never the values themselves."""
     usage: Mapping[str, RunUsage] = field(default_factory=lambda: _EMPTY_USAGE)
     """Model usage by role (`reflector`, `skill_manager`, `deduplicator`); each step adds its own."""
     extras: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: _EMPTY_EXTRAS)

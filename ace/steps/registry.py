@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ace.embeddings.base import Embedder
     from ace.implementations.reflector import Reflector
     from ace.implementations.skill_manager import SkillManager
+    from ace.redaction import Redactor
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -78,13 +79,15 @@ class NoOptions(BaseModel):
 
 @dataclass(frozen=True, kw_only=True)
 class StepEnvironment:
-    """What the harness hands every step factory: the run's roles, embedder, output folder and models."""
+    """What the harness hands every step factory: the run's roles, embedder, redactor, output folder and models."""
 
     output_dir: Path | None = None
     """Where end-of-run files go (the run folder); relative path options are resolved against it."""
     reflector: Reflector | None = None
     skill_manager: SkillManager | None = None
     embedder: Embedder | None = None
+    redactor: Redactor | None = None
+    """The run's detectors and allow-list (`[redaction]` in ace-eval.toml); `None`: the built-in detectors."""
     models: Mapping[str, Model] = field(default_factory=dict)
     """pydantic-ai models by role (e.g. a scripted `dedup` judge); they win over model strings."""
     default_model: str = "local"

@@ -54,6 +54,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "Show each session of a run: which trace, which reflection (key insight), which tool calls with their "
             "atomic signature, which skills changed.",
         ),
+        "scan": LazyCommand(
+            "ace_eval.commands.scan",
+            "scan",
+            "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
+        ),
         "steps": LazyCommand(
             "ace_eval.commands.steps",
             "steps",

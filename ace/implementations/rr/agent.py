@@ -31,7 +31,7 @@ from ace.implementations.reflector import (
 from ace.implementations.reflector_prompts import RR_PROMPT, rr_task_prompt
 from ace.implementations.rr.config import RecursiveConfig
 from ace.implementations.rr.tools import RRDeps, rr_tools
-from ace.implementations.trace_view import TraceView, skills_in_context
+from ace.implementations.trace_view import TraceView, skills_in_context, without_grader
 from ace.llm import infer_model
 from ace.observability import AttributeInput
 
@@ -50,6 +50,7 @@ class RecursiveReflector:
         model_settings: ModelSettings | None = None,
         instrument: InstrumentationSettings | bool | None = None,
         instructions: str = RR_PROMPT,
+        grader_feedback: bool = True,
     ) -> None:
         """Build the reflector.
 
@@ -60,9 +61,12 @@ class RecursiveReflector:
             model_settings: Temperature, max tokens and the like; `config` adds the prompt-cache setting.
             instrument: pydantic-ai instrumentation for these sessions only (default: the global setting).
             instructions: The system prompt.
+            grader_feedback: Show the trace's `grader` comparison with the gold (in the prompt and to
+                `execute_code`); `False` investigates from the outcome and ground truth alone.
         """
         self.config = config or RecursiveConfig()
         self.embedder = embedder
+        self.grader_feedback = grader_feedback
         self.model = infer_model(model, role="reflector")
         settings = ModelSettings(**(model_settings or {}))
         settings.setdefault("cache", self.config.cache_setting)
@@ -94,6 +98,8 @@ class RecursiveReflector:
         Raises:
             ReflectorError: the session ended (budget spent, model misbehaving) without a reflection.
         """
+        if not self.grader_feedback:
+            trace = without_grader(trace)
         view = TraceView.from_trace(trace)
         in_context = skills_in_context(trace, skillbook)
         deps = RRDeps(

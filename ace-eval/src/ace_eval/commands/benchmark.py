@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from ace_eval.benchmarks.tau_bench.check import GoldHashes, check_trajectories, load_trajectories
+from ace_eval.benchmarks.tau_bench.check import (
+    PROVINCE_REVISION,
+    GoldHashes,
+    TrajectoryCheck,
+    check_recorded_runs,
+    has_state_addresses,
+    load_trajectories,
+)
 from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, DataFolderError, load_airline_data
 
 __all__ = ["DATA_DIR_ENV", "benchmark"]
@@ -41,6 +48,8 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
 
     With --trajectories, re-execute every recorded run on a fresh database instead and print
     `<task_id> <trial> <recorded reward> <computed reward>`; the exit status is 1 if any reward differs.
+    When the folder's users.json is the later upstream revision (address.state) and the runs were recorded on
+    the earlier one (address.province), the runs are re-executed on that revision, and the output says so.
     """
     if data_dir is None:
         raise click.UsageError(f"pass --data-dir (or set ${DATA_DIR_ENV}); to get the data, {FETCH_HINT}")
@@ -49,29 +58,36 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
         runs = load_trajectories(trajectories) if trajectories is not None else None
     except DataFolderError as e:
         raise click.ClickException(str(e)) from None
-    gold = GoldHashes(data)
     if runs is None:
-        for task_id, gold_hash in gold.all(progress=progress):
+        for task_id, gold_hash in GoldHashes(data).all(progress=progress):
             click.echo(f"{task_id} {gold_hash}")
+        if has_state_addresses(data):
+            click.echo(
+                "note: users.json holds the later upstream revision (address.state); runs recorded on the earlier "
+                "one (address.province) record other gold hashes: pass --trajectories FILE to check them on the "
+                "revision they were made on",
+                err=True,
+            )
         return
     try:
-        checks = check_trajectories(data, runs, gold=gold, progress=progress)
+        result = check_recorded_runs(data, runs, progress=progress)
     except IndexError as e:
         raise click.ClickException(f"{trajectories}: {e}") from None
+    checks = result.checks
     for c in checks:
         click.echo(f"{c.task_id} {c.trial} {c.recorded_reward} {c.reward}")
     mismatches = [c for c in checks if not c.matches]
-    gold_diffs = {c.task_id for c in checks if c.gold_hash_matches is False}
-    gold_known = {c.task_id for c in checks if c.gold_hash_matches is not None}
-    observation_diffs = sum(c.observation_mismatches for c in checks)
-    tool_calls = sum(c.tool_calls for c in checks)
     click.echo(
-        f"{len(checks) - len(mismatches)}/{len(checks)} recorded rewards reproduced; "
-        f"recorded gold hashes equal for {len(gold_known) - len(gold_diffs)}/{len(gold_known)} tasks; "
-        f"{tool_calls - observation_diffs}/{tool_calls} tool results identical to the recorded ones",
-        err=True,
+        f"{len(checks) - len(mismatches)}/{len(checks)} recorded rewards reproduced; {_agreement(checks)}", err=True
     )
-    if gold_diffs or observation_diffs:
+    if result.revision == PROVINCE_REVISION:
+        click.echo(
+            f"note: users.json here is the later upstream revision (address.state); the runs were recorded on the "
+            f"earlier one, so they were re-executed on {PROVINCE_REVISION}. On the folder's revision: "
+            f"{_agreement(result.folder_checks)}",
+            err=True,
+        )
+    elif any(c.gold_hash_matches is False or c.observation_mismatches for c in checks):
         click.echo(
             "note: differing tool results or gold hashes mean the runs were recorded on another revision of the "
             "data than this folder holds",
@@ -80,3 +96,15 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
     if mismatches:
         click.echo(f"error: {len(mismatches)} run(s) scored differently than recorded", err=True)
         sys.exit(1)
+
+
+def _agreement(checks: list[TrajectoryCheck]) -> str:
+    """`recorded gold hashes equal for a/b tasks; c/d tool results identical to the recorded ones`."""
+    gold_diffs = {c.task_id for c in checks if c.gold_hash_matches is False}
+    gold_known = {c.task_id for c in checks if c.gold_hash_matches is not None}
+    observation_diffs = sum(c.observation_mismatches for c in checks)
+    tool_calls = sum(c.tool_calls for c in checks)
+    return (
+        f"recorded gold hashes equal for {len(gold_known) - len(gold_diffs)}/{len(gold_known)} tasks; "
+        f"{tool_calls - observation_diffs}/{tool_calls} tool results identical to the recorded ones"
+    )

@@ -28,8 +28,13 @@ __all__ = [
 DEMO_COLLECTION = Path("examples") / "demo-collection"
 _N_CTX = 3072
 """The local model's window: long traces are trimmed to fit, and a small window keeps each step fast."""
-_MAX_TOKENS = 400
+_MAX_TOKENS = 256
+_MAX_STRING_CHARS = 160
+"""About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
 _FREQUENCY_PENALTY = 1.0
+_WORKERS = 2
+"""Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
+model, one thread each), so both cores of a small machine work."""
 _SHOWN_SKILLS = 3
 _SHOWN_ERRORS = 3
 
@@ -53,7 +58,7 @@ def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
 
     def local(*, tool_first: bool) -> LocalModel:
         settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0.0, frequency_penalty=_FREQUENCY_PENALTY)
-        return LocalModel(n_ctx=_N_CTX, settings=settings, tool_first=tool_first)
+        return LocalModel(n_ctx=_N_CTX, settings=settings, tool_first=tool_first, max_string_chars=_MAX_STRING_CHARS)
 
     return RunInjections(
         models={"reflector": local(tool_first=False), "skill_manager": local(tool_first=True)},
@@ -62,7 +67,7 @@ def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
             tool_retries=1,
             context_top_k=3,
         ),
-        reflector_options={"output_retries": 0, "max_tool_result_chars": 300},
+        reflector_options={"output_retries": 0, "max_tool_result_chars": 200, "max_system_chars": 400},
         show_progress=show_progress,
     )
 
@@ -79,7 +84,9 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
         f"{stats['sections']['harness']} harness), {plural(stats['occurrences'], 'occurrence')}.",
     ]
     for skill in result.skillbook.skills()[:_SHOWN_SKILLS]:
-        lines.append(f"  [{skill.id}] {skill.issue[:110]}")
+        lines.append(f"  [{skill.id}] {skill.issue}")
+        if skill.insight:
+            lines.append(f"      -> {skill.insight}")
     if not stats["active"]:
         lines.append(
             "  The tiny offline model learned no skill this time (`ace-eval inspect` shows what it tried); a hosted "
@@ -87,7 +94,7 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
             "--skill-manager-model MODEL"
         )
     for error in (record.get("errors") or [])[:_SHOWN_ERRORS]:
-        lines.append(f"  error on {error['trace_uid']}: {str(error['error'])[:140]}")
+        lines.append(f"  error on {error['trace_uid']}: {error['error']}")  # whole: it may end with the fix
     lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
     lines.append(f"Skillbook: {result.folder.markdown}")
     return "\n".join(lines)
@@ -116,6 +123,7 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
         traces=collection,
         no_benchmark=True,
         reflector_type="simple",
+        max_workers=_WORKERS,
         output_dir=output_dir,
         limit=limit,
         verbose=verbose,

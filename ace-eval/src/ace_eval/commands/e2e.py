@@ -123,6 +123,20 @@ def _rate(value: float | None) -> str:
     default=None,
     help="Instrument with Logfire; spans are sent only with a token (LOGFIRE_TOKEN, or .logfire/ credentials).",
 )
+@click.option(
+    "--logfire-content",
+    is_flag=True,
+    default=None,
+    help="Like --logfire, and the spans also record prompts and completions (redacted unless --no-redact).",
+)
+@click.option(
+    "--no-redact",
+    "redact",
+    flag_value=False,
+    default=None,
+    help="Keep secrets and personal data: no redact step, and the run folder and spans hold the raw text "
+    "(default: redacted; also `[e2e] redact = false` or --no-step redact).",
+)
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")

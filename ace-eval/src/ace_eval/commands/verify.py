@@ -14,10 +14,12 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path, sidecar_problem
 from ace.observability import read_spans_jsonl
+from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
 from ace_eval.e2e.training import SampleResult
+from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 
-__all__ = ["Check", "run_checks", "verify"]
+__all__ = ["Check", "run_checks", "skill_warnings", "verify"]
 
 _MUTATING_TOOLS = frozenset({"add_skill", "update_skill", "tag_skill", "remove_skill"})
 _SHOWN = 5
@@ -141,6 +143,21 @@ def _run_check(run_json: Path) -> Check | None:
     return Check("run finished without crashing", status == "completed", detail)
 
 
+def _secrets_check(target: Path) -> Check:
+    name = "no detectable secret in the run folder" if target.is_dir() else f"no detectable secret in {target.name}"
+    result = scan_path(target)
+    if not result.locations:
+        return Check(name, True, f"{result.files} files scanned")
+    lines = [location.describe() for location in result.locations[:_SHOWN]]
+    more = f" and {len(result.locations) - _SHOWN} more" if len(result.locations) > _SHOWN else ""
+    return Check(
+        name,
+        False,
+        f"{len(result.locations)} found: {'; '.join(lines)}{more} (ace-eval scan {target} lists them all; rerun "
+        "without --no-redact, and do not share this folder)",
+    )
+
+
 def _samples_check(path: Path, run_json: Path) -> Check:
     """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
     retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
@@ -240,25 +257,55 @@ def run_checks(target: Path) -> list[Check]:
         steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
         if (folder / "samples.jsonl").is_file():
             steps.append(lambda: [_samples_check(folder / "samples.jsonl", folder / "run.json")])
+    steps.append(lambda: [_secrets_check(target)])
     for step in steps:
         checks.extend(step())
     return checks
 
 
+def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[SkillWarning]:
+    """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
+    be read (the v2 check reports that)."""
+    try:
+        book = Skillbook.load_from_file(target if target.is_file() else target / "skillbook.json")
+    except (OSError, ValueError):
+        return []
+    return degenerate_skills(book.skills(), min_words=min_words)
+
+
 @click.command("verify")
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
-def verify(run_dir: Path) -> None:
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on degenerate skills too, not only warn.")
+@click.option(
+    "--min-words",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_WORDS,
+    show_default=True,
+    help="An issue or insight with fewer words is degenerate.",
+)
+def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
     v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
     with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
-    attempt may be superseded by its retry). Exit status 1 when a check fails.
+    attempt may be superseded by its retry), no detectable secret in any file of the folder. Exit status 1 when a
+    check fails. Then a WARN line per degenerate skill (issue equal to insight, numbers or punctuation only, under
+    --min-words words, keywords that are numbers only); with --strict these fail the run too.
     """
     checks = run_checks(run_dir)
     for check in checks:
         click.echo(check.line())
+    warnings = skill_warnings(run_dir, min_words=min_words)
+    for warning in warnings:
+        click.echo(warning.line())
     failed = [c for c in checks if not c.passed]
-    if failed:
-        click.echo(f"verify: {len(failed)} of {plural(len(checks), 'check')} failed for {run_dir}", err=True)
+    warned = f"; {plural(len(warnings), 'degenerate skill')}" if warnings else ""
+    if failed or (strict and warnings):
+        click.echo(
+            f"verify: {len(failed)} of {plural(len(checks), 'check')} failed{warned} for {run_dir}"
+            + (" (--strict)" if strict and warnings else ""),
+            err=True,
+        )
         sys.exit(1)
-    click.echo(f"verify: all {plural(len(checks), 'check')} passed for {run_dir}")
+    hint = " (warnings only: --strict makes them fail)" if warnings else ""
+    click.echo(f"verify: all {plural(len(checks), 'check')} passed{warned} for {run_dir}{hint}")

@@ -18,6 +18,7 @@ from ace_eval.e2e._chat import (
     check_json_value,
     parse_messages,
 )
+from ace_eval.e2e.gold_diff import GraderReport
 
 __all__ = [
     "FORMAT_NAME",
@@ -79,6 +80,9 @@ class Trace(BaseModel):
     """Free-text feedback on the run (a grader's verdict, a user's complaint)."""
     ground_truth: dict[str, Any] | None = None
     """The expected answer (tau-bench: the gold `actions` and required `outputs`)."""
+    grader: GraderReport | None = None
+    """How the run differs from the gold (missing, extra and different actions, outputs not said), as data
+    and as the `text` the reflectors read; None when the source has no gold to compare with."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else from the source (reward breakdown, costs, trial number...), plain JSON."""
     skills_in_context: list[str] = Field(default_factory=list)

@@ -74,6 +74,8 @@ class SampleResult:
     changed_skill_ids: tuple[str, ...]
     usage: dict[str, RoleUsage] = field(default_factory=dict[str, RoleUsage])
     """Model usage by role: `reflector`, `skill_manager` (and `dedup` when deduplicating)."""
+    redactions: dict[str, int] = field(default_factory=dict[str, int])
+    """Values the `redact` step replaced in the trace, by kind (never the values)."""
     duration_s: float = 0.0
     """Time spent on the sample's own work (reflection + skill-manager phase), not waiting for its turn."""
     refusals: tuple[dict[str, str], ...] = ()

@@ -15,6 +15,12 @@ reflector_type = "rr"
 epochs = 1
 max_workers = 4
 data_dir = "data/tau-bench/airline"
+redact = true                      # false (or --no-redact) keeps secrets and personal data in the run folder
+
+[redaction]                        # on top of the built-in detectors (see the README's "Redaction")
+patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
+allow = ["support@airline.example"]          # exact values never redacted
+allow_patterns = ['.*@airline\\.example']    # values a regular expression matches whole
 
 [e2e.steps]                       # pipeline steps by name (`ace-eval steps list`): options, true, or false
 deduplicate = { threshold = 0.9 } # add a step with options (as --step deduplicate:threshold=0.9)
@@ -36,6 +42,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace.exceptions import AceError
+from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e._training_results import SMSessions
 
@@ -91,6 +98,12 @@ class ConfigError(AceError, ValueError):
     """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
 
 
+class _ContradictionError(ConfigError):
+    """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
+
+    exit_code = 2
+
+
 class InapplicableFlagError(ConfigError):
     """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
 
@@ -121,14 +134,23 @@ class _E2ETable(BaseModel):
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
     steps: dict[str, bool | dict[str, Any]] | None = None
+    redact: bool | None = None
+
+
+class _RedactionTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    patterns: dict[str, str] | None = None
+    allow: list[str] | None = None
+    allow_patterns: list[str] | None = None
 
 
 class _ConfigFile(BaseModel):
-    """`ace-eval.toml`: a `[models]` table and an `[e2e]` table, nothing else."""
+    """`ace-eval.toml`: a `[models]` table, an `[e2e]` table and a `[redaction]` table, nothing else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     models: _ModelsTable = Field(default_factory=_ModelsTable)
     e2e: _E2ETable = Field(default_factory=_E2ETable)
+    redaction: _RedactionTable = Field(default_factory=_RedactionTable)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +192,17 @@ class E2ESettings:
     """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
     unknown model); 0 never aborts."""
     logfire: bool = False
+    logfire_content: bool = False
+    """Record prompts and completions in the spans (redacted unless `redact` is off); implies `logfire`."""
+    redact: bool = True
+    """Redact secrets and personal data (the `redact` step and every file and span of the run); `--no-step redact`
+    sets it off too."""
+    redaction_patterns: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Extra detectors: kind name -> regular expression (`[redaction] patterns`)."""
+    redaction_allow: tuple[str, ...] = ()
+    """Values never redacted (`[redaction] allow`)."""
+    redaction_allow_patterns: tuple[str, ...] = ()
+    """Regular expressions of values never redacted (`[redaction] allow_patterns`)."""
     verbose: bool = False
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
@@ -208,6 +241,23 @@ class E2ESettings:
             )
         if self.benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+        if "redact" in self.no_steps:  # --no-step redact is --no-redact: no step, and no redaction at any sink
+            object.__setattr__(self, "redact", False)
+            object.__setattr__(self, "no_steps", tuple(n for n in self.no_steps if n != "redact"))
+        try:
+            self.redactor()
+        except RedactionConfigError as e:
+            raise ConfigError(f"{e} ({self.source_of('redaction_patterns')})") from None
+
+    def redactor(self) -> Redactor | None:
+        """The run's redactor (built-in detectors + `[redaction]`), or `None` with `redact` off."""
+        if not self.redact:
+            return None
+        return Redactor(
+            extra_patterns=self.redaction_patterns,
+            allow=self.redaction_allow,
+            allow_patterns=self.redaction_allow_patterns,
+        )
 
     def source_of(self, name: str) -> str:
         """Where a setting came from, for messages."""
@@ -233,17 +283,15 @@ class E2ESettings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[f.name] = (
-                str(value)
-                if isinstance(value, Path)
-                else dict(value)
-                if f.name == "sources"
-                else {k: dict(v) for k, v in value.items()}
-                if f.name == "steps"
-                else list(value)
-                if f.name == "no_steps"
-                else value
-            )
+            if isinstance(value, Path):
+                value = str(value)
+            elif f.name == "steps":
+                value = {k: dict(v) for k, v in value.items()}
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
         return out
 
     @classmethod
@@ -254,8 +302,9 @@ class E2ESettings:
         for name in ("traces", "output_dir", "data_dir", "config_file"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
-        if "no_steps" in values:
-            values["no_steps"] = tuple(values["no_steps"])
+        for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
+            if name in values:
+                values[name] = tuple(values[name])
         return cls(**values)
 
 
@@ -304,8 +353,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir, [e2e.steps] step name = {options} / true / "
-            "false)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact, [e2e.steps] step name = {options} / "
+            "true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
@@ -316,6 +365,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
             values["no_steps"] = tuple(k for k, v in value.items() if v is False)
             continue
         values[name] = Path(value) if name in ("output_dir", "data_dir") else value
+    for name, value in parsed.redaction.model_dump(exclude_none=True).items():
+        values[f"redaction_{name}"] = tuple(value) if isinstance(value, list) else value
     return values
 
 
@@ -391,12 +442,31 @@ def resolve_settings(
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
     values.update(_merge_steps(flags, from_file, sources, config_path))
+    _merge_redact(values, sources)
     settings = E2ESettings(**values, config_file=config_path, sources=sources)
     _refuse_inapplicable_flags(settings)
     return settings
 
 
 _PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})
+
+
+def _merge_redact(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """`redact` and the `redact` step are one setting: leaving the step out turns redaction off (`E2ESettings`
+    does that), and asking for the step turns it back on when the request comes from a stronger source.
+
+    Raises:
+        ConfigError: `--step redact` with `--no-redact`, or both in the config file (exit 2, nothing written).
+    """
+    if "redact" not in values["steps"] or values.get("redact") is not False:
+        return
+    if sources.get("steps") == "flag" and sources.get("redact") != "flag":
+        values["redact"], sources["redact"] = True, "flag"
+        return
+    raise _ContradictionError(
+        f"the step 'redact' is asked for ({sources.get('steps')}) and redaction is off "
+        f"({sources.get('redact')}): drop one of them (--step redact / --no-redact, [e2e.steps] redact / [e2e] redact)"
+    )
 
 
 def _merge_steps(

@@ -26,6 +26,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.core.skillbook import Skillbook
+from ace.redaction import Redactor
 from ace_eval.benchmarks.tau_bench import (
     SOURCE_SYSTEM,
     AirlineData,
@@ -38,6 +39,7 @@ from ace_eval.benchmarks.tau_bench import (
 from ace_eval.e2e._fail_fast import AbortWatch, first_cause
 from ace_eval.e2e.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
 from ace_eval.e2e.progress import FirstErrors, Progress
+from ace_eval.e2e.redaction import redact_trace
 
 __all__ = [
     "MeteredModel",
@@ -145,10 +147,12 @@ async def run_episodes(
     max_workers: int,
     progress: Progress,
     abort_after: int = 0,
+    redactor: Redactor | None = None,
 ) -> None:
     """Run every `(task_id, trial)` of `jobs` not yet in the writer's collection, `max_workers` at a time.
 
     `abort_after` episodes in a row failing with the same error no retry fixes raise `RunAborted` (0: never).
+    With a `redactor` each trace is written redacted (the episode itself ran on the real data).
     """
     todo = [(t, k) for t, k in jobs if episode_uid(t, k) not in writer]
     first_errors = FirstErrors(progress)
@@ -180,7 +184,7 @@ async def run_episodes(
         trace = episode_to_trace(result)
         usage = {role: meter.to_dict() for role, meter in meters.items()}
         trace = trace.model_copy(update={"metadata": {**trace.metadata, "usage": usage}})
-        writer.append(trace)
+        writer.append(redact_trace(trace, redactor)[0])
         status = "error" if result.error else f"reward {result.reward:g}"
         progress.advance(
             error=result.error is not None,

@@ -12,6 +12,7 @@ from pydantic_ai.models import Model
 from ace.embeddings.base import Embedder
 from ace.implementations.reflector import Reflector
 from ace.implementations.skill_manager import SkillManager
+from ace.redaction import Redactor
 from ace.steps.phased import (
     DEFAULT_STEPS,
     PlannedStep,
@@ -41,7 +42,8 @@ def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
             "inspect, verify and --resume read it); configure it instead, e.g. --step checkpoint:snapshot_every=50"
         )
     requested = [StepRequest(name, options) for name, options in settings.steps.items()]
-    return plan_pipeline(pipeline_requests(requested, without=settings.no_steps, defaults=E2E_STEPS))
+    without = (*settings.no_steps, *(() if settings.redact else ("redact",)))  # --no-redact: no redact step
+    return plan_pipeline(pipeline_requests(requested, without=without, defaults=E2E_STEPS))
 
 
 def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:
@@ -65,15 +67,18 @@ def run_pipeline(
     reflector: Reflector,
     skill_manager: SkillManager,
     embedder: Embedder,
+    redactor: Redactor | None = None,
     dedup_model: Model | None = None,
 ) -> StepPipeline:
-    """Build the run's pipeline: files of end-of-run steps go in `output_dir`; `dedup_model` (a scripted judge)
-    wins over `--dedup-model`, whose default is the skill manager's model."""
+    """Build the run's pipeline: files of end-of-run steps go in `output_dir`; `redactor` (the run's, with its
+    `[redaction]` patterns) is the `redact` step's; `dedup_model` (a scripted judge) wins over `--dedup-model`,
+    whose default is the skill manager's model."""
     env = StepEnvironment(
         output_dir=output_dir,
         reflector=reflector,
         skill_manager=skill_manager,
         embedder=embedder,
+        redactor=redactor,
         models={} if dedup_model is None else {"dedup": dedup_model},
         default_model=settings.skill_manager_model,
     )

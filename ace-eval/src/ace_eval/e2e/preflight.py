@@ -23,7 +23,7 @@ from ace.embeddings.base import Embedder
 from ace.embeddings.litellm import LiteLLMEmbedder
 from ace.llm import LOCAL_MODEL_NAME, LiteLLMModel, LocalModel, ModelConfigError, ModelRequestError, infer_model
 from ace.llm.credentials import missing_credentials
-from ace.llm.local import find_smollm2_gguf, import_llama_cpp
+from ace.llm.local import find_smollm2_gguf, import_runtime
 from ace.llm.retry import NON_RETRYABLE
 from ace_eval.e2e.config import ConfigError, E2ESettings, ModelRole
 from ace_eval.e2e.finish import embedder_for
@@ -154,7 +154,7 @@ def _source(settings: E2ESettings, role: ModelRole) -> str:
 def _static_check(model: Model) -> None:
     """What can be checked without a request; raises `ModelConfigError` with the fix."""
     if isinstance(model, LocalModel):
-        import_llama_cpp()
+        import_runtime()
         if model.model_name == LOCAL_MODEL_NAME:
             find_smollm2_gguf()
     elif isinstance(model, LiteLLMModel):

@@ -33,7 +33,6 @@ from ace_eval.e2e.collection import (
     CollectionWriter,
     Trace,
     read_collection,
-    write_collection,
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
@@ -43,6 +42,7 @@ from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
+from ace_eval.e2e.redaction import install_run_collection, redact_record, redaction_summary
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
@@ -108,21 +108,11 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
     checked = _preflight(settings, inj)
+    redactor = settings.redactor()
     folder = RunFolder.create(settings.output_dir)
+    collection_redactions: dict[str, int] = {}
     if source is not None:
-        directory, manifest, selected = source
-        if len(selected) < manifest.counts.traces:
-            write_collection(
-                folder.collection,
-                selected,
-                source_system=manifest.source_system,
-                benchmark=manifest.benchmark,
-                models=manifest.models,
-                description=manifest.description,
-                metadata={**manifest.metadata, "subset_of": str(directory), "limit": settings.limit},
-            )
-        else:
-            folder.install_collection(directory)
+        collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
     record: dict[str, Any] = {
         "run_id": folder.run_id,
         "status": "running",
@@ -132,6 +122,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "models": settings.models,
         "pipeline": {"steps": [p.record() for p in plan]},
         "segments": [],
+        "redaction": redaction_summary(settings.redact, [], collection_redactions),
     }
     return _Run(settings, folder, record, data, inj, checked, resumed=False).execute()
 
@@ -231,6 +222,7 @@ class _Run:
         self.segment = Segment(resumed=resumed)
         assert checked.embedder is not None, "the preflight resolves the embedder"
         self.embedder = checked.embedder
+        self.redactor = settings.redactor()
         self._models: dict[LLMRole, Model] = {**checked.models, **inj.models}
         self.resumed_samples: int | None = None
 
@@ -254,7 +246,13 @@ class _Run:
         self.record.setdefault("segments", []).append(self.segment.to_dict())
         self.record["status"] = "running"
         self._save()
-        obs = configure_observability(self.settings.logfire, local_spans_path=self.folder.spans)
+        s = self.settings
+        obs = configure_observability(
+            s.logfire or s.logfire_content,
+            include_content=s.logfire_content,
+            local_spans_path=self.folder.spans,
+            redact=self.redactor or False,
+        )
         self._record_logfire(obs)
         try:
             skillbook = asyncio.run(self._phases())
@@ -328,6 +326,7 @@ class _Run:
             reflector=reflector,
             skill_manager=manager,
             embedder=self.embedder,
+            redactor=self.redactor,
             dedup_model=self.inj.dedup_model,
         )
         trainer = Trainer(
@@ -406,6 +405,7 @@ class _Run:
                     ),
                     max_workers=s.max_workers,
                     progress=bar,
+                    redactor=self.redactor,
                     abort_after=s.abort_after,
                 )
         _, episodes = read_collection(directory)
@@ -434,7 +434,10 @@ class _Run:
                 resumed_samples=self.resumed_samples,
             )
         )
+        collection = (self.record.get("redaction") or {}).get("collection")
+        samples = load_samples(self.folder.samples)
+        self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)
 
     def _save(self) -> None:
         self.record["segments"][-1] = self.segment.to_dict()
-        self.folder.write_run_json(self.record)
+        self.folder.write_run_json(redact_record(self.record, self.redactor))

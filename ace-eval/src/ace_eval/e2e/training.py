@@ -75,9 +75,11 @@ from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
+from ace.redaction import Redactor
 from ace.steps.context import StepContext
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.pipeline import Pipeline, StepFailed
+from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
 from ace.steps.registry import StepEnvironment
 from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
@@ -130,6 +132,10 @@ class TrainingConfig:
     checkpoint_dir: Path | None = None
     """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there.
     A shortcut for the registered `checkpoint` step (`--step checkpoint`), added when the pipeline has none."""
+    redact: bool = True
+    """With the `reflector` + `skill_manager` shortcut, run the `redact` step first. Whenever the pipeline has the
+    `redact` step, the skillbook and the journal redact what they store too (the trained skillbook's `redactor`
+    is the step's for the run); without it the raw text is kept everywhere."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -192,18 +198,24 @@ class Trainer:
         pipeline: StepPipeline | None = None,
         reflector: Reflector | None = None,
         skill_manager: SkillManager | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
-        """Train with `pipeline` (`ace.steps.build_pipeline`), or with reflect -> update built from the registry
-        for `reflector` and `skill_manager` (a shortcut for the same `build_pipeline` call).
+        """Train with `pipeline` (`ace.steps.build_pipeline`), or with redact (unless `config.redact` is off) ->
+        reflect -> update built from the registry for `reflector`, `skill_manager` and `redactor` (detectors and
+        allow-list; default: the built-in ones), a shortcut for the same `build_pipeline` call.
 
         Raises:
             StepConfigError: neither a pipeline nor both roles.
         """
         if pipeline is None:
-            env = StepEnvironment(reflector=reflector, skill_manager=skill_manager)
-            pipeline = build_pipeline([StepRequest("reflect"), StepRequest("update")], env)
-        elif reflector is not None or skill_manager is not None:
-            raise ValueError("pass either a pipeline or reflector + skill_manager to Trainer, not both")
+            env = StepEnvironment(reflector=reflector, skill_manager=skill_manager, redactor=redactor)
+            names = ("redact", "reflect", "update") if config.redact else ("reflect", "update")
+            pipeline = build_pipeline([StepRequest(name) for name in names], env)
+        elif reflector is not None or skill_manager is not None or redactor is not None:
+            raise ValueError(
+                "pass either a pipeline or reflector + skill_manager (+ redactor) to Trainer, not both: a pipeline's "
+                "redactor is its `redact` step's (StepEnvironment(redactor=...))"
+            )
         self.config = config
         self.pipeline = pipeline
         self._reflect: Pipeline = pipeline.reflect
@@ -217,6 +229,9 @@ class Trainer:
             self._commit = Pipeline([*self._commit.steps, *added.steps], initial=_COMMIT_FIELDS)
             self._commit.timings = {**pipeline.commit.timings, **added.timings}  # the pipeline's timings count on
         self._checkpoint_step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
+        redact = next((s for s in self._reflect.steps if isinstance(s, RedactStep)), None)
+        self.redactor: Redactor | None = None if redact is None else redact.redactor
+        """The pipeline's `redact` step's redactor: the skillbook and the journal lines redact with it too."""
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -270,6 +285,7 @@ class Trainer:
             del done[index]
         results = dict(done)
         journaled = SkillbookMark.of(book)
+        book.redactor = self.redactor
         watch = AbortWatch(self.config.abort_after)
 
         async def commit(result: SampleResult) -> None:
@@ -281,6 +297,8 @@ class Trainer:
                     delta = delta_since(book, journaled)
                     journaled = SkillbookMark.of(book)
                 line = {**result.to_dict(), "checkpoint": delta}
+                if self.redactor is not None:  # the second line: a reflection quoting a secret the step missed
+                    line = self.redactor.redact_data(line, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
                 ctx = StepContext(trace={}, skillbook=book, epoch=result.epoch).with_extra("checkpoint", "line", line)
                 try:
                     await self._commit.run(ctx)
@@ -448,6 +466,7 @@ class Trainer:
                 operations=tuple(op.to_dict() for op in ops),
                 changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
+                redactions=dict(ctx.redactions),
                 duration_s=reflected.seconds + time.perf_counter() - start,
                 skipped=ctx.skipped,
                 refusals=_refusals(ctx),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -12,11 +13,24 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
-from ace_eval.benchmarks.tau_bench.data import AirlineData, DataFolderError
+from ace_eval.benchmarks.tau_bench.data import AirlineData, DataFolderError, Table
 from ace_eval.benchmarks.tau_bench.env import gold_data_hash
 from ace_eval.benchmarks.tau_bench.replay import replay_messages
 
-__all__ = ["GoldHashes", "RecordedRun", "TrajectoryCheck", "check_trajectories", "load_trajectories"]
+__all__ = [
+    "PROVINCE_REVISION",
+    "GoldHashes",
+    "RecordedRun",
+    "RevisionCheck",
+    "TrajectoryCheck",
+    "check_recorded_runs",
+    "check_trajectories",
+    "has_state_addresses",
+    "load_trajectories",
+    "province_revision",
+]
+
+PROVINCE_REVISION = "users.json with address.province (the revision tau-bench's recorded runs were made on)"
 
 
 class RecordedRun(BaseModel):
@@ -129,3 +143,53 @@ def check_trajectories(
             )
         )
     return checks
+
+
+def has_state_addresses(data: AirlineData) -> bool:
+    """Whether `users.json` is the later upstream revision, in which every address's `province` became `state`."""
+    return any("state" in (user.get("address") or {}) for user in data.users.values())
+
+
+def province_revision(data: AirlineData) -> AirlineData:
+    """`data` with every user address's `state` renamed back to `province`; nothing else of upstream differs
+    between the two revisions (on this one, all 810 tool results of the 120 recorded GPT-4o runs are
+    byte-identical and all 27 recorded gold hashes are reproduced)."""
+    users: Table = {}
+    for user_id, user in data.users.items():
+        address = {("province" if k == "state" else k): v for k, v in (user.get("address") or {}).items()}
+        users[user_id] = {**user, "address": address}
+    return dataclasses.replace(data, users=users, entity_bytes={})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionCheck:
+    """Recorded runs re-executed on the data revision that reproduces them best."""
+
+    checks: list[TrajectoryCheck]
+    revision: str | None
+    """`None`: the folder's data as it is; else the revision used (`PROVINCE_REVISION`)."""
+    folder_checks: list[TrajectoryCheck]
+    """The same runs on the folder's data as it is (equal to `checks` when no other revision was used)."""
+
+
+def _fit(checks: Sequence[TrajectoryCheck]) -> tuple[int, int, int]:
+    """How well a revision reproduces the runs: gold hashes, then tool results, then rewards."""
+    return (
+        sum(c.gold_hash_matches is True for c in checks),
+        -sum(c.observation_mismatches for c in checks),
+        sum(c.matches for c in checks),
+    )
+
+
+def check_recorded_runs(data: AirlineData, runs: Sequence[RecordedRun], *, progress: bool = False) -> RevisionCheck:
+    """`check_trajectories` on the folder's data; when that does not reproduce the recorded gold hashes or tool
+    results and `users.json` is the later `state` revision, again on the `province` revision, keeping the
+    revision that reproduces the runs best."""
+    folder = check_trajectories(data, runs, progress=progress)
+    perfect = all(c.gold_hash_matches is not False and c.observation_mismatches == 0 for c in folder)
+    if perfect or not has_state_addresses(data):
+        return RevisionCheck(checks=folder, revision=None, folder_checks=folder)
+    earlier = check_trajectories(province_revision(data), runs, progress=progress)
+    if _fit(earlier) > _fit(folder):
+        return RevisionCheck(checks=earlier, revision=PROVINCE_REVISION, folder_checks=folder)
+    return RevisionCheck(checks=folder, revision=None, folder_checks=folder)

@@ -26,11 +26,20 @@ from ace_eval.benchmarks.tau_bench.agent import (
 from ace_eval.benchmarks.tau_bench.data import AirlineData, Task
 from ace_eval.benchmarks.tau_bench.env import AirlineEnv, EpisodeEnd
 from ace_eval.benchmarks.tau_bench.messages import to_chat_messages
-from ace_eval.benchmarks.tau_bench.scoring import RewardResult
+from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, RewardResult
 from ace_eval.benchmarks.tau_bench.user_sim import UserSimulator
 from ace_eval.e2e.collection import Trace
+from ace_eval.e2e.gold_diff import GraderReport, diff_against_gold
 
-__all__ = ["SOURCE_SYSTEM", "EpisodeConfig", "EpisodeResult", "episode_to_trace", "model_label", "run_episode"]
+__all__ = [
+    "SOURCE_SYSTEM",
+    "EpisodeConfig",
+    "EpisodeResult",
+    "episode_grader",
+    "episode_to_trace",
+    "model_label",
+    "run_episode",
+]
 
 SOURCE_SYSTEM = "tau-bench-airline"
 
@@ -193,6 +202,21 @@ def _feedback(result: EpisodeResult) -> str:
     return f"Failure: {'; '.join(parts)}."
 
 
+def episode_grader(result: EpisodeResult) -> GraderReport | None:
+    """The episode compared with the gold actions and outputs (`None` for an episode that failed on an error)."""
+    if result.error is not None:
+        return None
+    r = result.reward_result
+    gold = [{"name": a.name, "kwargs": a.kwargs} for a in result.task.actions if a.name != RESPOND_ACTION]
+    return diff_against_gold(
+        result.messages,
+        gold,
+        outputs=None if r is None else r.outputs,
+        reward=result.reward,
+        database="unknown" if r is None else ("matches" if r.r_actions else "differs"),
+    )
+
+
 def episode_to_trace(result: EpisodeResult) -> Trace:
     """The episode as a trace of the collection format: the gold actions and outputs as ground truth and
     the reward breakdown in the metadata, so it can be reflected on and replayed offline."""
@@ -209,6 +233,7 @@ def episode_to_trace(result: EpisodeResult) -> Trace:
             "actions": [{"name": a.name, "kwargs": a.kwargs} for a in task.actions],
             "outputs": list(task.outputs),
         },
+        grader=episode_grader(result),
         metadata={
             "reward_info": None if result.reward_result is None else result.reward_result.to_dict(),
             "trial": result.trial,

@@ -8,10 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
 from ace_eval.e2e._collection_model import CollectionError
+from ace_eval.e2e.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
 from ace_eval.e2e.importers._common import ImportedCollection, build_trace, load_json, validate_source
 
-__all__ = ["import_tau_bench", "tau_bench_feedback"]
+__all__ = ["import_tau_bench", "tau_bench_feedback", "tau_bench_grader"]
 
 _SOURCE = ConfigDict(strict=True, extra="allow")
 # Where a trace field comes from in a tau-bench run.
@@ -56,31 +58,70 @@ def _domain(entries: list[Any]) -> str | None:
     return None
 
 
+def _database_verdict(reward: float, reward_info: dict[str, Any] | None) -> DatabaseVerdict:
+    """The database check as far as `reward_info` tells it.
+
+    For a task with required outputs, tau-bench records only the outputs check (the database verdict is
+    overwritten), so it is known only when the reward or a complete outputs check implies it.
+    """
+    if reward >= 1:
+        return "matches"
+    info = (reward_info or {}).get("info") or {}
+    if "r_actions" in info:
+        return "matches" if info["r_actions"] >= 1 else "differs"
+    if "r_outputs" in info and all((info.get("outputs") or {}).values()):
+        return "differs"
+    return "unknown"
+
+
+def _recorded_outputs(reward_info: dict[str, Any] | None) -> dict[str, bool] | None:
+    info = (reward_info or {}).get("info") or {}
+    outputs = info.get("outputs") if "r_outputs" in info else None
+    return {str(k): bool(v) for k, v in outputs.items()} if isinstance(outputs, dict) else None
+
+
 def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str:
     """The grader's verdict in words, from tau-bench's `reward_info` (database check, then required outputs)."""
     if reward_info is None:
         return f"reward {reward:g}: no grading details recorded (reward_info is null)"
     info = reward_info.get("info") or {}
+    if "r_actions" not in info and "r_outputs" not in info:
+        return f"reward {reward:g}: no breakdown recorded"
     parts: list[str] = []
-    if "r_actions" in info:
-        if info["r_actions"] >= 1:
-            parts.append("the final database matches the one the gold actions produce")
-        else:
-            parts.append("the final database differs from the one the gold actions produce")
-    if "r_outputs" in info:
-        # For a task with required outputs, tau-bench records only the outputs check: the database verdict is
-        # overwritten, so it is known only when the reward or a complete outputs check implies it.
-        outputs = info.get("outputs") or {}
-        missing = [str(k) for k, said in outputs.items() if not said]
-        if reward >= 1:
-            parts.append("the final database matches the one the gold actions produce")
-        elif not missing:
-            parts.append("the final database differs from the one the gold actions produce")
-        if missing:
-            parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
-        elif outputs:
-            parts.append("the agent told the user every required output")
-    return f"reward {reward:g}: " + ("; ".join(parts) if parts else "no breakdown recorded")
+    database = _database_verdict(reward, reward_info)
+    if database != "unknown":
+        verb = "matches" if database == "matches" else "differs from"
+        parts.append(f"the final database {verb} the one the gold actions produce")
+    outputs = _recorded_outputs(reward_info) or {}
+    missing = [k for k, said in outputs.items() if not said]
+    if missing:
+        parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
+    elif outputs:
+        parts.append("the agent told the user every required output")
+    return f"reward {reward:g}: " + "; ".join(parts)
+
+
+def tau_bench_grader(
+    messages: list[Any],
+    task_actions: list[dict[str, Any]],
+    task_outputs: list[str],
+    reward: float,
+    reward_info: dict[str, Any] | None,
+) -> GraderReport:
+    """The run compared with the gold: actions, required outputs (as recorded, else checked on the replies)
+    and the database verdict `reward_info` gives."""
+    outputs = _recorded_outputs(reward_info)
+    if outputs is None and task_outputs:
+        replies = [
+            str(m.get("content"))
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
+        ]
+        outputs = find_outputs(task_outputs, replies)
+    gold = [a for a in task_actions if a.get("name") != RESPOND_ACTION]
+    return diff_against_gold(
+        messages, gold, outputs=outputs, reward=reward, database=_database_verdict(reward, reward_info)
+    )
 
 
 def import_tau_bench(path: str | os.PathLike[str], *, source_system: str | None = None) -> ImportedCollection:
@@ -130,6 +171,9 @@ def import_tau_bench(path: str | os.PathLike[str], *, source_system: str | None 
                     "reward": result.reward,
                     "feedback": tau_bench_feedback(result.reward, reward_info),
                     "ground_truth": {"actions": task.actions, "outputs": task.outputs},
+                    "grader": tau_bench_grader(
+                        result.traj, task.actions, task.outputs, result.reward, reward_info
+                    ).model_dump(),
                     "metadata": metadata,
                 },
                 file=file,

@@ -1,0 +1,61 @@
+"""`ace-eval scan PATH`: list the detectable secrets in a collection, a run folder or a file."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ace.redaction import Redactor
+from ace.redaction.scan import scan_path
+from ace_eval.e2e.config import ConfigError, resolve_settings
+
+__all__ = ["scan", "scan_redactor"]
+
+_SHOWN = 200
+
+
+def scan_redactor(config_file: Path | None) -> Redactor:
+    """The built-in detectors plus the `[redaction]` patterns and allow-list of the config file (if any)."""
+    settings = resolve_settings({}, config=config_file)
+    return Redactor(
+        extra_patterns=settings.redaction_patterns,
+        allow=settings.redaction_allow,
+        allow_patterns=settings.redaction_allow_patterns,
+    )
+
+
+@click.command("scan")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="A TOML config file "
+              "(default ./ace-eval.toml if present): its [redaction] patterns and allow-list apply.")  # fmt: skip
+def scan(path: Path, config_file: Path | None) -> None:
+    """List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).
+
+    One line per value: file, line, JSON path, kind and a masked preview (never the value). Exit status 1 when
+    something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read.
+    """
+    try:
+        redactor = scan_redactor(config_file)
+    except ConfigError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(2)
+    if not path.exists():
+        click.echo(f"Error: {path} does not exist: pass a collection folder, a run folder or a file", err=True)
+        sys.exit(2)
+    result = scan_path(path, redactor)
+    for location in result.locations[:_SHOWN]:
+        click.echo(location.describe())
+    if len(result.locations) > _SHOWN:
+        click.echo(f"... and {len(result.locations) - _SHOWN} more")
+    for skipped in result.skipped:
+        click.echo(f"skipped (not UTF-8 text): {skipped}", err=True)
+    if result.locations:
+        kinds: dict[str, int] = {}
+        for location in result.locations:
+            kinds[location.kind] = kinds.get(location.kind, 0) + 1
+        summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        click.echo(f"scan: {len(result.locations)} found in {result.files} file(s) under {path}: {summary}", err=True)
+        sys.exit(1)
+    click.echo(f"scan: no secret found in {result.files} file(s) under {path}")

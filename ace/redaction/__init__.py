@@ -1,0 +1,27 @@
+"""Redaction of secrets and personal data: provider keys, tokens, private keys, credentials in URLs, e-mails,
+phone, card and IBAN numbers, replaced by typed placeholders such as `[REDACTED:aws_access_key#1]`."""
+
+from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, iban_valid, luhn_valid
+from ace.redaction._redactor import (
+    PLACEHOLDER,
+    Finding,
+    RedactionConfigError,
+    RedactionSession,
+    Redactor,
+    count_kinds,
+    mask,
+)
+
+__all__ = [
+    "BUILTIN_DETECTORS",
+    "PLACEHOLDER",
+    "Detector",
+    "Finding",
+    "RedactionConfigError",
+    "RedactionSession",
+    "Redactor",
+    "count_kinds",
+    "iban_valid",
+    "luhn_valid",
+    "mask",
+]

@@ -1,0 +1,329 @@
+"""`Redactor`: finds secrets and personal data in text or in a JSON-like structure and replaces them.
+
+A found value becomes a typed placeholder, `[REDACTED:email#1]`: the kind says what was there, the number tells
+two values of one kind apart and is the same for the same value (spelled either way: `4111 1111 1111 1111` and
+`4111111111111111` are one card) throughout a `RedactionSession` (the step uses one session per trace, so the
+reflector can still see that the user gave one e-mail and the agent used another). Sinks (the skillbook, files,
+spans) redact with `numbered=False`: `[REDACTED:email]`. Placeholders are never detected again, so redacting
+twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ace.exceptions import AceError
+from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, shape
+
+__all__ = [
+    "PLACEHOLDER",
+    "Finding",
+    "RedactionConfigError",
+    "RedactionSession",
+    "Redactor",
+    "count_kinds",
+    "mask",
+]
+
+_KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_SEP = "\x00"
+_DIGIT = re.compile(r"\d")
+_MIN_INT = 10**7  # ints below this are never a phone or card number
+PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+(?:#\d+)?\]")
+
+
+class RedactionConfigError(AceError, ValueError):
+    """An extra pattern or allow-list entry that cannot be used; the message names it and the fix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One detected value: its kind, where it is, and a masked preview (never the value itself)."""
+
+    kind: str
+    start: int
+    """Offset of the value in its string."""
+    end: int
+    preview: str
+    """The first four characters and the length, e.g. `sk-p…[51 chars]`."""
+    placeholder: str = ""
+    """What replaced it (empty when only found, not redacted)."""
+    path: str = ""
+    """Where in a structure: `$.messages[3].content` (empty for a plain string)."""
+
+
+@dataclass
+class RedactionSession:
+    """Placeholder numbers of one trace: the same value always gets the same number."""
+
+    numbers: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
+    counts: Counter[str] = field(default_factory=Counter[str])
+    kinds_seen: set[str] = field(default_factory=set[str])
+    """Kinds found so far; a detector with `after=` runs once its kind was seen (an AWS secret after its key id)."""
+
+    def placeholder(self, kind: str, key: str) -> str:
+        number = self.numbers.get((kind, key))
+        if number is None:
+            self.counts[kind] += 1
+            number = self.numbers[(kind, key)] = self.counts[kind]
+        return f"[REDACTED:{kind}#{number}]"
+
+
+def mask(value: str) -> str:
+    """`sk-p…[51 chars]`: enough to find the value again, not enough to use it."""
+    return f"{value[:4]}…[{len(value)} chars]"
+
+
+def count_kinds(findings: Iterable[Finding]) -> dict[str, int]:
+    """Findings per kind, sorted by kind: what `run.json` records (never the values)."""
+    return dict(sorted(Counter(f.kind for f in findings).items()))
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """What is known of one text: whether it has a digit, and its digit shape once needed."""
+
+    digit: bool
+    shaped: list[bytes]
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    end: int
+    order: int
+    detector: Detector
+
+
+class Redactor:
+    """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Immutable; thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        extra_patterns: Mapping[str, str] | None = None,
+        allow: Iterable[str] = (),
+        allow_patterns: Iterable[str] = (),
+        detectors: Sequence[Detector] = BUILTIN_DETECTORS,
+    ) -> None:
+        """Args:
+        extra_patterns: kind name -> regular expression; the first group is the secret when there is one.
+        allow: Exact values that are never redacted (a support address, a test card).
+        allow_patterns: Regular expressions; a value one of them matches whole is never redacted.
+        detectors: The detectors to start from (default: every built-in one).
+
+        Raises:
+            RedactionConfigError: naming a kind or pattern that is not usable.
+        """
+        extra: list[Detector] = []
+        for kind, pattern in (extra_patterns or {}).items():
+            if not _KIND.match(kind):
+                raise RedactionConfigError(
+                    f"redaction pattern name {kind!r} must be lowercase letters, digits and _ (e.g. employee_id)"
+                )
+            compiled = _compile(pattern, f"redaction pattern {kind!r}")
+            if compiled.search(""):
+                raise RedactionConfigError(f"redaction pattern {kind!r} ({pattern!r}) matches empty text: tighten it")
+            extra.append(Detector(kind=kind, pattern=compiled, group=1 if compiled.groups else 0))
+        self.detectors: tuple[Detector, ...] = (*detectors, *extra)
+        self._first = tuple(d for d in self.detectors if d.after is None)
+        self._later = tuple(d for d in self.detectors if d.after is not None)
+        self.allow: frozenset[str] = frozenset(allow)
+        self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
+
+    # ------------------------------------------------------------------------------------------ text
+    def find(self, text: str, *, session: RedactionSession | None = None) -> list[Finding]:
+        """The secrets in `text`, in order, without changing it."""
+        return [
+            Finding(kind=m.detector.kind, start=m.start, end=m.end, preview=mask(text[m.start : m.end]))
+            for m in self._matches(text, session or RedactionSession())
+        ]
+
+    def redact(
+        self, text: str, *, session: RedactionSession | None = None, numbered: bool = True
+    ) -> tuple[str, list[Finding]]:
+        """`text` with every secret replaced by its placeholder, and what was replaced.
+
+        `session` keeps the numbering across the texts of one trace; `numbered=False` writes `[REDACTED:kind]`.
+        """
+        session = session if session is not None else RedactionSession()
+        matches = self._matches(text, session)
+        if not matches:
+            return text, []
+        return self._replace(text, matches, session, numbered)
+
+    def redact_text(self, text: str) -> str:
+        """`text` redacted with un-numbered placeholders: the sinks' second line."""
+        return self.redact(text, numbered=False)[0]
+
+    # ------------------------------------------------------------------------------------- structures
+    def redact_data(
+        self,
+        data: Any,
+        *,
+        session: RedactionSession | None = None,
+        numbered: bool = True,
+        skip_keys: frozenset[str] = frozenset(),
+    ) -> tuple[Any, list[Finding]]:
+        """A copy of a JSON-like structure (dicts, lists, tuples, strings, numbers) with every string redacted.
+
+        Keys are kept; values under `skip_keys` (at any depth) are kept as they are (ids the run needs). An
+        integer that is a card or phone number becomes its placeholder. Findings carry their JSON path. All the
+        strings are searched in one pass (joined by NUL, which no detector matches across).
+        """
+        session = session if session is not None else RedactionSession()
+        texts: list[str] = []
+        paths: list[str] = []
+
+        def collect(value: Any, path: str) -> None:
+            if isinstance(value, str):
+                texts.append(value)
+                paths.append(path)
+            elif isinstance(value, Mapping):
+                for k, v in value.items():
+                    if k not in skip_keys:
+                        collect(v, f"{path}.{k}")
+            elif isinstance(value, list | tuple):
+                for i, v in enumerate(value):
+                    collect(v, f"{path}[{i}]")
+            elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MIN_INT:
+                texts.append(str(value))
+                paths.append(path)
+
+        collect(data, "$")
+        joined = _SEP.join(texts)
+        matches = self._matches(joined, session)
+        if not matches:
+            return data, []
+        starts: list[int] = []
+        offset = 0
+        for text in texts:
+            starts.append(offset)
+            offset += len(text) + 1
+        by_text: dict[int, list[_Match]] = {}
+        for m in matches:
+            by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
+        replaced: dict[int, str] = {}
+        findings: list[Finding] = []
+        for index, found in by_text.items():
+            base = starts[index]
+            local = [_Match(m.start - base, m.end - base, m.order, m.detector) for m in found]
+            replaced[index], new = self._replace(texts[index], local, session, numbered)
+            findings.extend(_at(new, paths[index]))
+        position = -1
+
+        def rebuild(value: Any) -> Any:
+            nonlocal position
+            if isinstance(value, str):
+                position += 1
+                return replaced.get(position, value)
+            if isinstance(value, Mapping):
+                return {k: v if k in skip_keys else rebuild(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [rebuild(v) for v in value]
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MIN_INT:
+                position += 1
+                return replaced.get(position, value)
+            return value
+
+        return rebuild(data), findings
+
+    def find_data(self, data: Any, *, skip_keys: frozenset[str] = frozenset()) -> list[Finding]:
+        """The secrets in a structure, with their JSON paths, without changing it (values under `skip_keys` kept)."""
+        return self.redact_data(data, skip_keys=skip_keys)[1]
+
+    # -------------------------------------------------------------------------------------- internal
+    def _replace(
+        self, text: str, matches: list[_Match], session: RedactionSession, numbered: bool
+    ) -> tuple[str, list[Finding]]:
+        parts: list[str] = []
+        findings: list[Finding] = []
+        position = 0
+        for m in matches:
+            value = text[m.start : m.end]
+            normalize = m.detector.normalize
+            key = normalize(value) if normalize is not None else value
+            placeholder = session.placeholder(m.detector.kind, key) if numbered else f"[REDACTED:{m.detector.kind}]"
+            parts.append(text[position : m.start])
+            parts.append(placeholder)
+            position = m.end
+            findings.append(
+                Finding(kind=m.detector.kind, start=m.start, end=m.end, preview=mask(value), placeholder=placeholder)
+            )
+        parts.append(text[position:])
+        return "".join(parts), findings
+
+    def _matches(self, text: str, session: RedactionSession) -> list[_Match]:
+        candidates: list[_Match] = []
+        gate = _Gate(_DIGIT.search(text) is not None, [])
+        self._search(text, self._first, candidates, 0, gate)
+        if self._later:
+            session.kinds_seen.update(m.detector.kind for m in candidates)
+            later = [d for d in self._later if d.after in session.kinds_seen]
+            self._search(text, later, candidates, len(self._first), gate)
+        if not candidates:
+            return []
+        candidates.sort(key=lambda m: (m.start, m.start - m.end, m.order))
+        accepted: list[_Match] = []
+        end = -1
+        for m in candidates:
+            if m.start >= end:
+                accepted.append(m)
+                end = m.end
+        return accepted
+
+    def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
+        for order, detector in enumerate(detectors, offset):
+            if detector.triggers and not (detector.on_digit and gate.digit) and not _any_in(detector.literals, text):
+                continue
+            if detector.shape_gate is not None:
+                if not gate.shaped:
+                    gate.shaped.append(shape(text))
+                if detector.shape_gate.search(gate.shaped[0]) is None:
+                    continue
+            group, check, left = detector.group, detector.check, detector.left
+            for m in detector.pattern.finditer(text):
+                start, end = m.span(group)
+                if start < 0 or start == end:
+                    continue
+                if left is not None:
+                    window = text[max(0, start - 64) : start]
+                    extension = left.search(window)
+                    if extension is None:
+                        continue
+                    start -= len(window) - extension.start()
+                value = text[start:end]
+                if _SEP in value or (check is not None and not check(value)) or self._allowed(value):
+                    continue
+                out.append(_Match(start, end, order, detector))
+
+    def _allowed(self, value: str) -> bool:
+        if value in self.allow or PLACEHOLDER.fullmatch(value):
+            return True
+        return any(p.fullmatch(value) for p in self._allow_patterns)
+
+
+def _any_in(literals: tuple[str, ...], text: str) -> bool:
+    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
+        if literal in text:
+            return True
+    return False
+
+
+def _compile(pattern: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise RedactionConfigError(f"{what} {pattern!r} is not a valid regular expression ({e}): fix it") from None
+
+
+def _at(findings: list[Finding], path: str) -> list[Finding]:
+    return [
+        Finding(kind=f.kind, start=f.start, end=f.end, preview=f.preview, placeholder=f.placeholder, path=path)
+        for f in findings
+    ]

