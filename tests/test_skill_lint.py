@@ -76,13 +76,13 @@ def test_verify_warns_per_degenerate_skill_and_still_passes(tmp_path: Path) -> N
     result = CliRunner().invoke(verify, [str(folder)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert sum(line.startswith("PASS") for line in lines) == 8
+    assert sum(line.startswith("PASS") for line in lines) == 9
     warns = [line for line in lines if line.startswith("WARN")]
     assert warns == [
         "WARN  context-00002 is degenerate: issue and insight are the same text; issue is numbers and punctuation "
         "only ('15.0'); insight is numbers and punctuation only ('15.0'); every keyword is numbers only (15.0)"
     ]
-    assert lines[-1].startswith("verify: all 8 checks passed; 1 degenerate skill for")
+    assert lines[-1].startswith("verify: all 9 checks passed; 1 degenerate skill for")
     assert "--strict makes them fail" in lines[-1]
 
 
@@ -90,7 +90,7 @@ def test_verify_strict_fails_on_degenerate_skills(tmp_path: Path) -> None:
     folder = write_run(tmp_path / "run", book_with_15())
     result = CliRunner().invoke(verify, [str(folder), "--strict"])
     assert result.exit_code == 1
-    assert "verify: 0 of 8 checks failed; 1 degenerate skill" in result.output
+    assert "verify: 0 of 9 checks failed; 1 degenerate skill" in result.output
     assert "(--strict)" in result.output
 
 
