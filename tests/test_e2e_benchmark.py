@@ -65,7 +65,7 @@ def test_collect_train_evaluate(airline_data: Path, tmp_path: Path) -> None:
     assert usage["reflector"]["requests"] == 4
     # 3 per session, plus one per conflict with a concurrent session (the scripted model then widens that skill)
     assert 12 <= usage["skill_manager"]["requests"] <= 16
-    assert set(record["timings"]) == {"collect", "train", "export", "evaluate", "total"}
+    assert set(record["timings"]) == {"collect", "train", "evaluate", "total"}
     assert not (folder.path / "baseline").exists()
     summary = format_summary(result)
     assert "pass^1: " in summary and "pass^2: " in summary and "  agent: 16 requests" in summary
@@ -110,7 +110,7 @@ def test_replayed_traces_are_evaluated_against_a_baseline(
     tasks = Counter(t.task_id for t in read_collection(folder / "baseline")[1])
     assert tasks == Counter({"0": 1, "1": 1, "2": 1})  # the replayed traces' tasks, once each (1 trial)
     assert record["benchmark"]["before"]["episodes"] == record["benchmark"]["after"]["episodes"] == 3
-    assert set(record["timings"]) == {"train", "export", "baseline", "evaluate", "total"}
+    assert set(record["timings"]) == {"train", "baseline", "evaluate", "total"}
 
 
 @pytest.mark.parametrize(("injection", "shown"), [("top-k", True), ("none", False)])

@@ -217,11 +217,14 @@ def test_planted_secrets_reach_no_file_and_no_span(
     assert scan.exit_code == 0 and "no secret found" in scan.output, scan.output
 
 
+@pytest.mark.parametrize("off", [["--no-redact"], ["--no-step", "redact"]])
 def test_without_the_redact_step_verify_and_scan_catch_the_secrets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None, off: list[str]
 ) -> None:
     collection = planted_collection(tmp_path / "collection")
-    folder = run_cli(monkeypatch, collection, tmp_path / "out", "--no-redact")
+    folder = run_cli(monkeypatch, collection, tmp_path / "out", *off)
+    steps = json.loads((folder / "run.json").read_text(encoding="utf-8"))["pipeline"]["steps"]
+    assert [s["name"] for s in steps] == ["reflect", "update", "checkpoint", "export_markdown", "persist"]
 
     leaked = leaks(folder)
     assert set(leaked) == set(PLANTED)
@@ -246,3 +249,15 @@ def test_a_resume_cannot_switch_redaction_off(tmp_path: Path, monkeypatch: pytes
     folder = run_cli(monkeypatch, collection, tmp_path / "out")
     result = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--no-redact"])
     assert result.exit_code == 1 and "redact: True in the run, False now" in result.output, result.output
+    result = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--no-step", "redact"])
+    assert result.exit_code == 1 and "cannot resume" in result.output, result.output
+
+
+def test_the_redact_step_and_no_redact_together_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_env: None
+) -> None:
+    collection = planted_collection(tmp_path / "collection")
+    args = ["e2e", "--traces", str(collection), "--no-benchmark", "--output-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, [*args, "--step", "redact", "--no-redact"])
+    assert result.exit_code == 2 and "the step 'redact' is asked for" in result.output, result.output
+    assert not (tmp_path / "out").exists()

@@ -14,6 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import Skillbook
 from ace.implementations.reflector import SimpleReflector
+from ace.steps import StepConfigError
 from ace_eval.e2e.collection import read_collection
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig, TrainingResult
 
@@ -210,17 +211,17 @@ def test_failing_samples_are_reported_and_the_run_goes_on() -> None:
     result = trainer.run(collection(), seeded_book())
     assert len(result.samples) == 8
     by_trace = {s.trace_id: s for s in result.samples}
-    assert by_trace["t04"].error == "ValueError: reflector cannot parse this trace"
+    assert by_trace["t04"].error == "ValueError: reflector cannot parse this trace (in step 'reflect')"
     assert by_trace["t04"].reflection is None and by_trace["t04"].operations == ()
     failed_sm = by_trace["t02"]
-    assert failed_sm.error == "RuntimeError: skill-manager backend went away"
+    assert failed_sm.error == "RuntimeError: skill-manager backend went away (in step 'update')"
     assert [op["type"] for op in failed_sm.operations] == ["ADD"]  # applied before the failure: listed, kept
     assert {s.trace_id for s in result.errors} == {"t02", "t04"}
     summary = result.summary()
     assert summary["failed"] == 2 and summary["succeeded"] == 6
     assert {e["trace_uid"] for e in summary["errors"]} == {"demo-test:t02", "demo-test:t04"}
     text = result.summary_text()
-    assert "error in demo-test:t04 (epoch 0): ValueError: reflector cannot parse this trace" in text
+    assert "error in demo-test:t04 (epoch 0): ValueError: reflector cannot parse this trace (in step 'reflect')" in text
     assert_provenance(result)
 
 
@@ -240,8 +241,8 @@ def test_config_is_checked() -> None:
     with pytest.raises(ValueError, match="snapshot_every must be at least 1"):
         TrainingConfig(snapshot_every=0)
     reflector, manager = scripted_roles()
-    with pytest.raises(ValueError, match="pass deduplicator=DeduplicateStep"):
-        Trainer(reflector=reflector, skill_manager=manager, config=TrainingConfig(deduplicate=True))
+    with pytest.raises(StepConfigError, match="step 'update' needs a skill_manager"):
+        Trainer(reflector=reflector, config=TrainingConfig())
     twice = [make_trace(1, "cancel"), make_trace(1, "cancel")]
     with pytest.raises(ValueError, match="appears twice"):
         Trainer(reflector=reflector, skill_manager=manager, config=TrainingConfig()).run(twice, Skillbook())

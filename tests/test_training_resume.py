@@ -18,7 +18,7 @@ from test_training import assert_no_widening_lost, collection, normalized, seede
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.steps.deduplicate import DeduplicateStep
+from ace.steps import StepEnvironment, StepRequest, build_pipeline
 from ace_eval.e2e._checkpoint import SAMPLES_FILE, SKILLBOOK_FILE, Checkpoint, load_checkpoint
 from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig, TrainingResult, plan_samples
 
@@ -222,14 +222,15 @@ def test_keep_decisions_survive_resume(tmp_path: Path) -> None:
         return ModelResponse(parts=[ToolCallPart("final_result_KeepDecision", {"reason": "distinct topics"})])
 
     reflector, manager = scripted_roles()
-    dedup = DeduplicateStep(FunctionModel(keep), threshold=0.5, embedder=TestEmbedder())
-    traces = [make_trace(n, topic) for n, topic in enumerate(["cancel", "refund", "upgrade"])]
-    config = TrainingConfig(checkpoint_dir=tmp_path, deduplicate=True, snapshot_every=1000)
-    result = Trainer(reflector=reflector, skill_manager=manager, config=config, deduplicator=dedup).run(
-        traces, Skillbook()
+    env = StepEnvironment(
+        reflector=reflector, skill_manager=manager, embedder=TestEmbedder(), models={"dedup": FunctionModel(keep)}
     )
+    requests = [StepRequest("reflect"), StepRequest("update"), StepRequest("deduplicate", {"threshold": "0.5"})]
+    traces = [make_trace(n, topic) for n, topic in enumerate(["cancel", "refund", "upgrade"])]
+    config = TrainingConfig(checkpoint_dir=tmp_path, snapshot_every=1000)
+    result = Trainer(pipeline=build_pipeline(requests, env), config=config).run(traces, Skillbook())
     assert result.skillbook.keep_pairs and len(asked) == len(result.skillbook.keep_pairs)
-    assert "dedup" in result.samples[1].usage
+    assert result.phase_usage["dedup"].requests == len(asked)
     loaded = load_checkpoint(tmp_path)
     assert loaded is not None and loaded[0].keep_pairs == result.skillbook.keep_pairs
 

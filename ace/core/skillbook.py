@@ -6,13 +6,14 @@ import dataclasses
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, assert_never
 
 import numpy as np
 
 from ace.core.insight_source import InsightSource, OperationType, utc_now
+from ace.core.journal import apply_deltas
 from ace.core.redact_sink import redact_commit
 from ace.core.skill import (
     VALID_SECTIONS,
@@ -550,10 +551,16 @@ class Skillbook:
             sidecar.unlink(missing_ok=True)
 
     @classmethod
-    def load_from_file(cls, path: str | os.PathLike[str]) -> Skillbook:
-        """Read a skillbook file (schema v2 only) and reuse every cached vector whose text is unchanged."""
+    def load_from_file(cls, path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> Skillbook:
+        """Read a skillbook file (schema v2 only) and reuse every cached vector whose text is unchanged.
+
+        `journal`: deltas (`ace.core.journal.delta_since`) recorded after the file was saved, applied in order,
+        so the result is the skillbook after the last one (a checkpoint's snapshot + its journal).
+        """
         with gc_paused():
             data = read_json_file(path)
+            if journal and isinstance(data, dict):
+                data = apply_deltas(data, journal, source=str(path))
             book = cls.from_dict(data, source=str(path))
         stored_dim = data.get("embedding_dim")
         dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["CONTEXT_FIELDS", "INITIAL_FIELDS", "Step", "StepContext", "insight_source", "trace_identity"]
 
 _EMPTY_USAGE: Mapping[str, RunUsage] = MappingProxyType({})
+_EMPTY_EXTRAS: Mapping[str, Mapping[str, object]] = MappingProxyType({})
 _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 
 
@@ -47,6 +48,12 @@ class StepContext:
     """Values replaced in the trace, by kind (`email`: 2); set by `RedactStep`, never the values themselves."""
     usage: Mapping[str, RunUsage] = field(default_factory=lambda: _EMPTY_USAGE)
     """Model usage by role (`reflector`, `skill_manager`, `deduplicator`); each step adds its own."""
+    extras: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: _EMPTY_EXTRAS)
+    """Plugin data, read-only, keyed by the name of the step that provided it: `extras["domain_filter"]["domain"]`.
+    A step declares it as `provides={"domain_filter.domain"}` and a later one as `requires={...}`."""
+    skipped: str | None = None
+    """Why a step chose to skip this sample (set by a `before_reflect` filter): the remaining per-sample steps do
+    not run and the sample is recorded as skipped, not failed."""
 
     def with_usage(self, role: str, usage: RunUsage) -> StepContext:
         """A copy with `usage` added to `role`'s total."""
@@ -55,16 +62,37 @@ class StepContext:
         merged[role] = usage if previous is None else previous + usage
         return dataclasses.replace(self, usage=MappingProxyType(merged))
 
+    def with_extra(self, step: str, key: str, value: object) -> StepContext:
+        """A copy with `extras[step][key] = value` (the step's name: plugin data is namespaced by its provider)."""
+        mine = dict(self.extras.get(step, {}))
+        mine[key] = value
+        merged = dict(self.extras)
+        merged[step] = MappingProxyType(mine)
+        return dataclasses.replace(self, extras=MappingProxyType(merged))
 
-CONTEXT_FIELDS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(StepContext))
-"""Every name a step may require or provide."""
+    def extra(self, step: str, key: str) -> object:
+        """`extras[step][key]`; a missing one raises `KeyError` naming the step that should have provided it."""
+        try:
+            return self.extras[step][key]
+        except KeyError:
+            raise KeyError(
+                f"no plugin data {step}.{key} on the context: the step {step!r} provides it; add it earlier in the "
+                "pipeline (`--step " + step + "`) and declare it in `requires`"
+            ) from None
+
+
+CONTEXT_FIELDS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(StepContext)) - {"extras"}
+"""Every context field a step may require or provide; plugin data is named `<step name>.<key>` instead."""
 INITIAL_FIELDS: frozenset[str] = frozenset({"trace", "skillbook", "epoch"})
 """What a freshly built context provides before any step ran."""
 
 
 @runtime_checkable
 class Step(Protocol):
-    """One stage of the pipeline: declares the context fields it reads and writes."""
+    """One stage of the pipeline: declares the context fields it reads and writes.
+
+    Its phase (when it runs) is declared by the `StepFactory` it is registered with (`ace.steps.registry`).
+    """
 
     @property
     def name(self) -> str:

@@ -19,6 +19,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
+from ace.core.insight_source import InsightSource
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import DEFAULT_THRESHOLD, SimilarPair, find_similar_pairs
@@ -76,8 +77,8 @@ class DeduplicateStep:
         self.scope: DedupScope = scope
         self.max_pairs = max_pairs
         self.embedder = embedder
-        base = frozenset({"trace", "skillbook", "epoch"})
-        self.requires: frozenset[str] = base | {"sm_result"} if scope == "changed" else base
+        base = frozenset({"skillbook", "epoch"})
+        self.requires: frozenset[str] = base | {"trace", "sm_result"} if scope == "changed" else base
         self.agent: Agent[_JudgeDeps, DedupDecision] = Agent(
             infer_model(model, role="dedup"),
             instructions=DEDUP_PROMPT,
@@ -99,8 +100,7 @@ class DeduplicateStep:
             pairs = find_similar_pairs(
                 book, threshold=self.threshold, keep_pairs=book.keep_pairs, embedder=self.embedder
             )
-        reflection = ctx.reflections[0] if ctx.reflections else None
-        source = insight_source(ctx.trace, ctx.epoch, reflection)
+        source = _source(ctx)
         applied: list[AppliedDecision] = []
         usage = RunUsage()
         touched: set[str] = set()
@@ -130,6 +130,18 @@ class DeduplicateStep:
             applied.append(done)
         out = dataclasses.replace(ctx, dedup_decisions=ctx.dedup_decisions + tuple(applied))
         return out.with_usage("dedup", usage) if usage.requests else out
+
+
+def _source(ctx: StepContext) -> InsightSource:
+    """The provenance of the decisions: the sample's trace after a session, the epoch in an end-of-epoch pass."""
+    if ctx.trace:
+        return insight_source(ctx.trace, ctx.epoch, ctx.reflections[0] if ctx.reflections else None)
+    return InsightSource(
+        trace_uid=f"deduplicate:epoch-{ctx.epoch}",
+        source_system="ace.deduplicate",
+        trace_id=f"epoch-{ctx.epoch}",
+        epoch=ctx.epoch,
+    )
 
 
 def _validate(ctx: RunContext[_JudgeDeps], decision: DedupDecision) -> DedupDecision:

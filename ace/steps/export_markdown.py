@@ -16,6 +16,7 @@ from typing import IO
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.core.storage import atomic_write
+from ace.redaction import Redactor
 from ace.steps.context import StepContext
 
 __all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
@@ -91,19 +92,24 @@ def _skill_block(skill: Skill) -> list[str]:
 
 
 class ExportMarkdownStep:
-    """Writes `export_markdown(ctx.skillbook)` to `path` (atomically: a reader never sees half a file)."""
+    """Writes `export_markdown(ctx.skillbook)` to `path` (atomically: a reader never sees half a file), redacted
+    with `redactor` when given (the skillbook already redacts what it stores: this catches older skillbooks)."""
 
     name = "export_markdown"
     requires: frozenset[str] = frozenset({"skillbook"})
     provides: frozenset[str] = frozenset()
 
-    def __init__(self, path: str | os.PathLike[str], *, title: str = "Skillbook") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, title: str = "Skillbook", redactor: Redactor | None = None
+    ) -> None:
         self.path = Path(path)
         self.title = title
+        self.redactor = redactor
 
     async def __call__(self, ctx: StepContext) -> StepContext:
         """Export and return `ctx` unchanged."""
-        data = export_markdown(ctx.skillbook, title=self.title).encode("utf-8")
+        markdown = export_markdown(ctx.skillbook, title=self.title)
+        data = (self.redactor.redact_text(markdown) if self.redactor is not None else markdown).encode("utf-8")
 
         def write(f: IO[bytes]) -> None:
             f.write(data)

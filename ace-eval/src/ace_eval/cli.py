@@ -59,6 +59,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
         ),
+        "steps": LazyCommand(
+            "ace_eval.commands.steps",
+            "steps",
+            "The pipeline steps `ace-eval e2e` can run (`--step NAME`, `--no-step NAME`).",
+        ),
         "verify": LazyCommand(
             "ace_eval.commands.verify",
             "verify",

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ace.exceptions import AceError
+from ace.steps.registry import PluginError, StepConfigError, parse_step_spec
 from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.preflight import PreflightError
@@ -134,11 +135,27 @@ def _rate(value: float | None) -> str:
     flag_value=False,
     default=None,
     help="Keep secrets and personal data: no redact step, and the run folder and spans hold the raw text "
-    "(default: redacted; also `[e2e] redact = false`).",
+    "(default: redacted; also `[e2e] redact = false` or --no-step redact).",
 )
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
 @click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
+@click.option(
+    "--step",
+    "step_specs",
+    multiple=True,
+    metavar="NAME[:KEY=VALUE,...]",
+    help="Add a pipeline step, or set a step's options (repeatable; `ace-eval steps list` shows them all), e.g. "
+    "--step deduplicate:threshold=0.9.",
+)
+@click.option("--no-step", "no_steps", multiple=True, metavar="NAME", help="Leave a step out (repeatable).")
+@click.option("--dedup", is_flag=True, default=None, help="Deduplicate the skillbook at the end of each epoch.")
+@click.option("--dedup-model", help="The deduplication judge's model (default: the skill manager's); implies --dedup.")
+@click.option(
+    "--dedup-threshold",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    help="Cosine similarity of a candidate duplicate pair (default 0.85); implies --dedup.",
+)
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
 @click.option(
     "--resume",
@@ -147,7 +164,13 @@ def _rate(value: float | None) -> str:
     metavar="RUN_DIR",
     help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
 )
-def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None:
+def e2e(
+    config_file: Path | None,
+    resume_dir: Path | None,
+    step_specs: tuple[str, ...],
+    no_steps: tuple[str, ...],
+    **flags: Any,
+) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
@@ -169,8 +192,9 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
       --skill-injection, --top-k   with --no-benchmark
       --top-k                      without --skill-injection top-k
     """
-    given = {k: v for k, v in flags.items() if v is not None}
     try:
+        pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
+        given = {k: v for k, v in flags.items() if v is not None} | pipeline
         if resume_dir is not None:
             result = resume_e2e(resume_dir, given)
         else:
@@ -178,6 +202,8 @@ def e2e(config_file: Path | None, resume_dir: Path | None, **flags: Any) -> None
     except KeyboardInterrupt as e:
         click.echo(_with_notes("interrupted", e), err=True)
         sys.exit(130)
+    except (StepConfigError, PluginError) as e:
+        raise _UsageFix(_with_notes(str(e), e)) from None
     except InapplicableFlagError as e:
         raise click.UsageError(str(e)) from None
     except PreflightError as e:
@@ -193,6 +219,24 @@ class _UsageFix(click.ClickException):
     """A mistake the user fixes before anything is written (a missing key, a busy folder): exit status 2."""
 
     exit_code = 2
+
+
+def _pipeline_flags(step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, Any]) -> dict[str, Any]:
+    """`--step` / `--no-step` / `--dedup*` as the `steps` and `no_steps` settings (the `--dedup*` flags are
+    shorthands of `--step deduplicate:model=...,threshold=...`)."""
+    steps: dict[str, dict[str, Any]] = {}
+    for spec in step_specs:
+        name, options = parse_step_spec(spec)
+        steps[name] = {**steps.get(name, {}), **options}
+    dedup = {"model": flags.pop("dedup_model", None), "threshold": flags.pop("dedup_threshold", None)}
+    if flags.pop("dedup", None) or any(v is not None for v in dedup.values()):
+        steps["deduplicate"] = {**steps.get("deduplicate", {}), **{k: v for k, v in dedup.items() if v is not None}}
+    out: dict[str, Any] = {}
+    if steps:
+        out["steps"] = steps
+    if no_steps:
+        out["no_steps"] = tuple(no_steps)
+    return out
 
 
 def _with_notes(message: str, e: BaseException) -> str:

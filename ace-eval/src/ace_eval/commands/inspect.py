@@ -29,9 +29,20 @@ def _header(view: RunView) -> list[str]:
     models = run.get("models")
     if isinstance(models, dict):
         lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in models.items()))
+    steps = run.get("step_timings")
+    if isinstance(steps, dict) and steps:
+        lines.append(
+            "Steps: " + ", ".join(f"{name} {t['calls']} x {_seconds(t)}" for name, t in steps.items() if t.get("calls"))
+        )
     if not view.has_spans:
         lines.append(f"(no spans.jsonl in {view.path}: tool calls are not shown)")
     return lines
+
+
+def _seconds(timing: dict[str, Any]) -> str:
+    """Total and mean time of a step, e.g. `1.20s (40.0 ms each)`."""
+    seconds, calls = float(timing.get("seconds", 0.0)), int(timing.get("calls", 0))
+    return f"{seconds:.2f}s ({1000 * seconds / calls:.1f} ms each)" if calls else f"{seconds:.2f}s"
 
 
 def _session_line(session: SessionView) -> str:
@@ -67,6 +78,8 @@ def _sample_lines(n: int, view: SampleView) -> list[str]:
         state = tone("not recorded (interrupted)", "warn")
     elif sample.error is not None:
         state = tone("ERROR", "bad") + f" {sample.error}"
+    elif sample.skipped is not None:
+        state = tone("skipped", "warn") + f" ({sample.skipped})"
     else:
         state = tone("ok", "good") + f" ({sample.duration_s:.1f}s)"
     lines = [f"[{n}] {view.trace_uid}{epoch}  {state}"]

@@ -3,19 +3,17 @@
 Files in the checkpoint folder:
 
 - `samples.jsonl`: one line per finished sample, appended in commit order. Each line is the sample's
-  `SampleResult.to_dict()` plus a `"checkpoint"` key holding what the sample changed in the skillbook: the
-  operations it appended to the audit log (`ops_before` + `ops`), the full state of every skill it changed,
-  the skills it purged, and the KEEP pairs it recorded (id counters follow from the logged ADDs). The line is
-  the commit: a sample is done exactly when its line is in the file.
+  `SampleResult.to_dict()` plus a `"checkpoint"` key holding what the skillbook gained since the previous line,
+  as the skillbook's own journal delta (`ace.core.journal.delta_since`). The line is the commit: a sample is
+  done exactly when its line is in the file.
 - `skillbook.json` (+ `skillbook.embeddings.npz`): a snapshot of the skillbook at some committed sample, written
   atomically when a run starts, every `snapshot_every` samples (by default whenever the last snapshot is older
   than 20 times what it cost, so snapshots stay under ~5% of the run), and when the run ends.
 
-Resuming loads the snapshot and replays every journal line over it. Replay is idempotent: audit-log entries
-are matched by position (`ops_before`), and a line whose entries the snapshot already holds is skipped, so an
-older skill state never overwrites a newer one (in a concurrent run a snapshot may even hold edits of sessions
-whose line came later). The result is the skillbook after the last committed sample, whichever snapshot was on
-disk. Per sample the cost is one appended line, whatever the size of the skillbook.
+Resuming loads the snapshot with every journal line's delta (`Skillbook.load_from_file(snapshot, journal=...)`,
+idempotent: see `ace.core.journal`): the skillbook after the last committed sample, whichever snapshot was on
+disk. This module only appends and fsyncs; the skillbook's format stays in `ace.core`. Per sample the cost is
+one appended line, whatever the size of the skillbook.
 
 Durability: each line is written with one `write` before the next sample starts, so a killed process loses
 no committed sample. `fsync` runs in a background thread (group commit: one fsync covers every line written
@@ -35,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace.core.skill import embedding_input_hash
+from ace.core.journal import check_delta
 from ace.core.skillbook import Skillbook
-from ace.core.storage import read_embeddings, read_json_file, remove_stale_temps, sidecar_path
+from ace.core.storage import remove_stale_temps
 from ace.exceptions import AceError, SkillbookFormatError
 
 __all__ = [
@@ -45,11 +43,8 @@ __all__ = [
     "SKILLBOOK_FILE",
     "Checkpoint",
     "CheckpointError",
-    "SkillbookMark",
     "journal_start",
     "load_checkpoint",
-    "replay_journal",
-    "skillbook_delta",
 ]
 
 SKILLBOOK_FILE = "skillbook.json"
@@ -61,85 +56,6 @@ class CheckpointError(AceError):
     """A checkpoint folder that cannot be resumed; the message says why and what to do."""
 
 
-@dataclass(frozen=True)
-class SkillbookMark:
-    """Where the skillbook stood before a sample's mutations: audit-log length and the KEEP pairs."""
-
-    ops: int
-    keep_pairs: frozenset[tuple[str, str]]
-
-    @classmethod
-    def of(cls, book: Skillbook) -> SkillbookMark:
-        """The current position of `book`."""
-        return cls(ops=book.operations_count, keep_pairs=frozenset(book.keep_pairs))
-
-
-def skillbook_delta(book: Skillbook, mark: SkillbookMark) -> dict[str, Any]:
-    """What changed in `book` since `mark`, as the JSON the journal stores (see the module docstring)."""
-    new_ops = book.operations_since(mark.ops)
-    changed = list(dict.fromkeys(op.skill_id for op in new_ops if op.skill_id is not None))
-    skills: list[dict[str, Any]] = []
-    purged: list[str] = []
-    for skill_id in changed:
-        skill = book.get_skill(skill_id)
-        if skill is None:
-            purged.append(skill_id)
-        else:
-            skills.append(skill.to_dict())
-    return {
-        "ops_before": mark.ops,
-        "ops": [op.to_dict() for op in new_ops],
-        "skills": skills,
-        "purged": purged,
-        "keep_pairs": [list(p) for p in book.keep_pairs if p not in mark.keep_pairs],
-        "embedding_model": book.embedding_model,
-    }
-
-
-def replay_journal(doc: dict[str, Any], deltas: list[dict[str, Any]], *, source: str) -> dict[str, Any]:
-    """Apply journal deltas, in order, to a skillbook document (`Skillbook.to_dict` shape); idempotent.
-
-    A line whose audit-log entries the document already holds is older than the document (or holds nothing the
-    document lacks): its skill states are skipped, so an older state never overwrites a newer one.
-
-    Raises:
-        CheckpointError: a delta starts past the end of the document's audit log (a gap).
-    """
-    skills: dict[str, dict[str, Any]] = {s["id"]: s for s in doc.get("skills", []) if isinstance(s, dict)}
-    ops: list[Any] = list(doc.get("operations", []))
-    held = len(ops)
-    keep: dict[tuple[str, str], None] = {
-        (p[0], p[1]): None for p in doc.get("dedup_keep_pairs", []) if isinstance(p, list) and len(p) == 2
-    }
-    next_ids: dict[str, int] = dict(doc.get("next_ids") or {})
-    model = doc.get("embedding_model")
-    for n, delta in enumerate(deltas, 1):
-        before, new_ops = delta["ops_before"], delta["ops"]
-        if before > len(ops):
-            raise CheckpointError(
-                f"{source}: journal line {n} starts at audit-log entry {before} but the skillbook has {len(ops)}: "
-                "the snapshot and the journal do not belong together; start a fresh checkpoint folder"
-            )
-        if len(ops) < before + len(new_ops):  # the part the document does not hold yet
-            tail = new_ops[len(ops) - before :]
-            ops.extend(tail)
-            _advance_ids(next_ids, tail)
-        if before + len(new_ops) > held:
-            for skill in delta["skills"]:
-                skills[skill["id"]] = skill
-            for skill_id in delta["purged"]:
-                skills.pop(skill_id, None)
-        for pair in delta["keep_pairs"]:
-            keep[(pair[0], pair[1])] = None
-        model = delta["embedding_model"]
-    out = {**doc, "embedding_model": model, "next_ids": next_ids, "skills": list(skills.values()), "operations": ops}
-    out.pop("dedup_keep_pairs", None)
-    keep = {k: None for k in keep if k[0] in skills and k[1] in skills}  # a purge drops the pairs of its skill
-    if keep:
-        out["dedup_keep_pairs"] = [list(k) for k in keep]
-    return out
-
-
 def journal_start(folder: Path) -> int | None:
     """Audit-log length when the checkpointed run began (`ops_before` of the first line); `None`: no line yet."""
     journal = folder / SAMPLES_FILE
@@ -147,14 +63,6 @@ def journal_start(folder: Path) -> int | None:
         return None
     lines, _ = _read_journal(journal)
     return int(lines[0].delta["ops_before"]) if lines else None
-
-
-def _advance_ids(next_ids: dict[str, int], ops: list[dict[str, Any]]) -> None:
-    """Move the id counters past every id an ADD assigned (as the skillbook did when it assigned them)."""
-    for op in ops:
-        section, _, number = str(op.get("skill_id") or "").rpartition("-")
-        if op.get("type") == "ADD" and number.isdigit():
-            next_ids[section] = max(next_ids.get(section, 1), int(number) + 1)
 
 
 @dataclass
@@ -174,10 +82,8 @@ def _read_journal(path: Path) -> tuple[list[_Line], int]:
             break
         try:
             obj = json.loads(raw)
-            delta = obj.pop("checkpoint")
-            for key in ("ops_before", "ops", "skills", "purged", "keep_pairs", "embedding_model"):
-                delta[key]  # presence check
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+            delta = check_delta(obj.pop("checkpoint"))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             if line_end >= len(data):
                 break
             raise CheckpointError(
@@ -220,17 +126,9 @@ def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | No
         with journal.open("r+b") as f:
             f.truncate(good_bytes)
     try:
-        doc = replay_journal(read_json_file(snapshot), [line.delta for line in lines], source=str(journal))
-        book = Skillbook.from_dict(doc, source=str(snapshot))
+        book = Skillbook.load_from_file(snapshot, journal=[line.delta for line in lines])
     except SkillbookFormatError as e:
-        raise CheckpointError(f"{snapshot}: cannot rebuild the skillbook from the checkpoint: {e}") from e
-    stored_dim = doc.get("embedding_dim")
-    dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
-    cached = read_embeddings(sidecar_path(snapshot), model=book.embedding_model, dim=dim)
-    for skill in book.skills(include_inactive=True):
-        hit = cached.get(skill.id)
-        if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
-            book.set_embedding(skill.id, hit[1])
+        raise CheckpointError(f"cannot rebuild the skillbook from the checkpoint {folder}: {e}") from e
     return book, [line.sample for line in lines]
 
 

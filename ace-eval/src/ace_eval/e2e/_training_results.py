@@ -86,6 +86,8 @@ class SampleResult:
     """What kind of failure `error` is (`ace.llm.retry.failure_kind`: `auth`, `not_found`, `config`, ...)."""
     attempt: int = 1
     """1, or more when a resume ran a failed sample again; the journal's last line of a sample wins."""
+    skipped: str | None = None
+    """Why a `before_reflect` step skipped the sample (no reflection, no session); `None` when it ran."""
 
     @property
     def ok(self) -> bool:
@@ -117,6 +119,8 @@ class TrainingResult:
     skillbook: Skillbook
     resumed_samples: int
     """How many samples were read back from the checkpoint instead of being run."""
+    phase_usage: dict[str, RoleUsage] = field(default_factory=dict[str, RoleUsage])
+    """Model usage of the `end_of_epoch` / `end_of_run` steps of this invocation (e.g. the `dedup` judge)."""
 
     @property
     def errors(self) -> list[SampleResult]:
@@ -124,8 +128,8 @@ class TrainingResult:
         return [s for s in self.samples if s.error is not None]
 
     def usage(self) -> dict[str, RoleUsage]:
-        """Usage summed over every sample, by role."""
-        total: dict[str, RoleUsage] = {}
+        """Usage summed over every sample and the end-of-epoch / end-of-run steps, by role."""
+        total: dict[str, RoleUsage] = dict(self.phase_usage)
         for sample in self.samples:
             for role, usage in sample.usage.items():
                 total[role] = total[role] + usage if role in total else usage

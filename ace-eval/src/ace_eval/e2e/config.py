@@ -21,6 +21,10 @@ redact = true                      # false (or --no-redact) keeps secrets and pe
 patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
 allow = ["support@airline.example"]          # exact values never redacted
 allow_patterns = ['.*@airline\\.example']    # values a regular expression matches whole
+
+[e2e.steps]                       # pipeline steps by name (`ace-eval steps list`): options, true, or false
+deduplicate = { threshold = 0.9 } # add a step with options (as --step deduplicate:threshold=0.9)
+export_markdown = false           # leave a default step out (as --no-step export_markdown)
 ```
 Every model defaults to `local`, the embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 """
@@ -94,6 +98,12 @@ class ConfigError(AceError, ValueError):
     """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
 
 
+class _ContradictionError(ConfigError):
+    """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
+
+    exit_code = 2
+
+
 class InapplicableFlagError(ConfigError):
     """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
 
@@ -123,6 +133,7 @@ class _E2ETable(BaseModel):
     abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
+    steps: dict[str, bool | dict[str, Any]] | None = None
     redact: bool | None = None
 
 
@@ -184,7 +195,8 @@ class E2ESettings:
     logfire_content: bool = False
     """Record prompts and completions in the spans (redacted unless `redact` is off); implies `logfire`."""
     redact: bool = True
-    """Redact secrets and personal data (the `redact` step and every file and span of the run)."""
+    """Redact secrets and personal data (the `redact` step and every file and span of the run); `--no-step redact`
+    sets it off too."""
     redaction_patterns: Mapping[str, str] = field(default_factory=dict[str, str])
     """Extra detectors: kind name -> regular expression (`[redaction] patterns`)."""
     redaction_allow: tuple[str, ...] = ()
@@ -195,6 +207,10 @@ class E2ESettings:
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
     """The tau-bench airline data folder (needed whenever the agent runs)."""
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
+    no_steps: tuple[str, ...] = ()
+    """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
@@ -225,6 +241,9 @@ class E2ESettings:
             )
         if self.benchmark not in BENCHMARKS:
             raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+        if "redact" in self.no_steps:  # --no-step redact is --no-redact: no step, and no redaction at any sink
+            object.__setattr__(self, "redact", False)
+            object.__setattr__(self, "no_steps", tuple(n for n in self.no_steps if n != "redact"))
         try:
             self.redactor()
         except RedactionConfigError as e:
@@ -266,6 +285,8 @@ class E2ESettings:
             value = getattr(self, f.name)
             if isinstance(value, Path):
                 value = str(value)
+            elif f.name == "steps":
+                value = {k: dict(v) for k, v in value.items()}
             elif isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):
@@ -281,7 +302,7 @@ class E2ESettings:
         for name in ("traces", "output_dir", "data_dir", "config_file"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
-        for name in ("redaction_allow", "redaction_allow_patterns"):
+        for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -332,13 +353,17 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact, [redaction] patterns/allow/"
-            "allow_patterns)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact, [e2e.steps] step name = {options} / "
+            "true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
     }
     for name, value in parsed.e2e.model_dump(exclude_none=True).items():
+        if name == "steps":
+            values["steps"] = {k: ({} if v is True else v) for k, v in value.items() if v is not False}
+            values["no_steps"] = tuple(k for k, v in value.items() if v is False)
+            continue
         values[name] = Path(value) if name in ("output_dir", "data_dir") else value
     for name, value in parsed.redaction.model_dump(exclude_none=True).items():
         values[f"redaction_{name}"] = tuple(value) if isinstance(value, list) else value
@@ -398,7 +423,7 @@ def resolve_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     env_names: dict[str, tuple[str, ...]] = {f"{r}_model": names for r, names in MODEL_ENV.items()} | SETTING_ENV
-    for name in sorted(known):
+    for name in sorted(known - _PIPELINE_SETTINGS):
         if flags.get(name) is not None:
             values[name], sources[name] = flags[name], "flag"
             continue
@@ -416,6 +441,51 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    values.update(_merge_steps(flags, from_file, sources, config_path))
+    _merge_redact(values, sources)
     settings = E2ESettings(**values, config_file=config_path, sources=sources)
     _refuse_inapplicable_flags(settings)
     return settings
+
+
+_PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})
+
+
+def _merge_redact(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """`redact` and the `redact` step are one setting: leaving the step out turns redaction off (`E2ESettings`
+    does that), and asking for the step turns it back on when the request comes from a stronger source.
+
+    Raises:
+        ConfigError: `--step redact` with `--no-redact`, or both in the config file (exit 2, nothing written).
+    """
+    if "redact" not in values["steps"] or values.get("redact") is not False:
+        return
+    if sources.get("steps") == "flag" and sources.get("redact") != "flag":
+        values["redact"], sources["redact"] = True, "flag"
+        return
+    raise _ContradictionError(
+        f"the step 'redact' is asked for ({sources.get('steps')}) and redaction is off "
+        f"({sources.get('redact')}): drop one of them (--step redact / --no-redact, [e2e.steps] redact / [e2e] redact)"
+    )
+
+
+def _merge_steps(
+    flags: Mapping[str, Any], from_file: Mapping[str, Any], sources: dict[str, str], config_path: Path | None
+) -> dict[str, Any]:
+    """The pipeline settings of the config file, then the flags on top: a flag's step options win key by key,
+    `--step NAME` brings back a step the file left out, `--no-step NAME` leaves out a step the file added."""
+    steps: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (from_file.get("steps") or {}).items()}
+    no_steps: dict[str, None] = dict.fromkeys(from_file.get("no_steps") or ())
+    if steps or no_steps:
+        sources["steps"] = f"config:{config_path}"
+    flag_steps: Mapping[str, Mapping[str, Any]] = flags.get("steps") or {}
+    flag_no_steps: tuple[str, ...] = tuple(flags.get("no_steps") or ())
+    for name, options in flag_steps.items():
+        steps[name] = {**steps.get(name, {}), **options}
+        no_steps.pop(name, None)
+    for name in flag_no_steps:
+        steps.pop(name, None)
+        no_steps[name] = None
+    if flag_steps or flag_no_steps:
+        sources["steps"] = "flag"
+    return {"steps": steps, "no_steps": tuple(no_steps)}

@@ -1,23 +1,19 @@
-"""Helpers of the e2e runner: the embedder of a model string, the final skillbook files, the benchmark's tasks,
-and letting go of the run's span file."""
+"""Helpers of the e2e runner: the embedder of a model string, the benchmark's tasks, and letting go of the run's
+span file. (The final skillbook files are the pipeline's `export_markdown` and `persist` steps.)"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder, EmbeddingError
 from ace.embeddings.litellm import LiteLLMEmbedder
 from ace.embeddings.minilm import MINILM_MODEL_NAME, default_embedder
 from ace.observability import Observability
-from ace.redaction import Redactor
-from ace.retrieval.index import search_index
 from ace_eval.benchmarks.tau_bench import AirlineData
 from ace_eval.e2e.collection import Trace
 from ace_eval.e2e.config import DEFAULT_MODEL, ConfigError, E2ESettings
-from ace_eval.e2e.run_folder import RunFolder
 
-__all__ = ["LOCAL_EMBEDDING_NAMES", "embedder_for", "finish_skillbook", "release_observability", "select_tasks"]
+__all__ = ["LOCAL_EMBEDDING_NAMES", "embedder_for", "release_observability", "select_tasks"]
 
 LOCAL_EMBEDDING_NAMES = frozenset({DEFAULT_MODEL, "default", "minilm", MINILM_MODEL_NAME.lower()})
 """Embedding model strings that name the embedded offline MiniLM."""
@@ -32,19 +28,6 @@ def embedder_for(model: str) -> Embedder:
         return LiteLLMEmbedder(model=name)
     except EmbeddingError as e:
         raise ConfigError(f"embedding model {name!r} (ACE_EMBEDDING_MODEL / --embedding-model): {e}") from None
-
-
-def finish_skillbook(
-    skillbook: Skillbook, folder: RunFolder, embedder: Embedder, redactor: Redactor | None = None
-) -> None:
-    """Embed every active skill that has no vector yet, then save `skillbook.json` + its sidecar and export
-    `skillbook.md` (the sidecar exists whenever the skillbook has an active skill), redacted with `redactor`."""
-    from ace.steps.export_markdown import export_markdown
-
-    search_index(skillbook, embedder).sync(skillbook)
-    skillbook.save_to_file(folder.skillbook)
-    markdown = export_markdown(skillbook)
-    folder.write_text(folder.markdown, redactor.redact_text(markdown) if redactor is not None else markdown)
 
 
 def select_tasks(settings: E2ESettings, data: AirlineData, traces: Sequence[Trace] | None) -> list[int]:

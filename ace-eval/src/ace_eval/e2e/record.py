@@ -108,6 +108,8 @@ def sample_line(sample: SampleResult) -> str:
     head = f"{sample.trace_uid}  epoch {sample.epoch}"
     if sample.error is not None:
         return f"{head}  ERROR  {sample.error}  ({sample.duration_s:.1f}s)"
+    if sample.skipped is not None:
+        return f"{head}  skipped  {sample.skipped}"
     return f"{head}  ok  {operations_text(sample.operations) or 'no change'}  ({sample.duration_s:.1f}s)"
 
 
@@ -124,6 +126,10 @@ class Segment:
     overrides: dict[str, Any] = field(default_factory=dict[str, Any])
     """Settings a resume changed (those that do not change what is learned: workers, verbosity, --logfire)."""
     resumed_samples: int | None = None
+    steps: dict[str, dict[str, float]] = field(default_factory=dict[str, dict[str, float]])
+    """Calls and seconds of each pipeline step in this segment."""
+    step_usage: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    """Model usage of the end-of-epoch / end-of-run steps (e.g. the `dedup` judge), by role."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, for `run.json`."""
@@ -136,6 +142,8 @@ class Segment:
             "error": self.error,
             "overrides": dict(self.overrides),
             "resumed_samples": self.resumed_samples,
+            "steps": self.steps,
+            "step_usage": self.step_usage,
         }
 
 
@@ -146,6 +154,17 @@ def timings(segments: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         for phase, seconds in (segment.get("phases_s") or {}).items():
             out[phase] = round(out.get(phase, 0.0) + float(seconds), 3)
     out["total"] = round(sum(v for k, v in out.items() if k != "total"), 3)
+    return out
+
+
+def step_timings(segments: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Calls and seconds per pipeline step, summed over every segment."""
+    out: dict[str, dict[str, float]] = {}
+    for segment in segments:
+        for name, t in (segment.get("steps") or {}).items():
+            mine = out.setdefault(name, {"calls": 0, "seconds": 0.0})
+            mine["calls"] += t.get("calls", 0)
+            mine["seconds"] = round(mine["seconds"] + float(t.get("seconds", 0.0)), 6)
     return out
 
 
@@ -168,6 +187,9 @@ def summarize_run(
         for episode in episodes:
             for role, usage in (episode.metadata.get("usage") or {}).items():
                 episode_usage.setdefault(role, []).append(usage)
+    for segment in segments:
+        for role, usage in (segment.get("step_usage") or {}).items():
+            episode_usage.setdefault(role, []).append(usage)
     usage = role_usage(samples, episode_usage)
     before = summaries.get("baseline") or summaries.get("collect")
     after = summaries.get("evaluate")
@@ -175,6 +197,7 @@ def summarize_run(
         "updated_at": utc_now(),
         "versions": versions(),
         "timings": timings(segments),
+        "step_timings": step_timings(segments),
         "usage": usage,
         "cost_usd": total_cost(usage),
         "training": {

@@ -36,8 +36,9 @@ from ace_eval.e2e.collection import (
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
-from ace_eval.e2e.finish import finish_skillbook, release_observability, select_tasks
+from ace_eval.e2e.finish import release_observability, select_tasks
 from ace_eval.e2e.folder_lock import folder_lock
+from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
@@ -57,6 +58,8 @@ class RunInjections:
 
     models: Mapping[LLMRole, Model] = field(default_factory=dict[LLMRole, Model])
     """pydantic-ai models by role; they replace the model strings of those roles."""
+    dedup_model: Model | None = None
+    """The `deduplicate` step's judge; it replaces `--dedup-model`."""
     embedder: Embedder | None = None
     sm_settings: SMSettings | None = None
     reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
@@ -103,6 +106,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
     checked = _preflight(settings, inj)
     redactor = settings.redactor()
     folder = RunFolder.create(settings.output_dir)
@@ -116,6 +120,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "versions": versions(),
         "config": {**settings.to_dict(), "traces_sha256": traces_sha},
         "models": settings.models,
+        "pipeline": {"steps": [p.record() for p in plan]},
         "segments": [],
         "redaction": redaction_summary(settings.redact, [], collection_redactions),
     }
@@ -142,6 +147,10 @@ def resume_e2e(
         requested["traces_sha256"] = file_sha256(traces / TRACES_FILE)
     requested.pop("output_dir", None)
     requested.pop("config_file", None)
+    if "steps" in requested:  # --step on a resume adds to the run's steps (and is then refused as a difference)
+        requested["steps"] = {**stored.get("steps", {}), **requested["steps"]}
+    if "no_steps" in requested:
+        requested["no_steps"] = tuple(dict.fromkeys([*stored.get("no_steps", ()), *requested["no_steps"]]))
     diffs = config_differences(stored, {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()})
     if diffs:
         raise RunFolderError(
@@ -156,6 +165,7 @@ def resume_e2e(
         raise RunFolderError(f"{folder.run_json}: its config cannot be used ({e})") from None
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
+    refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     inj = injections or RunInjections()
     checked = _preflight(settings, inj)
@@ -293,8 +303,6 @@ class _Run:
         }
         with self._timed("train"):
             skillbook = await self._train(traces)
-        with self._timed("export"):
-            finish_skillbook(skillbook, self.folder, self.embedder, self.redactor)
         if not s.no_benchmark:
             if s.traces is not None:
                 with self._timed("baseline"):
@@ -312,20 +320,25 @@ class _Run:
             reflector_options.setdefault("embedder", self.embedder)
         reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
         manager = SkillManager(self.model("skill_manager"), embedder=self.embedder, settings=self.inj.sm_settings)
-        trainer = Trainer(
+        pipeline = run_pipeline(
+            s,
+            self.folder.path,
             reflector=reflector,
             skill_manager=manager,
+            embedder=self.embedder,
+            redactor=self.redactor,
+            dedup_model=self.inj.dedup_model,
+        )
+        trainer = Trainer(
+            pipeline=pipeline,
             config=TrainingConfig(
                 epochs=s.epochs,
                 max_workers=s.max_workers,
                 sm_sessions=s.sm_sessions,
                 seed=s.seed,
-                checkpoint_dir=self.folder.path,
-                redact=s.redact,
                 retry_failed=s.retry_failed,
                 abort_after=s.abort_after,
             ),
-            redactor=self.redactor,
         )
         done = [d for d in load_samples(self.folder.samples) if not (s.retry_failed and retries_on_resume(d))]
         total = len(traces) * s.epochs
@@ -346,8 +359,12 @@ class _Run:
             if self.inj.on_sample is not None:
                 self.inj.on_sample(sample)
 
-        with progress:
-            result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+        try:
+            with progress:
+                result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+        finally:
+            self.segment.steps = step_times(pipeline)
+        self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         failed = result.errors
         if result.samples and len(failed) == len(result.samples):

@@ -1,7 +1,12 @@
-"""Training: every trace of a collection through reflect -> update (-> deduplicate -> extra steps), for N epochs.
+"""Training: every trace of a collection through a `StepPipeline` (default reflect -> update), for N epochs.
+
+The pipeline's phases map onto the loop: a sample's `before_reflect` / `reflect` / `after_reflect` steps run
+concurrently across samples, its `update` / `after_update` steps form the skill-manager phase below; after every
+sample of an epoch committed, the `end_of_epoch` steps run (the loop waits at each epoch's end only when there
+are such steps); after the last epoch and the checkpoint's final snapshot, the `end_of_run` steps.
 
 `_train_sequential` runs one sample after the other. With `max_workers > 1`, `TrainingConfig.sm_sessions`
-chooses how the skill-manager phase (update, deduplicate, extra steps, checkpoint) of concurrent samples meets:
+chooses how the skill-manager phase (update, after_update steps, checkpoint) of concurrent samples meets:
 
 `"concurrent"` (`_train_concurrent`, the default): whole samples run concurrently, skill-manager sessions
 included, and their edits merge on the shared skillbook under its lock, each tool call atomic. What makes that
@@ -34,12 +39,15 @@ skillbook but no line of its own is recorded as interrupted (its edits kept, `Sa
 not re-run, which would apply them twice; samples with no edit recorded are run again. In the concurrent mode two
 samples of the same trace (different epochs) never run at the same time, which keeps that attribution exact.
 
-Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error` (its
-kind in `error_kind`) and in the run summary; the run goes on. Operations applied before the failure stand and
-are listed. When `abort_after` samples in a row fail with the same error no retry fixes (a wrong key, an unknown
-model: `ace_eval.e2e._fail_fast`), the run stops with `RunAborted` after committing them. A
-`BaseException` that is not an `Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the
-committed samples are in the checkpoint and the run resumes after them.
+Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error`, with
+the step it came from (its kind in `error_kind`), and in the run summary; the run goes on. Operations applied
+before the failure stand and are listed. When `abort_after` samples in a row fail with the same error no retry
+fixes (a wrong key, an unknown model: `ace_eval.e2e._fail_fast`), the run stops with `RunAborted` after
+committing them. An exception in an `end_of_epoch` or `end_of_run` step stops the run with `RunStepError`: every
+committed sample is in the checkpoint, and the resumed run runs that phase again (an epoch's end runs again
+unless a sample of a later epoch was committed, which proves it ran). A `BaseException` that is not an
+`Exception` (KeyboardInterrupt, cancellation, SystemExit) aborts the run: the committed samples are in the
+checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
 `ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
@@ -60,26 +68,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
+from ace.exceptions import AceError
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
 from ace.redaction import Redactor
-from ace.steps.context import INITIAL_FIELDS, Step, StepContext
-from ace.steps.deduplicate import DeduplicateStep
-from ace.steps.pipeline import Pipeline
+from ace.steps.context import StepContext
+from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
+from ace.steps.pipeline import Pipeline, StepFailed
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
-from ace.steps.reflect import ReflectStep
-from ace.steps.update import UpdateStep
-from ace_eval.e2e._checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    SkillbookMark,
-    journal_start,
-    load_checkpoint,
-    skillbook_delta,
-)
+from ace.steps.registry import StepEnvironment
+from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
 from ace_eval.e2e._samples_plan import (
     PlannedSample,
@@ -89,6 +91,7 @@ from ace_eval.e2e._samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
+from ace_eval.e2e.checkpoint_step import CheckpointStep
 from ace_eval.e2e.folder_lock import folder_lock
 
 __all__ = [
@@ -96,6 +99,7 @@ __all__ = [
     "PlannedSample",
     "RoleUsage",
     "RunAborted",
+    "RunStepError",
     "SMSessions",
     "SampleResult",
     "Trainer",
@@ -106,6 +110,11 @@ __all__ = [
 
 OnSample = Callable[[SampleResult], None]
 _Commit = Callable[[SampleResult], Awaitable[None]]
+_COMMIT_FIELDS = frozenset({"skillbook", "epoch", "checkpoint.line"})
+
+
+class RunStepError(AceError):
+    """An `end_of_epoch` or `end_of_run` step failed: the run stops; it resumes from its checkpoint."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,12 +130,12 @@ class TrainingConfig:
     seed: int | None = None
     """Shuffles each epoch's order deterministically when set; `None` keeps the given order."""
     checkpoint_dir: Path | None = None
-    """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there."""
-    deduplicate: bool = False
-    """Run the trainer's `deduplicator` step after every skill-manager session."""
+    """Journal (`samples.jsonl`, a line per sample) and skillbook snapshots; resumes when a journal is there.
+    A shortcut for the registered `checkpoint` step (`--step checkpoint`), added when the pipeline has none."""
     redact: bool = True
-    """Run the `redact` step first and redact what the skillbook and the journal store (the trained skillbook's
-    `redactor` is set to the trainer's for the run); `False` keeps the raw text everywhere."""
+    """With the `reflector` + `skill_manager` shortcut, run the `redact` step first. Whenever the pipeline has the
+    `redact` step, the skillbook and the journal redact what they store too (the trained skillbook's `redactor`
+    is the step's for the run); without it the raw text is kept everywhere."""
     snapshot_every: int | None = None
     """Snapshot the skillbook every this many samples; `None`: when the last snapshot is older than 20x its
     cost (every sample for a small skillbook, rarely for 5,000 skills). The journal makes every sample resumable
@@ -156,6 +165,8 @@ class _Reflected:
     ctx: StepContext
     error: Exception | None
     seconds: float
+    step: str | None = None
+    """The step that raised `error`."""
 
 
 class _OrderedLock:
@@ -183,34 +194,44 @@ class Trainer:
     def __init__(
         self,
         *,
-        reflector: Reflector,
-        skill_manager: SkillManager,
         config: TrainingConfig,
-        extra_steps: Sequence[Step] = (),
-        deduplicator: DeduplicateStep | None = None,
+        pipeline: StepPipeline | None = None,
+        reflector: Reflector | None = None,
+        skill_manager: SkillManager | None = None,
         redactor: Redactor | None = None,
     ) -> None:
-        """Build the pipeline: redact (unless `config.redact` is off), reflect, then (serialised) update,
-        deduplicate when configured, `extra_steps`. `redactor`: detectors and allow-list (default: built-in).
+        """Train with `pipeline` (`ace.steps.build_pipeline`), or with redact (unless `config.redact` is off) ->
+        reflect -> update built from the registry for `reflector`, `skill_manager` and `redactor` (detectors and
+        allow-list; default: the built-in ones), a shortcut for the same `build_pipeline` call.
 
         Raises:
-            ValueError: `config.deduplicate` without a `deduplicator`, or steps whose requirements are unmet.
+            StepConfigError: neither a pipeline nor both roles.
         """
-        if config.deduplicate and deduplicator is None:
+        if pipeline is None:
+            env = StepEnvironment(reflector=reflector, skill_manager=skill_manager, redactor=redactor)
+            names = ("redact", "reflect", "update") if config.redact else ("reflect", "update")
+            pipeline = build_pipeline([StepRequest(name) for name in names], env)
+        elif reflector is not None or skill_manager is not None or redactor is not None:
             raise ValueError(
-                "TrainingConfig(deduplicate=True) needs a judge: pass deduplicator=DeduplicateStep(model) to Trainer"
+                "pass either a pipeline or reflector + skill_manager (+ redactor) to Trainer, not both: a pipeline's "
+                "redactor is its `redact` step's (StepEnvironment(redactor=...))"
             )
         self.config = config
-        serial: list[Step] = [UpdateStep(skill_manager)]
-        if config.deduplicate and deduplicator is not None:
-            serial.append(deduplicator)
-        serial.extend(extra_steps)
-        self.redactor = (redactor or Redactor()) if config.redact else None
-        first: list[Step] = [RedactStep(self.redactor)] if self.redactor is not None else []
-        reflect = ReflectStep(reflector)
-        Pipeline([*first, reflect, *serial])  # checks the whole order once
-        self._reflect = Pipeline([*first, reflect])
-        self._serial = Pipeline(serial, initial=INITIAL_FIELDS | self._reflect.provides)
+        self.pipeline = pipeline
+        self._reflect: Pipeline = pipeline.reflect
+        self._serial: Pipeline = pipeline.update
+        self._commit: Pipeline = pipeline.commit
+        if config.checkpoint_dir is not None and not any(isinstance(s, CheckpointStep) for s in self._commit.steps):
+            # the same registered `checkpoint` step an e2e run has, built for this folder
+            options = {} if config.snapshot_every is None else {"snapshot_every": config.snapshot_every}
+            env = StepEnvironment(output_dir=Path(config.checkpoint_dir))
+            added = build_pipeline([StepRequest("checkpoint", options)], env).commit
+            self._commit = Pipeline([*self._commit.steps, *added.steps], initial=_COMMIT_FIELDS)
+            self._commit.timings = {**pipeline.commit.timings, **added.timings}  # the pipeline's timings count on
+        self._checkpoint_step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
+        redact = next((s for s in self._reflect.steps if isinstance(s, RedactStep)), None)
+        self.redactor: Redactor | None = None if redact is None else redact.redactor
+        """The pipeline's `redact` step's redactor: the skillbook and the journal lines redact with it too."""
 
     def run(
         self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
@@ -232,12 +253,12 @@ class Trainer:
         commit order (an exception it raises aborts the run, after that sample was checkpointed). Returns every
         sample, resumed ones included, in commit order.
 
-        With a `checkpoint_dir`, the folder's lock is held for the whole run: another trainer or run on it is
-        refused (`FolderBusyError`). A folder holding a skillbook but no journal is refused (`CheckpointError`):
-        a fresh start would overwrite that skillbook.
+        With a checkpoint (the `checkpoint` step or `checkpoint_dir`), the folder's lock is held for the whole
+        run: another trainer or run on it is refused (`FolderBusyError`). A folder holding a skillbook but no
+        journal is refused (`CheckpointError`): a fresh start would overwrite that skillbook.
         """
-        folder = self.config.checkpoint_dir
-        with folder_lock(Path(folder)) if folder is not None else contextlib.nullcontext():
+        step = self._checkpoint_step
+        with folder_lock(step.folder) if step is not None else contextlib.nullcontext():
             return await self._run(traces, skillbook, on_sample)
 
     async def _run(
@@ -248,15 +269,16 @@ class Trainer:
         checkpoint: Checkpoint | None = None
         book = skillbook
         interrupted: list[SampleResult] = []
-        if self.config.checkpoint_dir is not None:
-            folder = Path(self.config.checkpoint_dir)
-            loaded = load_checkpoint(folder)
+        step = self._checkpoint_step
+        if step is not None:
+            folder = step.folder
+            loaded = step.load()
             if loaded is not None:
                 book, records = loaded
                 done = match_records(records, plan, folder)
                 start = journal_start(folder)
                 interrupted = interrupted_samples(plan, done, book, book.operations_count if start is None else start)
-            checkpoint = Checkpoint(folder, snapshot_every=self.config.snapshot_every)
+            checkpoint = step.journal
             checkpoint.open(book, fresh=loaded is None)
         retried = retried_samples(plan, done) if self.config.retry_failed else {}
         for index in retried:
@@ -270,14 +292,18 @@ class Trainer:
             # The line holds everything since the previous line: the sample's own edits, and in the concurrent
             # mode those of sessions still running. Sessions may be editing meanwhile: one consistent read.
             nonlocal journaled
-            if checkpoint is not None:
+            if self._commit.steps:
                 with book.locked():
-                    delta = skillbook_delta(book, journaled)
+                    delta = delta_since(book, journaled)
                     journaled = SkillbookMark.of(book)
                 line = {**result.to_dict(), "checkpoint": delta}
                 if self.redactor is not None:  # the second line: a reflection quoting a secret the step missed
                     line = self.redactor.redact_data(line, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
-                await checkpoint.commit(line, book)
+                ctx = StepContext(trace={}, skillbook=book, epoch=result.epoch).with_extra("checkpoint", "line", line)
+                try:
+                    await self._commit.run(ctx)
+                except StepFailed as e:
+                    raise e.cause from None  # a sample that cannot be committed stops the run
             results[result.index] = result
             if on_sample is not None:
                 on_sample(result)
@@ -287,20 +313,58 @@ class Trainer:
             await commit(result)
         pending = [retried.get(p.index, p) for p in plan if p.index not in results]
 
+        phase_usage: dict[str, RoleUsage] = {}
         try:
-            if self.config.max_workers == 1:
-                await self._train_sequential(pending, book, commit)
-            elif self.config.sm_sessions == "ordered":
-                await self._train_parallel(pending, book, commit)
+            if not self.pipeline.end_of_epoch.steps:
+                await self._train(pending, book, commit)
             else:
-                await self._train_concurrent(pending, book, commit)
+                ended = {e for e in range(self.config.epochs) if any(s.epoch > e for s in done.values())}
+                for epoch in range(self.config.epochs):
+                    await self._train([p for p in pending if p.epoch == epoch], book, commit)
+                    if epoch not in ended:
+                        used = await self._run_phase("end_of_epoch", book, epoch, checkpointed=checkpoint is not None)
+                        _add_usage(phase_usage, used)
         except BaseException:
             if checkpoint is not None:
                 checkpoint.abandon()
             raise
         if checkpoint is not None:
             await checkpoint.close(book)
-        return TrainingResult(samples=[results[i] for i in sorted(results)], skillbook=book, resumed_samples=len(done))
+        used = await self._run_phase("end_of_run", book, self.config.epochs - 1, checkpointed=checkpoint is not None)
+        _add_usage(phase_usage, used)
+        return TrainingResult(
+            samples=[results[i] for i in sorted(results)],
+            skillbook=book,
+            resumed_samples=len(done),
+            phase_usage=phase_usage,
+        )
+
+    async def _train(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
+        if self.config.max_workers == 1:
+            await self._train_sequential(pending, book, commit)
+        elif self.config.sm_sessions == "ordered":
+            await self._train_parallel(pending, book, commit)
+        else:
+            await self._train_concurrent(pending, book, commit)
+
+    async def _run_phase(self, phase: str, book: Skillbook, epoch: int, *, checkpointed: bool) -> Mapping[str, Any]:
+        """The `end_of_epoch` / `end_of_run` steps; returns their model usage by role. A failure stops the run
+        with a message naming the step."""
+        pipeline = self.pipeline.end_of_epoch if phase == "end_of_epoch" else self.pipeline.end_of_run
+        if not pipeline.steps:
+            return {}
+        try:
+            return (await pipeline.run(StepContext(trace={}, skillbook=book, epoch=epoch))).usage
+        except StepFailed as e:
+            kept = (
+                "every finished sample is checkpointed: fix the cause and resume the run (ace-eval e2e --resume "
+                "RUN_DIR, or the same Trainer on the same checkpoint_dir) to run this phase again"
+                if checkpointed
+                else "the run has no checkpoint_dir, so it cannot be resumed"
+            )
+            raise RunStepError(
+                f"step {e.step!r} ({phase}, epoch {epoch}) failed: {type(e.cause).__name__}: {e.cause}; {kept}"
+            ) from e.cause
 
     async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
         for item in pending:
@@ -364,17 +428,17 @@ class Trainer:
         ctx = StepContext(trace=item.trace, skillbook=book, epoch=item.epoch)
         try:
             return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
-        except Exception as e:
-            if isinstance(e, ReflectorError):  # what the failed attempt cost still counts
-                ctx = ctx.with_usage("reflector", e.usage)
-            return _Reflected(item, ctx, e, time.perf_counter() - start)
+        except StepFailed as e:
+            if isinstance(e.cause, ReflectorError):  # what the failed attempt cost still counts
+                ctx = ctx.with_usage("reflector", e.cause.usage)
+            return _Reflected(item, ctx, e.cause, time.perf_counter() - start, e.step)
 
     async def _serial_phase(
         self, reflected: _Reflected, book: Skillbook, commit: _Commit, *, lock: asyncio.Lock | None = None
     ) -> None:
         """Update (+ deduplicate, extra steps), then commit. `lock`: sessions run concurrently; only the commit
         is serialised, and the sample's operations are picked out of the shared audit log by its trace."""
-        item, ctx, error = reflected.item, reflected.ctx, reflected.error
+        item, ctx, error, failed_step = reflected.item, reflected.ctx, reflected.error, reflected.step
         start = time.perf_counter()
         mark = SkillbookMark.of(book)
         attrs: dict[str, AttributeInput] = {
@@ -386,9 +450,9 @@ class Trainer:
             if error is None:
                 try:
                     ctx = await self._serial.run(ctx)
-                except Exception as e:
-                    error = e
-            message = _error_text(error) if error is not None else _incomplete(ctx)
+                except StepFailed as e:
+                    error, failed_step = e.cause, e.step
+            message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
             ops = book.operations_since(mark.ops)
             if lock is not None:
                 ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
@@ -404,6 +468,7 @@ class Trainer:
                 usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
                 redactions=dict(ctx.redactions),
                 duration_s=reflected.seconds + time.perf_counter() - start,
+                skipped=ctx.skipped,
                 refusals=_refusals(ctx),
                 error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
                 attempt=item.attempt,
@@ -418,8 +483,15 @@ class Trainer:
                     await commit(result)
 
 
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+def _add_usage(total: dict[str, RoleUsage], used: Mapping[str, Any]) -> None:
+    for role, usage in used.items():
+        mine = RoleUsage.from_run_usage(usage)
+        total[role] = total[role] + mine if role in total else mine
+
+
+def _error_text(error: BaseException, step: str | None) -> str:
+    where = f" (in step {step!r})" if step is not None else ""
+    return f"{type(error).__name__}: {error}{where}"
 
 
 def _incomplete(ctx: StepContext) -> str | None:

@@ -1,0 +1,55 @@
+"""`ace-eval steps list`: every pipeline step installed (ACE's own and plugins'), as the registry loads them."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ace.steps.registry import PluginError, RegisteredStep, StepRegistry
+
+__all__ = ["steps"]
+
+
+def _row(step: RegisteredStep) -> dict[str, object]:
+    factory = step.factory
+    return {
+        "name": step.name,
+        "phase": step.phase,
+        "requires": sorted(factory.requires),
+        "provides": sorted(factory.provides),
+        "distribution": step.distribution,
+        "version": step.version,
+        "options": {
+            name: {"default": info.get_default(call_default_factory=True), "help": info.description or ""}
+            for name, info in factory.options.model_fields.items()
+        },
+        "description": factory.description,
+    }
+
+
+@click.group("steps")
+def steps() -> None:
+    """The pipeline steps `ace-eval e2e` can run (`--step NAME`, `--no-step NAME`)."""
+
+
+@steps.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the steps as JSON.")
+def list_steps(as_json: bool) -> None:
+    """Every installed step: name, phase, what it requires and provides, who registered it, its options."""
+    try:
+        registry = StepRegistry.from_entry_points()
+    except PluginError as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        click.echo(json.dumps([_row(s) for s in registry], indent=1, default=str))
+        return
+    for step in registry:
+        factory = step.factory
+        click.echo(f"{step.name}  [{step.phase}]  {step.distribution} {step.version}")
+        click.echo(f"    {factory.description}")
+        requires, provides = ", ".join(sorted(factory.requires)) or "-", ", ".join(sorted(factory.provides)) or "-"
+        click.echo(f"    requires: {requires}   provides: {provides}")
+        for name, info in factory.options.model_fields.items():
+            default = info.get_default(call_default_factory=True)
+            click.echo(f"    option {name}={default!r}" + (f": {info.description}" if info.description else ""))

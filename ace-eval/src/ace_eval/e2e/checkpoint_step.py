@@ -1,0 +1,70 @@
+"""`checkpoint`: the run's checkpoint as a pipeline step of the `commit` phase, registered under `ace.steps` in
+ace-eval's `pyproject.toml` like any plugin.
+
+The trainer runs the `commit` phase once per sample, in commit order, with the sample's journal line (its
+`SampleResult` plus the skillbook's delta since the previous line) as the plugin data `checkpoint.line`; this
+step appends it to `samples.jsonl` and snapshots the skillbook when due (`ace_eval.e2e._checkpoint`). Before the
+first sample the trainer resumes from the step's folder, and after the last it closes it (final snapshot).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace.core.skillbook import Skillbook
+from ace.steps.context import StepContext
+from ace.steps.registry import StepEnvironment, StepFactory, need
+from ace_eval.e2e._checkpoint import Checkpoint, load_checkpoint
+
+__all__ = ["LINE_KEY", "CheckpointOptions", "CheckpointStep", "checkpoint"]
+
+LINE_KEY = "line"
+"""The plugin data key (`checkpoint.line`) of the journal line the trainer hands the step."""
+
+
+class CheckpointOptions(BaseModel):
+    """`checkpoint`: how often to snapshot the skillbook (the journal makes every sample resumable anyway)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    snapshot_every: int | None = Field(default=None, ge=1)
+    """Snapshot every this many samples (default: when the last snapshot is older than 20x its cost)."""
+
+
+class CheckpointStep:
+    """Appends each committed sample's line to the journal of `folder` and snapshots the skillbook when due."""
+
+    name = "checkpoint"
+    requires: frozenset[str] = frozenset({"skillbook"})
+    provides: frozenset[str] = frozenset()
+
+    def __init__(self, folder: Path, *, snapshot_every: int | None = None) -> None:
+        self.folder = folder
+        self.journal = Checkpoint(folder, snapshot_every=snapshot_every)
+
+    def load(self) -> tuple[Skillbook, list[dict[str, Any]]] | None:
+        """The skillbook and sample records to resume from, or `None` for a fresh folder."""
+        return load_checkpoint(self.folder)
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        """Append `ctx.extras["checkpoint"]["line"]` (the commit point), then snapshot `ctx.skillbook` if due."""
+        line = ctx.extra(self.name, LINE_KEY)
+        if not isinstance(line, dict):
+            raise TypeError(f"checkpoint.line must be the sample's journal line (a dict), got {type(line).__name__}")
+        await self.journal.commit(line, ctx.skillbook)
+        return ctx
+
+
+def _build(options: CheckpointOptions, env: StepEnvironment) -> CheckpointStep:
+    return CheckpointStep(need(env.output_dir, "checkpoint", "output_dir"), snapshot_every=options.snapshot_every)
+
+
+checkpoint = StepFactory(
+    phase="commit",
+    description="Journals each sample (samples.jsonl) and snapshots the skillbook, so --resume redoes nothing.",
+    options=CheckpointOptions,
+    build=_build,
+    requires=CheckpointStep.requires,
+)

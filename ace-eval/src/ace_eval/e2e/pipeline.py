@@ -1,0 +1,90 @@
+"""The pipeline of an `ace-eval e2e` run: planned from the settings before anything is written, recorded in
+`run.json`, compared on `--resume`, and built with the run's roles through `ace.steps.build_pipeline`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from ace.embeddings.base import Embedder
+from ace.implementations.reflector import Reflector
+from ace.implementations.skill_manager import SkillManager
+from ace.redaction import Redactor
+from ace.steps.phased import (
+    DEFAULT_STEPS,
+    PlannedStep,
+    StepPipeline,
+    StepRequest,
+    build_pipeline,
+    pipeline_differences,
+    pipeline_requests,
+    plan_pipeline,
+)
+from ace.steps.registry import StepConfigError, StepEnvironment
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError
+
+__all__ = ["E2E_STEPS", "plan_run_pipeline", "refuse_other_pipeline", "run_pipeline", "step_times"]
+
+E2E_STEPS: tuple[str, ...] = (*DEFAULT_STEPS, "checkpoint")
+"""The default pipeline of an e2e run: the library's, and the run's checkpoint in the run folder."""
+
+
+def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
+    """The default steps, plus `settings.steps` (`--step`, `[e2e.steps]`), minus `settings.no_steps`, looked up
+    and validated; raises `StepConfigError` / `PluginError` naming the step and the fix."""
+    if "checkpoint" in settings.no_steps:
+        raise StepConfigError(
+            "an e2e run cannot leave out the step 'checkpoint': its samples.jsonl is the run's record (run.json, "
+            "inspect, verify and --resume read it); configure it instead, e.g. --step checkpoint:snapshot_every=50"
+        )
+    requested = [StepRequest(name, options) for name, options in settings.steps.items()]
+    without = (*settings.no_steps, *(() if settings.redact else ("redact",)))  # --no-redact: no redact step
+    return plan_pipeline(pipeline_requests(requested, without=without, defaults=E2E_STEPS))
+
+
+def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:
+    """Refuse to resume a run with a pipeline other than the one it recorded (steps, options, plugin versions)."""
+    stored = (record.get("pipeline") or {}).get("steps")
+    if stored is None:  # a run from before pipelines were recorded ran the default one
+        return
+    now = [p.record() for p in plan_run_pipeline(settings)]
+    diffs = pipeline_differences(stored, now)
+    if diffs:
+        raise RunFolderError(
+            f"cannot resume {folder.path} with a different pipeline ({'; '.join(diffs)}): resume with the run's "
+            "steps (pass no --step / --no-step / --dedup, and the same plugin versions installed), or start a new run"
+        )
+
+
+def run_pipeline(
+    settings: E2ESettings,
+    output_dir: Path,
+    *,
+    reflector: Reflector,
+    skill_manager: SkillManager,
+    embedder: Embedder,
+    redactor: Redactor | None = None,
+    dedup_model: Model | None = None,
+) -> StepPipeline:
+    """Build the run's pipeline: files of end-of-run steps go in `output_dir`; `redactor` (the run's, with its
+    `[redaction]` patterns) is the `redact` step's; `dedup_model` (a scripted judge) wins over `--dedup-model`,
+    whose default is the skill manager's model."""
+    env = StepEnvironment(
+        output_dir=output_dir,
+        reflector=reflector,
+        skill_manager=skill_manager,
+        embedder=embedder,
+        redactor=redactor,
+        models={} if dedup_model is None else {"dedup": dedup_model},
+        default_model=settings.skill_manager_model,
+    )
+    return build_pipeline(plan_run_pipeline(settings), env)
+
+
+def step_times(pipeline: StepPipeline) -> dict[str, dict[str, float]]:
+    """Calls and seconds of every step, for the segment in `run.json`."""
+    return {name: t.to_dict() for name, t in pipeline.timings().items()}
