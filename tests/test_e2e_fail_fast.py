@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
@@ -250,6 +250,40 @@ def test_a_run_in_which_every_sample_failed_exits_non_zero_and_is_failed(
     [folder] = list(out.iterdir())
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["status"] == "failed" and record["training"] == {**record["training"], "samples": 5, "errors": 5}
+
+
+def test_samples_that_failed_after_their_edits_are_not_a_failed_run(tmp_path: Path) -> None:
+    """A session that added a skill and then stopped (a budget, a model error) learned something: its edits stand,
+    the samples count as errors, and the run completes (the local demo model often ends sessions this way)."""
+    add = ToolCallPart(
+        "add_skill",
+        {
+            "section": "context",
+            "issue": "Cancels need the reservation id.",
+            "keywords": ["airline"],
+            "insight": "Ask for the reservation id first.",
+        },
+    )
+
+    def add_then_crash(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[add])
+        raise RuntimeError("the skill manager crashed")
+
+    inj = scripted_injections()
+    injections = runner.RunInjections(
+        models={**inj.models, "skill_manager": FunctionModel(add_then_crash, model_name="add-then-crash")},
+        embedder=inj.embedder,
+        show_progress=False,
+    )
+    settings = E2ESettings(traces=DEMO, limit=3, no_benchmark=True, output_dir=tmp_path, abort_after=0)
+    done = runner.run_e2e(settings, injections=injections)
+    assert done.record["status"] == "completed"
+    assert done.record["training"]["samples"] == 3 and done.record["training"]["errors"] == 3
+    assert len(done.skillbook.skills()) >= 1
+
+    with pytest.raises(RunFailedError, match=r"every sample failed \(3 of 3\), nothing was learned"):
+        runner.run_e2e(settings, injections=broken_reflector())
 
 
 def test_every_episode_errored_is_a_failed_run_without_pass_k(airline_data: Path, tmp_path: Path) -> None:

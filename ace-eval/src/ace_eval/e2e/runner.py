@@ -367,7 +367,8 @@ class _Run:
         self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         failed = result.errors
-        if result.samples and len(failed) == len(result.samples):
+        learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
+        if result.samples and len(failed) == len(result.samples) and not learned:
             raise RunFailedError(
                 f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
                 f"error: {failed[0].error}"
