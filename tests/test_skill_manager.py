@@ -18,6 +18,7 @@ from ace.embeddings.test import TestEmbedder
 from ace.implementations.prompts import SKILL_MANAGER_PROMPT
 from ace.implementations.reflection import Reflection, SkillTag
 from ace.implementations.skill_manager import SkillManager, SMResult, SMSettings
+from ace.implementations.sm_tools import SKILL_ID_CHOICES
 
 Step = Callable[[list[ModelMessage]], ModelResponse]
 
@@ -462,3 +463,34 @@ def test_sessions_from_several_threads_lose_no_update() -> None:
         skill = book.require_skill(skill_id)
         assert skill.issue == f"Runner problem seen in trace {source.trace_id}."
         assert [o.trace_uid for o in skill.occurrences] == [source.trace_uid]
+
+
+def test_skill_ids_are_offered_as_choices_while_the_skillbook_is_small() -> None:
+    """A model decoding under the tool schema (the embedded model) can only name a skill that exists."""
+    offered: list[dict[str, dict[str, Any]]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append({tool.name: tool.parameters_json_schema for tool in info.function_tools})
+        return ModelResponse(parts=[TextPart("Nothing to change.")])
+
+    book = seeded_book()
+    SkillManager(FunctionModel(model), embedder=TestEmbedder()).update_skills(
+        [CABIN_REFLECTION], book, source=AIRLINE_SOURCE
+    )
+    [tools] = offered
+    for name in ("update_skill", "tag_skill", "remove_skill", "read_skill"):
+        assert tools[name]["properties"]["skill_id"]["enum"] == ["context-00001", "harness-00001"], name
+    assert tools["add_skill"]["properties"]["keywords"]["minItems"] == 1
+    assert "skill_id" not in tools["search_skills"]["properties"]
+
+    offered.clear()
+    big = Skillbook()
+    for n in range(SKILL_ID_CHOICES + 1):
+        big.add_skill(
+            "harness", f"Runner problem number {n} in the batch scheduler.", [f"k{n}"], insight_source=RETAIL_SOURCE
+        )
+    SkillManager(FunctionModel(model), embedder=TestEmbedder()).update_skills(
+        [CABIN_REFLECTION], big, source=AIRLINE_SOURCE
+    )
+    [tools] = offered
+    assert "enum" not in tools["update_skill"]["properties"]["skill_id"]

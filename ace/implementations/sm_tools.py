@@ -18,6 +18,7 @@ in a session that runs alone the checks never fire.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ from ace.llm import DECODE_REQUIRED
 from ace.observability import AttributeInput, ace_span
 
 __all__ = [
+    "SKILL_ID_CHOICES",
     "SM_TOOLS",
     "AddSkillResult",
     "AppliedOperation",
@@ -66,6 +68,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 _TAG_LABELS = {1: "helpful", -1: "harmful", 0: "neutral"}
 _OCCURRENCES_SHOWN = 5
+SKILL_ID_CHOICES = 32
+"""Up to this many active skills, a tool's `skill_id` is offered as an enum of their ids: a model that decodes under
+the schema (the embedded model, a provider's strict tool mode) then cannot invent an id, and others see the choice."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,7 +193,7 @@ def add_skill(
     ctx: RunContext[SMDeps],
     section: Literal["context", "harness"],
     issue: str,
-    keywords: list[str],
+    keywords: Annotated[list[str], Field(json_schema_extra={"minItems": 1})],
     insight: Annotated[str | None, Field(json_schema_extra={DECODE_REQUIRED: True})] = None,
 ) -> AddSkillResult | ConflictResult:
     """Add a new skill. Always call search_skills first; if a similar issue exists, call update_skill instead.
@@ -380,11 +385,22 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
 
 
 async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> ToolDefinition | None:
-    """Offer a tool that needs an existing skill only once the skillbook has an active one.
+    """Offer a tool that needs an existing skill only once the skillbook has an active one, with the active ids as
+    the choices of its `skill_id` while there are at most `SKILL_ID_CHOICES`.
 
-    On an empty skillbook those calls can only fail (a small model otherwise spends its session guessing ids).
+    On an empty skillbook those calls can only fail (a small model otherwise spends its session guessing ids). The
+    enum only shapes the schema: a call with another id still reaches the tool and is refused with a "did you mean".
     """
-    return tool if ctx.deps.skillbook.active_count else None
+    book = ctx.deps.skillbook
+    count = book.active_count
+    if not count:
+        return None
+    properties = tool.parameters_json_schema.get("properties", {})
+    if count > SKILL_ID_CHOICES or "skill_id" not in properties:
+        return tool
+    skill_id = {**properties["skill_id"], "enum": sorted(skill.id for skill in book.skills())}
+    schema = {**tool.parameters_json_schema, "properties": {**properties, "skill_id": skill_id}}
+    return dataclasses.replace(tool, parameters_json_schema=schema)
 
 
 def _inline(function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
