@@ -494,3 +494,31 @@ def test_skill_ids_are_offered_as_choices_while_the_skillbook_is_small() -> None
     )
     [tools] = offered
     assert "enum" not in tools["update_skill"]["properties"]["skill_id"]
+
+
+def test_the_skill_id_choices_stay_the_same_for_the_whole_session() -> None:
+    """A skill added mid-session does not change the tool definitions (a prompt cache over them stays valid)."""
+    offered: list[list[str]] = []
+    script = Script(
+        call("search_skills", query="cabin class", top_k=3),
+        call(
+            "add_skill",
+            section="context",
+            issue="In tau-airline's update_reservation_flights API, cabin class is one parameter for every leg.",
+            keywords=["airline", "cabin_class"],
+            insight="Offer only all-or-nothing cabin changes.",
+        ),
+        say("Added one skill."),
+    )
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tools = {tool.name: tool.parameters_json_schema for tool in info.function_tools}
+        offered.append(tools["tag_skill"]["properties"]["skill_id"]["enum"])
+        return script(messages, info)
+
+    book = seeded_book()
+    result = SkillManager(FunctionModel(model), embedder=TestEmbedder()).update_skills(
+        [CABIN_REFLECTION], book, source=AIRLINE_SOURCE
+    )
+    assert result.ids("ADD") == ["context-00002"]
+    assert offered == [["context-00001", "harness-00001"]] * 3

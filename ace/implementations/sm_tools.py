@@ -131,6 +131,10 @@ class SMDeps:
     searched_at: int | None = None
     """Audit-log length at this session's last search (`None`: at its start); skills other sessions added or
     rewrote after it are what the model has not seen."""
+    skill_id_choices: tuple[str, ...] | None = None
+    """The ids offered as the enum of `skill_id`, fixed when the tools that take one are first offered (empty: too
+    many skills for an enum). Fixed per session, so the tool definitions, and a prompt cache over them, stay the
+    same from step to step."""
 
     def saw(self, skills: Iterable[Skill]) -> None:
         """Remember the versions of skills shown to the model."""
@@ -386,19 +390,22 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
 
 async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> ToolDefinition | None:
     """Offer a tool that needs an existing skill only once the skillbook has an active one, with the active ids as
-    the choices of its `skill_id` while there are at most `SKILL_ID_CHOICES`.
+    the choices of its `skill_id` while there are at most `SKILL_ID_CHOICES` (`SMDeps.skill_id_choices`).
 
     On an empty skillbook those calls can only fail (a small model otherwise spends its session guessing ids). The
     enum only shapes the schema: a call with another id still reaches the tool and is refused with a "did you mean".
     """
-    book = ctx.deps.skillbook
+    deps = ctx.deps
+    book = deps.skillbook
     count = book.active_count
     if not count:
         return None
+    if deps.skill_id_choices is None:
+        deps.skill_id_choices = tuple(sorted(s.id for s in book.skills())) if count <= SKILL_ID_CHOICES else ()
     properties = tool.parameters_json_schema.get("properties", {})
-    if count > SKILL_ID_CHOICES or "skill_id" not in properties:
+    if not deps.skill_id_choices or "skill_id" not in properties:
         return tool
-    skill_id = {**properties["skill_id"], "enum": sorted(skill.id for skill in book.skills())}
+    skill_id = {**properties["skill_id"], "enum": list(deps.skill_id_choices)}
     schema = {**tool.parameters_json_schema, "properties": {**properties, "skill_id": skill_id}}
     return dataclasses.replace(tool, parameters_json_schema=schema)
 
