@@ -308,3 +308,18 @@ def test_the_checkpoint_step_cannot_be_left_out_of_an_e2e_run(monkeypatch: pytes
     result = invoke(monkeypatch, replay(tmp_path / "out", "--no-step", "checkpoint"))
     assert result.exit_code == 2 and "cannot leave out the step 'checkpoint'" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_no_step_with_an_unknown_name_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--no-step", "export_markdwn"))
+    assert result.exit_code == 2, result.output
+    assert "cannot leave out the step 'export_markdwn': unknown step 'export_markdwn'" in result.output
+    assert "Did you mean 'export_markdown'?" in result.output and "Available steps: checkpoint" in result.output
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+    config = tmp_path / "ace-eval.toml"
+    config.write_text("[e2e.steps]\nnosuch = false\n", encoding="utf-8")
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--config", str(config)))
+    assert result.exit_code == 2, result.output
+    assert "cannot leave out the step 'nosuch': unknown step 'nosuch'" in result.output
+    assert not (tmp_path / "out").exists()

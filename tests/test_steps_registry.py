@@ -194,6 +194,18 @@ def test_requests_start_from_the_defaults() -> None:
     ]
 
 
+def test_leaving_out_an_unknown_step_is_refused() -> None:
+    with pytest.raises(StepConfigError, match=r"cannot leave out the step 'reflct'.*Did you mean 'reflect'\?"):
+        pipeline_requests(without={"reflct"})
+    assert [r.name for r in pipeline_requests(without={"deduplicate"})] == [  # known, not in the pipeline: fine
+        "redact",
+        "reflect",
+        "update",
+        "export_markdown",
+        "persist",
+    ]
+
+
 def test_pipeline_differences_name_each_step() -> None:
     stored = [{"name": "reflect", "phase": "reflect", "options": {}, "distribution": "a", "version": "1"}]
     assert pipeline_differences(stored, stored) == []

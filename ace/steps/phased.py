@@ -57,9 +57,25 @@ class StepRequest:
 
 
 def pipeline_requests(
-    requested: Iterable[StepRequest] = (), *, without: Collection[str] = (), defaults: Sequence[str] = DEFAULT_STEPS
+    requested: Iterable[StepRequest] = (),
+    *,
+    without: Collection[str] = (),
+    defaults: Sequence[str] = DEFAULT_STEPS,
+    registry: StepRegistry | None = None,
 ) -> list[StepRequest]:
-    """The default steps, then the requested ones (a requested default only gets its options), minus `without`."""
+    """The default steps, then the requested ones (a requested default only gets its options), minus `without`.
+
+    Raises:
+        StepConfigError: a `without` name no registered step has (a typo would otherwise leave the step in); the
+            message lists the available steps. `registry` defaults to the installed `ace.steps` entry points.
+    """
+    if without:
+        reg = registry if registry is not None else StepRegistry.from_entry_points()
+        for name in without:
+            try:
+                reg.get(name)
+            except StepConfigError as e:
+                raise StepConfigError(f"cannot leave out the step {name!r}: {e}") from None
     out: dict[str, StepRequest] = {name: StepRequest(name) for name in defaults}
     for request in requested:
         out[request.name] = request

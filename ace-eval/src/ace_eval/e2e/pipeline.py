@@ -23,7 +23,7 @@ from ace.steps.phased import (
     pipeline_requests,
     plan_pipeline,
 )
-from ace.steps.registry import StepConfigError, StepEnvironment
+from ace.steps.registry import StepConfigError, StepEnvironment, StepRegistry
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 
@@ -43,7 +43,9 @@ def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
         )
     requested = [StepRequest(name, options) for name, options in settings.steps.items()]
     without = (*settings.no_steps, *(() if settings.redact else ("redact",)))  # --no-redact: no redact step
-    return plan_pipeline(pipeline_requests(requested, without=without, defaults=E2E_STEPS))
+    registry = StepRegistry.from_entry_points()
+    requests = pipeline_requests(requested, without=without, defaults=E2E_STEPS, registry=registry)
+    return plan_pipeline(requests, registry=registry)
 
 
 def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:
