@@ -149,6 +149,7 @@ def test_dedup_runs_at_the_end_of_each_epoch(monkeypatch: pytest.MonkeyPatch, tm
     [dedup] = [s for s in record["pipeline"]["steps"] if s["name"] == "deduplicate"]
     assert (dedup["phase"], dedup["options"]["threshold"]) == ("end_of_epoch", 0.5)
     assert record["step_timings"]["deduplicate"]["calls"] == 2  # once per epoch
+    assert record["models"]["dedup"] == record["models"]["skill_manager"]  # the judge's default
     assert record["usage"]["dedup"]["requests"] == len(judge.pairs) > 1
     assert len(set(judge.pairs)) == len(judge.pairs)  # a pair decided KEEP is never asked again
     names = span_names(folder)
@@ -323,3 +324,20 @@ def test_no_step_with_an_unknown_name_is_refused(monkeypatch: pytest.MonkeyPatch
     assert result.exit_code == 2, result.output
     assert "cannot leave out the step 'nosuch': unknown step 'nosuch'" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_the_dedup_judge_is_preflighted_and_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--dedup-model", "openai/gpt-4.1-mini"))
+    assert result.exit_code == 2, result.output
+    assert "dedup model 'openai/gpt-4.1-mini' (the step 'deduplicate'; change it with --dedup-model)" in result.output
+    assert "set OPENAI_API_KEY" in result.output
+    assert not (tmp_path / "out").exists()  # refused before the first sample, not at the end of epoch 0
+
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "1", "--dedup-model", "openai/gpt-4.1-mini"), inj)
+    assert result.exit_code == 0, result.output  # a scripted judge replaces the model string, as for the roles
+    record = json.loads((only_run(tmp_path / "out") / "run.json").read_text())
+    assert record["models"]["dedup"] == "openai/gpt-4.1-mini"
+    [dedup] = [s for s in record["pipeline"]["steps"] if s["name"] == "deduplicate"]
+    assert dedup["options"]["model"] == "openai/gpt-4.1-mini"

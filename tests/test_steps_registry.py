@@ -292,3 +292,33 @@ def test_the_redact_step_uses_the_environments_redactor_and_the_trainer_redacts_
     assert Trainer(pipeline=build_pipeline(requests[:2], roles), config=TrainingConfig()).redactor is None
     with pytest.raises(ValueError, match="either a pipeline or reflector"):
         Trainer(pipeline=pipeline, config=TrainingConfig(), redactor=redactor)
+
+
+class _JudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None
+
+
+def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_e2e_support import scripted_models
+
+    from ace.steps import plan_pipeline
+    from ace_eval.e2e.preflight import PreflightError, StepModel, preflight, step_models
+
+    judge = StepFactory(phase="end_of_epoch", description="x", options=_JudgeOptions, build=lambda o, e: Rewrite(),
+                        models=lambda o: {"judge": o.model})  # fmt: skip
+    registry = StepRegistry([*StepRegistry.from_entry_points(), RegisteredStep("judging", judge, "tests", "0")])
+    settings = resolve_settings({"skill_manager_model": "anthropic/claude-x"}, environ={})
+    plan = plan_pipeline([StepRequest("judging"), StepRequest("deduplicate")], registry=registry)
+    assert step_models(settings, plan) == {  # no model named: the skill manager's
+        "judge": StepModel("judging", "anthropic/claude-x"),
+        "dedup": StepModel("deduplicate", "anthropic/claude-x"),
+    }
+    plan = plan_pipeline([StepRequest("judging", {"model": "openai/gpt-4.1-mini"})], registry=registry)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(PreflightError) as raised:
+        preflight(settings, scripted_models(), TestEmbedder(), live=False, steps=step_models(settings, plan))
+    assert (
+        "judge model 'openai/gpt-4.1-mini' (the step 'judging'; change it with the options of --step judging "
+        "(`ace-eval steps list`)): the provider's credentials are not in the environment: set OPENAI_API_KEY"
+    ) in str(raised.value)

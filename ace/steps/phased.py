@@ -89,6 +89,11 @@ class PlannedStep:
     registered: RegisteredStep
     options: BaseModel
 
+    def models(self, default: str) -> dict[str, str]:
+        """The model string of every role the step will ask its environment for (`default` where none is named)."""
+        declared = self.registered.factory.models
+        return {} if declared is None else {role: name or default for role, name in declared(self.options).items()}
+
     def record(self) -> dict[str, Any]:
         """Name, phase, effective options, and the distribution and version that registered it."""
         return {
