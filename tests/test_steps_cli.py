@@ -341,3 +341,15 @@ def test_the_dedup_judge_is_preflighted_and_recorded(monkeypatch: pytest.MonkeyP
     assert record["models"]["dedup"] == "openai/gpt-4.1-mini"
     [dedup] = [s for s in record["pipeline"]["steps"] if s["name"] == "deduplicate"]
     assert dedup["options"]["model"] == "openai/gpt-4.1-mini"
+
+
+def test_the_summary_names_the_markdown_file_the_run_wrote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = invoke(monkeypatch, replay(tmp_path / "moved", "--limit", "1", "--step", "export_markdown:path=book.md"))
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "moved")
+    assert f"Skillbook markdown: {folder / 'book.md'}\n" in result.output and (folder / "book.md").is_file()
+    assert not (folder / "skillbook.md").exists()
+
+    result = invoke(monkeypatch, replay(tmp_path / "none", "--limit", "1", "--no-step", "export_markdown"))
+    assert result.exit_code == 0, result.output
+    assert "Skillbook markdown:" not in result.output and not (only_run(tmp_path / "none") / "skillbook.md").exists()

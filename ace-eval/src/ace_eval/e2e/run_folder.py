@@ -174,6 +174,18 @@ class RunFolder:
     def samples(self) -> Path:
         return self.path / "samples.jsonl"
 
+    def step_output(self, record: Mapping[str, Any], step: str, default: str) -> Path | None:
+        """The file the end-of-run `step` writes (its `path` option; a relative one is in this folder) in the
+        pipeline `run.json` records; `None` when the run left the step out, `default` for a run from before
+        pipelines were recorded."""
+        steps = (record.get("pipeline") or {}).get("steps")
+        if steps is None:
+            return self.path / default
+        for planned in steps:
+            if planned.get("name") == step:
+                return self.path / str((planned.get("options") or {}).get("path", default))
+        return None
+
     @property
     def spans(self) -> Path:
         return self.path / "spans.jsonl"
