@@ -132,7 +132,43 @@ def test_a_failing_per_sample_step_fails_that_sample_only() -> None:
     by_trace = {s.trace_id: s for s in result.samples}
     assert by_trace["t01"].error == "RuntimeError: audit log unreachable (in step 'audit')"
     assert by_trace["t01"].operations == ()  # failed before its skill-manager session
+    assert by_trace["t01"].reflection is not None  # what the reflect step produced before it is recorded
+    assert by_trace["t01"].usage["reflector"].requests == 1
     assert by_trace["t00"].error is None and by_trace["t02"].error is None and by_trace["t02"].operations
+
+
+class AfterUpdate:
+    """An `after_update` step: reads the session the update step produced; fails on one trace."""
+
+    name = "after_audit"
+    requires = frozenset({"sm_result"})
+    provides = frozenset({"after_audit.changed"})
+    seen: list[tuple[str, int]] = []  # noqa: RUF012 - the trace and the number of changed skills, per call
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        assert ctx.sm_result is not None
+        AfterUpdate.seen.append((ctx.trace["trace_id"], len(ctx.sm_result.changed_ids)))
+        if ctx.trace["trace_id"] == "t01":
+            raise RuntimeError("audit log unreachable")
+        return ctx.with_extra(self.name, "changed", len(ctx.sm_result.changed_ids))
+
+
+def test_an_after_update_step_runs_after_the_session_and_a_failure_keeps_what_it_did() -> None:
+    _, _, env = roles()
+    AfterUpdate.seen.clear()
+    reg = registry(("after_audit", "after_update", AfterUpdate))
+    pipeline = build_pipeline([StepRequest("after_audit"), StepRequest("reflect"), StepRequest("update")], env,
+                              registry=reg)  # fmt: skip
+    assert pipeline.names == ["reflect", "update", "after_audit"]  # by phase: after the session
+    result = Trainer(pipeline=pipeline, config=TrainingConfig()).run(
+        [make_trace(n, "cancel") for n in range(3)], Skillbook()
+    )
+    assert [trace for trace, _ in AfterUpdate.seen] == ["t00", "t01", "t02"]
+    assert all(changed >= 1 for _, changed in AfterUpdate.seen)  # it ran after each session, on its result
+    failed = {s.trace_id: s for s in result.samples}["t01"]
+    assert failed.error == "RuntimeError: audit log unreachable (in step 'after_audit')"
+    assert failed.operations and failed.reflection is not None  # the session's edits stand and are listed
+    assert failed.usage["reflector"].requests == 1 and failed.usage["skill_manager"].requests >= 1
 
 
 def test_plugin_data_requirements_are_checked_when_the_pipeline_is_built() -> None:
