@@ -12,7 +12,8 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import sidecar_path, sidecar_problem
+from ace.core.storage import load_sidecar, sidecar_path
+from ace.exceptions import SkillbookFormatError
 from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
@@ -77,21 +78,16 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
     try:
-        problem = sidecar_problem(path, dim=None, max_rows=len(book))  # from the headers, before loading anything
-        if problem is not None:
-            return Check(name, False, f"{path}: {problem}; delete it and the vectors are recomputed")
-        with np.load(path, allow_pickle=False) as npz:
-            ids = [str(i) for i in npz["ids"]]
-            matrix = npz["embeddings"]
-            shape = matrix.shape
-            model = str(npz["model"])
-    except Exception as e:
-        return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
-    if not np.isfinite(matrix).all():
+        sidecar = load_sidecar(path, max_rows=len(book))  # its headers are checked before anything is loaded
+    except SkillbookFormatError as e:
+        return Check(name, False, f"{e}; delete it and the vectors are recomputed")
+    if not np.isfinite(sidecar.matrix).all():
         return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
-    missing = [s.id for s in book.skills() if s.id not in set(ids)]
+    ids = set(sidecar.ids)
+    missing = [s.id for s in book.skills() if s.id not in ids]
+    shape = sidecar.matrix.shape
     dimension = shape[1] if len(shape) == 2 else "?"
-    detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
+    detail = f"{plural(len(sidecar.ids), 'vector')} of dimension {dimension} ({sidecar.model or 'unknown model'})"
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
