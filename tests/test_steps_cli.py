@@ -353,3 +353,59 @@ def test_the_summary_names_the_markdown_file_the_run_wrote(monkeypatch: pytest.M
     result = invoke(monkeypatch, replay(tmp_path / "none", "--limit", "1", "--no-step", "export_markdown"))
     assert result.exit_code == 0, result.output
     assert "Skillbook markdown:" not in result.output and not (only_run(tmp_path / "none") / "skillbook.md").exists()
+
+
+def test_the_checkpoint_snapshot_is_its_own_file_and_persist_alone_publishes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "none", "--limit", "2", "--dedup", "--no-step", "persist"), inj)
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "none")
+    assert not (folder / "skillbook.json").exists() and not (folder / "skillbook.embeddings.npz").exists()
+    snapshot = Skillbook.load_from_file(folder / "skillbook.snapshot.json")  # what --resume starts from
+    record = json.loads((folder / "run.json").read_text())
+    assert record["training"]["skillbook"]["active"] == snapshot.active_count > 0
+    checked = CliRunner().invoke(main, ["verify", str(folder)])
+    assert "skillbook.snapshot.json conforms to the v2 shape" in checked.output
+
+    result = invoke(monkeypatch, replay(tmp_path / "moved", "--limit", "2", "--step", "persist:path=final.json"))
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "moved")
+    assert not (folder / "skillbook.json").exists()  # one published skillbook, where persist was told to put it
+    final = Skillbook.load_from_file(folder / "final.json")
+    assert json.loads((folder / "run.json").read_text())["training"]["skillbook"] == final.stats()
+    checked = CliRunner().invoke(main, ["verify", str(folder)])
+    assert checked.exit_code == 0, checked.output
+    assert "final.json conforms to the v2 shape" in checked.output
+
+
+def test_a_run_folder_checkpointed_in_skillbook_json_still_resumes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A folder from before the snapshot had its own file: the journal and `skillbook.json` beside it."""
+    seen: list[str] = []
+
+    def stop_after_two(sample: Any) -> None:
+        seen.append(sample.trace_uid)
+        if len(seen) == 2:
+            raise RuntimeError("stopped")
+
+    reflector = ScriptedReflector()
+    stopping = scripted_injections(reflector, on_sample=stop_after_two)
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "4"), stopping)
+    assert result.exit_code == 1, result.output
+    folder = only_run(tmp_path / "out")
+    assert len(samples(folder)) == 2 and not (folder / "skillbook.json").exists()
+    (folder / "skillbook.snapshot.json").rename(folder / "skillbook.json")  # the old layout
+    for npz in folder.glob("skillbook.snapshot.embeddings.npz"):
+        npz.rename(folder / "skillbook.embeddings.npz")
+
+    resumed = invoke(monkeypatch, ["e2e", "--resume", str(folder)], scripted_injections(reflector))
+    assert resumed.exit_code == 0, resumed.output
+    assert sum(reflector.calls.values()) == 4  # the two committed samples were not run again
+    lines = samples(folder)
+    assert sorted(line["index"] for line in lines) == [0, 1, 2, 3]
+    book = Skillbook.load_from_file(folder / "skillbook.json")  # published by persist, from the old snapshot on
+    assert len(book.operations) == sum(len(line["operations"]) for line in lines)
+    assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0

@@ -17,6 +17,7 @@ from ace.exceptions import SkillbookFormatError
 from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 from ace_eval.e2e.training import SampleResult
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 
@@ -230,10 +231,24 @@ def _journal_records(path: Path) -> list[tuple[int, SampleResult]] | int:
     return records
 
 
+def skillbook_of(target: Path) -> Path:
+    """The skillbook file to check: `target` itself, or a run folder's (the one its `persist` step published,
+    else the checkpoint's snapshot of a run without it, or of an interrupted one)."""
+    if target.is_file():
+        return target
+    folder = RunFolder(target)
+    try:
+        record = folder.read_run_json()
+    except RunFolderError:
+        record = {}  # the run.json check says what is wrong with it
+    return folder.learned_skillbook(record)
+
+
 def run_checks(target: Path) -> list[Check]:
     """Every check for a run folder (or a `skillbook.json` file directly)."""
-    skillbook_path = target if target.is_file() else target / "skillbook.json"
-    folder = skillbook_path.parent
+    skillbook_path = skillbook_of(target)
+    folder = target.parent if target.is_file() else target
+    shape_check = f"{skillbook_path.name} conforms to the v2 shape"
     checks: list[Check] = []
     run = _run_check(folder / "run.json")
     if run is not None:
@@ -241,10 +256,10 @@ def run_checks(target: Path) -> list[Check]:
     try:
         book = Skillbook.load_from_file(skillbook_path)
     except ValueError as e:
-        checks.append(Check("skillbook.json conforms to the v2 shape", False, str(e)))
+        checks.append(Check(shape_check, False, str(e)))
         return checks
     shape = f"{plural(len(book), 'skill')}, schema_version 2"
-    checks.append(Check("skillbook.json conforms to the v2 shape", True, shape))
+    checks.append(Check(shape_check, True, shape))
     steps: list[Callable[[], list[Check]]] = [
         lambda: [_sidecar_check(sidecar_path(skillbook_path), book)],
         lambda: _skill_checks(book),
@@ -263,7 +278,7 @@ def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[
     """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
     be read (the v2 check reports that)."""
     try:
-        book = Skillbook.load_from_file(target if target.is_file() else target / "skillbook.json")
+        book = Skillbook.load_from_file(skillbook_of(target))
     except (OSError, ValueError):
         return []
     return degenerate_skills(book.skills(), min_words=min_words)

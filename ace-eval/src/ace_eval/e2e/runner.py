@@ -447,6 +447,7 @@ class _Run:
                 replayed=self.settings.traces is not None,
                 segments=self.record["segments"],
                 resumed_samples=self.resumed_samples,
+                skillbook=self.folder.learned_skillbook(self.record),
             )
         )
         collection = (self.record.get("redaction") or {}).get("collection")
