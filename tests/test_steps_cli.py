@@ -409,3 +409,25 @@ def test_a_run_folder_checkpointed_in_skillbook_json_still_resumes(
     book = Skillbook.load_from_file(folder / "skillbook.json")  # published by persist, from the old snapshot on
     assert len(book.operations) == sum(len(line["operations"]) for line in lines)
     assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
+
+
+def test_config_file_steps_shape_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "ace-eval.toml"
+    config.write_text(
+        '[e2e.steps]\nexport_markdown = false\npersist = { path = "book.json" }\n'
+        "deduplicate = { threshold = 0.5, max_pairs = 3 }\n",
+        encoding="utf-8",
+    )
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "3", "--config", str(config)), inj)
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "out")
+    steps = {s["name"]: s["options"] for s in pipeline_steps(folder)}
+    assert "export_markdown" not in steps and not (folder / "skillbook.md").exists()
+    assert steps["persist"] == {"path": "book.json"} and (folder / "book.json").is_file()
+    assert (steps["deduplicate"]["threshold"], steps["deduplicate"]["max_pairs"]) == (0.5, 3)
+    assert json.loads((folder / "run.json").read_text())["step_timings"]["deduplicate"]["calls"] == 1
+    assert "Skillbook markdown:" not in result.output
+
+    resumed = invoke(monkeypatch, ["e2e", "--resume", str(folder)], inj)  # the recorded steps are the run's
+    assert resumed.exit_code == 0, resumed.output

@@ -358,3 +358,36 @@ def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch
         "judge model 'openai/gpt-4.1-mini' (the step 'judging'; change it with the options of --step judging "
         "(`ace-eval steps list`)): the provider's credentials are not in the environment: set OPENAI_API_KEY"
     ) in str(raised.value)
+
+
+def test_registry_error_paths_name_the_distribution_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from _plugins import install_distribution
+
+    from ace.steps import PluginError
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ace_twin_steps.py").write_text(
+        "from ace.steps import NoOptions, StepFactory\n"
+        "persist = StepFactory(phase='end_of_run', description='x', options=NoOptions, build=lambda o, e: None)\n"
+        "not_a_factory = object()\n",
+        encoding="utf-8",
+    )
+    with monkeypatch.context() as m:
+        install_distribution(site, m, "ace-twin-steps", "2.0", {"persist": "ace_twin_steps:persist"})
+        with pytest.raises(PluginError, match=r"two distributions register the step 'persist': ") as raised:
+            StepRegistry.from_entry_points()
+        assert "ace-twin-steps 2.0" in str(raised.value) and "agentic-context-engine" in str(raised.value)
+        assert str(raised.value).endswith("uninstall one of them")
+    with monkeypatch.context() as m:
+        install_distribution(tmp_path / "bad", m, "ace-bad-steps", "0.1", {"bad": "ace_twin_steps:not_a_factory"})
+        m.syspath_prepend(str(site))
+        with pytest.raises(PluginError, match=r"'bad' of ace-bad-steps 0.1 names ace_twin_steps:not_a_factory, a objec"):
+            StepRegistry.from_entry_points()
+    assert "persist" in StepRegistry.from_entry_points()  # uninstalled again: the built-ins alone load
+
+    factory = StepFactory(phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: Rewrite())
+    with pytest.raises(StepConfigError, match=r"the factory of step 'renamed' built a step named 'mask_orders'"):
+        factory("renamed", {}, StepEnvironment())
