@@ -384,7 +384,7 @@ def test_registry_error_paths_name_the_distribution_and_the_fix(
     with monkeypatch.context() as m:
         install_distribution(tmp_path / "bad", m, "ace-bad-steps", "0.1", {"bad": "ace_twin_steps:not_a_factory"})
         m.syspath_prepend(str(site))
-        with pytest.raises(PluginError, match=r"'bad' of ace-bad-steps 0.1 names ace_twin_steps:not_a_factory, a objec"):
+        with pytest.raises(PluginError, match=r"ace-bad-steps 0.1 names ace_twin_steps:not_a_factory, a object"):
             StepRegistry.from_entry_points()
     assert "persist" in StepRegistry.from_entry_points()  # uninstalled again: the built-ins alone load
 
