@@ -347,8 +347,8 @@ def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch
     settings = resolve_settings({"skill_manager_model": "anthropic/claude-x"}, environ={})
     plan = plan_pipeline([StepRequest("judging"), StepRequest("deduplicate")], registry=registry)
     assert step_models(settings, plan) == {  # no model named: the skill manager's
-        "judge": StepModel("judging", "anthropic/claude-x"),
-        "dedup": StepModel("deduplicate", "anthropic/claude-x"),
+        "judge": StepModel("judging", "anthropic/claude-x", default=True),
+        "dedup": StepModel("deduplicate", "anthropic/claude-x", default=True),
     }
     plan = plan_pipeline([StepRequest("judging", {"model": "openai/gpt-4.1-mini"})], registry=registry)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -94,12 +94,14 @@ class StepModel:
 
     step: str
     model: str
+    default: bool = False
+    """The step's options name no model: it is the skill manager's."""
 
 
 def step_models(settings: E2ESettings, plan: Sequence[PlannedStep]) -> dict[str, StepModel]:
     """The models of the planned steps by role (`dedup`: the `deduplicate` judge, by default the skill manager's)."""
     return {
-        role: StepModel(p.registered.name, model)
+        role: StepModel(p.registered.name, model, default=not p.models("")[role])
         for p in plan
         for role, model in p.models(settings.skill_manager_model).items()
     }
@@ -186,9 +188,7 @@ class _Who:
         step = self.steps.get(role)
         if step is None:
             return _source(self.settings, cast(ModelRole, role))
-        return f"the step {step.step!r}" + (
-            ", the skill manager's by default" if step.model == self.settings.skill_manager_model else ""
-        )
+        return f"the step {step.step!r}" + (", the skill manager's by default" if step.default else "")
 
     def _flag(self, role: str) -> str:
         step = self.steps.get(role)
