@@ -1,6 +1,7 @@
 """Training-loop overhead and parallel throughput; prints tables.
 
     .venv/bin/python benchmarks/pipeline_overhead.py [--traces 200] [--skills 5000] [--latency 0.2]
+    .venv/bin/python benchmarks/pipeline_overhead.py --quick    # only ACE's own per-trace overhead, ~2 min
 
 The loop (`Trainer`) runs over synthetic traces on a skillbook pre-filled with `--skills` synthetic skills,
 embedded by the fast `SyntheticEmbedder` (64 dimensions; no model). Per trace the scripted models make 4 calls:
@@ -451,6 +452,24 @@ def lost_widenings(book: Skillbook) -> int:
     return lost
 
 
+def quick(skills: int, n: int, embedder: SyntheticEmbedder) -> None:
+    """ACE's own per-trace overhead alone: the trainer's own time (fastest of 3 runs) + the mean paired difference
+    of one run, the figure the README quotes; a few minutes instead of the whole benchmark's ~17."""
+    run_trainer(prefilled(0, embedder), 10, 0.0, 1, embedder)  # warm-up: first agent runs build caches
+    trainer_ms = min(
+        run_trainer(prefilled(skills, embedder), n, 0.0, 1, embedder, layer="trainer").own_seconds / n * 1e3
+        for _ in range(3)
+    )
+    paired = paired_own_ms(prefilled(skills, embedder), n, embedder)
+    quartiles = statistics.quantiles(paired, n=4)
+    print(
+        f"ACE's own overhead per trace ({skills} skills, 1 worker, no checkpoint, quick): "
+        f"{statistics.mean(paired) + trainer_ms:.2f} ms = the mean of {len(paired)} paired traces "
+        f"({statistics.mean(paired):.2f} ms; quartiles {quartiles[0]:.2f} / {quartiles[1]:.2f} / {quartiles[2]:.2f}) "
+        f"+ the trainer itself ({trainer_ms:.3f} ms)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=200)
@@ -458,6 +477,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--skip-latency", action="store_true", help="only the zero-latency table")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the headline figure: ACE's own overhead per trace (the paired reading + the trainer itself), "
+        "one paired run instead of three, no table",
+    )
     parser.add_argument("--repeat", type=int, default=2, help="zero-latency runs per row (the fastest is shown)")
     parser.add_argument(
         "--reflection-latency",
@@ -468,6 +493,9 @@ def main() -> None:
     args = parser.parse_args()
     embedder = SyntheticEmbedder(dimension=64)
     n = args.traces
+    if args.quick:
+        quick(args.skills, n, embedder)
+        return
 
     print(f"1. zero-latency models, {n} traces, 4 model calls per trace: overhead = (wall time - embedding) / traces")
     header = (

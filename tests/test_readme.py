@@ -19,4 +19,6 @@ def test_readme_python_block_runs(code: str, tmp_path: Path, monkeypatch: pytest
 
 def test_readme_has_python_examples() -> None:
     assert len(BLOCKS) >= 2
-    assert any("make_reflector" in block and "UpdateStep" in block for block in BLOCKS)  # learning from traces
+    # learning from traces goes through the registry, the one way to build a pipeline
+    [learning] = [block for block in BLOCKS if "make_reflector" in block and "run_sample" in block]
+    assert "build_pipeline(" in learning and "Pipeline([" not in learning

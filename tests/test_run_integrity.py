@@ -201,9 +201,15 @@ def test_a_checkpoint_never_overwrites_an_existing_skillbook(tmp_path: Path) -> 
     saved = (tmp_path / "skillbook.json").read_bytes()
     reflector, manager = scripted_roles()
     trainer = Trainer(reflector=reflector, skill_manager=manager, config=TrainingConfig(checkpoint_dir=tmp_path))
-    with pytest.raises(CheckpointError, match=r"starting here would overwrite it.*Skillbook.load_from_file"):
+    result = trainer.run([make_trace(0, "baggage")], Skillbook())  # its snapshot has a file of its own
+    assert (tmp_path / "skillbook.json").read_bytes() == saved
+    assert Skillbook.load_from_file(tmp_path / "skillbook.snapshot.json").to_dict() == result.skillbook.to_dict()
+
+    (tmp_path / "samples.jsonl").unlink()  # a snapshot without its journal is what a fresh start would overwrite
+    snapshot = (tmp_path / "skillbook.snapshot.json").read_bytes()
+    with pytest.raises(CheckpointError, match=r"journal is gone.*would overwrite its snapshot.*load_from_file"):
         trainer.run([make_trace(0, "baggage")], Skillbook())
-    assert (tmp_path / "skillbook.json").read_bytes() == saved and not (tmp_path / "samples.jsonl").exists()
+    assert (tmp_path / "skillbook.snapshot.json").read_bytes() == snapshot and not (tmp_path / "samples.jsonl").exists()
 
 
 # ---------------------------------------------------------------------------------------------- verify

@@ -70,6 +70,22 @@ def test_context_is_immutable_and_usage_accumulates() -> None:
     assert (twice.usage["reflector"].requests, twice.usage["reflector"].input_tokens) == (3, 15)
 
 
+def test_plugin_data_and_the_other_mappings_stay_read_only() -> None:
+    ctx = StepContext(trace=make_trace(1, "cancel"), skillbook=Skillbook()).with_extra("mine", "n", 1)
+    with pytest.raises(TypeError):
+        ctx.extras["mine"]["n"] = 2  # type: ignore[index]
+    with pytest.raises(TypeError):
+        ctx.extras["other"] = {}  # type: ignore[index]
+    replaced = dataclasses.replace(ctx, extras={"mine": {"n": 2}}, usage={}, redactions={"email": 1})
+    for mapping in (replaced.extras, replaced.extras["mine"], replaced.usage, replaced.redactions):
+        with pytest.raises(TypeError):
+            mapping["x"] = 0  # type: ignore[index]
+    given = {"mine": {"n": 3}}
+    copied = StepContext(trace={}, skillbook=Skillbook(), extras=given)
+    given["mine"]["n"] = 4  # the caller's dict changing later does not change the context
+    assert copied.extra("mine", "n") == 3 and ctx.extra("mine", "n") == 1
+
+
 def test_reflect_step_stores_the_reflection_and_its_usage() -> None:
     reflected: list[str] = []
     reflector, _ = scripted_roles(reflected=reflected)

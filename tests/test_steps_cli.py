@@ -149,6 +149,7 @@ def test_dedup_runs_at_the_end_of_each_epoch(monkeypatch: pytest.MonkeyPatch, tm
     [dedup] = [s for s in record["pipeline"]["steps"] if s["name"] == "deduplicate"]
     assert (dedup["phase"], dedup["options"]["threshold"]) == ("end_of_epoch", 0.5)
     assert record["step_timings"]["deduplicate"]["calls"] == 2  # once per epoch
+    assert record["models"]["dedup"] == record["models"]["skill_manager"]  # the judge's default
     assert record["usage"]["dedup"]["requests"] == len(judge.pairs) > 1
     assert len(set(judge.pairs)) == len(judge.pairs)  # a pair decided KEEP is never asked again
     names = span_names(folder)
@@ -308,3 +309,125 @@ def test_the_checkpoint_step_cannot_be_left_out_of_an_e2e_run(monkeypatch: pytes
     result = invoke(monkeypatch, replay(tmp_path / "out", "--no-step", "checkpoint"))
     assert result.exit_code == 2 and "cannot leave out the step 'checkpoint'" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_no_step_with_an_unknown_name_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--no-step", "export_markdwn"))
+    assert result.exit_code == 2, result.output
+    assert "cannot leave out the step 'export_markdwn': unknown step 'export_markdwn'" in result.output
+    assert "Did you mean 'export_markdown'?" in result.output and "Available steps: checkpoint" in result.output
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+    config = tmp_path / "ace-eval.toml"
+    config.write_text("[e2e.steps]\nnosuch = false\n", encoding="utf-8")
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--config", str(config)))
+    assert result.exit_code == 2, result.output
+    assert "cannot leave out the step 'nosuch': unknown step 'nosuch'" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_dedup_judge_is_preflighted_and_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--dedup-model", "openai/gpt-4.1-mini"))
+    assert result.exit_code == 2, result.output
+    assert "dedup model 'openai/gpt-4.1-mini' (the step 'deduplicate'; change it with --dedup-model)" in result.output
+    assert "set OPENAI_API_KEY" in result.output
+    assert not (tmp_path / "out").exists()  # refused before the first sample, not at the end of epoch 0
+
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "1", "--dedup-model", "openai/gpt-4.1-mini"), inj)
+    assert result.exit_code == 0, result.output  # a scripted judge replaces the model string, as for the roles
+    record = json.loads((only_run(tmp_path / "out") / "run.json").read_text())
+    assert record["models"]["dedup"] == "openai/gpt-4.1-mini"
+    [dedup] = [s for s in record["pipeline"]["steps"] if s["name"] == "deduplicate"]
+    assert dedup["options"]["model"] == "openai/gpt-4.1-mini"
+
+
+def test_the_summary_names_the_markdown_file_the_run_wrote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    result = invoke(monkeypatch, replay(tmp_path / "moved", "--limit", "1", "--step", "export_markdown:path=book.md"))
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "moved")
+    assert f"Skillbook markdown: {folder / 'book.md'}\n" in result.output and (folder / "book.md").is_file()
+    assert not (folder / "skillbook.md").exists()
+
+    result = invoke(monkeypatch, replay(tmp_path / "none", "--limit", "1", "--no-step", "export_markdown"))
+    assert result.exit_code == 0, result.output
+    assert "Skillbook markdown:" not in result.output and not (only_run(tmp_path / "none") / "skillbook.md").exists()
+
+
+def test_the_checkpoint_snapshot_is_its_own_file_and_persist_alone_publishes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "none", "--limit", "2", "--dedup", "--no-step", "persist"), inj)
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "none")
+    assert not (folder / "skillbook.json").exists() and not (folder / "skillbook.embeddings.npz").exists()
+    snapshot = Skillbook.load_from_file(folder / "skillbook.snapshot.json")  # what --resume starts from
+    record = json.loads((folder / "run.json").read_text())
+    assert record["training"]["skillbook"]["active"] == snapshot.active_count > 0
+    checked = CliRunner().invoke(main, ["verify", str(folder)])
+    assert "skillbook.snapshot.json conforms to the v2 shape" in checked.output
+
+    result = invoke(monkeypatch, replay(tmp_path / "moved", "--limit", "2", "--step", "persist:path=final.json"))
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "moved")
+    assert not (folder / "skillbook.json").exists()  # one published skillbook, where persist was told to put it
+    final = Skillbook.load_from_file(folder / "final.json")
+    assert json.loads((folder / "run.json").read_text())["training"]["skillbook"] == final.stats()
+    checked = CliRunner().invoke(main, ["verify", str(folder)])
+    assert checked.exit_code == 0, checked.output
+    assert "final.json conforms to the v2 shape" in checked.output
+
+
+def test_a_run_folder_checkpointed_in_skillbook_json_still_resumes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A folder from before the snapshot had its own file: the journal and `skillbook.json` beside it."""
+    seen: list[str] = []
+
+    def stop_after_two(sample: Any) -> None:
+        seen.append(sample.trace_uid)
+        if len(seen) == 2:
+            raise RuntimeError("stopped")
+
+    reflector = ScriptedReflector()
+    stopping = scripted_injections(reflector, on_sample=stop_after_two)
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "4"), stopping)
+    assert result.exit_code == 1, result.output
+    folder = only_run(tmp_path / "out")
+    assert len(samples(folder)) == 2 and not (folder / "skillbook.json").exists()
+    (folder / "skillbook.snapshot.json").rename(folder / "skillbook.json")  # the old layout
+    for npz in folder.glob("skillbook.snapshot.embeddings.npz"):
+        npz.rename(folder / "skillbook.embeddings.npz")
+
+    resumed = invoke(monkeypatch, ["e2e", "--resume", str(folder)], scripted_injections(reflector))
+    assert resumed.exit_code == 0, resumed.output
+    assert sum(reflector.calls.values()) == 4  # the two committed samples were not run again
+    lines = samples(folder)
+    assert sorted(line["index"] for line in lines) == [0, 1, 2, 3]
+    book = Skillbook.load_from_file(folder / "skillbook.json")  # published by persist, from the old snapshot on
+    assert len(book.operations) == sum(len(line["operations"]) for line in lines)
+    assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
+
+
+def test_config_file_steps_shape_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "ace-eval.toml"
+    config.write_text(
+        '[e2e.steps]\nexport_markdown = false\npersist = { path = "book.json" }\n'
+        "deduplicate = { threshold = 0.5, max_pairs = 3 }\n",
+        encoding="utf-8",
+    )
+    inj = dataclasses.replace(scripted_injections(), dedup_model=FunctionModel(MergeFirstJudge()))
+    result = invoke(monkeypatch, replay(tmp_path / "out", "--limit", "3", "--config", str(config)), inj)
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "out")
+    steps = {s["name"]: s["options"] for s in pipeline_steps(folder)}
+    assert "export_markdown" not in steps and not (folder / "skillbook.md").exists()
+    assert steps["persist"] == {"path": "book.json"} and (folder / "book.json").is_file()
+    assert (steps["deduplicate"]["threshold"], steps["deduplicate"]["max_pairs"]) == (0.5, 3)
+    assert json.loads((folder / "run.json").read_text())["step_timings"]["deduplicate"]["calls"] == 1
+    assert "Skillbook markdown:" not in result.output
+
+    resumed = invoke(monkeypatch, ["e2e", "--resume", str(folder)], inj)  # the recorded steps are the run's
+    assert resumed.exit_code == 0, resumed.output

@@ -132,7 +132,43 @@ def test_a_failing_per_sample_step_fails_that_sample_only() -> None:
     by_trace = {s.trace_id: s for s in result.samples}
     assert by_trace["t01"].error == "RuntimeError: audit log unreachable (in step 'audit')"
     assert by_trace["t01"].operations == ()  # failed before its skill-manager session
+    assert by_trace["t01"].reflection is not None  # what the reflect step produced before it is recorded
+    assert by_trace["t01"].usage["reflector"].requests == 1
     assert by_trace["t00"].error is None and by_trace["t02"].error is None and by_trace["t02"].operations
+
+
+class AfterUpdate:
+    """An `after_update` step: reads the session the update step produced; fails on one trace."""
+
+    name = "after_audit"
+    requires = frozenset({"sm_result"})
+    provides = frozenset({"after_audit.changed"})
+    seen: list[tuple[str, int]] = []  # noqa: RUF012 - the trace and the number of changed skills, per call
+
+    async def __call__(self, ctx: StepContext) -> StepContext:
+        assert ctx.sm_result is not None
+        AfterUpdate.seen.append((ctx.trace["trace_id"], len(ctx.sm_result.changed_ids)))
+        if ctx.trace["trace_id"] == "t01":
+            raise RuntimeError("audit log unreachable")
+        return ctx.with_extra(self.name, "changed", len(ctx.sm_result.changed_ids))
+
+
+def test_an_after_update_step_runs_after_the_session_and_a_failure_keeps_what_it_did() -> None:
+    _, _, env = roles()
+    AfterUpdate.seen.clear()
+    reg = registry(("after_audit", "after_update", AfterUpdate))
+    pipeline = build_pipeline([StepRequest("after_audit"), StepRequest("reflect"), StepRequest("update")], env,
+                              registry=reg)  # fmt: skip
+    assert pipeline.names == ["reflect", "update", "after_audit"]  # by phase: after the session
+    result = Trainer(pipeline=pipeline, config=TrainingConfig()).run(
+        [make_trace(n, "cancel") for n in range(3)], Skillbook()
+    )
+    assert [trace for trace, _ in AfterUpdate.seen] == ["t00", "t01", "t02"]
+    assert all(changed >= 1 for _, changed in AfterUpdate.seen)  # it ran after each session, on its result
+    failed = {s.trace_id: s for s in result.samples}["t01"]
+    assert failed.error == "RuntimeError: audit log unreachable (in step 'after_audit')"
+    assert failed.operations and failed.reflection is not None  # the session's edits stand and are listed
+    assert failed.usage["reflector"].requests == 1 and failed.usage["skill_manager"].requests >= 1
 
 
 def test_plugin_data_requirements_are_checked_when_the_pipeline_is_built() -> None:
@@ -191,6 +227,18 @@ def test_requests_start_from_the_defaults() -> None:
         ("update", {}),
         ("persist", {"path": "x.json"}),
         ("deduplicate", {}),
+    ]
+
+
+def test_leaving_out_an_unknown_step_is_refused() -> None:
+    with pytest.raises(StepConfigError, match=r"cannot leave out the step 'reflct'.*Did you mean 'reflect'\?"):
+        pipeline_requests(without={"reflct"})
+    assert [r.name for r in pipeline_requests(without={"deduplicate"})] == [  # known, not in the pipeline: fine
+        "redact",
+        "reflect",
+        "update",
+        "export_markdown",
+        "persist",
     ]
 
 
@@ -280,3 +328,66 @@ def test_the_redact_step_uses_the_environments_redactor_and_the_trainer_redacts_
     assert Trainer(pipeline=build_pipeline(requests[:2], roles), config=TrainingConfig()).redactor is None
     with pytest.raises(ValueError, match="either a pipeline or reflector"):
         Trainer(pipeline=pipeline, config=TrainingConfig(), redactor=redactor)
+
+
+class _JudgeOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None
+
+
+def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_e2e_support import scripted_models
+
+    from ace.steps import plan_pipeline
+    from ace_eval.e2e.preflight import PreflightError, StepModel, preflight, step_models
+
+    judge = StepFactory(phase="end_of_epoch", description="x", options=_JudgeOptions, build=lambda o, e: Rewrite(),
+                        models=lambda o: {"judge": o.model})  # fmt: skip
+    registry = StepRegistry([*StepRegistry.from_entry_points(), RegisteredStep("judging", judge, "tests", "0")])
+    settings = resolve_settings({"skill_manager_model": "anthropic/claude-x"}, environ={})
+    plan = plan_pipeline([StepRequest("judging"), StepRequest("deduplicate")], registry=registry)
+    assert step_models(settings, plan) == {  # no model named: the skill manager's
+        "judge": StepModel("judging", "anthropic/claude-x", default=True),
+        "dedup": StepModel("deduplicate", "anthropic/claude-x", default=True),
+    }
+    plan = plan_pipeline([StepRequest("judging", {"model": "openai/gpt-4.1-mini"})], registry=registry)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(PreflightError) as raised:
+        preflight(settings, scripted_models(), TestEmbedder(), live=False, steps=step_models(settings, plan))
+    assert (
+        "judge model 'openai/gpt-4.1-mini' (the step 'judging'; change it with the options of --step judging "
+        "(`ace-eval steps list`)): the provider's credentials are not in the environment: set OPENAI_API_KEY"
+    ) in str(raised.value)
+
+
+def test_registry_error_paths_name_the_distribution_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from _plugins import install_distribution
+
+    from ace.steps import PluginError
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ace_twin_steps.py").write_text(
+        "from ace.steps import NoOptions, StepFactory\n"
+        "persist = StepFactory(phase='end_of_run', description='x', options=NoOptions, build=lambda o, e: None)\n"
+        "not_a_factory = object()\n",
+        encoding="utf-8",
+    )
+    with monkeypatch.context() as m:
+        install_distribution(site, m, "ace-twin-steps", "2.0", {"persist": "ace_twin_steps:persist"})
+        with pytest.raises(PluginError, match=r"two distributions register the step 'persist': ") as raised:
+            StepRegistry.from_entry_points()
+        assert "ace-twin-steps 2.0" in str(raised.value) and "agentic-context-engine" in str(raised.value)
+        assert str(raised.value).endswith("uninstall one of them")
+    with monkeypatch.context() as m:
+        install_distribution(tmp_path / "bad", m, "ace-bad-steps", "0.1", {"bad": "ace_twin_steps:not_a_factory"})
+        m.syspath_prepend(str(site))
+        with pytest.raises(PluginError, match=r"ace-bad-steps 0.1 names ace_twin_steps:not_a_factory, a object"):
+            StepRegistry.from_entry_points()
+    assert "persist" in StepRegistry.from_entry_points()  # uninstalled again: the built-ins alone load
+
+    factory = StepFactory(phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: Rewrite())
+    with pytest.raises(StepConfigError, match=r"the factory of step 'renamed' built a step named 'mask_orders'"):
+        factory("renamed", {}, StepEnvironment())

@@ -19,7 +19,7 @@ from test_training import assert_no_widening_lost, collection, normalized, seede
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.steps import StepEnvironment, StepRequest, build_pipeline
-from ace_eval.e2e._checkpoint import SAMPLES_FILE, SKILLBOOK_FILE, Checkpoint, load_checkpoint
+from ace_eval.e2e._checkpoint import SAMPLES_FILE, SNAPSHOT_FILE, Checkpoint, load_checkpoint
 from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig, TrainingResult, plan_samples
 
 EPOCHS, SEED = 2, 5
@@ -84,7 +84,7 @@ def test_resume_after_abort_gives_the_uninterrupted_skillbook(
     assert [(s.index, s.trace_uid, s.epoch) for s in resumed.samples] == [
         (p.index, p.trace_uid, p.epoch) for p in planned
     ]
-    assert Skillbook.load_from_file(tmp_path / SKILLBOOK_FILE).to_dict() == resumed.skillbook.to_dict()
+    assert Skillbook.load_from_file(tmp_path / SNAPSHOT_FILE).to_dict() == resumed.skillbook.to_dict()
 
 
 @pytest.mark.parametrize(("k", "snapshot_every"), [(3, None), (7, 1), (12, 2)])
@@ -123,7 +123,7 @@ def test_concurrent_run_resumes_losing_and_repeating_nothing(
     ]
     assert_no_widening_lost(resumed)
     assert sum(len(s.operations) for s in resumed.samples) == len(book.operations) - len(seeded_book().operations)
-    assert Skillbook.load_from_file(tmp_path / SKILLBOOK_FILE).to_dict() == book.to_dict()
+    assert Skillbook.load_from_file(tmp_path / SNAPSHOT_FILE).to_dict() == book.to_dict()
 
 
 def test_keyboard_interrupt_aborts_a_sequential_run_and_it_resumes(tmp_path: Path) -> None:
@@ -245,9 +245,9 @@ def test_adaptive_snapshots_wait_twenty_times_their_cost(tmp_path: Path) -> None
     async def commits() -> list[bool]:
         saved = []
         for n in range(3):
-            before = (tmp_path / SKILLBOOK_FILE).read_text()
+            before = (tmp_path / SNAPSHOT_FILE).read_text()
             await checkpoint.commit({"n": n, "checkpoint": {}}, book)
-            saved.append((tmp_path / SKILLBOOK_FILE).read_text() != before)
+            saved.append((tmp_path / SNAPSHOT_FILE).read_text() != before)
         await checkpoint.close(None)
         return saved
 

@@ -133,3 +133,12 @@ def test_jsonl_exporter_output_is_what_verify_reads(tmp_path: Path, name: str) -
         pass
     provider.shutdown()
     assert all(c.passed for c in run_checks(folder))
+
+
+def test_a_damaged_or_suspicious_sidecar_fails_with_the_problem(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "run", good_book())
+    (folder / "skillbook.embeddings.npz").write_bytes(b"not a zip")
+    code, lines = lines_of(folder)
+    [fail] = [line for line in lines if line.startswith("FAIL")]
+    assert code == 1 and "skillbook.embeddings.npz: not a readable .npz (BadZipFile" in fail
+    assert fail.endswith("delete it and the vectors are recomputed")

@@ -21,6 +21,7 @@ import tempfile
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,12 +31,14 @@ from ace.core.skill import Embedding
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
+    "Sidecar",
     "Writer",
     "atomic_write",
     "atomic_write_many",
     "embeddings_writer",
     "gc_paused",
     "json_writer",
+    "load_sidecar",
     "read_embeddings",
     "read_json_file",
     "remove_stale_temps",
@@ -212,6 +215,45 @@ def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, m
     return write
 
 
+@dataclass(frozen=True)
+class Sidecar:
+    """A vector cache as stored: skill ids, the text fingerprint of each, their vectors and the model's name."""
+
+    ids: tuple[str, ...]
+    hashes: tuple[str, ...]
+    matrix: np.ndarray[Any, np.dtype[Any]]
+    model: str | None
+
+
+def load_sidecar(path: str | os.PathLike[str], *, dim: int | None = None, max_rows: int | None = None) -> Sidecar:
+    """The vector cache at `path`, its `.npy` headers checked before anything is loaded (`sidecar_problem`).
+
+    Raises:
+        SkillbookFormatError: the file is missing, damaged or suspicious; the message names the problem.
+    """
+    p = Path(path)
+    found = _load_sidecar(p, dim=dim, max_rows=max_rows)
+    if isinstance(found, str):
+        raise SkillbookFormatError(f"{p}: {found}", path=str(p))
+    return found
+
+
+def _load_sidecar(p: Path, *, dim: int | None, max_rows: int | None) -> Sidecar | str:
+    """The cache, or what is wrong with it."""
+    try:
+        problem = sidecar_problem(p, dim=dim, max_rows=max_rows)
+    except Exception as e:
+        problem = f"not a readable .npz ({type(e).__name__}: {e})"
+    if problem is not None:
+        return problem
+    try:
+        with np.load(p, allow_pickle=False) as npz:
+            ids, hashes, matrix, model = npz["ids"], npz["hashes"], npz["embeddings"], str(npz["model"]) or None
+    except Exception as e:
+        return f"cannot be loaded ({type(e).__name__}: {e})"
+    return Sidecar(tuple(str(i) for i in ids), tuple(str(h) for h in hashes), matrix, model)
+
+
 def read_embeddings(
     path: str | os.PathLike[str], *, model: str | None, dim: int | None, max_rows: int | None = None
 ) -> dict[str, tuple[str, Embedding]]:
@@ -225,36 +267,24 @@ def read_embeddings(
     p = Path(path)
     if not p.is_file():
         return {}
-    try:
-        problem = sidecar_problem(p, dim=dim, max_rows=max_rows)
-    except Exception as e:
-        problem = f"not a readable .npz ({type(e).__name__}: {e})"
-    if problem is not None:
-        _ignored(p, problem)
+    found = _load_sidecar(p, dim=dim, max_rows=max_rows)
+    if isinstance(found, str):
+        _ignored(p, found)
         return {}
-    try:
-        with np.load(p, allow_pickle=False) as npz:
-            ids = npz["ids"]
-            hashes = npz["hashes"]
-            matrix = npz["embeddings"]
-            stored_model = str(npz["model"]) or None
-    except Exception as e:
-        _ignored(p, f"cannot be loaded ({type(e).__name__}: {e})")
-        return {}
+    ids, hashes, matrix = found.ids, found.hashes, found.matrix
     if (
-        stored_model != model
+        found.model != model
         or matrix.dtype != np.float32
         or matrix.ndim != 2
         or (dim is not None and matrix.shape[1] != dim)
-        or ids.ndim != 1
         or not (len(ids) == len(hashes) == matrix.shape[0])
     ):
         return {}
     finite = np.isfinite(matrix).all(axis=1)
     if not finite.all():
-        bad = [str(i) for i in ids[~finite]]
+        bad = [i for i, ok in zip(ids, finite, strict=True) if not ok]
         _ignored(p, f"vectors of {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''} hold NaN or infinite values")
-    return {str(i): (str(h), matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True)) if finite[k]}
+    return {i: (h, matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True)) if finite[k]}
 
 
 def _ignored(path: Path, problem: str) -> None:

@@ -103,6 +103,7 @@ deduplicate = StepFactory(
     build=_deduplicate,
     requires=frozenset({"skillbook", "epoch"}),
     provides=frozenset({"dedup_decisions"}),
+    models=lambda o: {"dedup": o.model},
 )
 export_markdown = StepFactory(
     phase="end_of_run",

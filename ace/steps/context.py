@@ -55,6 +55,19 @@ class StepContext:
     """Why a step chose to skip this sample (set by a `before_reflect` filter): the remaining per-sample steps do
     not run and the sample is recorded as skipped, not failed."""
 
+    def __post_init__(self) -> None:
+        """Mappings handed in as plain dicts (`dataclasses.replace(ctx, extras={...})`) become read-only copies."""
+        extras = self.extras
+        if not isinstance(extras, MappingProxyType) or any(
+            not isinstance(v, MappingProxyType) for v in extras.values()
+        ):
+            frozen = {step: _read_only(data) for step, data in extras.items()}
+            object.__setattr__(self, "extras", MappingProxyType(frozen))
+        for name in ("usage", "redactions"):
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+
     def with_usage(self, role: str, usage: RunUsage) -> StepContext:
         """A copy with `usage` added to `role`'s total."""
         merged = dict(self.usage)
@@ -79,6 +92,10 @@ class StepContext:
                 f"no plugin data {step}.{key} on the context: the step {step!r} provides it; add it earlier in the "
                 "pipeline (`--step " + step + "`) and declare it in `requires`"
             ) from None
+
+
+def _read_only(data: Mapping[str, object]) -> Mapping[str, object]:
+    return data if isinstance(data, MappingProxyType) else MappingProxyType(dict(data))
 
 
 CONTEXT_FIELDS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(StepContext)) - {"extras"}

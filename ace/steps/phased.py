@@ -57,9 +57,25 @@ class StepRequest:
 
 
 def pipeline_requests(
-    requested: Iterable[StepRequest] = (), *, without: Collection[str] = (), defaults: Sequence[str] = DEFAULT_STEPS
+    requested: Iterable[StepRequest] = (),
+    *,
+    without: Collection[str] = (),
+    defaults: Sequence[str] = DEFAULT_STEPS,
+    registry: StepRegistry | None = None,
 ) -> list[StepRequest]:
-    """The default steps, then the requested ones (a requested default only gets its options), minus `without`."""
+    """The default steps, then the requested ones (a requested default only gets its options), minus `without`.
+
+    Raises:
+        StepConfigError: a `without` name no registered step has (a typo would otherwise leave the step in); the
+            message lists the available steps. `registry` defaults to the installed `ace.steps` entry points.
+    """
+    if without:
+        reg = registry if registry is not None else StepRegistry.from_entry_points()
+        for name in without:
+            try:
+                reg.get(name)
+            except StepConfigError as e:
+                raise StepConfigError(f"cannot leave out the step {name!r}: {e}") from None
     out: dict[str, StepRequest] = {name: StepRequest(name) for name in defaults}
     for request in requested:
         out[request.name] = request
@@ -72,6 +88,11 @@ class PlannedStep:
 
     registered: RegisteredStep
     options: BaseModel
+
+    def models(self, default: str) -> dict[str, str]:
+        """The model string of every role the step will ask its environment for (`default` where none is named)."""
+        declared = self.registered.factory.models
+        return {} if declared is None else {role: name or default for role, name in declared(self.options).items()}
 
     def record(self) -> dict[str, Any]:
         """Name, phase, effective options, and the distribution and version that registered it."""

@@ -23,12 +23,14 @@ class PipelineError(AceError, ValueError):
 
 
 class StepFailed(Exception):
-    """A step raised: `step` is its name, `cause` what it raised (also `__cause__`)."""
+    """A step raised: `step` is its name, `cause` what it raised (also `__cause__`), `ctx` the context the step
+    was given (what the earlier steps produced: a reflection, model usage), so a harness records it."""
 
-    def __init__(self, step: str, cause: Exception) -> None:
+    def __init__(self, step: str, cause: Exception, ctx: StepContext | None = None) -> None:
         super().__init__(f"step {step!r}: {type(cause).__name__}: {cause}")
         self.step = step
         self.cause = cause
+        self.ctx = ctx
 
 
 @dataclass
@@ -65,7 +67,7 @@ class Pipeline:
         """Run every step on `ctx`, in order, until one marks the sample `skipped`.
 
         Raises:
-            StepFailed: a step raised (the pipeline stops there).
+            StepFailed: a step raised (the pipeline stops there); its `ctx` is the last good context.
         """
         for step in self.steps:
             if ctx.skipped is not None:
@@ -76,12 +78,12 @@ class Pipeline:
                 with ace_span(f"step.{step.name}", {"ace.step": step.name}):
                     out = await step(ctx)
             except Exception as e:
-                raise StepFailed(step.name, e) from e
+                raise StepFailed(step.name, e, ctx) from e
             finally:
                 timing.calls += 1
                 timing.seconds += time.perf_counter() - start
             if not isinstance(out, StepContext):
-                raise StepFailed(step.name, TypeError(f"returned {type(out).__name__}, not a StepContext"))
+                raise StepFailed(step.name, TypeError(f"returned {type(out).__name__}, not a StepContext"), ctx)
             ctx = out
         return ctx
 

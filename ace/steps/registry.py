@@ -131,6 +131,9 @@ class StepFactory(Generic[OptionsT]):
     requires: frozenset[str] = frozenset()
     """What the step reads (context fields, or `<step>.<key>` plugin data), as shown by `steps list`."""
     provides: frozenset[str] = frozenset()
+    models: Callable[[OptionsT], Mapping[str, str | None]] | None = None
+    """The roles the step will ask `StepEnvironment.model(role, name)` for, with the model string its options
+    name (`None`: the run's default), so a harness checks and records them before the run (ace-eval's preflight)."""
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""

@@ -96,7 +96,9 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
     for error in (record.get("errors") or [])[:_SHOWN_ERRORS]:
         lines.append(f"  error on {error['trace_uid']}: {error['error']}")  # whole: it may end with the fix
     lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
-    lines.append(f"Skillbook: {result.folder.markdown}")
+    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
+    if markdown is not None:
+        lines.append(f"Skillbook: {markdown}")
     return "\n".join(lines)
 
 

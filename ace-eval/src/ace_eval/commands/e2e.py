@@ -63,7 +63,9 @@ def format_summary(result: E2EResult) -> str:
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
-    lines.append(f"Skillbook markdown: {result.folder.markdown}")
+    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
+    if markdown is not None:  # left out with --no-step export_markdown
+        lines.append(f"Skillbook markdown: {markdown}")
     return "\n".join(lines)
 
 

@@ -12,10 +12,12 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import sidecar_path, sidecar_problem
+from ace.core.storage import load_sidecar, sidecar_path
+from ace.exceptions import SkillbookFormatError
 from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 from ace_eval.e2e.training import SampleResult
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 
@@ -77,21 +79,16 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
     try:
-        problem = sidecar_problem(path, dim=None, max_rows=len(book))  # from the headers, before loading anything
-        if problem is not None:
-            return Check(name, False, f"{path}: {problem}; delete it and the vectors are recomputed")
-        with np.load(path, allow_pickle=False) as npz:
-            ids = [str(i) for i in npz["ids"]]
-            matrix = npz["embeddings"]
-            shape = matrix.shape
-            model = str(npz["model"])
-    except Exception as e:
-        return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
-    if not np.isfinite(matrix).all():
+        sidecar = load_sidecar(path, max_rows=len(book))  # its headers are checked before anything is loaded
+    except SkillbookFormatError as e:
+        return Check(name, False, f"{e}; delete it and the vectors are recomputed")
+    if not np.isfinite(sidecar.matrix).all():
         return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
-    missing = [s.id for s in book.skills() if s.id not in set(ids)]
+    ids = set(sidecar.ids)
+    missing = [s.id for s in book.skills() if s.id not in ids]
+    shape = sidecar.matrix.shape
     dimension = shape[1] if len(shape) == 2 else "?"
-    detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
+    detail = f"{plural(len(sidecar.ids), 'vector')} of dimension {dimension} ({sidecar.model or 'unknown model'})"
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
@@ -234,10 +231,24 @@ def _journal_records(path: Path) -> list[tuple[int, SampleResult]] | int:
     return records
 
 
+def skillbook_of(target: Path) -> Path:
+    """The skillbook file to check: `target` itself, or a run folder's (the one its `persist` step published,
+    else the checkpoint's snapshot of a run without it, or of an interrupted one)."""
+    if target.is_file():
+        return target
+    folder = RunFolder(target)
+    try:
+        record = folder.read_run_json()
+    except RunFolderError:
+        record = {}  # the run.json check says what is wrong with it
+    return folder.learned_skillbook(record)
+
+
 def run_checks(target: Path) -> list[Check]:
     """Every check for a run folder (or a `skillbook.json` file directly)."""
-    skillbook_path = target if target.is_file() else target / "skillbook.json"
-    folder = skillbook_path.parent
+    skillbook_path = skillbook_of(target)
+    folder = target.parent if target.is_file() else target
+    shape_check = f"{skillbook_path.name} conforms to the v2 shape"
     checks: list[Check] = []
     run = _run_check(folder / "run.json")
     if run is not None:
@@ -245,10 +256,10 @@ def run_checks(target: Path) -> list[Check]:
     try:
         book = Skillbook.load_from_file(skillbook_path)
     except ValueError as e:
-        checks.append(Check("skillbook.json conforms to the v2 shape", False, str(e)))
+        checks.append(Check(shape_check, False, str(e)))
         return checks
     shape = f"{plural(len(book), 'skill')}, schema_version 2"
-    checks.append(Check("skillbook.json conforms to the v2 shape", True, shape))
+    checks.append(Check(shape_check, True, shape))
     steps: list[Callable[[], list[Check]]] = [
         lambda: [_sidecar_check(sidecar_path(skillbook_path), book)],
         lambda: _skill_checks(book),
@@ -267,7 +278,7 @@ def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[
     """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
     be read (the v2 check reports that)."""
     try:
-        book = Skillbook.load_from_file(target if target.is_file() else target / "skillbook.json")
+        book = Skillbook.load_from_file(skillbook_of(target))
     except (OSError, ValueError):
         return []
     return degenerate_skills(book.skills(), min_words=min_words)

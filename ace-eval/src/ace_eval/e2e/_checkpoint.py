@@ -6,9 +6,13 @@ Files in the checkpoint folder:
   `SampleResult.to_dict()` plus a `"checkpoint"` key holding what the skillbook gained since the previous line,
   as the skillbook's own journal delta (`ace.core.journal.delta_since`). The line is the commit: a sample is
   done exactly when its line is in the file.
-- `skillbook.json` (+ `skillbook.embeddings.npz`): a snapshot of the skillbook at some committed sample, written
-  atomically when a run starts, every `snapshot_every` samples (by default whenever the last snapshot is older
-  than 20 times what it cost, so snapshots stay under ~5% of the run), and when the run ends.
+- `skillbook.snapshot.json` (+ `skillbook.snapshot.embeddings.npz`): a snapshot of the skillbook at some
+  committed sample, written atomically (temp + rename) when a run starts, every `snapshot_every` samples (by
+  default whenever the last snapshot is older than 20 times what it cost, so snapshots stay under ~5% of the
+  run), and when the run ends. It is the checkpoint's own file: the run's published `skillbook.json` is the
+  `persist` step's, written at the end of the run (or wherever `--step persist:path=...` puts it, or not at all
+  with `--no-step persist`). A folder from before the snapshot had its own name (its `skillbook.json` beside
+  the journal, no snapshot) resumes from that file.
 
 Resuming loads the snapshot with every journal line's delta (`Skillbook.load_from_file(snapshot, journal=...)`,
 idempotent: see `ace.core.journal`): the skillbook after the last committed sample, whichever snapshot was on
@@ -39,15 +43,19 @@ from ace.core.storage import remove_stale_temps
 from ace.exceptions import AceError, SkillbookFormatError
 
 __all__ = [
+    "LEGACY_SNAPSHOT_FILE",
     "SAMPLES_FILE",
-    "SKILLBOOK_FILE",
+    "SNAPSHOT_FILE",
     "Checkpoint",
     "CheckpointError",
     "journal_start",
     "load_checkpoint",
+    "snapshot_of",
 ]
 
-SKILLBOOK_FILE = "skillbook.json"
+SNAPSHOT_FILE = "skillbook.snapshot.json"
+LEGACY_SNAPSHOT_FILE = "skillbook.json"
+"""Where the snapshot was before it had a name of its own (a run folder's published skillbook since)."""
 SAMPLES_FILE = "samples.jsonl"
 _SNAPSHOT_COST_FACTOR = 20.0
 
@@ -101,16 +109,16 @@ def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | No
     A torn last line is cut off the file so later appends start on a clean line.
 
     Raises:
-        CheckpointError: `folder` holds a skillbook but no journal (a fresh start would overwrite that skillbook),
-            a journal but no skillbook, or a corrupt journal.
+        CheckpointError: `folder` holds a snapshot but no journal (a fresh start would overwrite that snapshot),
+            a journal but no snapshot, or a corrupt journal.
     """
     journal = folder / SAMPLES_FILE
-    snapshot = folder / SKILLBOOK_FILE
+    snapshot = snapshot_of(folder)
     if not journal.is_file():
-        if snapshot.is_file():
+        if (folder / SNAPSHOT_FILE).is_file():
             raise CheckpointError(
-                f"{snapshot} exists but {journal} does not: it is not a checkpoint (its journal is gone, or the "
-                "skillbook was put there by hand), and starting here would overwrite it. To keep training it, load it "
+                f"{folder / SNAPSHOT_FILE} exists but {journal} does not: the checkpoint's journal is gone, and "
+                "starting here would overwrite its snapshot. To keep training that skillbook, load it "
                 "(Skillbook.load_from_file), pass it to Trainer.run and give the trainer an empty checkpoint_dir; to "
                 "start over, move it away"
             )
@@ -130,6 +138,17 @@ def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | No
     except SkillbookFormatError as e:
         raise CheckpointError(f"cannot rebuild the skillbook from the checkpoint {folder}: {e}") from e
     return book, [line.sample for line in lines]
+
+
+def snapshot_of(folder: Path) -> Path:
+    """The checkpoint's snapshot in `folder`: `skillbook.snapshot.json`, or the `skillbook.json` of a folder
+    checkpointed before the snapshot had a name of its own (a journal with lines, no snapshot)."""
+    snapshot = folder / SNAPSHOT_FILE
+    legacy = folder / LEGACY_SNAPSHOT_FILE
+    journal = folder / SAMPLES_FILE
+    if not snapshot.is_file() and legacy.is_file() and journal.is_file() and journal.stat().st_size > 0:
+        return legacy
+    return snapshot
 
 
 def _fsync_file(path: Path) -> None:
@@ -213,7 +232,7 @@ class Checkpoint:
 
     def _save(self, book: Skillbook) -> None:
         start = self.clock()
-        book.save_to_file(self.folder / SKILLBOOK_FILE)
+        book.save_to_file(self.folder / SNAPSHOT_FILE)
         self._last_snapshot_end = self.clock()
         self._last_snapshot_cost = self._last_snapshot_end - start
 

@@ -23,7 +23,7 @@ from ace.steps.phased import (
     pipeline_requests,
     plan_pipeline,
 )
-from ace.steps.registry import StepConfigError, StepEnvironment
+from ace.steps.registry import StepConfigError, StepEnvironment, StepRegistry
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 
@@ -43,21 +43,26 @@ def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
         )
     requested = [StepRequest(name, options) for name, options in settings.steps.items()]
     without = (*settings.no_steps, *(() if settings.redact else ("redact",)))  # --no-redact: no redact step
-    return plan_pipeline(pipeline_requests(requested, without=without, defaults=E2E_STEPS))
+    registry = StepRegistry.from_entry_points()
+    requests = pipeline_requests(requested, without=without, defaults=E2E_STEPS, registry=registry)
+    return plan_pipeline(requests, registry=registry)
 
 
-def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> None:
-    """Refuse to resume a run with a pipeline other than the one it recorded (steps, options, plugin versions)."""
+def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> list[PlannedStep]:
+    """Refuse to resume a run with a pipeline other than the one it recorded (steps, options, plugin versions);
+    the planned pipeline when it is the same."""
+    plan = plan_run_pipeline(settings)
     stored = (record.get("pipeline") or {}).get("steps")
     if stored is None:  # a run from before pipelines were recorded ran the default one
-        return
-    now = [p.record() for p in plan_run_pipeline(settings)]
+        return plan
+    now = [p.record() for p in plan]
     diffs = pipeline_differences(stored, now)
     if diffs:
         raise RunFolderError(
             f"cannot resume {folder.path} with a different pipeline ({'; '.join(diffs)}): resume with the run's "
             "steps (pass no --step / --no-step / --dedup, and the same plugin versions installed), or start a new run"
         )
+    return plan
 
 
 def run_pipeline(
@@ -68,18 +73,18 @@ def run_pipeline(
     skill_manager: SkillManager,
     embedder: Embedder,
     redactor: Redactor | None = None,
-    dedup_model: Model | None = None,
+    models: Mapping[str, Model] | None = None,
 ) -> StepPipeline:
     """Build the run's pipeline: files of end-of-run steps go in `output_dir`; `redactor` (the run's, with its
-    `[redaction]` patterns) is the `redact` step's; `dedup_model` (a scripted judge) wins over `--dedup-model`,
-    whose default is the skill manager's model."""
+    `[redaction]` patterns) is the `redact` step's; `models` are the steps' models by role (`dedup`: the judge
+    the preflight checked, or a scripted one), which win over the model strings of the steps' options."""
     env = StepEnvironment(
         output_dir=output_dir,
         reflector=reflector,
         skill_manager=skill_manager,
         embedder=embedder,
         redactor=redactor,
-        models={} if dedup_model is None else {"dedup": dedup_model},
+        models=dict(models or {}),
         default_model=settings.skill_manager_model,
     )
     return build_pipeline(plan_run_pipeline(settings), env)

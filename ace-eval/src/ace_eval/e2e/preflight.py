@@ -11,9 +11,9 @@ at once, each with its fix; `PreflightError` makes `ace-eval e2e` exit 2. A mode
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic_ai.messages import ModelRequest
 from pydantic_ai.models import Model, ModelRequestParameters
@@ -25,6 +25,8 @@ from ace.llm import LOCAL_MODEL_NAME, LiteLLMModel, LocalModel, ModelConfigError
 from ace.llm.credentials import missing_credentials
 from ace.llm.local import find_smollm2_gguf, import_runtime
 from ace.llm.retry import NON_RETRYABLE
+from ace.llm.settings import ROLES
+from ace.steps.phased import PlannedStep
 from ace_eval.e2e.config import ConfigError, E2ESettings, ModelRole
 from ace_eval.e2e.finish import embedder_for
 
@@ -34,8 +36,10 @@ __all__ = [
     "Checked",
     "LLMRole",
     "PreflightError",
+    "StepModel",
     "preflight",
     "roles_used",
+    "step_models",
 ]
 
 LLMRole = Literal["agent", "reflector", "skill_manager", "user"]
@@ -51,6 +55,7 @@ _FLAGS: dict[ModelRole, str] = {
     "user": "--user-model",
     "embedding": "--embedding-model",
 }
+_STEP_FLAGS = {"deduplicate": "--dedup-model"}
 
 
 class PreflightError(ConfigError):
@@ -69,6 +74,8 @@ class Checked:
     """What the preflight resolved: the models by role and the embedder, to be used by the run as they are."""
 
     models: dict[LLMRole, Model] = field(default_factory=dict[LLMRole, Model])
+    step_models: dict[str, Model] = field(default_factory=dict[str, Model])
+    """The models of the pipeline's steps by role (`dedup`), for their `StepEnvironment.models`."""
     embedder: Embedder | None = None
     warnings: list[str] = field(default_factory=list[str])
     requests: int = 0
@@ -81,35 +88,62 @@ def roles_used(settings: E2ESettings) -> tuple[LLMRole, ...]:
     return (*agent, "reflector", "skill_manager")
 
 
+@dataclass(frozen=True)
+class StepModel:
+    """A model a pipeline step will use: the step that asks for it and the model string."""
+
+    step: str
+    model: str
+    default: bool = False
+    """The step's options name no model: it is the skill manager's."""
+
+
+def step_models(settings: E2ESettings, plan: Sequence[PlannedStep]) -> dict[str, StepModel]:
+    """The models of the planned steps by role (`dedup`: the `deduplicate` judge, by default the skill manager's)."""
+    return {
+        role: StepModel(p.registered.name, model, default=not p.models("")[role])
+        for p in plan
+        for role, model in p.models(settings.skill_manager_model).items()
+    }
+
+
 def preflight(
     settings: E2ESettings,
     injected: Mapping[LLMRole, Model],
     injected_embedder: Embedder | None = None,
     *,
     live: bool = True,
+    steps: Mapping[str, StepModel] | None = None,
+    injected_steps: Mapping[str, Model] | None = None,
 ) -> Checked:
-    """Resolve and check every model and the embedder of `settings`. Injected ones are trusted as they are, except
-    that an injected `LocalModel` must be installed.
+    """Resolve and check every model and the embedder of `settings`, and the models of the pipeline's `steps`
+    (`step_models`). Injected ones are trusted as they are, except that an injected `LocalModel` must be installed.
 
     Raises:
         PreflightError: one or more problems, each named with its fix.
     """
     checked = Checked(embedder=injected_embedder)
-    failed: dict[tuple[str, str], list[ModelRole]] = {}  # (model string, problem) -> roles: said once
-    for role in roles_used(settings):
-        given = injected.get(role)
+    who = _Who(settings, dict(steps or {}))
+    given_steps = dict(injected_steps or {})
+    failed: dict[tuple[str, str], list[str]] = {}  # (model string, problem) -> roles: said once
+    targets: list[tuple[str, Model | None]] = [(role, injected.get(role)) for role in roles_used(settings)]
+    targets += [(role, given_steps.get(role)) for role in who.steps]
+    for role, given in targets:
         try:
             if given is not None:  # trusted, but an injected local model (the demo's) must be installed
                 if isinstance(given, LocalModel):
                     _static_check(given)
                 continue
-            model = infer_model(settings.model_for(role), role=role)
+            model = infer_model(who.model(role), role=role if role in ROLES else None)
             _static_check(model)
         except ModelConfigError as e:
-            failed.setdefault((given.model_name if given else settings.model_for(role), str(e)), []).append(role)
+            failed.setdefault((given.model_name if given else who.model(role), str(e)), []).append(role)
             continue
-        checked.models[role] = model
-    problems = [f"{_who(settings, *roles)}: {problem}" for (_, problem), roles in failed.items()]
+        if role in who.steps:
+            checked.step_models[role] = model
+        else:
+            checked.models[cast(LLMRole, role)] = model
+    problems = [f"{who(*roles)}: {problem}" for (_, problem), roles in failed.items()]
     hosted_embedder: LiteLLMEmbedder | None = None
     if injected_embedder is None:
         try:
@@ -120,24 +154,47 @@ def preflight(
             else:  # the offline embedder costs no token: load it and embed one text now
                 checked.embedder.embed(["preflight"])
         except (ConfigError, ModelConfigError) as e:
-            problems.append(f"{_who(settings, 'embedding')}: {e}")
+            problems.append(f"{who('embedding')}: {e}")
         except Exception as e:
-            problems.append(f"{_who(settings, 'embedding')}: the embedder failed: {type(e).__name__}: {e}")
+            problems.append(f"{who('embedding')}: the embedder failed: {type(e).__name__}: {e}")
     if problems:
         raise PreflightError(problems)
     if live:
-        problems = asyncio.run(_live_checks(settings, checked, hosted_embedder))
+        problems = asyncio.run(_live_checks(who, checked, hosted_embedder))
         if problems:
             raise PreflightError([f"{p} (to start without this test request: --no-preflight)" for p in problems])
     return checked
 
 
-def _who(settings: E2ESettings, *roles: ModelRole) -> str:
-    """`reflector, skill_manager model 'local' (the default; change it with --reflector-model, ...)`."""
-    names = ", ".join(roles)
-    sources = ", ".join(dict.fromkeys(_source(settings, role) for role in roles))
-    flags = ", ".join(_FLAGS[role] for role in roles)
-    return f"{names} model {settings.model_for(roles[0])!r} ({sources}; change it with {flags})"
+@dataclass(frozen=True)
+class _Who:
+    """Names roles, their model string, where it came from and the flag that changes it, for a problem's line."""
+
+    settings: E2ESettings
+    steps: dict[str, StepModel]
+
+    def model(self, role: str) -> str:
+        step = self.steps.get(role)
+        return step.model if step is not None else self.settings.model_for(cast(ModelRole, role))
+
+    def __call__(self, *roles: str) -> str:
+        """`reflector, skill_manager model 'local' (the default; change it with --reflector-model, ...)`."""
+        names = ", ".join(roles)
+        sources = ", ".join(dict.fromkeys(self._source(role) for role in roles))
+        flags = ", ".join(dict.fromkeys(self._flag(role) for role in roles))
+        return f"{names} model {self.model(roles[0])!r} ({sources}; change it with {flags})"
+
+    def _source(self, role: str) -> str:
+        step = self.steps.get(role)
+        if step is None:
+            return _source(self.settings, cast(ModelRole, role))
+        return f"the step {step.step!r}" + (", the skill manager's by default" if step.default else "")
+
+    def _flag(self, role: str) -> str:
+        step = self.steps.get(role)
+        if step is None:
+            return _FLAGS[cast(ModelRole, role)]
+        return _STEP_FLAGS.get(step.step, f"the options of --step {step.step} (`ace-eval steps list`)")
 
 
 def _source(settings: E2ESettings, role: ModelRole) -> str:
@@ -171,11 +228,12 @@ def _check_litellm(model: str) -> None:
         )
 
 
-async def _live_checks(settings: E2ESettings, checked: Checked, embedder: LiteLLMEmbedder | None) -> list[str]:
+async def _live_checks(who: _Who, checked: Checked, embedder: LiteLLMEmbedder | None) -> list[str]:
     """One request per distinct model (and one embedding); the problems found, each with its fix."""
-    by_model: dict[tuple[str, str], list[LLMRole]] = {}
+    by_model: dict[tuple[str, str], list[str]] = {}
     first: dict[tuple[str, str], Model] = {}
-    for role, model in checked.models.items():
+    models: list[tuple[str, Model]] = [*checked.models.items(), *checked.step_models.items()]
+    for role, model in models:
         key = (model.system, model.model_name)
         by_model.setdefault(key, []).append(role)
         first.setdefault(key, model)
@@ -187,14 +245,13 @@ async def _live_checks(settings: E2ESettings, checked: Checked, embedder: LiteLL
         if outcome is None:
             continue
         text, fatal = outcome
-        who = _who(settings, *by_model[key])
-        (problems if fatal else checked.warnings).append(f"{who}: {text}")
+        (problems if fatal else checked.warnings).append(f"{who(*by_model[key])}: {text}")
     if embedder is not None:
         checked.requests += 1
         try:
             await asyncio.to_thread(embedder.embed, ["preflight"])
         except Exception as e:
-            problems.append(f"{_who(settings, 'embedding')}: the embedder failed: {type(e).__name__}: {e}")
+            problems.append(f"{who('embedding')}: the embedder failed: {type(e).__name__}: {e}")
     return problems
 
 

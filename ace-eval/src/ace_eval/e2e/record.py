@@ -169,10 +169,16 @@ def step_timings(segments: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, f
 
 
 def summarize_run(
-    folder: RunFolder, *, replayed: bool, segments: Sequence[Mapping[str, Any]], resumed_samples: int | None
+    folder: RunFolder,
+    *,
+    replayed: bool,
+    segments: Sequence[Mapping[str, Any]],
+    resumed_samples: int | None,
+    skillbook: Path,
 ) -> dict[str, Any]:
     """The `run.json` fields computed from the run folder's files, so they are right after any resume: timings,
-    usage and cost per role, training counts, pass^k before / after, every sample and every error."""
+    usage and cost per role, training counts (`skillbook`: the file counted, `RunFolder.learned_skillbook`),
+    pass^k before / after, every sample and every error."""
     samples = merge_samples(load_samples(folder.samples))
     phases = {"baseline": folder.baseline, "evaluate": folder.evaluation}
     if not replayed:
@@ -204,7 +210,7 @@ def summarize_run(
             "samples": len(samples),
             "errors": sum(1 for x in samples if x.error is not None),
             "resumed_samples": resumed_samples,
-            "skillbook": _skillbook_stats(folder.skillbook),
+            "skillbook": _skillbook_stats(skillbook),
         },
         "benchmark": None if before is None and after is None else {"before": before, "after": after},
         "errors": [{"trace_uid": x.trace_uid, "epoch": x.epoch, "error": x.error} for x in samples if x.error],
@@ -213,7 +219,7 @@ def summarize_run(
 
 
 def _skillbook_stats(path: Path) -> dict[str, Any] | None:
-    """The saved skillbook's counts (the latest snapshot of an interrupted run)."""
+    """The saved skillbook's counts (the checkpoint's latest snapshot for an interrupted run)."""
     if not path.is_file():
         return None
     try:

@@ -3,10 +3,11 @@
 ```
 run_<id>/
   collection/                  the traces trained on (a trace collection)
-  skillbook.json               the learned skillbook (schema v2), checkpointed after every sample
+  skillbook.json               the learned skillbook (schema v2), published by the `persist` step at the end
   skillbook.embeddings.npz     its vector cache
-  skillbook.md                 the skillbook as markdown
-  samples.jsonl                one line per finished sample (the training checkpoint)
+  skillbook.md                 the skillbook as markdown (the `export_markdown` step)
+  samples.jsonl                one line per finished sample (the training checkpoint's journal)
+  skillbook.snapshot.json      the checkpoint's skillbook snapshot (+ .embeddings.npz), what --resume starts from
   spans.jsonl                  every span of the run, one JSON object per line
   run.json                     config, models, timings, usage and cost per role, per-sample results
   baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs)
@@ -28,6 +29,7 @@ from typing import IO, Any
 
 from ace.core.storage import atomic_write
 from ace.exceptions import AceError
+from ace_eval.e2e._checkpoint import SNAPSHOT_FILE, snapshot_of
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
 
 __all__ = [
@@ -80,11 +82,13 @@ class UnresumableFolderError(RunFolderError):
 
 
 def check_resumable(folder: RunFolder) -> None:
-    """Refuse to resume a folder with a skillbook but no `samples.jsonl`: the journal of its training is gone, so a
-    resume would train every sample again from an empty skillbook and save it over the learned one."""
-    if folder.skillbook.is_file() and not folder.samples.is_file():
+    """Refuse to resume a folder with a skillbook (published or the checkpoint's snapshot) but no `samples.jsonl`:
+    the journal of its training is gone, so a resume would train every sample again from an empty skillbook and
+    save it over the learned one."""
+    held = next((p for p in (folder.skillbook, folder.snapshot) if p.is_file()), None)
+    if held is not None and not folder.samples.is_file():
         raise UnresumableFolderError(
-            f"{folder.path} holds {folder.skillbook.name} but no {folder.samples.name}: the journal of its training "
+            f"{folder.path} holds {held.name} but no {folder.samples.name}: the journal of its training "
             "is gone, so resuming would train every sample again and replace the learned skillbook. Restore "
             f"{folder.samples.name} to continue this run, or start a new run (without --resume); to keep training "
             "this skillbook, copy it somewhere first. Nothing was changed"
@@ -167,12 +171,37 @@ class RunFolder:
         return self.path / "skillbook.embeddings.npz"
 
     @property
+    def snapshot(self) -> Path:
+        """The checkpoint's skillbook snapshot (`--resume` starts from it and the journal)."""
+        return self.path / SNAPSHOT_FILE
+
+    def learned_skillbook(self, record: Mapping[str, Any]) -> Path:
+        """The run's skillbook file: the one its `persist` step published when it is there, else the checkpoint's
+        snapshot (an interrupted run, or one without `persist`), else the old checkpoint's `skillbook.json`."""
+        published = self.step_output(record, "persist", self.skillbook.name)
+        if published is not None and published.is_file():
+            return published
+        return snapshot_of(self.path)
+
+    @property
     def markdown(self) -> Path:
         return self.path / "skillbook.md"
 
     @property
     def samples(self) -> Path:
         return self.path / "samples.jsonl"
+
+    def step_output(self, record: Mapping[str, Any], step: str, default: str) -> Path | None:
+        """The file the end-of-run `step` writes (its `path` option; a relative one is in this folder) in the
+        pipeline `run.json` records; `None` when the run left the step out, `default` for a run from before
+        pipelines were recorded."""
+        steps = (record.get("pipeline") or {}).get("steps")
+        if steps is None:
+            return self.path / default
+        for planned in steps:
+            if planned.get("name") == step:
+                return self.path / str((planned.get("options") or {}).get("path", default))
+        return None
 
     @property
     def spans(self) -> Path:

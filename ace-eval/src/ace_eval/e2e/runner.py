@@ -24,6 +24,7 @@ from ace.embeddings.base import Embedder
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
 from ace.observability import Observability, configure_observability, find_logfire_target
+from ace.steps.phased import PlannedStep
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.collection import (
@@ -39,7 +40,7 @@ from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episod
 from ace_eval.e2e.finish import release_observability, select_tasks
 from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
-from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used
+from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
 from ace_eval.e2e.redaction import install_run_collection, redact_record, redaction_summary
@@ -107,7 +108,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
-    checked = _preflight(settings, inj)
+    checked = _preflight(settings, inj, plan)
     redactor = settings.redactor()
     folder = RunFolder.create(settings.output_dir)
     collection_redactions: dict[str, int] = {}
@@ -119,7 +120,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "created_at": utc_now(),
         "versions": versions(),
         "config": {**settings.to_dict(), "traces_sha256": traces_sha},
-        "models": settings.models,
+        "models": {**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
         "pipeline": {"steps": [p.record() for p in plan]},
         "segments": [],
         "redaction": redaction_summary(settings.redact, [], collection_redactions),
@@ -165,10 +166,10 @@ def resume_e2e(
         raise RunFolderError(f"{folder.run_json}: its config cannot be used ({e})") from None
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
-    refuse_other_pipeline(folder, record, settings)
+    plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     inj = injections or RunInjections()
-    checked = _preflight(settings, inj)
+    checked = _preflight(settings, inj, plan)
     run = _Run(settings, folder, record, data, inj, checked, resumed=True)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
@@ -188,11 +189,20 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
     return load_airline_data(settings.data_dir)
 
 
-def _preflight(settings: E2ESettings, inj: RunInjections) -> Checked:
-    """The preflight of the run's models (`PreflightError` when one cannot work); its warnings go to stderr."""
-    if inj.embedder is None or any(role not in inj.models for role in roles_used(settings)):
+def _preflight(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> Checked:
+    """The preflight of the run's models and its steps' (`PreflightError` when one cannot work); its warnings go
+    to stderr."""
+    steps = step_models(settings, plan)
+    injected_steps = {} if inj.dedup_model is None else {"dedup": inj.dedup_model}
+    if (
+        inj.embedder is None
+        or any(role not in inj.models for role in roles_used(settings))
+        or (set(steps) - set(injected_steps))
+    ):
         print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
-    checked = preflight(settings, inj.models, inj.embedder, live=not settings.no_preflight)
+    checked = preflight(
+        settings, inj.models, inj.embedder, live=not settings.no_preflight, steps=steps, injected_steps=injected_steps
+    )
     for warning in checked.warnings:
         print(f"preflight warning: {warning}", file=sys.stderr)
     if settings.verbose and checked.requests:
@@ -224,6 +234,10 @@ class _Run:
         self.embedder = checked.embedder
         self.redactor = settings.redactor()
         self._models: dict[LLMRole, Model] = {**checked.models, **inj.models}
+        self._step_models: dict[str, Model] = {
+            **checked.step_models,
+            **({} if inj.dedup_model is None else {"dedup": inj.dedup_model}),
+        }
         self.resumed_samples: int | None = None
 
     def model(self, role: LLMRole) -> Model:
@@ -327,7 +341,7 @@ class _Run:
             skill_manager=manager,
             embedder=self.embedder,
             redactor=self.redactor,
-            dedup_model=self.inj.dedup_model,
+            models=self._step_models,
         )
         trainer = Trainer(
             pipeline=pipeline,
@@ -433,6 +447,7 @@ class _Run:
                 replayed=self.settings.traces is not None,
                 segments=self.record["segments"],
                 resumed_samples=self.resumed_samples,
+                skillbook=self.folder.learned_skillbook(self.record),
             )
         )
         collection = (self.record.get("redaction") or {}).get("collection")

@@ -429,6 +429,7 @@ class Trainer:
         try:
             return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
         except StepFailed as e:
+            ctx = e.ctx or ctx  # what the steps before the failed one produced (a reflection, usage) is recorded
             if isinstance(e.cause, ReflectorError):  # what the failed attempt cost still counts
                 ctx = ctx.with_usage("reflector", e.cause.usage)
             return _Reflected(item, ctx, e.cause, time.perf_counter() - start, e.step)
@@ -450,8 +451,8 @@ class Trainer:
             if error is None:
                 try:
                     ctx = await self._serial.run(ctx)
-                except StepFailed as e:
-                    error, failed_step = e.cause, e.step
+                except StepFailed as e:  # keep what the update and earlier steps did (usage, the session)
+                    error, failed_step, ctx = e.cause, e.step, e.ctx or ctx
             message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
             ops = book.operations_since(mark.ops)
             if lock is not None:
