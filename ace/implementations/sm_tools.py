@@ -354,7 +354,7 @@ def search_skills(
             keywords=keywords or None,
             embedder=deps.embedder,
         )
-        results = [_summary(s) for s in found if s.active]
+        results = [_summary(s) for s in found if s.visible]
         deps.saw(found)
         deps.searched_at = position
         span.set_attribute("ace.results_count", len(results))
@@ -570,7 +570,7 @@ def _unseen_similar(deps: SMDeps, issue: str, keywords: list[str], insight: str 
         keywords=keywords or None,
         embedder=deps.embedder,
     )
-    return [s for s in found if s.id in unseen and s.active]
+    return [s for s in found if s.id in unseen and s.visible]
 
 
 def _summary(skill: Skill) -> SkillSummary:

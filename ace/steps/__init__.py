@@ -1,9 +1,11 @@
-"""Pipeline steps, one per module (redact, reflect, update, deduplicate, export, persist), their registry and phases."""
+"""Pipeline steps, one per module (redact, reflect, update, quarantine, deduplicate, export, persist), their registry
+and phases."""
 
 from ace.steps.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext, insight_source, trace_identity
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
 from ace.steps.export_markdown import ExportMarkdownStep, escape_markdown, export_markdown
 from ace.steps.persist import PersistStep
+from ace.steps.quarantine import QuarantineStep
 from ace.steps.phased import (
     DEFAULT_STEPS,
     PlannedStep,
@@ -47,6 +49,7 @@ __all__ = [
     "PipelineError",
     "PlannedStep",
     "PluginError",
+    "QuarantineStep",
     "RedactStep",
     "ReflectStep",
     "RegisteredStep",
