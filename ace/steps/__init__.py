@@ -5,7 +5,6 @@ from ace.steps.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext,
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
 from ace.steps.export_markdown import ExportMarkdownStep, escape_markdown, export_markdown
 from ace.steps.persist import PersistStep
-from ace.steps.quarantine import QuarantineStep
 from ace.steps.phased import (
     DEFAULT_STEPS,
     PlannedStep,
@@ -17,6 +16,7 @@ from ace.steps.phased import (
     plan_pipeline,
 )
 from ace.steps.pipeline import Pipeline, PipelineError, StepFailed, StepTiming, check_order
+from ace.steps.quarantine import QuarantineStep
 from ace.steps.redact import RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.registry import (

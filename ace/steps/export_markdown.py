@@ -53,12 +53,13 @@ def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
     tags = {k: sum(getattr(s, f"{k}_count") for s in all_skills) for k in ("helpful", "harmful", "neutral")}
     by_section = {key: [s for s in active if s.section == key] for key, _ in _SECTIONS}
     occurrences = sum(len(s.occurrences) for s in all_skills)
+    held = f"{len(quarantined)} quarantined · " if quarantined else ""
     lines = [
         f"# {escape_markdown(title)}",
         "",
         f"**{len(active)} active skill{'s' if len(active) != 1 else ''}** "
         f"({', '.join(f'{len(by_section[key])} {key}' for key, _ in _SECTIONS)}) · "
-        f"{f'{len(quarantined)} quarantined · ' if quarantined else ''}{len(inactive)} inactive · {occurrences} occurrence{'s' if occurrences != 1 else ''} · "
+        f"{held}{len(inactive)} inactive · {occurrences} occurrence{'s' if occurrences != 1 else ''} · "
         f"tags: {tags['helpful']} helpful, {tags['harmful']} harmful, {tags['neutral']} neutral",
     ]
     for key, heading in _SECTIONS:

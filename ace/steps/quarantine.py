@@ -12,7 +12,7 @@ import dataclasses
 
 from ace.core.effectiveness import QuarantinePolicy, quarantine_reason
 from ace.core.insight_source import InsightSource
-from ace.observability import ace_span
+from ace.observability import AttributeInput, ace_span
 from ace.steps.context import StepContext, insight_source
 
 __all__ = ["QuarantineStep"]
@@ -34,14 +34,14 @@ class QuarantineStep:
         done: list[str] = []
         for skill, evidence in self.policy.due(book):
             reason = quarantine_reason(evidence, self.policy)
-            with ace_span("quarantine", {"ace.skill_id": skill.id, "ace.harmful_traces": len(evidence.harmful)}):
-                with book.locked():
-                    current = book.get_skill(skill.id)
-                    if current is None or not current.visible:  # a concurrent sample's gate came first
-                        continue
-                    book.quarantine_skill(
-                        skill.id, reason, evidence=list(evidence.harmful), insight_source=_source(ctx, reason)
-                    )
+            attrs: dict[str, AttributeInput] = {"ace.skill_id": skill.id, "ace.harmful_traces": len(evidence.harmful)}
+            with ace_span("quarantine", attrs), book.locked():
+                current = book.get_skill(skill.id)
+                if current is None or not current.visible:  # a concurrent sample's gate came first
+                    continue
+                book.quarantine_skill(
+                    skill.id, reason, evidence=list(evidence.harmful), insight_source=_source(ctx, reason)
+                )
             done.append(skill.id)
         return ctx.with_extra(self.name, "quarantined", tuple(done))
 
