@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _ace_scripts import Script, make_trace, scripted_roles
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
@@ -26,7 +27,6 @@ from ace.steps.context import StepContext
 from ace.steps.export_markdown import export_markdown
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.registry import StepConfigError, StepEnvironment
-from _ace_scripts import Script, make_trace, scripted_roles
 
 EMBEDDER = TestEmbedder()
 
@@ -232,7 +232,10 @@ def test_the_ledger_reads_only_new_operations_and_survives_a_rolled_back_batch()
     assert list(ledger.evidence(sid).harmful) == ["a"]
     with pytest.raises(SkillbookError):
         book.apply_operations(
-            [UpdateOperation(type="TAG", skill_id=sid, delta=-1), UpdateOperation(type="TAG", skill_id="nope", delta=1)],
+            [
+                UpdateOperation(type="TAG", skill_id=sid, delta=-1),
+                UpdateOperation(type="TAG", skill_id="nope", delta=1),
+            ],
             insight_source=_source("b"),
         )
     book.tag_skill(sid, 1, insight_source=_source("c"))

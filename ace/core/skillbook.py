@@ -503,7 +503,7 @@ class Skillbook:
             "active": len(active),
             "inactive": len(all_skills) - len(active),
             "quarantined": sum(1 for s in active if s.quarantine is not None),
-            "sections": {sec: sum(1 for s in active if s.section == sec and s.visible) for sec in _SECTION_ORDER},
+            "sections": {sec: sum(1 for s in active if s.section == sec) for sec in _SECTION_ORDER},
             "tags": {
                 "helpful": sum(s.helpful_count for s in all_skills),
                 "harmful": sum(s.harmful_count for s in all_skills),

@@ -290,6 +290,8 @@ class SkillSearchIndex:
         if skill is None or not skill.visible:  # removed or quarantined: out of every search
             if slot is not None:
                 self._drop(slot)
+            if skill is not None and skill.active and skill.embedding is None:
+                return skill.embedding_text()  # quarantined: still embedded, so the sidecar stays complete
             return None
         text = skill.embedding_text()
         digest = embedding_input_hash(text)

@@ -55,6 +55,7 @@ def _skill_checks(book: Skillbook) -> list[Check]:
             stats["active"] > 0,
             f"{stats['active']} active ({stats['sections']['context']} context, {stats['sections']['harness']} "
             f"harness), {stats['inactive']} inactive"
+            + (f", {stats['quarantined']} of the active quarantined" if stats["quarantined"] else "")
             if stats["active"]
             else "the skillbook has no active skill: see `ace-eval inspect` for each sample's error and tool calls",
         ),
@@ -89,7 +90,7 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
         return Check(name, False, f"{path} cannot be read as an embeddings sidecar ({type(e).__name__}: {e})")
     if not np.isfinite(matrix).all():
         return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
-    missing = [s.id for s in book.skills() if s.id not in set(ids)]
+    missing = [s.id for s in book.skills(include_inactive=True) if s.active and s.id not in set(ids)]
     dimension = shape[1] if len(shape) == 2 else "?"
     detail = f"{plural(len(ids), 'vector')} of dimension {dimension} ({model or 'unknown model'})"
     if missing:
