@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError
 
 if TYPE_CHECKING:
     from ace.core.skill import Skill
-    from ace.core.skillbook import Skillbook
 
 __all__ = [
     "DEFAULT_MIN_HARMFUL_TRACES",
@@ -31,6 +31,7 @@ __all__ = [
     "evidence_ledger",
     "quarantine_reason",
     "skill_kpis",
+    "with_quarantined_released",
 ]
 
 DEFAULT_MIN_HARMFUL_TRACES = 2
@@ -222,3 +223,20 @@ def skill_kpis(book: Skillbook) -> list[SkillKpis]:
                 )
             )
     return out
+
+
+def with_quarantined_released(book: Skillbook) -> Skillbook | None:
+    """A copy of `book` with every quarantined skill released (its vectors kept), to measure what quarantine changed;
+    `None` when no skill is quarantined. The copy is for evaluation only: it is never saved."""
+    with book.locked():
+        held = [s.id for s in book.skills(include_inactive=True) if s.active and s.quarantine is not None]
+        if not held:
+            return None
+        copy = Skillbook.from_dict(book.to_dict())
+        for skill in book.skills(include_inactive=True):
+            if skill.embedding is not None:
+                copy.set_embedding(skill.id, skill.embedding)
+    copy.redactor = book.redactor
+    for skill_id in held:
+        copy.release_skill(skill_id, "evaluated with the quarantined skills back (a copy, never saved)")
+    return copy

@@ -49,6 +49,12 @@ def format_summary(result: E2EResult) -> str:
         for k in sorted(set(before) | set(after), key=int):
             b, a = before.get(k), after.get(k)
             lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
+        unquarantined = (bench.get("after_with_quarantined") or {}).get("pass_hat_k", {})
+        if unquarantined:
+            phases["with quarantined"] = bench["after_with_quarantined"]
+            held = f"{plural(stats['quarantined'], 'quarantined skill')} back in the agent's context"
+            for k in sorted(unquarantined, key=int):
+                lines.append(f"pass^{k}: {_rate(unquarantined[k])} with the {held}")
         for name, phase in phases.items():
             if phase.get("errors"):
                 lines.append(
