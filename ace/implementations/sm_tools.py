@@ -178,6 +178,8 @@ class SkillDetail(SkillSummary):
     used: int
     active: bool
     removal_reason: str | None
+    quarantine_reason: str | None
+    """Why the skill is quarantined (out of every prompt and search), or `None`."""
     occurrences_count: int
     occurrences: list[OccurrenceView]
     """The latest few entries of the audit chain."""
@@ -592,6 +594,7 @@ def _detail(skill: Skill) -> SkillDetail:
         used=skill.used_count,
         active=skill.active,
         removal_reason=skill.removal_reason,
+        quarantine_reason=skill.quarantine.reason if skill.quarantine is not None else None,
         occurrences_count=len(skill.occurrences),
         occurrences=[
             OccurrenceView(
