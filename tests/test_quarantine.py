@@ -27,6 +27,8 @@ from ace.steps.context import StepContext
 from ace.steps.export_markdown import export_markdown
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.registry import StepConfigError, StepEnvironment
+from ace_eval.e2e.config import resolve_settings
+from ace_eval.e2e.pipeline import plan_run_pipeline
 
 EMBEDDER = TestEmbedder()
 
@@ -241,3 +243,19 @@ def test_the_ledger_reads_only_new_operations_and_survives_a_rolled_back_batch()
     book.tag_skill(sid, 1, insight_source=_source("c"))
     assert evidence_ledger(book) is ledger
     assert list(ledger.evidence(sid).harmful) == ["a"] and list(ledger.evidence(sid).helpful) == ["c"]
+
+
+def test_the_thresholds_come_from_ace_eval_toml_and_flags(tmp_path: Path) -> None:
+    config = tmp_path / "ace-eval.toml"
+    config.write_text("[e2e.steps]\nquarantine = { min_harmful_traces = 3 }\n", encoding="utf-8")
+    flags = {"traces": tmp_path, "no_benchmark": True}
+    planned = {p.registered.name: p for p in plan_run_pipeline(resolve_settings(flags, config=config))}
+    assert planned["quarantine"].record()["options"] == {"min_harmful_traces": 3, "min_margin": 1}
+    flagged = resolve_settings({**flags, "steps": {"quarantine": {"min_margin": "2"}}}, config=config)
+    options = {p.registered.name: p for p in plan_run_pipeline(flagged)}["quarantine"].record()["options"]
+    assert options == {"min_harmful_traces": 3, "min_margin": 2}
+    off = resolve_settings({**flags, "no_steps": ("quarantine",)}, config=config)
+    assert "quarantine" not in [p.registered.name for p in plan_run_pipeline(off)]
+    config.write_text("[e2e.steps]\nquarantine = { min_harmful_traces = 1 }\n", encoding="utf-8")
+    with pytest.raises(StepConfigError, match="min_harmful_traces"):
+        plan_run_pipeline(resolve_settings(flags, config=config))
