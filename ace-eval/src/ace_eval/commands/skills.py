@@ -9,22 +9,21 @@ it is exported again.
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import IO
 
 import click
 
 from ace.core.effectiveness import SkillKpis, skill_kpis
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
-from ace.core.storage import atomic_write
 from ace.exceptions import AceError, SkillbookError
 from ace.redaction import Redactor
-from ace.steps.export_markdown import export_markdown
+from ace.steps.context import StepContext
+from ace.steps.export_markdown import ExportMarkdownStep
 from ace_eval._text import plural
 from ace_eval.e2e._checkpoint import SAMPLES_FILE, load_checkpoint
 from ace_eval.e2e.config import E2ESettings
@@ -138,17 +137,11 @@ def _decide(path: Path, skill_id: str, reason: str, verb: str) -> None:
             raise _UsageFix(str(e)) from None
         book.save_to_file(file)
         markdown = file.with_suffix(".md")
-        if markdown.is_file():
-            redactor = _redactor(folder)
-            text = export_markdown(book)
-            data = (redactor.redact_text(text) if redactor is not None else text).encode("utf-8")
-            atomic_write(markdown, functools.partial(_write, data))
+        if markdown.is_file():  # the run's own export step, so the file reads as the run wrote it
+            export = ExportMarkdownStep(markdown, redactor=_redactor(folder))
+            asyncio.run(export(StepContext(trace={}, skillbook=book)))
     done = "quarantined: out of every prompt and search" if verb == "quarantine" else "released: visible again"
     click.echo(f"{skill_id} {done} ({file}; logged with your reason)")
-
-
-def _write(data: bytes, f: IO[bytes]) -> None:
-    f.write(data)
 
 
 @skills.command("quarantine")
