@@ -27,8 +27,10 @@ from ace.steps.context import StepContext
 from ace.steps.export_markdown import export_markdown
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.registry import StepConfigError, StepEnvironment
+from ace_eval.e2e._checkpoint import load_checkpoint
 from ace_eval.e2e.config import resolve_settings
 from ace_eval.e2e.pipeline import plan_run_pipeline
+from ace_eval.e2e.training import Trainer, TrainingConfig
 
 EMBEDDER = TestEmbedder()
 
@@ -259,3 +261,20 @@ def test_the_thresholds_come_from_ace_eval_toml_and_flags(tmp_path: Path) -> Non
     config.write_text("[e2e.steps]\nquarantine = { min_harmful_traces = 1 }\n", encoding="utf-8")
     with pytest.raises(StepConfigError, match="min_harmful_traces"):
         plan_run_pipeline(resolve_settings(flags, config=config))
+
+
+@pytest.mark.parametrize("sm_sessions", ["concurrent", "ordered"])
+def test_parallel_samples_quarantine_a_skill_once_and_the_journal_resumes_it(tmp_path: Path, sm_sessions: str) -> None:
+    book, sid = _seeded()
+    reflector, manager = scripted_roles()
+    config = TrainingConfig(max_workers=3, sm_sessions=sm_sessions, checkpoint_dir=tmp_path)  # type: ignore[arg-type]
+    traces = [make_trace(n, "refunds", skills_in_context=[sid]) for n in range(1, 6)]
+    result = Trainer(reflector=reflector, skill_manager=manager, config=config).run(traces, book)
+    assert not result.errors
+    held = [o for o in result.skillbook.operations if o.type == "QUARANTINE"]
+    assert len(held) == 1 and held[0].skill_id == sid and len(held[0].evidence or []) >= 2
+    assert [op["type"] for s in result.samples for op in s.operations].count("QUARANTINE") == 1
+    resumed, _ = load_checkpoint(tmp_path) or (None, None)
+    assert (
+        resumed is not None and resumed.require_skill(sid).quarantine == result.skillbook.require_skill(sid).quarantine
+    )
