@@ -181,7 +181,8 @@ def e2e(
 
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
-    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
+    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after), and once
+    more with the quarantined skills back when the quarantine step took any out (pass^k with and without them).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
 
     Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one
