@@ -65,8 +65,13 @@ def test_a_run_quarantines_by_default_and_a_person_releases_and_quarantines_agai
     assert [op["type"] for op in last["operations"]][-1] == "QUARANTINE"
     assert "## Quarantined skills (1)" in (folder / "skillbook.md").read_text()
 
+    journal = folder / "samples.jsonl"
+    with journal.open("a", encoding="utf-8") as f:
+        f.write('{"trace_uid": "a line a running trainer is still wri')
+    written = journal.read_bytes()
     stats = _cli("stats", str(folder))
     assert stats.exit_code == 0, stats.output
+    assert journal.read_bytes() == written  # a reader leaves the journal as it is (no lock, no truncation)
     row = next(line.split() for line in stats.output.splitlines() if line.startswith(SID))
     assert row == [SID, "quarantined", "2", "0", "2", "0", "2"]
     assert f"{SID} quarantined: harmful on 2 distinct traces (demo-test:t02, demo-test:t03)" in stats.output

@@ -25,7 +25,7 @@ from ace.redaction import Redactor
 from ace.steps.context import StepContext
 from ace.steps.export_markdown import ExportMarkdownStep
 from ace_eval._text import plural
-from ace_eval.e2e._checkpoint import SAMPLES_FILE, load_checkpoint
+from ace_eval.e2e._checkpoint import SAMPLES_FILE, load_checkpoint, read_checkpoint
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.run_folder import RUN_JSON
@@ -50,12 +50,16 @@ def _target(path: Path) -> tuple[Path, Path | None]:
     return file, folder
 
 
-def _load(file: Path, folder: Path | None) -> Skillbook:
+def _load(file: Path, folder: Path | None, *, locked: bool) -> Skillbook:
+    """The skillbook: a run folder's checkpoint (snapshot + journal), else the file. Only a caller holding the
+    folder's lock may let `load_checkpoint` cut a torn journal line; a reader leaves the folder untouched."""
     try:
-        if folder is not None:
+        if folder is not None and locked:
             loaded = load_checkpoint(folder)
             if loaded is not None:
                 return loaded[0]
+        elif folder is not None:
+            return read_checkpoint(folder)
         return Skillbook.load_from_file(file)
     except (AceError, ValueError) as e:
         raise click.ClickException(f"cannot read the skillbook {file}: {e}") from None
@@ -96,7 +100,7 @@ def stats(path: Path, as_json: bool) -> None:
     """Uses, helpful / harmful / neutral tags and distinct harmful traces of every skill in PATH (a run folder or
     a skillbook file), with each quarantined skill's reason."""
     file, folder = _target(path)
-    rows = skill_kpis(_load(file, folder))
+    rows = skill_kpis(_load(file, folder, locked=False))
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], indent=1))
         return
@@ -124,7 +128,7 @@ def _decide(path: Path, skill_id: str, reason: str, verb: str) -> None:
         raise _UsageFix(f"--reason must say why you {verb} {skill_id}: it goes into the audit log")
     file, folder = _target(path)
     with _locked(folder):
-        book = _load(file, folder)
+        book = _load(file, folder, locked=True)
         source = InsightSource(
             trace_uid="manual", source_system="ace-eval skills", trace_id=verb, learning_text=reason.strip()
         )

@@ -45,6 +45,7 @@ __all__ = [
     "CheckpointError",
     "journal_start",
     "load_checkpoint",
+    "read_checkpoint",
 ]
 
 SKILLBOOK_FILE = "skillbook.json"
@@ -130,6 +131,23 @@ def load_checkpoint(folder: Path) -> tuple[Skillbook, list[dict[str, Any]]] | No
     except SkillbookFormatError as e:
         raise CheckpointError(f"cannot rebuild the skillbook from the checkpoint {folder}: {e}") from e
     return book, [line.sample for line in lines]
+
+
+def read_checkpoint(folder: Path) -> Skillbook:
+    """The skillbook after the last committed sample, reading without writing anything: safe beside a running
+    trainer (a line it is still writing is left out, not cut off as `load_checkpoint` does for a resume).
+
+    Raises:
+        CheckpointError: no snapshot, a corrupt journal, or a journal that does not fit the snapshot.
+    """
+    snapshot, journal = folder / SKILLBOOK_FILE, folder / SAMPLES_FILE
+    if not snapshot.is_file():
+        raise CheckpointError(f"{folder} has no {SKILLBOOK_FILE} yet: the run has not saved a skillbook")
+    lines, _ = _read_journal(journal) if journal.is_file() else ([], 0)
+    try:
+        return Skillbook.load_from_file(snapshot, journal=[line.delta for line in lines])
+    except SkillbookFormatError as e:
+        raise CheckpointError(f"cannot rebuild the skillbook from the checkpoint {folder}: {e}") from e
 
 
 def _fsync_file(path: Path) -> None:
