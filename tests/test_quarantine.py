@@ -27,6 +27,7 @@ from ace.steps.context import StepContext
 from ace.steps.export_markdown import export_markdown
 from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.registry import StepConfigError, StepEnvironment
+from ace_eval.benchmarks.tau_bench.agent import render_skills
 from ace_eval.e2e._checkpoint import load_checkpoint
 from ace_eval.e2e.config import resolve_settings
 from ace_eval.e2e.pipeline import plan_run_pipeline
@@ -278,3 +279,15 @@ def test_parallel_samples_quarantine_a_skill_once_and_the_journal_resumes_it(tmp
     assert (
         resumed is not None and resumed.require_skill(sid).quarantine == result.skillbook.require_skill(sid).quarantine
     )
+
+
+@pytest.mark.parametrize("injection", ["prompt", "top-k"])
+def test_the_agent_never_sees_a_quarantined_skill(injection: str) -> None:
+    book, sid = _seeded()
+    other = book.add_skill("context", "Refunds to a gift card need the card id.", ["refunds"], "Ask for the card id.")
+    query = "I want a refund, the fare rules say I can"
+    shown = render_skills(book, injection, query=query, top_k=5, embedder=EMBEDDER)  # type: ignore[arg-type]
+    assert sid in shown.skill_ids and sid in shown.text
+    book.quarantine_skill(sid, "harmful on two traces")
+    shown = render_skills(book, injection, query=query, top_k=5, embedder=EMBEDDER)  # type: ignore[arg-type]
+    assert shown.skill_ids == (other.id,) and sid not in shown.text
