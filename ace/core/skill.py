@@ -46,25 +46,26 @@ class Quarantine:
     reason: str
     evidence: tuple[str, ...] = ()
     """`trace_uid`s of the traces whose reflections tagged the skill harmful (empty for a person's decision)."""
-    since: str = field(default_factory=utc_now)
+    timestamp: str = field(default_factory=utc_now)
+    """When the skill was quarantined (ISO 8601, UTC)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict with a fixed key order."""
-        return {"reason": self.reason, "evidence": list(self.evidence), "since": self.since}
+        return {"reason": self.reason, "evidence": list(self.evidence), "timestamp": self.timestamp}
 
     @classmethod
     def from_dict(cls, data: object) -> Quarantine:
         """Inverse of `to_dict`; raises `ValueError` naming the bad field."""
-        if not isinstance(data, dict) or set(data) != {"reason", "evidence", "since"}:
-            raise ValueError(f"field 'quarantine' must be an object with reason, evidence and since, got {data!r}")
-        reason, evidence, since = data["reason"], data["evidence"], data["since"]
+        if not isinstance(data, dict) or set(data) != {"reason", "evidence", "timestamp"}:
+            raise ValueError(f"field 'quarantine' must be an object with reason, evidence and timestamp, got {data!r}")
+        reason, evidence, timestamp = data["reason"], data["evidence"], data["timestamp"]
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError("quarantine field 'reason' must be non-empty text")
         if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
             raise ValueError(f"quarantine field 'evidence' must be a list of trace ids, got {evidence!r}")
-        if not isinstance(since, str):
-            raise ValueError("quarantine field 'since' must be an ISO timestamp string")
-        return cls(reason=reason, evidence=tuple(evidence), since=since)
+        if not isinstance(timestamp, str):
+            raise ValueError("quarantine field 'timestamp' must be an ISO timestamp string")
+        return cls(reason=reason, evidence=tuple(evidence), timestamp=timestamp)
 
 
 @dataclass(kw_only=True)

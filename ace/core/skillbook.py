@@ -435,7 +435,7 @@ class Skillbook:
             )
         if not quarantining and old.quarantine is None:
             raise SkillbookError(f"skill {old.id} is not quarantined, so there is nothing to release")
-        record = Quarantine(reason=op.reason.strip(), evidence=tuple(op.evidence or ()), since=now)
+        record = Quarantine(reason=op.reason.strip(), evidence=tuple(op.evidence or ()), timestamp=now)
         return dataclasses.replace(old, quarantine=record if quarantining else None, updated_at=now)
 
     def _log(self, op: UpdateOperation, skill_id: str) -> None:

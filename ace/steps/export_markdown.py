@@ -97,9 +97,10 @@ def _skill_block(skill: Skill, harmful_traces: int) -> list[str]:
     if not skill.active:
         rows.append(f"- **Removed:** {escape_markdown(skill.removal_reason or 'no reason recorded')}")
     elif skill.quarantine is not None:
-        rows.append(f"- **Quarantined:** {escape_markdown(skill.quarantine.reason)} (since {skill.quarantine.since})")
-        if skill.quarantine.evidence:
-            rows.append(f"- **Harmful traces:** {', '.join(_code(t) for t in skill.quarantine.evidence)}")
+        held = skill.quarantine
+        rows.append(f"- **Quarantined:** {escape_markdown(held.reason)} (since {escape_markdown(held.timestamp)})")
+        if held.evidence:
+            rows.append(f"- **Harmful traces:** {', '.join(_code(t) for t in held.evidence)}")
     rows.append(f"- **Keywords:** {', '.join(_code(k) for k in skill.keywords)}")
     rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
     if skill.insight:
