@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.collection import Trace, write_collection
+from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.runner import RunInjections
 
 SID = "context-00001"
@@ -123,3 +125,26 @@ def test_refusals_name_the_fix_and_write_nothing(tmp_path: Path) -> None:
     assert Skillbook.load_from_file(path).require_skill(SID).quarantine is not None
     twice = _cli("quarantine", str(path), SID, "--reason", "again")
     assert twice.exit_code == 2 and "already quarantined" in twice.output
+
+
+def test_a_decision_on_a_run_folder_in_use_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = _run(tmp_path, monkeypatch)
+    before = (folder / "skillbook.json").read_bytes()
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with folder_lock(folder):  # stands for a running `e2e` (another thread is refused like another process)
+            held.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        refused = _cli("release", str(folder), SID, "--reason", "reviewed")
+        assert refused.exit_code == 2, refused.output
+        assert _cli("stats", str(folder)).exit_code == 0  # reading needs no lock
+    finally:
+        done.set()
+        holder.join()
+    assert (folder / "skillbook.json").read_bytes() == before
