@@ -14,10 +14,14 @@ from ace.core import (
     SCHEMA_VERSION,
     VALID_SECTIONS,
     InsightSource,
+    Quarantine,
+    QuarantinePolicy,
     Skill,
     Skillbook,
+    SkillKpis,
     UpdateOperation,
     normalize_keywords,
+    skill_kpis,
 )
 from ace.exceptions import AceError, SkillbookError, SkillbookFormatError, UnknownSkillError
 
@@ -93,6 +97,8 @@ __all__ = [
     "LocalModel",
     "MiniLMEmbedder",
     "ModelRequestError",
+    "Quarantine",
+    "QuarantinePolicy",
     "RecursiveConfig",
     "RecursiveReflector",
     "Reflection",
@@ -104,6 +110,7 @@ __all__ = [
     "SimilarPair",
     "SimpleReflector",
     "Skill",
+    "SkillKpis",
     "SkillManager",
     "SkillTag",
     "Skillbook",
@@ -121,4 +128,5 @@ __all__ = [
     "normalize_keywords",
     "render_skills_xml",
     "retrieve_top_k",
+    "skill_kpis",
 ]

@@ -11,16 +11,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _ace_scripts import reflector_function, skill_manager_function
 from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_e2e_support import import_trajectories, responses, scripted_injections, scripted_user
+from test_e2e_support import import_trajectories, responses, scripted_injections, scripted_models, scripted_user
 
+from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
 from ace_eval.commands.e2e import format_summary
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import read_collection
+from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.runner import RunInjections
 from ace_eval.e2e.training import SampleResult
 
 
@@ -133,3 +136,38 @@ def test_evaluation_injects_the_skillbook_as_configured(
         assert bool(trace.skills_in_context) is shown
         assert len(trace.skills_in_context) <= 2
         assert set(trace.skills_in_context) <= learned
+
+
+def test_a_run_with_quarantined_skills_reports_pass_k_with_and_without_them(
+    airline_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first replayed trace teaches a skill; the next two failed with it in context, so the reflector tags it
+    harmful on two traces and the default pipeline quarantines it; the evaluation runs twice."""
+    imported = read_collection(import_trajectories(airline_data, tmp_path / "all"))[1][:3]
+    traces = [imported[0], *(t.model_copy(update={"reward": 0.0, "skills_in_context": ["context-00001"]})
+                             for t in imported[1:])]  # fmt: skip
+    write_collection(tmp_path / "collection", traces, source_system=imported[0].source_system)
+    models = {
+        **scripted_models(),
+        "reflector": FunctionModel(reflector_function(), model_name="scripted-reflector"),
+        "skill_manager": FunctionModel(skill_manager_function(), model_name="scripted-sm"),
+    }
+    injections = RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=injections))
+    args = ["e2e", "--traces", str(tmp_path / "collection"), "--data-dir", str(airline_data), "--max-num-steps", "4"]
+    result = CliRunner().invoke(main, [*args, "--output-dir", str(tmp_path / "out"), "--no-preflight"])
+    assert result.exit_code == 0, result.output
+    [folder] = list((tmp_path / "out").iterdir())
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert record["training"]["skillbook"]["quarantined"] == 1
+    bench = record["benchmark"]
+    assert bench["after"]["episodes"] == bench["after_with_quarantined"]["episodes"] == 3
+    assert set(bench["after_with_quarantined"]["pass_hat_k"]) == {"1"}
+    without = read_collection(folder / "evaluation")[1]
+    with_them = read_collection(folder / "evaluation_with_quarantined")[1]
+    assert all("context-00001" not in t.skills_in_context for t in without)
+    assert all("context-00001" in t.skills_in_context for t in with_them)
+    assert "with the 1 quarantined skill back in the agent's context" in result.stdout
+    assert "evaluate_with_quarantined" in record["timings"]
+    saved = json.loads((folder / "skillbook.json").read_text(encoding="utf-8"))
+    assert "quarantine" in saved["skills"][0]  # the copy evaluated with it released was never saved

@@ -224,7 +224,7 @@ def test_without_the_redact_step_verify_and_scan_catch_the_secrets(
     collection = planted_collection(tmp_path / "collection")
     folder = run_cli(monkeypatch, collection, tmp_path / "out", *off)
     steps = json.loads((folder / "run.json").read_text(encoding="utf-8"))["pipeline"]["steps"]
-    assert [s["name"] for s in steps] == ["reflect", "update", "checkpoint", "export_markdown", "persist"]
+    assert [s["name"] for s in steps] == ["reflect", "update", "quarantine", "checkpoint", "export_markdown", "persist"]
 
     leaked = leaks(folder)
     assert set(leaked) == set(PLANTED)

@@ -191,6 +191,19 @@ def test_read_skill_shows_counters_and_history(ctx: RunContext[SMDeps], book: Sk
     assert ctx.deps.applied == []
 
 
+def test_search_skills_hides_a_quarantined_skill_and_read_skill_says_why(
+    ctx: RunContext[SMDeps], book: Skillbook
+) -> None:
+    query = "checked bag fees for gold members"
+    assert "context-00001" in [s["id"] for s in search_skills(ctx, query)]
+    book.quarantine_skill("context-00001", "harmful on 2 distinct traces")
+    assert "context-00001" not in [s["id"] for s in search_skills(ctx, query)]
+    detail = read_skill(ctx, "context-00001")
+    assert detail["active"] is True and detail["quarantine_reason"] == "harmful on 2 distinct traces"
+    book.release_skill("context-00001", "reviewed")
+    assert "context-00001" in [s["id"] for s in search_skills(ctx, query)]
+
+
 # ----------------------------------------------------------------------------------------- surface
 def test_tool_surface_is_the_six_atomic_tools_with_documented_arguments() -> None:
     seen: list[AgentInfo] = []

@@ -43,7 +43,7 @@ EXPECTED = """\
 - **Keywords:** `airline`, `cabin_class`
 - **Issue:** In tau-airline's update\\_reservation\\_flights, cabin class applies to \\*all\\* legs.
 - **Insight:** Tell the user upgrades are all-or-nothing.
-- **Counters:** used 2 · helpful 1 · harmful 0 · neutral 1 · occurrences 3
+- **Counters:** used 2 · helpful 1 · harmful 0 · neutral 1 · harmful traces 0 · occurrences 3
 
 ## Harness (1)
 
@@ -51,7 +51,7 @@ EXPECTED = """\
 
 - **Keywords:** `tau_bench`, `rate_limit`
 - **Issue:** The runner retries 429s with a 60 s backoff.
-- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · occurrences 1
+- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 1
 
 ## Inactive skills (1)
 
@@ -61,7 +61,7 @@ EXPECTED = """\
 - **Keywords:** `airline`
 - **Issue:** Old advice \\| with a pipe.
 - **Insight:** Do &lt;b&gt;this&lt;/b&gt;.
-- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · occurrences 2
+- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 2
 """
 
 

@@ -225,6 +225,7 @@ def test_requests_start_from_the_defaults() -> None:
         ("redact", {}),
         ("reflect", {}),
         ("update", {}),
+        ("quarantine", {}),
         ("persist", {"path": "x.json"}),
         ("deduplicate", {}),
     ]

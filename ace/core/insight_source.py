@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 
 __all__ = ["InsightSource", "OperationType", "utc_now"]
 
-OperationType = Literal["ADD", "UPDATE", "TAG", "REMOVE"]
+OperationType = Literal["ADD", "UPDATE", "TAG", "REMOVE", "QUARANTINE", "RELEASE"]
 _OPERATION_TYPES: frozenset[str] = frozenset(get_args(OperationType))
 
 

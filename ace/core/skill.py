@@ -19,6 +19,7 @@ __all__ = [
     "MAX_KEYWORD_LENGTH",
     "VALID_SECTIONS",
     "Embedding",
+    "Quarantine",
     "Section",
     "Skill",
     "embedding_input",
@@ -38,6 +39,35 @@ _NON_IDENT = re.compile(r"[^\w.]+")
 _UNDERSCORES = re.compile(r"_{2,}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Quarantine:
+    """Why a skill is out of service though still active: the reason, the harmful traces, since when."""
+
+    reason: str
+    evidence: tuple[str, ...] = ()
+    """`trace_uid`s of the traces whose reflections tagged the skill harmful (empty for a person's decision)."""
+    timestamp: str = field(default_factory=utc_now)
+    """When the skill was quarantined (ISO 8601, UTC)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with a fixed key order."""
+        return {"reason": self.reason, "evidence": list(self.evidence), "timestamp": self.timestamp}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Quarantine:
+        """Inverse of `to_dict`; raises `ValueError` naming the bad field."""
+        if not isinstance(data, dict) or set(data) != {"reason", "evidence", "timestamp"}:
+            raise ValueError(f"field 'quarantine' must be an object with reason, evidence and timestamp, got {data!r}")
+        reason, evidence, timestamp = data["reason"], data["evidence"], data["timestamp"]
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError("quarantine field 'reason' must be non-empty text")
+        if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+            raise ValueError(f"quarantine field 'evidence' must be a list of trace ids, got {evidence!r}")
+        if not isinstance(timestamp, str):
+            raise ValueError("quarantine field 'timestamp' must be an ISO timestamp string")
+        return cls(reason=reason, evidence=tuple(evidence), timestamp=timestamp)
+
+
 @dataclass(kw_only=True)
 class Skill:
     """One learned skill: a problem (`issue`, scope inline), the action (`insight`) and labels (`keywords`)."""
@@ -54,6 +84,8 @@ class Skill:
     occurrences: list[InsightSource] = field(default_factory=list[InsightSource])
     """Append-only audit chain: one entry per mutation."""
     active: bool = True
+    quarantine: Quarantine | None = None
+    """Set while the skill is quarantined: kept and active, but out of every prompt and search (`visible`)."""
     used_count: int = 0
     helpful_count: int = 0
     harmful_count: int = 0
@@ -62,6 +94,11 @@ class Skill:
     """Cached vector of `embedding_input(...)`; stored in the `.npz` sidecar, never in JSON."""
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
+
+    @property
+    def visible(self) -> bool:
+        """Active and not quarantined: the one filter by which prompts, search and the agent's top-k hide skills."""
+        return self.active and self.quarantine is None
 
     @property
     def removal_reason(self) -> str | None:
@@ -74,12 +111,14 @@ class Skill:
         return None
 
     def same_text(self, other: Skill) -> bool:
-        """Equal in what an edit rewrites (issue, insight, keywords, active); counters may differ, tags commute."""
-        return (self.issue, self.insight, self.keywords, self.active) == (
+        """Equal in what an edit rewrites (issue, insight, keywords, whether it is visible); counters may differ,
+        tags commute."""
+        return (self.issue, self.insight, self.keywords, self.active, self.quarantine is None) == (
             other.issue,
             other.insight,
             other.keywords,
             other.active,
+            other.quarantine is None,
         )
 
     def embedding_text(self) -> str:
@@ -87,8 +126,9 @@ class Skill:
         return embedding_input(self.issue, self.insight, self.keywords)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with a fixed key order; the embedding is left out (it lives in the sidecar)."""
-        return {
+        """JSON-ready dict with a fixed key order; the embedding is left out (it lives in the sidecar), and
+        `quarantine` is only present while the skill is quarantined."""
+        out: dict[str, Any] = {
             "id": self.id,
             "section": self.section,
             "keywords": list(self.keywords),
@@ -103,6 +143,9 @@ class Skill:
             "updated_at": self.updated_at,
             "occurrences": [o.to_dict() for o in self.occurrences],
         }
+        if self.quarantine is not None:
+            out["quarantine"] = self.quarantine.to_dict()
+        return out
 
     def to_llm_dict(self) -> dict[str, Any]:
         """The fields an LLM needs to reason about the skill (no timestamps, no audit chain)."""
@@ -151,6 +194,10 @@ class Skill:
             raise ValueError(f"skill {skill_id}: field 'active' must be true or false, got {active!r}")
         created_at, updated_at = (_timestamp(data, name, skill_id) for name in ("created_at", "updated_at"))
         try:
+            quarantine = Quarantine.from_dict(data["quarantine"]) if "quarantine" in data else None
+        except ValueError as e:
+            raise ValueError(f"skill {skill_id}: {e}") from None
+        try:
             chain = [InsightSource.from_dict(o) for o in occurrences]
         except ValueError as e:
             raise ValueError(f"skill {skill_id}: {e}") from None
@@ -162,6 +209,7 @@ class Skill:
             insight=insight,
             occurrences=chain,
             active=active,
+            quarantine=quarantine,
             used_count=counters[0],
             helpful_count=counters[1],
             harmful_count=counters[2],
@@ -196,6 +244,7 @@ _SKILL_KEYS = frozenset(
         "issue",
         "insight",
         "active",
+        "quarantine",
         "used_count",
         "helpful_count",
         "harmful_count",

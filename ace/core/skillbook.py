@@ -18,6 +18,7 @@ from ace.core.redact_sink import redact_commit
 from ace.core.skill import (
     VALID_SECTIONS,
     Embedding,
+    Quarantine,
     Section,
     Skill,
     embedding_input_hash,
@@ -131,13 +132,13 @@ class Skillbook:
         return skill
 
     def skills(self, *, include_inactive: bool = False, section: Section | None = None) -> list[Skill]:
-        """Skills in creation order; active only unless `include_inactive`."""
+        """Skills in creation order; only the visible ones (active, not quarantined) unless `include_inactive`."""
         with self._lock:
             if section is None:
                 pool: Iterator[Skill] = iter(self._skills.values())
             else:
                 pool = (self._skills[i] for i in self._sections[validate_section(section)])
-            return [s for s in pool if include_inactive or s.active]
+            return [s for s in pool if include_inactive or s.visible]
 
     def section_ids(self, section: Section) -> list[str]:
         """Ids of all skills (active or not) in one section, in creation order."""
@@ -216,6 +217,27 @@ class Skillbook:
                 return skill
             return self._commit(UpdateOperation(type="REMOVE", skill_id=skill_id, reason=reason), insight_source)
 
+    def quarantine_skill(
+        self,
+        skill_id: str,
+        reason: str,
+        *,
+        evidence: Sequence[str] = (),
+        insight_source: InsightSource | None = None,
+    ) -> Skill:
+        """Take an active skill out of every prompt and search, keeping it (and its counters) in the skillbook.
+
+        `evidence`: the `trace_uid`s of the harmful traces the decision rests on (none for a person's call).
+        """
+        op = UpdateOperation(type="QUARANTINE", skill_id=skill_id, reason=reason, evidence=list(evidence))
+        with self._lock:
+            return self._commit(op, insight_source)
+
+    def release_skill(self, skill_id: str, reason: str, *, insight_source: InsightSource | None = None) -> Skill:
+        """Bring a quarantined skill back into prompts and search; the evidence before it no longer counts."""
+        with self._lock:
+            return self._commit(UpdateOperation(type="RELEASE", skill_id=skill_id, reason=reason), insight_source)
+
     def purge(self, skill_id: str, reason: str | None = None) -> None:
         """Delete a skill and its history for good. For operators only: no agent tool reaches this."""
         with self._lock:
@@ -290,6 +312,8 @@ class Skillbook:
                 skill = self._build_tag(op, now)
             case "REMOVE":
                 skill = self._build_remove(op, now)
+            case "QUARANTINE" | "RELEASE":
+                skill = self._build_quarantine(op, now)
             case "PURGE":
                 skill = self.require_skill(op.skill_id or "")
                 del self._skills[skill.id]
@@ -302,7 +326,7 @@ class Skillbook:
                 assert_never(unreachable)
         kind: OperationType = op.type
         entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
-        if kind == "REMOVE":
+        if kind in ("REMOVE", "QUARANTINE", "RELEASE"):
             entry = dataclasses.replace(entry, learning_text=op.reason)
         skill.occurrences = [*skill.occurrences, entry]
         previous = self._skills.get(skill.id)
@@ -398,6 +422,22 @@ class Skillbook:
             raise SkillbookError("reason is required to remove a skill: say why it is harmful or outdated")
         return dataclasses.replace(old, active=False, updated_at=now)
 
+    def _build_quarantine(self, op: UpdateOperation, now: str) -> Skill:
+        quarantining = op.type == "QUARANTINE"
+        old = self._active_skill(op.skill_id, "quarantined" if quarantining else "released")
+        if not isinstance(op.reason, str) or not op.reason.strip():
+            verb = "quarantine" if quarantining else "release"
+            raise SkillbookError(f"reason is required to {verb} a skill: say why, for the audit log")
+        if quarantining and old.quarantine is not None:
+            raise SkillbookError(
+                f"skill {old.id} is already quarantined ({old.quarantine.reason}): release it first to quarantine "
+                "it again"
+            )
+        if not quarantining and old.quarantine is None:
+            raise SkillbookError(f"skill {old.id} is not quarantined, so there is nothing to release")
+        record = Quarantine(reason=op.reason.strip(), evidence=tuple(op.evidence or ()), timestamp=now)
+        return dataclasses.replace(old, quarantine=record if quarantining else None, updated_at=now)
+
     def _log(self, op: UpdateOperation, skill_id: str) -> None:
         self._operations.append(op)
         self._version += 1
@@ -432,11 +472,12 @@ class Skillbook:
 
     # --------------------------------------------------------------- rendering
     def as_prompt(self) -> str:
-        """Active skills grouped by section, in the spec's prompt format; `""` when there are none."""
+        """Visible skills (active, not quarantined) grouped by section, in the spec's prompt format; `""` when
+        there are none."""
         lines: list[str] = []
         with self._lock:
             for section in _SECTION_ORDER:
-                active = [self._skills[i] for i in self._sections[section] if self._skills[i].active]
+                active = [self._skills[i] for i in self._sections[section] if self._skills[i].visible]
                 if not active:
                     continue
                 lines.append(f"## {section}")
@@ -449,7 +490,7 @@ class Skillbook:
         return "\n".join(lines)
 
     def to_llm_dict(self) -> dict[str, Any]:
-        """Active skills as plain data for an LLM prompt or tool result."""
+        """Visible skills as plain data for an LLM prompt or tool result."""
         return {"skills": [s.to_llm_dict() for s in self.skills()]}
 
     def stats(self) -> dict[str, Any]:
@@ -461,6 +502,7 @@ class Skillbook:
             "skills": len(all_skills),
             "active": len(active),
             "inactive": len(all_skills) - len(active),
+            "quarantined": sum(1 for s in active if s.quarantine is not None),
             "sections": {sec: sum(1 for s in active if s.section == sec) for sec in _SECTION_ORDER},
             "tags": {
                 "helpful": sum(s.helpful_count for s in all_skills),

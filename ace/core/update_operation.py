@@ -9,7 +9,7 @@ from ace.core.insight_source import utc_now
 
 __all__ = ["OperationKind", "UpdateOperation"]
 
-OperationKind = Literal["ADD", "UPDATE", "TAG", "REMOVE", "PURGE"]
+OperationKind = Literal["ADD", "UPDATE", "TAG", "REMOVE", "PURGE", "QUARANTINE", "RELEASE"]
 _KINDS: frozenset[str] = frozenset(get_args(OperationKind))
 
 
@@ -30,14 +30,16 @@ class UpdateOperation:
     delta: int | None = None
     """TAG only: -1 harmful, 0 neutral, 1 helpful."""
     reason: str | None = None
-    """REMOVE / PURGE only: why the skill was taken out."""
+    """REMOVE / PURGE / QUARANTINE / RELEASE only: why the skill was taken out (or brought back)."""
+    evidence: list[str] | None = None
+    """QUARANTINE only: the traces (`trace_uid`s) with harmful evidence the decision rests on."""
     trace_uid: str | None = None
     """The trace the mutation came from (`InsightSource.trace_uid`)."""
     timestamp: str = field(default_factory=utc_now)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict with a fixed key order."""
-        return {
+        """JSON-ready dict with a fixed key order; `evidence` only when set (a QUARANTINE)."""
+        out: dict[str, Any] = {
             "type": self.type,
             "skill_id": self.skill_id,
             "section": self.section,
@@ -49,6 +51,9 @@ class UpdateOperation:
             "trace_uid": self.trace_uid,
             "timestamp": self.timestamp,
         }
+        if self.evidence is not None:
+            out["evidence"] = list(self.evidence)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> UpdateOperation:
@@ -68,6 +73,9 @@ class UpdateOperation:
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"operation field {name!r} must be a string or null, got {value!r}")
+        evidence = data.get("evidence")
+        if evidence is not None and (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)):
+            raise ValueError(f"operation field 'evidence' must be a list of trace ids, got {evidence!r}")
         delta = data.get("delta")
         if delta is not None and (not isinstance(delta, int) or isinstance(delta, bool)):
             raise ValueError(f"operation field 'delta' must be an integer or null, got {delta!r}")
@@ -83,6 +91,7 @@ class UpdateOperation:
             keywords=keywords,
             delta=delta,
             reason=data.get("reason"),
+            evidence=evidence,
             trace_uid=data.get("trace_uid"),
             timestamp=timestamp,
         )
@@ -98,6 +107,7 @@ _KEYS = frozenset(
         "keywords",
         "delta",
         "reason",
+        "evidence",
         "trace_uid",
         "timestamp",
     }

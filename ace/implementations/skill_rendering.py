@@ -30,9 +30,9 @@ def retrieve_top_k(
     keywords: Sequence[str] | None = None,
     embedder: Embedder | None = None,
 ) -> list[Skill]:
-    """The `top_k` active skills that best match `query`, best first.
+    """The `top_k` visible skills (active, not quarantined) that best match `query`, best first.
 
-    Ranking: `section` (when given) keeps only that section's skills. Every remaining active skill is
+    Ranking: `section` (when given) keeps only that section's skills. Every remaining visible skill is
     ranked by dense cosine between the query and `Skill.embedding_text()`, and the skills sharing at
     least one query word are ranked by BM25 (rank-bm25's Okapi formula and scores; lowercase word
     tokens, snake_case split, English function words dropped) over the same text; the two rankings are
@@ -73,7 +73,8 @@ def render_skills_xml(skills: Sequence[Skill]) -> str:
     </skill>
     </skills>
     ```
-    An absent insight (harness skills) renders no `<insight>` element; inactive skills carry `active="false"`.
+    An absent insight (harness skills) renders no `<insight>` element; inactive skills carry `active="false"`,
+    quarantined ones `quarantined="true"`.
     """
     lines = [f'<skills count="{len(skills)}">']
     for s in skills:
@@ -83,6 +84,8 @@ def render_skills_xml(skills: Sequence[Skill]) -> str:
         )
         if not s.active:
             attrs += ' active="false"'
+        elif s.quarantine is not None:
+            attrs += ' quarantined="true"'
         lines.append(f"<skill {attrs}>")
         lines.append(f"<keywords>{escape(', '.join(s.keywords))}</keywords>")
         lines.append(f"<issue>{escape(s.issue)}</issue>")

@@ -187,6 +187,8 @@ class SkillDetail(SkillSummary):
     used: int
     active: bool
     removal_reason: str | None
+    quarantine_reason: str | None
+    """Why the skill is quarantined (out of every prompt and search), or `None`."""
     occurrences_count: int
     occurrences: list[OccurrenceView]
     """The latest few entries of the audit chain."""
@@ -363,7 +365,7 @@ def search_skills(
             keywords=keywords or None,
             embedder=deps.embedder,
         )
-        results = [_summary(s) for s in found if s.active]
+        results = [_summary(s) for s in found if s.visible]
         deps.saw(found)
         deps.searched_at = position
         span.set_attribute("ace.results_count", len(results))
@@ -593,7 +595,7 @@ def _unseen_similar(deps: SMDeps, issue: str, keywords: list[str], insight: str 
         keywords=keywords or None,
         embedder=deps.embedder,
     )
-    return [s for s in found if s.id in unseen and s.active]
+    return [s for s in found if s.id in unseen and s.visible]
 
 
 def _summary(skill: Skill) -> SkillSummary:
@@ -615,6 +617,7 @@ def _detail(skill: Skill) -> SkillDetail:
         used=skill.used_count,
         active=skill.active,
         removal_reason=skill.removal_reason,
+        quarantine_reason=skill.quarantine.reason if skill.quarantine is not None else None,
         occurrences_count=len(skill.occurrences),
         occurrences=[
             OccurrenceView(

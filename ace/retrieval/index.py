@@ -1,4 +1,4 @@
-"""`SkillSearchIndex`: the BM25 index and the embedding matrix of a skillbook's active skills, kept in step.
+"""`SkillSearchIndex`: the BM25 index and the embedding matrix of a skillbook's visible skills, kept in step.
 
 The index follows the skillbook by its `version` and `changes_since`: before each search it re-reads
 only the skills that changed (a tag changes counters, not text, so it costs nothing), embeds only the
@@ -62,7 +62,7 @@ class _Slot:
 
 
 class SkillSearchIndex:
-    """Hybrid (BM25 + dense, fused by RRF) search over one skillbook's active skills, for one embedder.
+    """Hybrid (BM25 + dense, fused by RRF) search over one skillbook's visible skills, for one embedder.
 
     An index follows one skillbook (`search_index` keeps it on `skillbook.caches`); handed another
     skillbook, it starts over. Thread-safe.
@@ -109,7 +109,7 @@ class SkillSearchIndex:
         k: int = RRF_K,
         mode: SearchMode = "hybrid",
     ) -> list[Skill]:
-        """The `top_k` best active skills for `query`, fused from BM25, dense and keyword ranks.
+        """The `top_k` best visible skills for `query`, fused from BM25, dense and keyword ranks.
 
         `mode` keeps only the lexical (`bm25`) or only the dense ranking, for evaluations.
         Raises `EmbeddingError` when the query (or a skill that needs a vector) cannot be embedded.
@@ -123,7 +123,7 @@ class SkillSearchIndex:
                 self._apply(skillbook)  # pick up anything that changed while we were embedding
                 slots = self._rank(query_vec, tokens, top_k, section, wanted, k)
                 found = [skillbook.get_skill(self._slots[s].skill_id) for s in slots]
-        return [s for s in found if s is not None and s.active]
+        return [s for s in found if s is not None and s.visible]
 
     def embed_query(self, query: str) -> EmbeddingMatrix:
         """The query's unit vector; `EmbeddingError` when the embedder fails or returns garbage."""
@@ -287,9 +287,11 @@ class SkillSearchIndex:
     def _update_one(self, sid: str, skill: Skill | None) -> str | None:
         """Re-index one skill; returns its text when it needs a vector first."""
         slot = self._slot_of.get(sid)
-        if skill is None or not skill.active:
+        if skill is None or not skill.visible:  # removed or quarantined: out of every search
             if slot is not None:
                 self._drop(slot)
+            if skill is not None and skill.active and skill.embedding is None:
+                return skill.embedding_text()  # quarantined: still embedded, so the sidecar stays complete
             return None
         text = skill.embedding_text()
         digest = embedding_input_hash(text)

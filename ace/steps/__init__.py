@@ -1,4 +1,5 @@
-"""Pipeline steps, one per module (redact, reflect, update, deduplicate, export, persist), their registry and phases."""
+"""Pipeline steps, one per module (redact, reflect, update, quarantine, deduplicate, export, persist), their registry
+and phases."""
 
 from ace.steps.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext, insight_source, trace_identity
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
@@ -15,6 +16,7 @@ from ace.steps.phased import (
     plan_pipeline,
 )
 from ace.steps.pipeline import Pipeline, PipelineError, StepFailed, StepTiming, check_order
+from ace.steps.quarantine import QuarantineStep
 from ace.steps.redact import RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.registry import (
@@ -47,6 +49,7 @@ __all__ = [
     "PipelineError",
     "PlannedStep",
     "PluginError",
+    "QuarantineStep",
     "RedactStep",
     "ReflectStep",
     "RegisteredStep",

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ace.core.effectiveness import DEFAULT_MIN_HARMFUL_TRACES, QuarantinePolicy
 from ace.deduplication.detector import DEFAULT_THRESHOLD
 from ace.steps.deduplicate import DeduplicateStep
 from ace.steps.export_markdown import ExportMarkdownStep
 from ace.steps.persist import PersistStep
+from ace.steps.quarantine import QuarantineStep
 from ace.steps.redact import RedactStep
 from ace.steps.reflect import ReflectStep
 from ace.steps.registry import NoOptions, StepEnvironment, StepFactory, need
 from ace.steps.update import UpdateStep
 
-__all__ = ["deduplicate", "export_markdown", "persist", "redact", "reflect", "update"]
+__all__ = ["deduplicate", "export_markdown", "persist", "quarantine", "redact", "reflect", "update"]
 
 
 class DeduplicateOptions(BaseModel):
@@ -26,6 +28,16 @@ class DeduplicateOptions(BaseModel):
     """Cosine similarity at or above which two skills of a section are a candidate pair."""
     max_pairs: int = Field(default=50, ge=1)
     """Most pairs judged per epoch, most similar first."""
+
+
+class QuarantineOptions(BaseModel):
+    """`quarantine`: how much harmful evidence retires a skill."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    min_harmful_traces: int = Field(default=DEFAULT_MIN_HARMFUL_TRACES, ge=DEFAULT_MIN_HARMFUL_TRACES)
+    """Distinct traces whose reflection tagged the skill harmful (at least 2: one may be a transient failure)."""
+    min_margin: int = Field(default=1, ge=1)
+    """Harmful traces minus helpful traces needed (1: strictly more harmful than helpful evidence)."""
 
 
 class ExportOptions(BaseModel):
@@ -64,6 +76,10 @@ def _deduplicate(o: DeduplicateOptions, env: StepEnvironment) -> DeduplicateStep
     )
 
 
+def _quarantine(o: QuarantineOptions, _: StepEnvironment) -> QuarantineStep:
+    return QuarantineStep(QuarantinePolicy(min_harmful_traces=o.min_harmful_traces, min_margin=o.min_margin))
+
+
 def _export(o: ExportOptions, env: StepEnvironment) -> ExportMarkdownStep:
     return ExportMarkdownStep(env.path("export_markdown", "path", o.path), title=o.title, redactor=env.redactor)
 
@@ -95,6 +111,14 @@ update = StepFactory(
     build=_update,
     requires=frozenset({"trace", "skillbook", "epoch", "reflections"}),
     provides=frozenset({"sm_result"}),
+)
+quarantine = StepFactory(
+    phase="after_update",
+    description="Quarantines a skill tagged harmful on 2+ distinct traces and more harmful than helpful.",
+    options=QuarantineOptions,
+    build=_quarantine,
+    requires=frozenset({"skillbook", "epoch"}),
+    provides=frozenset({"quarantine.quarantined"}),
 )
 deduplicate = StepFactory(
     phase="end_of_epoch",

@@ -161,7 +161,7 @@ def _rewritten_since(book: Skillbook, shown: tuple[Skill, Skill]) -> bool:
 
 def _is_active(book: Skillbook, skill_id: str) -> bool:
     skill = book.get_skill(skill_id)
-    return skill is not None and skill.active
+    return skill is not None and skill.visible
 
 
 def pairs_involving(

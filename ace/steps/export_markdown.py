@@ -1,8 +1,9 @@
 """`export_markdown` / `ExportMarkdownStep`: the skillbook as a `skillbook.md` that reads well on GitHub.
 
 Layout: a title and a stats line, one `##` section per skillbook section (`context`, `harness`) with a `###`
-heading per active skill and its fields as a bold-labelled list, then the inactive skills apart with the reason
-they were removed. Skill text, ids and keywords are
+heading per visible skill and its fields as a bold-labelled list (its KPIs among them: uses, helpful / harmful /
+neutral tags, distinct harmful traces), then the quarantined skills with the reason and the harmful traces, then
+the inactive skills with the reason they were removed. Skill text, ids and keywords are
 escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders as written.
 """
 
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 from typing import IO
 
+from ace.core.effectiveness import evidence_ledger
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.core.storage import atomic_write
@@ -40,19 +42,24 @@ def escape_markdown(text: str) -> str:
 
 
 def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
-    """The whole skillbook as markdown: stats, active skills by section, then inactive skills with reasons."""
+    """The whole skillbook as markdown: stats, visible skills by section, then quarantined and inactive skills with
+    their reasons."""
+    ledger = evidence_ledger(skillbook)
+    harmful_traces = {sid: len(ledger.evidence(sid).harmful_ever) for sid in ledger.tagged_ids()}
     all_skills = skillbook.skills(include_inactive=True)
-    active = [s for s in all_skills if s.active]
+    active = [s for s in all_skills if s.visible]
+    quarantined = [s for s in all_skills if s.active and s.quarantine is not None]
     inactive = [s for s in all_skills if not s.active]
     tags = {k: sum(getattr(s, f"{k}_count") for s in all_skills) for k in ("helpful", "harmful", "neutral")}
     by_section = {key: [s for s in active if s.section == key] for key, _ in _SECTIONS}
     occurrences = sum(len(s.occurrences) for s in all_skills)
+    held = f"{len(quarantined)} quarantined · " if quarantined else ""
     lines = [
         f"# {escape_markdown(title)}",
         "",
         f"**{len(active)} active skill{'s' if len(active) != 1 else ''}** "
         f"({', '.join(f'{len(by_section[key])} {key}' for key, _ in _SECTIONS)}) · "
-        f"{len(inactive)} inactive · {occurrences} occurrence{'s' if occurrences != 1 else ''} · "
+        f"{held}{len(inactive)} inactive · {occurrences} occurrence{'s' if occurrences != 1 else ''} · "
         f"tags: {tags['helpful']} helpful, {tags['harmful']} harmful, {tags['neutral']} neutral",
     ]
     for key, heading in _SECTIONS:
@@ -60,11 +67,15 @@ def export_markdown(skillbook: Skillbook, *, title: str = "Skillbook") -> str:
         if not by_section[key]:
             lines += ["", "_No active skills._"]
         for skill in by_section[key]:
-            lines += ["", *_skill_block(skill)]
+            lines += ["", *_skill_block(skill, harmful_traces.get(skill.id, 0))]
+    if quarantined:
+        lines += ["", f"## Quarantined skills ({len(quarantined)})"]
+        for skill in quarantined:
+            lines += ["", *_skill_block(skill, harmful_traces.get(skill.id, 0))]
     if inactive:
         lines += ["", f"## Inactive skills ({len(inactive)})"]
         for skill in inactive:
-            lines += ["", *_skill_block(skill)]
+            lines += ["", *_skill_block(skill, harmful_traces.get(skill.id, 0))]
     return "\n".join(lines) + "\n"
 
 
@@ -74,19 +85,29 @@ def _code(text: str) -> str:
     return f"`{text}`" if _PLAIN.fullmatch(text) else escape_markdown(text)
 
 
-def _skill_block(skill: Skill) -> list[str]:
+def _skill_block(skill: Skill, harmful_traces: int) -> list[str]:
     sid = _code(skill.id)
-    heading = f"### {sid}" if skill.active else f"### {sid} ({skill.section}, removed)"
+    if not skill.active:
+        heading = f"### {sid} ({skill.section}, removed)"
+    elif skill.quarantine is not None:
+        heading = f"### {sid} ({skill.section}, quarantined)"
+    else:
+        heading = f"### {sid}"
     rows = [heading, ""]
     if not skill.active:
         rows.append(f"- **Removed:** {escape_markdown(skill.removal_reason or 'no reason recorded')}")
+    elif skill.quarantine is not None:
+        held = skill.quarantine
+        rows.append(f"- **Quarantined:** {escape_markdown(held.reason)} (since {escape_markdown(held.timestamp)})")
+        if held.evidence:
+            rows.append(f"- **Harmful traces:** {', '.join(_code(t) for t in held.evidence)}")
     rows.append(f"- **Keywords:** {', '.join(_code(k) for k in skill.keywords)}")
     rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
     if skill.insight:
         rows.append(f"- **Insight:** {escape_markdown(skill.insight)}")
     rows.append(
         f"- **Counters:** used {skill.used_count} · helpful {skill.helpful_count} · harmful {skill.harmful_count} · "
-        f"neutral {skill.neutral_count} · occurrences {len(skill.occurrences)}"
+        f"neutral {skill.neutral_count} · harmful traces {harmful_traces} · occurrences {len(skill.occurrences)}"
     )
     return rows
 

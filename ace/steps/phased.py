@@ -41,8 +41,9 @@ __all__ = [
     "plan_pipeline",
 ]
 
-DEFAULT_STEPS: tuple[str, ...] = ("redact", "reflect", "update", "export_markdown", "persist")
-"""The pipeline of a run that asks for nothing else (`redact` first, so no later step sees a raw secret)."""
+DEFAULT_STEPS: tuple[str, ...] = ("redact", "reflect", "update", "quarantine", "export_markdown", "persist")
+"""The pipeline of a run that asks for nothing else (`redact` first, so no later step sees a raw secret; the
+`quarantine` gate after every session)."""
 _RUN_FIELDS = frozenset({"skillbook", "epoch"})
 _SAMPLE_PHASES = frozenset(PHASES[:5])
 """What an end-of-epoch / end-of-run context provides (it has no trace)."""

@@ -59,6 +59,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
         ),
+        "skills": LazyCommand(
+            "ace_eval.commands.skills",
+            "skills",
+            "Each skill's KPIs from the reflections' tags, and quarantine decisions by a person.",
+        ),
         "steps": LazyCommand(
             "ace_eval.commands.steps",
             "steps",

@@ -49,6 +49,12 @@ def format_summary(result: E2EResult) -> str:
         for k in sorted(set(before) | set(after), key=int):
             b, a = before.get(k), after.get(k)
             lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
+        unquarantined = (bench.get("after_with_quarantined") or {}).get("pass_hat_k", {})
+        if unquarantined:
+            phases["with quarantined"] = bench["after_with_quarantined"]
+            held = f"{plural(stats['quarantined'], 'quarantined skill')} back in the agent's context"
+            for k in sorted(unquarantined, key=int):
+                lines.append(f"pass^{k}: {_rate(unquarantined[k])} with the {held}")
         for name, phase in phases.items():
             if phase.get("errors"):
                 lines.append(
@@ -177,7 +183,8 @@ def e2e(
 
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
     collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
-    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after).
+    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after), and once
+    more with the quarantined skills back when the quarantine step took any out (pass^k with and without them).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
 
     Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one

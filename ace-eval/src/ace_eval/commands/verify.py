@@ -57,6 +57,7 @@ def _skill_checks(book: Skillbook) -> list[Check]:
             stats["active"] > 0,
             f"{stats['active']} active ({stats['sections']['context']} context, {stats['sections']['harness']} "
             f"harness), {stats['inactive']} inactive"
+            + (f", {stats['quarantined']} of the active quarantined" if stats["quarantined"] else "")
             if stats["active"]
             else "the skillbook has no active skill: see `ace-eval inspect` for each sample's error and tool calls",
         ),
@@ -85,7 +86,7 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     if not np.isfinite(sidecar.matrix).all():
         return Check(name, False, f"{path} holds NaN or infinite vectors; delete it and the vectors are recomputed")
     ids = set(sidecar.ids)
-    missing = [s.id for s in book.skills() if s.id not in ids]
+    missing = [s.id for s in book.skills(include_inactive=True) if s.active and s.id not in ids]
     shape = sidecar.matrix.shape
     dimension = shape[1] if len(shape) == 2 else "?"
     detail = f"{plural(len(sidecar.ids), 'vector')} of dimension {dimension} ({sidecar.model or 'unknown model'})"

@@ -50,6 +50,7 @@ __all__ = [
     "CheckpointError",
     "journal_start",
     "load_checkpoint",
+    "read_checkpoint",
     "snapshot_of",
 ]
 
@@ -149,6 +150,23 @@ def snapshot_of(folder: Path) -> Path:
     if not snapshot.is_file() and legacy.is_file() and journal.is_file() and journal.stat().st_size > 0:
         return legacy
     return snapshot
+
+
+def read_checkpoint(folder: Path) -> Skillbook:
+    """The skillbook after the last committed sample, reading without writing anything: safe beside a running
+    trainer (a line it is still writing is left out, not cut off as `load_checkpoint` does for a resume).
+
+    Raises:
+        CheckpointError: no snapshot, a corrupt journal, or a journal that does not fit the snapshot.
+    """
+    snapshot, journal = snapshot_of(folder), folder / SAMPLES_FILE
+    if not snapshot.is_file():
+        raise CheckpointError(f"{folder} has no {snapshot.name} yet: the run has not saved a skillbook")
+    lines, _ = _read_journal(journal) if journal.is_file() else ([], 0)
+    try:
+        return Skillbook.load_from_file(snapshot, journal=[line.delta for line in lines])
+    except SkillbookFormatError as e:
+        raise CheckpointError(f"cannot rebuild the skillbook from the checkpoint {folder}: {e}") from e
 
 
 def _fsync_file(path: Path) -> None:

@@ -180,7 +180,11 @@ def summarize_run(
     usage and cost per role, training counts (`skillbook`: the file counted, `RunFolder.learned_skillbook`),
     pass^k before / after, every sample and every error."""
     samples = merge_samples(load_samples(folder.samples))
-    phases = {"baseline": folder.baseline, "evaluate": folder.evaluation}
+    phases = {
+        "baseline": folder.baseline,
+        "evaluate": folder.evaluation,
+        "evaluate_with_quarantined": folder.evaluation_with_quarantined,
+    }
     if not replayed:
         phases = {"collect": folder.collection, **phases}
     summaries: dict[str, dict[str, Any]] = {}
@@ -199,6 +203,9 @@ def summarize_run(
     usage = role_usage(samples, episode_usage)
     before = summaries.get("baseline") or summaries.get("collect")
     after = summaries.get("evaluate")
+    benchmark: dict[str, Any] | None = None if before is None and after is None else {"before": before, "after": after}
+    if benchmark is not None and "evaluate_with_quarantined" in summaries:
+        benchmark["after_with_quarantined"] = summaries["evaluate_with_quarantined"]
     return {
         "updated_at": utc_now(),
         "versions": versions(),
@@ -212,7 +219,7 @@ def summarize_run(
             "resumed_samples": resumed_samples,
             "skillbook": _skillbook_stats(skillbook),
         },
-        "benchmark": None if before is None and after is None else {"before": before, "after": after},
+        "benchmark": benchmark,
         "errors": [{"trace_uid": x.trace_uid, "epoch": x.epoch, "error": x.error} for x in samples if x.error],
         "samples": [x.to_dict() for x in samples],
     }

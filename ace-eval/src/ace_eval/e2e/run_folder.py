@@ -11,6 +11,7 @@ run_<id>/
   spans.jsonl                  every span of the run, one JSON object per line
   run.json                     config, models, timings, usage and cost per role, per-sample results
   baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs)
+  evaluation_with_quarantined/ after learning, with the quarantined skills back (only when there are any)
 ```
 """
 
@@ -161,6 +162,11 @@ class RunFolder:
     @property
     def evaluation(self) -> Path:
         return self.path / "evaluation"
+
+    @property
+    def evaluation_with_quarantined(self) -> Path:
+        """The evaluation again with the quarantined skills in the agent's context, to show what quarantine did."""
+        return self.path / "evaluation_with_quarantined"
 
     @property
     def skillbook(self) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
+from ace.core.effectiveness import with_quarantined_released
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
@@ -323,6 +324,15 @@ class _Run:
                     await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
             with self._timed("evaluate"):
                 await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
+            unquarantined = with_quarantined_released(skillbook)
+            if unquarantined is not None:
+                with self._timed("evaluate_with_quarantined"):
+                    await self._episodes(
+                        self.folder.evaluation_with_quarantined,
+                        "evaluate_with_quarantined",
+                        skillbook=unquarantined,
+                        traces=traces,
+                    )
         return skillbook
 
     async def _train(self, traces: list[Trace]) -> Skillbook:

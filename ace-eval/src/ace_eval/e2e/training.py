@@ -201,15 +201,17 @@ class Trainer:
         redactor: Redactor | None = None,
     ) -> None:
         """Train with `pipeline` (`ace.steps.build_pipeline`), or with redact (unless `config.redact` is off) ->
-        reflect -> update built from the registry for `reflector`, `skill_manager` and `redactor` (detectors and
-        allow-list; default: the built-in ones), a shortcut for the same `build_pipeline` call.
+        reflect -> update -> quarantine built from the registry for `reflector`, `skill_manager` and `redactor`
+        (detectors and allow-list; default: the built-in ones), a shortcut for the same `build_pipeline` call.
 
         Raises:
             StepConfigError: neither a pipeline nor both roles.
         """
         if pipeline is None:
             env = StepEnvironment(reflector=reflector, skill_manager=skill_manager, redactor=redactor)
-            names = ("redact", "reflect", "update") if config.redact else ("reflect", "update")
+            names = (
+                ("redact", "reflect", "update", "quarantine") if config.redact else ("reflect", "update", "quarantine")
+            )
             pipeline = build_pipeline([StepRequest(name) for name in names], env)
         elif reflector is not None or skill_manager is not None or redactor is not None:
             raise ValueError(
