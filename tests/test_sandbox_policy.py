@@ -15,13 +15,14 @@ from ace.implementations.rr._sandbox_policy import DENIED_EVENTS, make_audit_hoo
 
 HOME = "/tmp/ace-sandbox-home"
 LIBRARY = ("/usr/lib/python3.11",)
+NATIVE = frozenset({("_json", LIBRARY[0] + "/lib-dynload/_json.so")})
 MUTABLE_LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_CLOSURE", "STORE_GLOBAL"}
 IMMUTABLE = (str, int, bool, bytes, type(None), frozenset, types.CodeType, types.BuiltinFunctionType, type)
 
 
 def hook_functions(report_fd: int = -1) -> tuple[Any, list[types.FunctionType]]:
     """The hook and every function reachable through its defaults."""
-    hook = make_audit_hook(HOME, LIBRARY, report_fd)
+    hook = make_audit_hook(HOME, LIBRARY, report_fd, NATIVE)
     seen: list[types.FunctionType] = []
     todo: list[Any] = [hook]
     while todo:
@@ -101,7 +102,10 @@ def test_allowed_events_and_the_report_line() -> None:
         assert hook("open", (HOME + "/notes.txt", "w", os.O_WRONLY | os.O_CREAT)) is None  # not there yet: created
         assert hook("open", (LIBRARY[0] + "/json/__init__.py", "r", os.O_RDONLY)) is None
         assert hook("open", (3, "r", 0)) is None  # an open descriptor
-        assert hook("import", ("_json", "/x/_json.so", None, None, None)) is None
+        assert hook("import", ("_json", LIBRARY[0] + "/lib-dynload/_json.so", None, None, None)) is None
+        for name, path in [("_json", HOME + "/evil.so"), ("_bisect", LIBRARY[0] + "/lib-dynload/_json.so")]:
+            with pytest.raises(ImportError, match=r"native module .* is not available"):
+                hook("import", (name, path, None, None, None))  # an allowed name from another file, or vice versa
         assert hook("os.listdir", (HOME + "/sub",)) is None
         assert hook("object.__setattr__", (hook_functions, "__doc__", "x")) is None  # not a hook function
         with pytest.raises(PermissionError, match="'__defaults__' of a function is not allowed"):
@@ -111,7 +115,13 @@ def test_allowed_events_and_the_report_line() -> None:
         os.close(write)
         write = -1
         lines = os.read(read, 65536).decode().splitlines()
-        assert lines == [
+        assert lines[:2] == [
+            f"import\tnative module '_json' from '{HOME}/evil.so' is not available (only the standard library's own "
+            "data-processing extensions load)",
+            f"import\tnative module '_bisect' from '{LIBRARY[0]}/lib-dynload/_json.so' is not available (only the "
+            "standard library's own data-processing extensions load)",
+        ]
+        assert lines[2:] == [
             "object.__setattr__\tchanging '__defaults__' of a function is not allowed",
             "os.remove\tcannot remove '/etc/passwd': only the working directory",
         ]

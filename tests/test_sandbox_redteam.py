@@ -133,29 +133,35 @@ def test_the_child_reports_its_os_isolation() -> None:
 def test_a_missing_isolation_step_is_reported_and_logged_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sandbox, "confine", lambda _fd: None)  # as if the step before exec could not run
+    monkeypatch.setattr(sandbox, "confine", lambda *_args: None)  # as if the step before exec could not run
     sandbox._warn_once.cache_clear()
     with caplog.at_level("WARNING", logger=sandbox.__name__):
         results = [asyncio.run(run_code("1", {"messages": []}, limits=LIMITS)) for _ in range(2)]
     assert all(r.ok and r.isolation is not None for r in results)
     isolation = results[0].isolation
     assert isolation is not None and not isolation.network_namespace and not isolation.no_new_privs
-    assert isolation.notes[0].startswith("no report from before exec: network namespace and no-new-privileges")
+    assert isolation.notes[0].startswith("no report from before exec: network namespace, no-new-privileges and")
     warnings = [r.getMessage() for r in caplog.records if "no report from before exec" in r.getMessage()]
     assert len(warnings) == 1  # once per process, not per call
 
 
 @pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root: what the uid drop protects is root's")
-def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # The child's isolation alone (no audit hook): as if the hook had been bypassed.
     monkeypatch.setenv(SECRET_NAME, SECRET_VALUE)
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    outside = f"/tmp/ace-landlock-probe-{os.getpid()}"
     code = f"""
-import json, os, sys
+import ctypes, json, os, sys
 sys.path.insert(0, {str(RR_DIR)!r})
 import _sandbox_isolation
 report, sys.path[:] = _sandbox_isolation.isolate({NOBODY}, [p for p in sys.path if p])
-out = {{"uid": os.getuid(), "report": report.as_dict(), "status": open("/proc/self/status").read()}}
+out = {{"uid": os.getuid(), "report": report.as_dict(), "no_new_privs": ctypes.CDLL(None).prctl(39, 0, 0, 0, 0)}}
 for name, attempt in [
+    ("write_home", lambda: open("notes.txt", "w").close()),
+    ("write_tmp", lambda: open({outside!r}, "w")),  # /tmp is world-writable: only Landlock stands in the way
     ("write_host", lambda: open({str(host)!r}, "w")),
     ("remove_host", lambda: os.remove({str(host)!r})),
     ("parent_environ", lambda: open(f"/proc/{{os.getppid()}}/environ", "rb").read()),
@@ -178,28 +184,43 @@ try:
     out["fork"] = "done"
 except OSError as e:
     out["fork"] = e.strerror
+try:
+    os.execv("/bin/sh", ["sh", "-c", "echo executed /bin/sh"])  # on success the JSON below is never printed
+except OSError as e:
+    out["exec_sh"] = e.strerror
 print(json.dumps(out))
 """
     report_read, report_write = os.pipe()
     with open(report_read, "rb") as report:
         done = subprocess.run(
             [sys.executable, "-I", "-S", "-c", code],
+            cwd=home,
             capture_output=True,
             text=True,
             timeout=60,
             pass_fds=(report_write,),
-            preexec_fn=confine(report_write),
+            preexec_fn=confine(report_write, str(home)),
             check=False,
         )
         os.close(report_write)
         confined = json.loads(report.readline())
+    assert not Path(outside).exists(), "Landlock: a file was created outside the working directory"
     out = json.loads(done.stdout)
-    assert confined == {"network_namespace": True, "user_namespace": False, "no_new_privs": True, "notes": []}
-    assert out["uid"] == NOBODY and "NoNewPrivs:\t1" in out["status"] and out["report"]["nproc_limited"]
+    assert confined == {
+        "network_namespace": True,
+        "user_namespace": False,
+        "no_new_privs": True,
+        "landlock_abi": confined["landlock_abi"],
+        "notes": [],
+    }
+    assert confined["landlock_abi"] >= 6, "this kernel (6.18) has Landlock with signal scoping"
+    assert out["uid"] == NOBODY and out["no_new_privs"] == 1 and out["report"]["nproc_limited"]
+    assert out["write_home"] == "done" and out["write_tmp"] == out["exec_sh"] == "Permission denied"
     assert out["write_host"] == out["remove_host"] == "Permission denied"
     assert out["parent_environ"] == out["root_home"] == "Permission denied"
     assert out["setuid_root"] == "Operation not permitted"
-    assert out["network"] == "Network is unreachable" and out["fork"] == "Resource temporarily unavailable"
+    assert out["network"] == "Permission denied"  # Landlock refuses TCP before the empty namespace would
+    assert out["fork"] == "Resource temporarily unavailable"
     assert host.read_text(encoding="utf-8") == HOST_TEXT
 
 

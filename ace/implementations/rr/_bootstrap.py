@@ -12,6 +12,7 @@ like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
 import ast
 import builtins
 import contextlib
+import importlib.machinery
 import json
 import linecache
 import os
@@ -75,11 +76,12 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         source = f.read()
     home = os.path.realpath(os.getcwd())
     roots = [os.path.realpath(p) for p in sys.path if p]
-    make_audit_hook = load_sibling("_sandbox_policy").make_audit_hook
+    policy = load_sibling("_sandbox_policy")
     isolation, library = load_sibling("_sandbox_isolation").isolate(uid, roots)
     read_only = tuple(dict.fromkeys(roots + library))
     sys.path[:] = library
     sys.path_importer_cache.clear()
+    native = policy.native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
     sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
     os.set_blocking(report_fd, False)
@@ -92,7 +94,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         messages=trace.get("messages", []) if isinstance(trace, dict) else [],
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
-    sys.addaudithook(make_audit_hook(home, read_only, report_fd))
+    sys.addaudithook(policy.make_audit_hook(home, read_only, report_fd, native))
     return source, namespace
 
 

@@ -24,7 +24,14 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-__all__ = ["ALLOWED_EXTENSIONS", "DENIED_EVENTS", "DENIED_MODULES", "DENIED_PREFIXES", "make_audit_hook"]
+__all__ = [
+    "ALLOWED_EXTENSIONS",
+    "DENIED_EVENTS",
+    "DENIED_MODULES",
+    "DENIED_PREFIXES",
+    "make_audit_hook",
+    "native_files",
+]
 
 AuditHook = Callable[[str, tuple[Any, ...]], None]
 Refuse = Callable[..., NoReturn]
@@ -51,7 +58,8 @@ ALLOWED_EXTENSIONS = frozenset(
         "audioop", "binascii", "cmath", "grp", "math", "pyexpat", "resource", "unicodedata", "zlib",
     }
 )  # fmt: skip
-"""The only C extension modules (`.so` files) that may be loaded: data processing, no system access."""
+"""The only C extension modules (`.so` files) that may be loaded: data processing, no system access. Each only
+from its own file in the read-only library (`native_files`): the name alone says nothing about the code."""
 DENIED_EVENTS = frozenset(
     {
         "os.system", "os.kill", "os.killpg", "os.forkpty", "os.link", "os.symlink", "os.chown", "os.setxattr",
@@ -74,11 +82,31 @@ DIR_FD_ARG = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.u
 _SETATTR_EVENTS = ("object.__setattr__", "object.__delattr__")
 
 
-def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> AuditHook:
+def native_files(library: list[str], suffixes: list[str]) -> frozenset[tuple[str, str]]:
+    """`(module, path)` of each allowed extension as the import system finds it in `library` (the final `sys.path`).
+
+    Read before the hook is installed; the hook then loads native code only from exactly these files, so a copy
+    of `_json` patched and written to the working directory is refused whatever name it is loaded under.
+    """
+    found: set[tuple[str, str]] = set()
+    for folder in library:
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            continue
+        for module in ALLOWED_EXTENSIONS:
+            found.update((module, folder + "/" + module + suffix) for suffix in suffixes if module + suffix in names)
+    return frozenset(found)
+
+
+def make_audit_hook(
+    home: str, read_only: tuple[str, ...], report_fd: int, native: frozenset[tuple[str, str]] = frozenset()
+) -> AuditHook:
     """The audit hook for a child whose working directory is `home`; `read_only` roots hold the standard library.
 
     `home` and the roots must be absolute, normalised and free of symbolic links (`os.path.realpath`).
-    Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored).
+    Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored). `native`
+    is `native_files(...)`: the only `(module, file)` pairs a C extension may be loaded as.
     """
     import importlib._bootstrap_external as external
 
@@ -208,7 +236,7 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
         denied_events: frozenset[str] = DENIED_EVENTS,
         denied_prefixes: tuple[str, ...] = DENIED_PREFIXES,
         denied_modules: frozenset[str] = DENIED_MODULES,
-        extensions: frozenset[str] = ALLOWED_EXTENSIONS,
+        extensions: frozenset[tuple[str, str]] = native,
         read_events: frozenset[str] = READ_EVENTS,
         write_events: frozenset[str] = WRITE_EVENTS,
         dir_fd_arg: tuple[tuple[str, int], ...] = tuple(DIR_FD_ARG.items()),
@@ -245,8 +273,11 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
                     why = "no network, processes, threads, debuggers or native code"
                     refuse(event, f"module {module!r} is not available ({why}); {fix}", import_error)
                 name = name.rpartition(".")[0]
-            if args[1] is not None and module not in extensions:
-                refuse(event, f"native module {module!r} is not available", import_error)
+            path = args[1]
+            if path is not None and (type_(path) is not str_ or (module, path) not in extensions):
+                where = f" from {path!r}" if type_(path) is str_ else ""
+                fix = "only the standard library's own data-processing extensions load"
+                refuse(event, f"native module {module!r}{where} is not available ({fix})", import_error)
             return None
         if event in denied_events or event.startswith(denied_prefixes):
             refuse(event, f"{event} is not allowed", denied)

@@ -13,7 +13,8 @@ The model's code runs in a fresh interpreter (`python -I -S`: the standard libra
 - an audit hook (`_sandbox_policy`) refuses network, process creation, signals, native code, links, heap and
   frame introspection, code-object forgery and raising the limits; its policy is immutable and out of the
   code's reach. Refusals come back in `SandboxResult.refused`, also when the code catches the exception;
-- on Linux: a new network namespace (with a user namespace when not root) and no-new-privileges before exec
+- on Linux: a new network namespace (with a user namespace when not root), no-new-privileges and a Landlock
+  file-system fence (writes only in the working directory, no other program executed; `_landlock`) before exec
   (`_sandbox_confine`), then in the child an unprivileged uid when started as root and `RLIMIT_NPROC`
   (`_sandbox_isolation`); what the platform refuses is logged once as a warning and kept in
   `SandboxResult.isolation`.
@@ -91,6 +92,8 @@ class SandboxIsolation:
     user_namespace: bool
     no_new_privs: bool
     nproc_limited: bool
+    landlock_abi: int = 0
+    """The Landlock ABI the child's file-system fence was built with (Linux >= 5.13); 0: none (see `notes`)."""
     stdlib_via_descriptor: bool = False
     notes: tuple[str, ...] = ()
     """What could not be applied, and why."""
@@ -231,7 +234,7 @@ async def run_code(
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed as a whole
                 pass_fds=(report_write,),
-                preexec_fn=confine(report_write),
+                preexec_fn=confine(report_write, home, python),
             )
         finally:
             os.close(report_write)
@@ -284,13 +287,20 @@ def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
         while chunk := report.read(_READ_CHUNK):
             chunks.append(chunk)
     lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
-    confined: dict[str, Any] = {"network_namespace": False, "user_namespace": False, "no_new_privs": False}
+    confined: dict[str, Any] = {
+        "network_namespace": False,
+        "user_namespace": False,
+        "no_new_privs": False,
+        "landlock_abi": 0,
+    }
     notes: list[str] = []
     if not sys.platform.startswith("linux"):
-        notes.append(f"no namespaces or no-new-privileges on {sys.platform}: the audit hook and resource limits only")
+        notes.append(
+            f"no namespaces, no-new-privileges or Landlock on {sys.platform}: the audit hook and resource limits only"
+        )
     isolation = None
     if sys.platform.startswith("linux") and not (lines and '"uid"' not in lines[0]):
-        notes.append("no report from before exec: network namespace and no-new-privileges not applied")
+        notes.append("no report from before exec: network namespace, no-new-privileges and Landlock not applied")
     while lines and lines[0].startswith("{"):
         with contextlib.suppress(ValueError, TypeError, KeyError):
             data = json.loads(lines.pop(0))
