@@ -76,11 +76,8 @@ PROBES = (
         NO_MODULE,
         "import",
     ),
-    Probe(
-        "gc-via-importlib",
-        "import importlib\nimportlib.import_module('gc').get_objects()",
-        "gc.get_objects is not allowed",
-        "gc.get_objects",
+    Probe(  # since audit 13 E2 the module is refused; before, only its heap walk was
+        "gc-via-importlib", "import importlib\nimportlib.import_module('gc').get_objects()", NO_MODULE, "import"
     ),
     Probe(
         "sys-getframe",
@@ -244,8 +241,29 @@ PROBES = (
     Probe("shutil-rmtree", "import shutil\nshutil.rmtree(HOST_DIR)", DENIED, "open"),
     Probe("io-open-code", "import io\nio.open_code(HOST).read()", DENIED, "open"),
     Probe("fileio-direct", "import _io\n_io.FileIO(HOST, 'w')", DENIED, "open"),
-    Probe(  # Landlock refuses to make a FIFO even in the working directory (not reported: the kernel said no)
-        "fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "PermissionError: [Errno 13]", None
+    Probe(  # no FIFO or device at all now (audit 13 E2); a directory still does not open: own-directory-descriptor
+        "fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "os.mkfifo is not allowed", "os.mkfifo"
+    ),
+    Probe(  # audit 13 E2: os.mknod raises no audit event
+        "mknod-outside",
+        "import os, stat\nos.mknod(HOST_DIR + '/made-by-mknod', stat.S_IFREG | 0o666)",
+        "os.mknod is not allowed",
+        "os.mknod",
+    ),
+    Probe("mkfifo-outside", "import os\nos.mkfifo(HOST_DIR + '/fifo')", "os.mkfifo is not allowed", "os.mkfifo"),
+    Probe(
+        "posix-created-again-for-mknod",
+        "import _imp, importlib.machinery, stat\n"
+        "posix = _imp.create_builtin(importlib.machinery.ModuleSpec('posix', None))\n"
+        "posix.mknod(HOST_DIR + '/made-by-mknod', stat.S_IFREG | 0o666)",
+        "_imp.create_builtin is not allowed",
+        "_imp.create_builtin",
+    ),
+    Probe(
+        "builtin-module-without-import-event",
+        "import importlib, sys\nsys.modules.pop('posix', None)\nimportlib.import_module('posix').mkfifo('fifo')",
+        "_imp.create_builtin is not allowed",
+        "_imp.create_builtin",
     ),
     Probe("stdlib-write", "import os\nopen(os.path.dirname(os.__file__) + '/pwned.py', 'w')", DENIED, "open"),
     # --- secrets ----------------------------------------------------------------------------------------------

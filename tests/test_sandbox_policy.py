@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import dis
 import os
+import subprocess
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -129,3 +131,24 @@ def test_allowed_events_and_the_report_line() -> None:
         os.close(read)
         if write != -1:
             os.close(write)
+
+
+def test_removed_functions_are_referenced_nowhere_and_builtins_cannot_be_made_again() -> None:
+    # In a fresh interpreter (it replaces functions of `os`): the originals of the unaudited functions are only
+    # in our own list afterwards, so no snippet can find them (`os.supports_dir_fd` held them too).
+    code = f"""
+import gc, importlib.machinery, os, posix, sys, types
+originals = [getattr(posix, n) for n in ("mknod", "mkfifo")]
+path = {str(Path(__file__).parents[1] / "ace/implementations/rr/_sandbox_policy.py")!r}
+policy = types.ModuleType("policy")
+exec(compile(open(path).read(), "<sandbox>", "exec"), policy.__dict__)
+policy.remove_unaudited()
+print([len(gc.get_referrers(f)) for f in originals], os.mknod in os.supports_dir_fd, os.mknod is posix.mknod)
+try:
+    import _imp
+    _imp.create_builtin(importlib.machinery.ModuleSpec("posix", None))
+except ImportError as e:
+    print(e)
+"""
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[1, 1] True True", "sandbox: built-in module 'posix' cannot be created again"]

@@ -94,6 +94,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         messages=trace.get("messages", []) if isinstance(trace, dict) else [],
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
+    policy.remove_unaudited()
     sys.addaudithook(policy.make_audit_hook(home, read_only, report_fd, native))
     return source, namespace
 

@@ -29,8 +29,10 @@ __all__ = [
     "DENIED_EVENTS",
     "DENIED_MODULES",
     "DENIED_PREFIXES",
+    "UNAUDITED",
     "make_audit_hook",
     "native_files",
+    "remove_unaudited",
 ]
 
 AuditHook = Callable[[str, tuple[Any, ...]], None]
@@ -68,10 +70,15 @@ DENIED_EVENTS = frozenset(
         "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__", "function.__new__",
         "marshal.load", "cpython.PyInterpreterState_New", "fcntl.ioctl", "webbrowser.open", "ensurepip.bootstrap",
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
+        "os.mknod", "os.mkfifo", "_imp.create_builtin",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
 DENIED_PREFIXES = ("socket.", "ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "_ssl.", "pty.")
+UNAUDITED = {"os.mknod": ("posix", "os"), "os.mkfifo": ("posix", "os")}
+"""Functions (by the event their stub raises, and the modules holding them) that act outside the working directory
+without raising an audit event: replaced before the code runs by stubs that raise one (refused and reported,
+like any denied event); the originals are left nowhere."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})
@@ -97,6 +104,62 @@ def native_files(library: list[str], suffixes: list[str]) -> frozenset[tuple[str
         for module in ALLOWED_EXTENSIONS:
             found.update((module, folder + "/" + module + suffix) for suffix in suffixes if module + suffix in names)
     return frozenset(found)
+
+
+def remove_unaudited() -> None:
+    """Replace the `UNAUDITED` functions by refusing stubs, and `_imp.create_builtin` with them.
+
+    A fresh `posix` module from `_imp.create_builtin` would bring the originals back (and, where it is built in,
+    `_posixsubprocess` without an import event): every built-in module the policy allows is imported now, so the
+    import system never needs `create_builtin` again, and the stub refuses what is left (denied modules by their
+    import event). Call before the hook is installed.
+    """
+    import _imp
+
+    for name in sys.builtin_module_names:
+        if name not in sys.modules and not _denied(name):
+            __import__(name)
+    registries = [getattr(os, n) for n in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")]
+    for event, modules in UNAUDITED.items():
+        name = event.rpartition(".")[2]
+        original = getattr(sys.modules[modules[0]], name, None)
+        stub = _stub(event)
+        for module in modules:
+            setattr(sys.modules[module], name, stub)
+        for registry in registries:  # `os.supports_dir_fd` and co. hold the functions themselves
+            if original in registry:
+                registry.discard(original)
+                registry.add(stub)
+    _imp.create_builtin = _create_builtin_stub()
+
+
+def _denied(module: str) -> bool:
+    while module:
+        if module in DENIED_MODULES:
+            return True
+        module = module.rpartition(".")[0]
+    return False
+
+
+def _stub(event: str) -> Callable[..., NoReturn]:
+    """A function that raises `event` (which the hook refuses and reports); it holds no reference to the original."""
+
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
+        sys.audit(event, *args)
+        raise PermissionError(f"sandbox: {event} is not allowed")
+
+    refused.__name__ = refused.__qualname__ = event.rpartition(".")[2]
+    return refused
+
+
+def _create_builtin_stub() -> Callable[[Any], NoReturn]:
+    def create_builtin(spec: Any) -> NoReturn:
+        name = getattr(spec, "name", None)
+        sys.audit("import", name, None, None, None, None)  # a denied module: refused as its import
+        sys.audit("_imp.create_builtin", name)  # an allowed one is imported already: making it again is refused
+        raise ImportError(f"sandbox: built-in module {name!r} cannot be created again")
+
+    return create_builtin
 
 
 def make_audit_hook(
