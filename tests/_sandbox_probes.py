@@ -178,6 +178,24 @@ PROBES = (
     Probe("pty", "import pty\npty.spawn('/bin/sh')", NO_MODULE, "import"),
     Probe("threads", "import threading\nthreading.Thread(target=print).start()", NO_MODULE, "import"),
     Probe("kill-parent", "import os\nos.kill(os.getppid(), 9)", "os.kill is not allowed", "os.kill"),
+    Probe(  # audit 13 E3: no audit event; with SIGKILL it killed an unprivileged parent (0 only asks)
+        "pidfd-signal-parent",
+        "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open(os.getppid()), 0)",
+        "os.pidfd_open is not allowed",
+        "os.pidfd_open",
+    ),
+    Probe(
+        "pidfd-send-signal",
+        "import signal\nsignal.pidfd_send_signal(0, 0)",
+        "signal.pidfd_send_signal is not allowed",
+        "signal.pidfd_send_signal",
+    ),
+    Probe(
+        "renice-parent",
+        "import os\nos.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
+        "os.setpriority is not allowed",
+        "os.setpriority",
+    ),
     # --- network --------------------------------------------------------------------------------------------
     Probe("socket", "import socket\nsocket.create_connection(('1.1.1.1', 80))", NO_MODULE, "import"),
     Probe("socket-extension", "import _socket", NO_MODULE, "import"),

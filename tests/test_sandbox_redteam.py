@@ -153,6 +153,7 @@ def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pyte
     home.mkdir()
     os.chown(home, NOBODY, NOBODY)
     outside = f"/tmp/ace-landlock-probe-{os.getpid()}"
+    neighbour = subprocess.Popen(["sleep", "60"], preexec_fn=_become_nobody)  # like a concurrent sandbox
     code = f"""
 import ctypes, json, os, sys
 sys.path.insert(0, {str(RR_DIR)!r})
@@ -167,6 +168,7 @@ for name, attempt in [
     ("parent_environ", lambda: open(f"/proc/{{os.getppid()}}/environ", "rb").read()),
     ("root_home", lambda: os.listdir("/root")),
     ("setuid_root", lambda: os.setuid(0)),
+    ("signal_neighbour", lambda: os.kill({neighbour.pid}, 0)),  # same uid 65534: only Landlock's scope refuses
 ]:
     try:
         attempt()
@@ -191,7 +193,7 @@ except OSError as e:
 print(json.dumps(out))
 """
     report_read, report_write = os.pipe()
-    with open(report_read, "rb") as report:
+    with open(report_read, "rb") as report, neighbour:
         done = subprocess.run(
             [sys.executable, "-I", "-S", "-c", code],
             cwd=home,
@@ -204,6 +206,7 @@ print(json.dumps(out))
         )
         os.close(report_write)
         confined = json.loads(report.readline())
+        neighbour.kill()
     assert not Path(outside).exists(), "Landlock: a file was created outside the working directory"
     out = json.loads(done.stdout)
     assert confined == {
@@ -218,7 +221,7 @@ print(json.dumps(out))
     assert out["write_home"] == "done" and out["write_tmp"] == out["exec_sh"] == "Permission denied"
     assert out["write_host"] == out["remove_host"] == "Permission denied"
     assert out["parent_environ"] == out["root_home"] == "Permission denied"
-    assert out["setuid_root"] == "Operation not permitted"
+    assert out["setuid_root"] == out["signal_neighbour"] == "Operation not permitted"
     assert out["network"] == "Permission denied"  # Landlock refuses TCP before the empty namespace would
     assert out["fork"] == "Resource temporarily unavailable"
     assert host.read_text(encoding="utf-8") == HOST_TEXT

@@ -70,15 +70,26 @@ DENIED_EVENTS = frozenset(
         "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__", "function.__new__",
         "marshal.load", "cpython.PyInterpreterState_New", "fcntl.ioctl", "webbrowser.open", "ensurepip.bootstrap",
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
-        "os.mknod", "os.mkfifo", "_imp.create_builtin",
+        "os.mknod", "os.mkfifo", "os.pidfd_open", "signal.pidfd_send_signal", "os.setpriority",
+        "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
 DENIED_PREFIXES = ("socket.", "ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "_ssl.", "pty.")
-UNAUDITED = {"os.mknod": ("posix", "os"), "os.mkfifo": ("posix", "os")}
+UNAUDITED = {
+    "os.mknod": ("posix", "os"),
+    "os.mkfifo": ("posix", "os"),
+    "os.pidfd_open": ("posix", "os"),
+    "signal.pidfd_send_signal": ("_signal", "signal"),
+    "os.setpriority": ("posix", "os"),
+    "os.sched_setaffinity": ("posix", "os"),
+    "os.sched_setparam": ("posix", "os"),
+    "os.sched_setscheduler": ("posix", "os"),
+}
 """Functions (by the event their stub raises, and the modules holding them) that act outside the working directory
-without raising an audit event: replaced before the code runs by stubs that raise one (refused and reported,
-like any denied event); the originals are left nowhere."""
+or on other processes without raising an audit event (files, FIFOs and devices; a signal through a pid
+descriptor, e.g. to the parent; another process's priority or CPUs): replaced before the code runs by stubs
+that raise the event (refused and reported, like any denied one); the originals are left nowhere."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})
@@ -115,6 +126,7 @@ def remove_unaudited() -> None:
     import event). Call before the hook is installed.
     """
     import _imp
+    import signal  # noqa: F401  # holds `pidfd_send_signal` too
 
     for name in sys.builtin_module_names:
         if name not in sys.modules and not _denied(name):
@@ -123,6 +135,8 @@ def remove_unaudited() -> None:
     for event, modules in UNAUDITED.items():
         name = event.rpartition(".")[2]
         original = getattr(sys.modules[modules[0]], name, None)
+        if original is None:  # not on this platform
+            continue
         stub = _stub(event)
         for module in modules:
             setattr(sys.modules[module], name, stub)
