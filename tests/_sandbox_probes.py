@@ -67,8 +67,20 @@ PROBES = (
         "funcs = []\nwhile tb is not None:\n    funcs += [v for v in tb.tb_frame.f_locals.values() if callable(v) and "
         "hasattr(v, '__defaults__') and v.__defaults__]\n    tb = tb.tb_next\nassert funcs, 'found no hook function'\n"
         "for f in funcs:\n    f.__defaults__ = tuple(() for _ in f.__defaults__)\nopen(HOST, 'w').write('pwned')",
-        "changing '__defaults__' of a function is not allowed",
-        "object.__setattr__",
+        "AssertionError: found no hook function",  # since audit 13 #4 (the report token): no frame leads to them
+        "open",
+    ),
+    Probe(  # audit 13 #4: lines the code writes to the report descriptor are not shown as refusals
+        "report-forged",
+        "import os, sys\nos.write(int(sys.argv[-1]), b'os.system\\tforged line\\n')",
+        "line(s) to the sandbox's report descriptor; they are not refusals",
+        "report.forged",
+    ),
+    Probe(  # a signal handler gets the frame it interrupts: perhaps one of the hook's
+        "signal-handler-frames",
+        "import signal\nsignal.signal(signal.SIGALRM, lambda n, frame: print(frame.f_locals))",
+        "signal.signal is not allowed",
+        "signal.signal",
     ),
     Probe(
         "gc-import",

@@ -38,7 +38,7 @@ def hook_functions(report_fd: int = -1) -> tuple[Any, list[types.FunctionType]]:
 
 def test_the_hook_reads_no_global_no_closure_and_only_immutable_defaults() -> None:
     hook, functions = hook_functions()
-    assert len(functions) == 6 and hook.__globals__ == {}
+    assert len(functions) == 7 and hook.__globals__ == {}
     for function in functions:
         assert function.__closure__ is None and function.__kwdefaults__ is None, function
         loads = {i.opname for i in dis.get_instructions(function) if i.opname in MUTABLE_LOADS}
@@ -51,7 +51,7 @@ def test_the_hook_reads_no_global_no_closure_and_only_immutable_defaults() -> No
             return isinstance(value, (*IMMUTABLE, types.FunctionType)) or value in (os.stat, os.getcwd)
 
         assert all(immutable(d) for d in function.__defaults__ or ()), function.__name__
-    own_codes = hook.__defaults__[-1]
+    own_codes = hook.__defaults__[0].__defaults__[-1]  # guard -> audit
     assert {c.co_name for c in own_codes} == {f.__name__ for f in functions}
 
 
@@ -152,3 +152,34 @@ except ImportError as e:
 """
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[1, 1] True True", "sandbox: built-in module 'posix' cannot be created again"]
+
+
+def test_a_refusal_leads_to_no_frame_that_holds_the_report_token() -> None:
+    # What a snippet can reach from a caught refusal: its traceback's frames, their locals, and whatever
+    # functions, tuples and exceptions those lead to. The token (and the report descriptor) must not be there.
+    token = "0123456789abcdef-secret"
+    hook = make_audit_hook(HOME, LIBRARY, -1, NATIVE, token)
+    with pytest.raises(PermissionError) as caught:
+        hook("os.remove", ("/etc/passwd", -1))
+    error = caught.value
+    assert error.__context__ is None and error.__cause__ is None
+    frames, tb = [], error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    assert [f.f_code.co_name for f in frames][-1] == "guard"  # the hook's only frame: `audit`'s are not there
+    seen: list[Any] = []
+    todo: list[Any] = [v for f in frames[-1:] for v in f.f_locals.values()]
+    while todo:
+        value = todo.pop()
+        if any(value is v for v in seen):
+            continue
+        seen.append(value)
+        assert not (isinstance(value, str) and token in value), "the token is reachable from the traceback"
+        if isinstance(value, types.FunctionType):
+            todo += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+        elif isinstance(value, (tuple, list, frozenset)):
+            todo += list(value)
+        elif isinstance(value, BaseException):
+            todo += [value.__context__, value.__cause__, *value.args]
+    assert all(not isinstance(v, types.FunctionType) for v in seen), "a hook function is reachable"

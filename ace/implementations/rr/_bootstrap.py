@@ -2,7 +2,8 @@
 
 ACE never imports it; `sandbox.py` runs it as a script in a fresh interpreter. Arguments: memory bytes,
 file-size bytes, CPU seconds, wall-clock alarm seconds, the uid to drop to when started as root, and the
-descriptor of the report pipe. In its working directory it finds `trace.json` and `code.py`. It applies the
+descriptor of the report pipe. In its working directory it finds `trace.json`, `code.py` and `report.token` (the
+secret that starts each report line, removed before the code runs). It applies the
 OS-level isolation (`_sandbox_isolation`), sets the resource limits, writes what it applied as one JSON line to
 the report pipe, installs the audit hook (`_sandbox_policy`; refusals are reported on the same pipe), then runs
 the code in a fresh `__main__` module with `trace` and `messages` defined; a final bare expression is printed
@@ -25,6 +26,7 @@ from types import TracebackType
 
 FILENAME = "<execute_code>"
 SANDBOX_FILENAME = "<sandbox>"
+TOKEN_FILE = "report.token"
 EXIT_ERROR = 1
 EXIT_MEMORY = 3
 
@@ -74,6 +76,9 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         trace = json.load(f)
     with open("code.py", encoding="utf-8") as f:
         source = f.read()
+    with open(TOKEN_FILE, encoding="ascii") as f:
+        token = f.read()
+    os.remove(TOKEN_FILE)  # gone before the code runs; from now on only the hook holds it
     home = os.path.realpath(os.getcwd())
     roots = [os.path.realpath(p) for p in sys.path if p]
     policy = load_sibling("_sandbox_policy")
@@ -85,7 +90,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
     os.set_blocking(report_fd, False)
-    os.write(report_fd, (json.dumps(isolation.as_dict()) + "\n").encode())
+    os.write(report_fd, (token + "\t" + json.dumps(isolation.as_dict()) + "\n").encode())
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     namespace.update(
@@ -95,7 +100,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
     policy.remove_unaudited()
-    sys.addaudithook(policy.make_audit_hook(home, read_only, report_fd, native))
+    sys.addaudithook(policy.make_audit_hook(home, read_only, report_fd, native, token))
     return source, namespace
 
 

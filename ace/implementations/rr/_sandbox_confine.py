@@ -37,8 +37,11 @@ def _libc() -> Any:
         return None
 
 
-def confine(report_fd: int, home: str, python: str | None = None) -> Callable[[], None] | None:
-    """The `preexec_fn` for a child working in `home` and running `python`, or `None` off Linux."""
+def confine(report_fd: int, home: str, python: str | None = None, token: str = "") -> Callable[[], None] | None:
+    """The `preexec_fn` for a child working in `home` and running `python`, or `None` off Linux.
+
+    `token` starts the report line (the parent believes only lines that carry it).
+    """
     if not sys.platform.startswith("linux"):
         return None
     libc = _libc()
@@ -69,7 +72,7 @@ def confine(report_fd: int, home: str, python: str | None = None) -> Callable[[]
                 "landlock_abi": landlock,
                 "notes": notes,
             }
-            os.write(report_fd, (json.dumps(line) + "\n").encode())
+            os.write(report_fd, (token + "\t" + json.dumps(line) + "\n").encode())
         except BaseException:  # the child must start; the missing line says what is unknown
             pass
 

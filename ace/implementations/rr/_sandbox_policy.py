@@ -71,7 +71,7 @@ DENIED_EVENTS = frozenset(
         "marshal.load", "cpython.PyInterpreterState_New", "fcntl.ioctl", "webbrowser.open", "ensurepip.bootstrap",
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
         "os.mknod", "os.mkfifo", "os.pidfd_open", "signal.pidfd_send_signal", "os.setpriority",
-        "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin",
+        "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin", "signal.signal",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
@@ -81,6 +81,7 @@ UNAUDITED = {
     "os.mkfifo": ("posix", "os"),
     "os.pidfd_open": ("posix", "os"),
     "signal.pidfd_send_signal": ("_signal", "signal"),
+    "signal.signal": ("_signal", "signal"),
     "os.setpriority": ("posix", "os"),
     "os.sched_setaffinity": ("posix", "os"),
     "os.sched_setparam": ("posix", "os"),
@@ -88,7 +89,8 @@ UNAUDITED = {
 }
 """Functions (by the event their stub raises, and the modules holding them) that act outside the working directory
 or on other processes without raising an audit event (files, FIFOs and devices; a signal through a pid
-descriptor, e.g. to the parent; another process's priority or CPUs): replaced before the code runs by stubs
+descriptor, e.g. to the parent; another process's priority or CPUs), or would hand the code a frame of the hook
+(a signal handler gets the frame it interrupts): replaced before the code runs by stubs
 that raise the event (refused and reported, like any denied one); the originals are left nowhere."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
@@ -177,13 +179,19 @@ def _create_builtin_stub() -> Callable[[Any], NoReturn]:
 
 
 def make_audit_hook(
-    home: str, read_only: tuple[str, ...], report_fd: int, native: frozenset[tuple[str, str]] = frozenset()
+    home: str,
+    read_only: tuple[str, ...],
+    report_fd: int,
+    native: frozenset[tuple[str, str]] = frozenset(),
+    token: str = "",
 ) -> AuditHook:
     """The audit hook for a child whose working directory is `home`; `read_only` roots hold the standard library.
 
     `home` and the roots must be absolute, normalised and free of symbolic links (`os.path.realpath`).
     Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored). `native`
-    is `native_files(...)`: the only `(module, file)` pairs a C extension may be loaded as.
+    is `native_files(...)`: the only `(module, file)` pairs a C extension may be loaded as. `token` (secret, per
+    run) starts every report line, so that the parent can tell them from lines the code writes to the descriptor:
+    the hook that holds it is reachable from no frame the code can see (see `guard`).
     """
     import importlib._bootstrap_external as external
 
@@ -222,11 +230,12 @@ def make_audit_hook(
         fd: int = report_fd,
         write: Any = os.write,
         oserror: Any = OSError,
+        prefix: str = token + "\t" if token else "",
     ) -> NoReturn:
         """Report the refusal on the report descriptor, then raise `error` with a reason the model can act on."""
         if not silent:
             try:
-                line = event + "\t" + detail.replace("\n", " ")[:500] + "\n"
+                line = prefix + event + "\t" + detail.replace("\n", " ")[:500] + "\n"
                 write(fd, line.encode("utf-8", "backslashreplace"))
             except oserror:
                 pass
@@ -292,7 +301,7 @@ def make_audit_hook(
         flags: int = os.O_RDONLY,
     ) -> bool:
         """Whether `marshal.loads(data)` is the import system loading a standard-library `.pyc`, unmodified."""
-        caller = getframe(0).f_back.f_back  # this frame, the hook's, then the Python code calling marshal.loads
+        caller = getframe(0).f_back.f_back.f_back  # this frame, `audit`'s, `guard`'s, then the caller of marshal.loads
         if caller is None or caller.f_code is not code:
             return False
         path = caller.f_locals.get("bytecode_path")
@@ -396,8 +405,25 @@ def make_audit_hook(
             refuse(event, "marshal.loads is only allowed for the standard library's bytecode", denied)
         return None
 
-    functions = (audit, check_path, resolve, within, refuse, trusted_bytecode)
+    def guard(event: Any, args: Any, audit: Any = None, base: Any = BaseException) -> None:
+        """The hook: `audit`'s refusal raised again from here alone, with no traceback or context into `audit`.
+
+        The code sees this frame in a refusal's traceback; `audit` (and through its defaults the token and the
+        report descriptor) is deleted from it first, so no frame the code can reach holds them.
+        """
+        try:
+            audit(event, args)
+        except base as e:
+            error = e
+        else:
+            return None
+        del audit
+        error.__context__ = error.__cause__ = None
+        raise error.with_traceback(None)
+
+    functions = (guard, audit, check_path, resolve, within, refuse, trusted_bytecode)
     defaults = audit.__defaults__
     assert defaults is not None
-    hook = types.FunctionType(audit.__code__, {}, "audit", (*defaults[:-1], tuple(f.__code__ for f in functions)))
-    return hook
+    own = tuple(f.__code__ for f in functions)
+    inner = types.FunctionType(audit.__code__, {}, "audit", (*defaults[:-1], own))
+    return types.FunctionType(guard.__code__, {}, "guard", (inner, BaseException))

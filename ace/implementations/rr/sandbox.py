@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import signal
 import sys
 import tempfile
@@ -51,6 +52,7 @@ _log = logging.getLogger(__name__)
 _BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
 _EXIT_ERROR = 1  # `_bootstrap.EXIT_ERROR`
 _EXIT_MEMORY = 3  # `_bootstrap.EXIT_MEMORY`
+_TOKEN_FILE = "report.token"  # `_bootstrap.TOKEN_FILE`
 _READ_CHUNK = 65_536
 _DRAIN_GRACE_S = 1.0
 _MAX_REFUSALS = 20
@@ -214,7 +216,8 @@ async def run_code(
         tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home,
         open(report_read, "rb", buffering=0) as report,
     ):
-        _write_inputs(Path(home), data, code)
+        token = secrets.token_hex(16)
+        _write_inputs(Path(home), data, code, token)
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -234,7 +237,7 @@ async def run_code(
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed as a whole
                 pass_fds=(report_write,),
-                preexec_fn=confine(report_write, home, python),
+                preexec_fn=confine(report_write, home, python, token),
             )
         finally:
             os.close(report_write)
@@ -251,7 +254,7 @@ async def run_code(
             await _stop(process)
         duration = time.perf_counter() - started
         (stdout, stdout_dropped), (stderr, stderr_dropped) = await _finish(out, err)
-        isolation, refused = _read_report(report)
+        isolation, refused = _read_report(report, token)
     exit_code = process.returncode
     memory_exceeded = not timed_out and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
     return SandboxResult(
@@ -270,23 +273,35 @@ async def run_code(
     )
 
 
-def _write_inputs(home: Path, data: bytes, code: str) -> None:
-    """The trace and the code in the working directory, owned by the uid the child will drop to (if root)."""
+def _write_inputs(home: Path, data: bytes, code: str, token: str) -> None:
+    """The trace, the code and the report token in the working directory, owned by the uid the child will drop to
+    (if root); the child removes the token before the code runs."""
     (home / "trace.json").write_bytes(data)
     (home / "code.py").write_text(code, encoding="utf-8")
+    (home / _TOKEN_FILE).write_text(token, encoding="ascii")
     if os.geteuid() == 0:
-        for path in (home, home / "trace.json", home / "code.py"):
+        for path in (home, home / "trace.json", home / "code.py", home / _TOKEN_FILE):
             os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
 
 
-def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
-    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited."""
+def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list[str]]:
+    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited.
+
+    Only lines that start with this run's `token` are the sandbox's; the rest were written by the code to the
+    descriptor and are counted, not believed.
+    """
     os.set_blocking(report.fileno(), False)
     chunks: list[bytes] = []
     with contextlib.suppress(BlockingIOError):
         while chunk := report.read(_READ_CHUNK):
             chunks.append(chunk)
-    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
+    lines, forged = [], 0
+    for line in b"".join(chunks).decode("utf-8", errors="replace").splitlines():
+        mark, tab, rest = line.partition("\t")
+        if tab and secrets.compare_digest(mark, token):
+            lines.append(rest)
+        elif line:
+            forged += 1
     confined: dict[str, Any] = {
         "network_namespace": False,
         "user_namespace": False,
@@ -312,7 +327,11 @@ def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
                 confined.update(data)
     for note in notes:
         _warn_once(note)
-    return isolation, [line for line in lines if line]
+    refused = [line for line in lines if line]
+    if forged:
+        what = f"the code wrote {forged} line(s) to the sandbox's report descriptor; they are not refusals"
+        refused.append(f"report.forged\t{what}")
+    return isolation, refused
 
 
 @functools.lru_cache(maxsize=64)
