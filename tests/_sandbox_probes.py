@@ -232,8 +232,8 @@ PROBES = (
     ),
     Probe("listdir", "import os\nprint(os.listdir(HOST_DIR))", DENIED, "os.listdir"),
     Probe("scandir", "import os\nprint(list(os.scandir(HOST_DIR)))", DENIED, "os.scandir"),
-    Probe(
-        "chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nopen(os.path.basename(HOST), 'w')", DENIED, "os.chdir"
+    Probe(  # the hole before the hook checked os.chdir: a relative path was then checked against the new directory
+        "chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nos.remove('skillbook.json')", DENIED, "os.chdir"
     ),
     Probe(
         "directory-descriptor-as-dir-fd",
