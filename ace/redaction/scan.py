@@ -17,8 +17,8 @@ from ace.redaction._redactor import Finding, Redactor
 __all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]
 
 ID_KEYS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id", "span_id", "parent_span_id"})
-"""JSON keys whose values are ids (of traces, OpenTelemetry spans), never searched: a span id of 16 hex digits
-that happen to be all decimal can pass a card number's Luhn check."""
+"""JSON keys whose values are ids (of traces, OpenTelemetry spans): searched for every kind but card numbers (a
+span id of 16 hex digits that happen to be all decimal can pass a card number's Luhn check). Keys are searched."""
 
 
 @dataclass(frozen=True, kw_only=True)
