@@ -59,6 +59,18 @@ FOUND = [
     ("phone", "or (415) 555-0132", "(415) 555-0132"),
     ("card_number", "card 4111-1111-1111-1111 exp", "4111-1111-1111-1111"),
     ("iban", "IBAN DE89 3704 0044 0532 0130 00 ok", "DE89 3704 0044 0532 0130 00"),
+    # audit 13 #9
+    ("password", "db password=hunter22 ok", "hunter22"),
+    ("password", 'PASSWD: "s3cr3t!x"', "s3cr3t!x"),
+    ("phone", "ring 020 7946 0958 today", "020 7946 0958"),
+    ("phone", "Manchester 0161 496 0000.", "0161 496 0000"),
+    ("card_number", "card 4111.1111.1111.1111 exp", "4111.1111.1111.1111"),
+    (
+        "base64_key",
+        "token: c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+        "c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+    ),
+    ("base64_key", "aws QUtJQUlPU0ZPRE5ON0VYQU1QTEU", "QUtJQUlPU0ZPRE5ON0VYQU1QTEU"),
 ]
 
 
@@ -88,6 +100,9 @@ LEFT_ALONE = [
     "dates 2024-05-15, 05/15/2024, version 1.2.3, price 415.55, order 555-0132",
     "span 0af7651916cd43dd8448eb211c80319c",
     "[REDACTED:email#1] and [REDACTED:card_number]",
+    "the password is wrong; reset your password: see the pwd command",
+    "amounts 0.5 1.25 100 250 and 020 7946 (too short), ids 00123 4567 89 (not a phone)",
+    "base64 of text: c2stbGVhcm4gaXMgYSBsaWJyYXJ5IGZvciBtYWNoaW5lIGxlYXJuaW5n",
 ]
 
 
