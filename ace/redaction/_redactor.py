@@ -14,7 +14,7 @@ import bisect
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,7 +166,7 @@ class Redactor:
         matches = self._matches(text, session)
         if not matches:
             return text, []
-        return self._replace(text, matches, session, numbered)
+        return self._replace(text, matches, _placeholders(session, numbered))
 
     def redact_text(self, text: str) -> str:
         """`text` redacted with un-numbered placeholders: the sinks' second line."""
@@ -246,7 +246,7 @@ class Redactor:
         for index, found in by_text.items():
             base = starts[index]
             local = [_Match(m.start - base, m.end - base, m.order, m.detector) for m in found]
-            replaced[index], new = self._replace(texts[index], local, session, numbered)
+            replaced[index], new = self._replace(texts[index], local, _placeholders(session, numbered))
             findings.extend(_at(new, paths[index]))
         position = -1
 
@@ -283,32 +283,19 @@ class Redactor:
             matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
         if not matches:
             return text, []
-        parts: list[str] = []
-        findings: list[Finding] = []
-        position = 0
-        for m in matches:
-            value = text[m.start : m.end]
-            normalize = m.detector.normalize
-            placeholder = id_placeholder(m.detector.kind, normalize(value) if normalize is not None else value)
-            parts += [text[position : m.start], placeholder]
-            position = m.end
-            findings.append(
-                Finding(kind=m.detector.kind, start=m.start, end=m.end, preview=mask(value), placeholder=placeholder)
-            )
-        parts.append(text[position:])
-        return "".join(parts), findings
+        return self._replace(text, matches, id_placeholder)
 
     def _replace(
-        self, text: str, matches: list[_Match], session: RedactionSession, numbered: bool
+        self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
     ) -> tuple[str, list[Finding]]:
+        """`text` with each match replaced by `placeholder_of(kind, normalised value)`, and the findings."""
         parts: list[str] = []
         findings: list[Finding] = []
         position = 0
         for m in matches:
             value = text[m.start : m.end]
             normalize = m.detector.normalize
-            key = normalize(value) if normalize is not None else value
-            placeholder = session.placeholder(m.detector.kind, key) if numbered else f"[REDACTED:{m.detector.kind}]"
+            placeholder = placeholder_of(m.detector.kind, normalize(value) if normalize is not None else value)
             parts.append(text[position : m.start])
             parts.append(placeholder)
             position = m.end
@@ -366,6 +353,11 @@ class Redactor:
         if value in self.allow or PLACEHOLDER.fullmatch(value):
             return True
         return any(p.fullmatch(value) for p in self._allow_patterns)
+
+
+def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, str], str]:
+    """`[REDACTED:kind#n]` numbered in `session`, or `[REDACTED:kind]`."""
+    return session.placeholder if numbered else lambda kind, _value: f"[REDACTED:{kind}]"
 
 
 def _any_in(literals: tuple[str, ...], text: str) -> bool:
