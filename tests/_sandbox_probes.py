@@ -76,6 +76,19 @@ PROBES = (
         "line(s) to the sandbox's report descriptor; they are not refusals",
         "report.forged",
     ),
+    Probe(  # a finalizer the garbage collector runs inside the hook sees the hook's frame as its f_back
+        "finalizer-frames-in-the-hook",
+        "import os\nleaked = []\nclass C:\n    def __del__(self):\n        try:\n            raise ValueError\n"
+        "        except ValueError as e:\n            f = e.__traceback__.tb_frame.f_back\n"
+        "        while f is not None:\n            if f.f_code.co_filename == '<sandbox>':\n"
+        "                leaked.extend(n for n, v in f.f_locals.items() if getattr(v, '__defaults__', None))\n"
+        "            f = f.f_back\n"
+        "for _ in range(20000):\n    a, b = C(), C()\n    a.b, b.a = b, a\n    del a, b\n"
+        "    try:\n        os.remove(HOST)\n    except OSError:\n        pass\n    if leaked:\n        break\n"
+        "assert not leaked, leaked\nprint('no hook function reached from a finalizer')",
+        "no hook function reached from a finalizer",
+        "os.remove",
+    ),
     Probe(  # a signal handler gets the frame it interrupts: perhaps one of the hook's
         "signal-handler-frames",
         "import signal\nsignal.signal(signal.SIGALRM, lambda n, frame: print(frame.f_locals))",

@@ -81,12 +81,13 @@ def test_lines_the_code_writes_to_the_report_are_not_refusals() -> None:
     code = (
         "import os, sys\nfd = int(sys.argv[-1])\n"
         'os.write(fd, b\'os.system\\tforged line\\n{"uid": 0, "notes": []}\\nfake\\tfake\\tfake\\n\')\n'
+        "os.write(fd, 'caf\\u00e9\\tnot ASCII\\n'.encode())\n"  # the parent compares bytes: no TypeError
         "os.remove('/etc/passwd')"
     )
     result = asyncio.run(run_code(code, {"messages": []}, limits=LIMITS))
     events = [line.partition("\t")[0] for line in result.refused]
     assert events == ["os.remove", "report.forged"], result.refused
-    assert "forged line" not in result.as_text() and "3 line(s)" in result.as_text()
+    assert "forged line" not in result.as_text() and "4 line(s)" in result.as_text()
     assert result.isolation is not None  # the forged {"uid": 0} line was not taken for the child's
     assert result.isolation.uid == (NOBODY if os.geteuid() == 0 else os.getuid())
 

@@ -99,8 +99,9 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         messages=trace.get("messages", []) if isinstance(trace, dict) else [],
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
+    hook = policy.make_audit_hook(home, read_only, report_fd, native, token)
     policy.remove_unaudited()
-    sys.addaudithook(policy.make_audit_hook(home, read_only, report_fd, native, token))
+    sys.addaudithook(hook)
     return source, namespace
 
 

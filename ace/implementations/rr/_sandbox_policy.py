@@ -195,6 +195,12 @@ def make_audit_hook(
     """
     import importlib._bootstrap_external as external
 
+    had_gc = "gc" in sys.modules
+    import gc  # for `guard` alone: the code's `import gc` must still raise its (refused) import event
+
+    if not had_gc:
+        del sys.modules["gc"]
+
     compile_bytecode = external._compile_bytecode.__code__  # type: ignore[attr-defined]  # the only caller allowed to `marshal.loads`
 
     def resolve(
@@ -405,19 +411,36 @@ def make_audit_hook(
             refuse(event, "marshal.loads is only allowed for the standard library's bytecode", denied)
         return None
 
-    def guard(event: Any, args: Any, audit: Any = None, base: Any = BaseException) -> None:
+    def guard(
+        event: Any,
+        args: Any,
+        audit: Any = None,
+        base: Any = BaseException,
+        pause: Any = gc.disable,
+        resume: Any = gc.enable,
+        running: Any = gc.isenabled,
+    ) -> None:
         """The hook: `audit`'s refusal raised again from here alone, with no traceback or context into `audit`.
 
         The code sees this frame in a refusal's traceback; `audit` (and through its defaults the token and the
-        report descriptor) is deleted from it first, so no frame the code can reach holds them.
+        report descriptor) is deleted from it first, so no frame the code can reach holds them. The cyclic
+        garbage collector is paused meanwhile: a finalizer it ran here would see these frames as its `f_back`.
         """
+        was = running()
+        pause()
         try:
             audit(event, args)
+            error = None
         except base as e:
             error = e
-        else:
+        if error is None:
+            if was:
+                resume()
             return None
-        del audit
+        del audit, pause, running
+        if was:
+            resume()
+        del resume
         error.__context__ = error.__cause__ = None
         raise error.with_traceback(None)
 
@@ -426,4 +449,5 @@ def make_audit_hook(
     assert defaults is not None
     own = tuple(f.__code__ for f in functions)
     inner = types.FunctionType(audit.__code__, {}, "audit", (*defaults[:-1], own))
-    return types.FunctionType(guard.__code__, {}, "guard", (inner, BaseException))
+    assert guard.__defaults__ is not None
+    return types.FunctionType(guard.__code__, {}, "guard", (inner, *guard.__defaults__[1:]))

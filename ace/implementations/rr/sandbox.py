@@ -298,7 +298,7 @@ def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list
     lines, forged = [], 0
     for line in b"".join(chunks).decode("utf-8", errors="replace").splitlines():
         mark, tab, rest = line.partition("\t")
-        if tab and secrets.compare_digest(mark, token):
+        if tab and secrets.compare_digest(mark.encode(), token.encode()):  # bytes: a non-ASCII mark is no error
             lines.append(rest)
         elif line:
             forged += 1
