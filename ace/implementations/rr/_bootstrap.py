@@ -5,7 +5,8 @@ file-size bytes, CPU seconds, wall-clock alarm seconds, the uid to drop to when 
 descriptor of the report pipe. In its working directory it finds `trace.json`, `code.py` and `report.token` (the
 secret that starts each report line, removed before the code runs). It applies the
 OS-level isolation (`_sandbox_isolation`), sets the resource limits, writes what it applied as one JSON line to
-the report pipe, installs the audit hook (`_sandbox_policy`; refusals are reported on the same pipe), then runs
+the report pipe, replaces the functions that raise no audit event and installs the audit hook
+(`_sandbox_policy`; refusals are reported on the same pipe), then runs
 the code in a fresh `__main__` module with `trace` and `messages` defined; a final bare expression is printed
 like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
 """

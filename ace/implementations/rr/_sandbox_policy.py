@@ -11,8 +11,11 @@ functions. The functions get a private, empty globals dict. The hook never calls
 paths must be exact `str`/`bytes` (a `PathLike` could answer differently to the check and to the open).
 
 Each refusal raises `PermissionError` (`ImportError` for imports, `ValueError` for `sys._getframe`, which the
-standard library treats as "no frame") and is also written, one line, to the report descriptor, so a refusal
-the code swallows is still shown to the model.
+standard library treats as "no frame") and is also written, one line starting with the run's secret token, to
+the report descriptor, so a refusal the code swallows is still shown to the model and a line the code writes
+is not taken for one. The installed hook is `guard`, which re-raises a refusal from its own frame with the
+functions (and so the token) deleted from it. Native code loads only from `native_files`; functions that raise
+no audit event are replaced by `remove_unaudited` before the code runs.
 """
 
 from __future__ import annotations
