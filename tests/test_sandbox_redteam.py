@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from _sandbox_probes import HOST_TEXT, PROBES, SECRET_VALUE, Probe
 
-from ace.implementations.rr import sandbox
-from ace.implementations.rr._sandbox_confine import confine
+from ace.implementations.rr import _landlock, sandbox
+from ace.implementations.rr._sandbox_confine import _libc, confine
 from ace.implementations.rr.sandbox import SandboxLimits, run_code
 
 SECRET_NAME = "OPENAI_API_KEY"
@@ -158,6 +158,34 @@ def test_a_missing_isolation_step_is_reported_and_logged_once(
     assert isolation.notes[0].startswith("no report from before exec: network namespace, no-new-privileges and")
     warnings = [r.getMessage() for r in caplog.records if "no report from before exec" in r.getMessage()]
     assert len(warnings) == 1  # once per process, not per call
+
+
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_the_landlock_plan_lets_only_the_interpreter_and_its_loader_execute(tmp_path: Path) -> None:
+    interpreter = os.path.realpath(sys.executable)
+    loader = _landlock._elf_loader(interpreter)
+    assert loader is not None and os.path.basename(loader).startswith("ld-"), loader
+    plan = _landlock.Ruleset.plan(_libc(), str(tmp_path), sys.executable)
+    if plan.abi == 0:
+        pytest.skip(plan.reason)
+    executable = sorted(path for path, rights in plan.rules if rights & _landlock.EXECUTE)
+    assert executable == sorted({interpreter, os.path.realpath(loader)})
+    writable = [path for path, rights in plan.rules if rights & _landlock.WRITE_FILE]
+    assert writable == [os.path.realpath(tmp_path)]
+
+
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_without_landlock_the_sandbox_runs_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    reason = "no Landlock (Linux >= 5.13 with Landlock enabled): as if unsupported"
+    monkeypatch.setattr(_landlock, "_abi", lambda _libc: (0, reason))  # an old kernel, or Landlock not enabled
+    sandbox._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=sandbox.__name__):
+        results = [asyncio.run(run_code("open('x', 'w').write('ok')", {"messages": []}, limits=LIMITS)) for _ in "ab"]
+    assert all(r.ok and r.isolation is not None and r.isolation.landlock_abi == 0 for r in results)
+    assert results[0].isolation is not None and reason in results[0].isolation.notes
+    assert [r.getMessage() for r in caplog.records].count(f"execute_code sandbox: {reason}") == 1
 
 
 @pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root: what the uid drop protects is root's")
