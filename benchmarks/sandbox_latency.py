@@ -71,6 +71,7 @@ def main() -> None:
         base = f"{statistics.median(times['baseline']):>12.1f}" if baseline else f"{'-':>12}"
         ratio = f"{median / statistics.median(times['baseline']):>6.2f}" if baseline else f"{'-':>6}"
         applied = f"uid {isolation.uid}, netns {isolation.network_namespace}, no_new_privs {isolation.no_new_privs}"
+        applied += f", landlock ABI {getattr(isolation, 'landlock_abi', 0)}"
         print(f"{name:<32} {median:>10.1f} {p90:>8.1f} {base} {ratio}  {applied}")
 
 

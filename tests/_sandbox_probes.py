@@ -67,8 +67,33 @@ PROBES = (
         "funcs = []\nwhile tb is not None:\n    funcs += [v for v in tb.tb_frame.f_locals.values() if callable(v) and "
         "hasattr(v, '__defaults__') and v.__defaults__]\n    tb = tb.tb_next\nassert funcs, 'found no hook function'\n"
         "for f in funcs:\n    f.__defaults__ = tuple(() for _ in f.__defaults__)\nopen(HOST, 'w').write('pwned')",
-        "changing '__defaults__' of a function is not allowed",
-        "object.__setattr__",
+        "AssertionError: found no hook function",  # since audit 13 #4 (the report token): no frame leads to them
+        "open",
+    ),
+    Probe(  # audit 13 #4: lines the code writes to the report descriptor are not shown as refusals
+        "report-forged",
+        "import os, sys\nos.write(int(sys.argv[-1]), b'os.system\\tforged line\\n')",
+        "line(s) to the sandbox's report descriptor; they are not refusals",
+        "report.forged",
+    ),
+    Probe(  # a finalizer the garbage collector runs inside the hook sees the hook's frame as its f_back
+        "finalizer-frames-in-the-hook",
+        "import os\nleaked = []\nclass C:\n    def __del__(self):\n        try:\n            raise ValueError\n"
+        "        except ValueError as e:\n            f = e.__traceback__.tb_frame.f_back\n"
+        "        while f is not None:\n            if f.f_code.co_filename == '<sandbox>':\n"
+        "                leaked.extend(n for n, v in f.f_locals.items() if getattr(v, '__defaults__', None))\n"
+        "            f = f.f_back\n"
+        "for _ in range(20000):\n    a, b = C(), C()\n    a.b, b.a = b, a\n    del a, b\n"
+        "    try:\n        os.remove(HOST)\n    except OSError:\n        pass\n    if leaked:\n        break\n"
+        "assert not leaked, leaked\nprint('no hook function reached from a finalizer')",
+        "no hook function reached from a finalizer",
+        "os.remove",
+    ),
+    Probe(  # a signal handler gets the frame it interrupts: perhaps one of the hook's
+        "signal-handler-frames",
+        "import signal\nsignal.signal(signal.SIGALRM, lambda n, frame: print(frame.f_locals))",
+        "signal.signal is not allowed",
+        "signal.signal",
     ),
     Probe(
         "gc-import",
@@ -76,11 +101,8 @@ PROBES = (
         NO_MODULE,
         "import",
     ),
-    Probe(
-        "gc-via-importlib",
-        "import importlib\nimportlib.import_module('gc').get_objects()",
-        "gc.get_objects is not allowed",
-        "gc.get_objects",
+    Probe(  # since audit 13 E2 the module is refused; before, only its heap walk was
+        "gc-via-importlib", "import importlib\nimportlib.import_module('gc').get_objects()", NO_MODULE, "import"
     ),
     Probe(
         "sys-getframe",
@@ -154,6 +176,15 @@ PROBES = (
         "ImportError: sandbox:",
         "import",
     ),
+    Probe(
+        "native-copy-of-allowed-extension",  # audit 13 E1: a patched copy of _json ran shellcode; a copy suffices
+        "import glob, importlib.util, shutil, sys\n"
+        "shutil.copyfile([p for d in sys.path for p in glob.glob(d + '/_json.*.so')][0], 'evil.so')\n"
+        "spec = importlib.util.spec_from_file_location('_json', 'evil.so')\n"
+        "print(importlib.util.module_from_spec(spec))",
+        "ImportError: sandbox: native module '_json' from",
+        "import",
+    ),
     Probe("posixsubprocess", "import _posixsubprocess", NO_MODULE, "import"),
     Probe("subinterpreters", "import _xxsubinterpreters", NO_MODULE, "import"),
     Probe("sqlite3-opens-files-natively", "import sqlite3\nsqlite3.connect(HOST)", NO_MODULE, "import"),
@@ -172,6 +203,24 @@ PROBES = (
     Probe("pty", "import pty\npty.spawn('/bin/sh')", NO_MODULE, "import"),
     Probe("threads", "import threading\nthreading.Thread(target=print).start()", NO_MODULE, "import"),
     Probe("kill-parent", "import os\nos.kill(os.getppid(), 9)", "os.kill is not allowed", "os.kill"),
+    Probe(  # audit 13 E3: no audit event; with SIGKILL it killed an unprivileged parent (0 only asks)
+        "pidfd-signal-parent",
+        "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open(os.getppid()), 0)",
+        "os.pidfd_open is not allowed",
+        "os.pidfd_open",
+    ),
+    Probe(
+        "pidfd-send-signal",
+        "import signal\nsignal.pidfd_send_signal(0, 0)",
+        "signal.pidfd_send_signal is not allowed",
+        "signal.pidfd_send_signal",
+    ),
+    Probe(
+        "renice-parent",
+        "import os\nos.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
+        "os.setpriority is not allowed",
+        "os.setpriority",
+    ),
     # --- network --------------------------------------------------------------------------------------------
     Probe("socket", "import socket\nsocket.create_connection(('1.1.1.1', 80))", NO_MODULE, "import"),
     Probe("socket-extension", "import _socket", NO_MODULE, "import"),
@@ -196,8 +245,8 @@ PROBES = (
     ),
     Probe("listdir", "import os\nprint(os.listdir(HOST_DIR))", DENIED, "os.listdir"),
     Probe("scandir", "import os\nprint(list(os.scandir(HOST_DIR)))", DENIED, "os.scandir"),
-    Probe(
-        "chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nopen(os.path.basename(HOST), 'w')", DENIED, "os.chdir"
+    Probe(  # the hole before the hook checked os.chdir: a relative path was then checked against the new directory
+        "chdir-then-relative", "import os\nos.chdir(HOST_DIR)\nos.remove('skillbook.json')", DENIED, "os.chdir"
     ),
     Probe(
         "directory-descriptor-as-dir-fd",
@@ -235,8 +284,29 @@ PROBES = (
     Probe("shutil-rmtree", "import shutil\nshutil.rmtree(HOST_DIR)", DENIED, "open"),
     Probe("io-open-code", "import io\nio.open_code(HOST).read()", DENIED, "open"),
     Probe("fileio-direct", "import _io\n_io.FileIO(HOST, 'w')", DENIED, "open"),
+    Probe(  # no FIFO or device at all now (audit 13 E2); a directory still does not open: own-directory-descriptor
+        "fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "os.mkfifo is not allowed", "os.mkfifo"
+    ),
+    Probe(  # audit 13 E2: os.mknod raises no audit event
+        "mknod-outside",
+        "import os, stat\nos.mknod(HOST_DIR + '/made-by-mknod', stat.S_IFREG | 0o666)",
+        "os.mknod is not allowed",
+        "os.mknod",
+    ),
+    Probe("mkfifo-outside", "import os\nos.mkfifo(HOST_DIR + '/fifo')", "os.mkfifo is not allowed", "os.mkfifo"),
     Probe(
-        "fifo-or-device", "import os\nos.mkfifo('pipe')\nopen('pipe', 'w')", "only regular files can be opened", "open"
+        "posix-created-again-for-mknod",
+        "import _imp, importlib.machinery, stat\n"
+        "posix = _imp.create_builtin(importlib.machinery.ModuleSpec('posix', None))\n"
+        "posix.mknod(HOST_DIR + '/made-by-mknod', stat.S_IFREG | 0o666)",
+        "_imp.create_builtin is not allowed",
+        "_imp.create_builtin",
+    ),
+    Probe(
+        "builtin-module-without-import-event",
+        "import importlib, sys\nsys.modules.pop('posix', None)\nimportlib.import_module('posix').mkfifo('fifo')",
+        "_imp.create_builtin is not allowed",
+        "_imp.create_builtin",
     ),
     Probe("stdlib-write", "import os\nopen(os.path.dirname(os.__file__) + '/pwned.py', 'w')", DENIED, "open"),
     # --- secrets ----------------------------------------------------------------------------------------------

@@ -193,3 +193,29 @@ def test_resume_refuses_settings_that_change_the_results(tau_collection: Path, t
     ok = runner.resume_e2e(folder, {"max_workers": 2, "verbose": True}, injections=scripted_injections())
     assert ok.record["config"]["max_workers"] == 1  # the run's settings stay; the resume's changes are recorded
     assert ok.record["segments"][-1]["overrides"] == {"max_workers": 2, "verbose": True}
+
+
+def test_a_resume_that_waited_in_preflight_keeps_the_segment_of_the_one_that_finished_meanwhile(
+    tau_collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Audit 13 #6: resume A reads run.json, then checks its models; resume B runs to the end meanwhile. A must
+    # take the record as B left it (under the folder lock), not write its stale copy over B's segment.
+    settings = E2ESettings(traces=tau_collection, no_benchmark=True, limit=LIMIT, output_dir=tmp_path, max_workers=3)
+    with pytest.raises(Killed):
+        runner.run_e2e(settings, injections=scripted_injections(on_sample=kill_after(KILL_AFTER, Killed("boom"))))
+    [folder] = list(tmp_path.iterdir())
+    preflight = runner._preflight
+    calls: list[int] = []
+
+    def slow_preflight(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:  # the first resume, still in its preflight: another one runs to the end
+            runner.resume_e2e(folder, injections=scripted_injections())
+        return preflight(*args)
+
+    monkeypatch.setattr(runner, "_preflight", slow_preflight)
+    runner.resume_e2e(folder, injections=scripted_injections())
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert [s["status"] for s in record["segments"]] == ["failed", "completed", "completed"]
+    assert record["status"] == "completed"
+    assert_each_sample_once(folder)

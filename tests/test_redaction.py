@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ace.redaction import (
@@ -11,6 +13,7 @@ from ace.redaction import (
     Redactor,
     count_kinds,
     iban_valid,
+    id_placeholder,
     luhn_valid,
     mask,
 )
@@ -56,6 +59,18 @@ FOUND = [
     ("phone", "or (415) 555-0132", "(415) 555-0132"),
     ("card_number", "card 4111-1111-1111-1111 exp", "4111-1111-1111-1111"),
     ("iban", "IBAN DE89 3704 0044 0532 0130 00 ok", "DE89 3704 0044 0532 0130 00"),
+    # audit 13 #9
+    ("password", "db password=hunter22 ok", "hunter22"),
+    ("password", 'PASSWD: "s3cr3t!x"', "s3cr3t!x"),
+    ("phone", "ring 020 7946 0958 today", "020 7946 0958"),
+    ("phone", "Manchester 0161 496 0000.", "0161 496 0000"),
+    ("card_number", "card 4111.1111.1111.1111 exp", "4111.1111.1111.1111"),
+    (
+        "base64_key",
+        "token: c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+        "c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg==",
+    ),
+    ("base64_key", "aws QUtJQUlPU0ZPRE5ON0VYQU1QTEU", "QUtJQUlPU0ZPRE5ON0VYQU1QTEU"),
 ]
 
 
@@ -85,6 +100,9 @@ LEFT_ALONE = [
     "dates 2024-05-15, 05/15/2024, version 1.2.3, price 415.55, order 555-0132",
     "span 0af7651916cd43dd8448eb211c80319c",
     "[REDACTED:email#1] and [REDACTED:card_number]",
+    "the password is wrong; reset your password: see the pwd command",
+    "amounts 0.5 1.25 100 250 and 020 7946 (too short), ids 00123 4567 89 (not a phone)",
+    "base64 of text: c2stbGVhcm4gaXMgYSBsaWJyYXJ5IGZvciBtYWNoaW5lIGxlYXJuaW5n",
 ]
 
 
@@ -117,7 +135,7 @@ def test_a_bare_aws_secret_is_found_once_its_key_id_was_seen_in_the_session() ->
     assert Redactor().redact(f"value {secret}", session=session)[0] == "value [REDACTED:aws_secret_key#1]"
 
 
-def test_the_structure_walker_keeps_keys_and_ids_and_names_paths() -> None:
+def test_the_structure_walker_redacts_ids_stably_and_names_paths() -> None:
     trace = {
         "trace_uid": "bot:a@x.org",
         "question": "mail a@x.org",
@@ -125,8 +143,10 @@ def test_the_structure_walker_keeps_keys_and_ids_and_names_paths() -> None:
         "reward": 1.0,
     }
     out, findings = Redactor().redact_data(trace, skip_keys=frozenset({"trace_uid"}))
+    stable = id_placeholder("email", "a@x.org")
+    assert re.fullmatch(r"\[REDACTED:email#\d{8}\]", stable)
     assert out == {
-        "trace_uid": "bot:a@x.org",
+        "trace_uid": f"bot:{stable}",  # audit 13 #7: an id is redacted too, the same way in every sink
         "question": "mail [REDACTED:email#1]",
         "messages": [
             {"role": "user", "content": "card [REDACTED:card_number#1] or [REDACTED:email#1]"},
@@ -135,13 +155,34 @@ def test_the_structure_walker_keeps_keys_and_ids_and_names_paths() -> None:
         "reward": 1.0,
     }
     assert [(f.path, f.kind) for f in findings] == [
+        ("$.trace_uid", "email"),
         ("$.question", "email"),
         ("$.messages[0].content", "card_number"),
         ("$.messages[0].content", "email"),
         ("$.messages[1].n", "card_number"),
     ]
-    assert count_kinds(findings) == {"card_number": 2, "email": 2}
+    assert count_kinds(findings) == {"card_number": 2, "email": 3}
     assert trace["question"] == "mail a@x.org"  # the input is not changed
+    again = Redactor().redact_data(out, numbered=False, skip_keys=frozenset({"trace_uid"}))
+    assert again == (out, [])  # a sink that redacts the redacted trace changes nothing, the id included
+
+
+def test_secret_keys_are_redacted_and_ids_are_not_searched_for_cards() -> None:
+    key = "sk-proj-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"
+    data = {"metadata": {key: 1, "note": {key: "x"}}, "span_id": "4111111111111111", "trace_id": "u@example.com"}
+    out, findings = Redactor().redact_data(data, numbered=False, skip_keys=frozenset({"span_id", "trace_id"}))
+    shown = id_placeholder("openai_key", key)
+    assert out == {
+        "metadata": {shown: 1, "note": {shown: "x"}},
+        "span_id": "4111111111111111",  # 16 decimal digits that pass Luhn: a span id, not a card
+        "trace_id": id_placeholder("email", "u@example.com"),
+    }
+    assert key not in repr(out) and all(key not in f.path for f in findings)
+    assert [(f.path, f.kind) for f in findings] == [
+        ("$.metadata", "openai_key"),
+        ("$.metadata.note", "openai_key"),
+        ("$.trace_id", "email"),
+    ]
     assert Redactor().redact_data({"a": "no secret"}) == ({"a": "no secret"}, [])
 
 

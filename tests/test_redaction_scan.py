@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -95,3 +96,26 @@ def test_span_and_trace_ids_are_not_searched(tmp_path: Path) -> None:
     span = {"trace_id": "4539148803436467", "span_id": "6451000000000007", "parent_span_id": "4111111111111111"}
     (tmp_path / "spans.jsonl").write_text(json.dumps({**span, "attributes": {}}) + "\n", encoding="utf-8")
     assert scan_path(tmp_path).locations == []
+
+
+def test_text_that_is_not_utf8_is_still_searched_and_an_all_binary_path_is_an_error(tmp_path: Path) -> None:
+    # Audit 13 #8: these three files each hid an OpenAI key ("no secret found in 0 file(s)", exit 0).
+    key = "sk-proj-" + "Qw1Er2Ty3Ui4Op5As6Df7Gh8Jk9L"
+    (tmp_path / "notes-latin1.txt").write_bytes(f"café {key}\n".encode("latin-1"))
+    (tmp_path / "notes-utf16.txt").write_text(f"key: {key}\n", encoding="utf-16")
+    (tmp_path / "traces.jsonl.gz").write_bytes(gzip.compress(json.dumps({"question": key}).encode() + b"\n"))
+    result = scan_path(tmp_path)
+    assert [(p.file.name, p.line, p.json_path, p.kind) for p in result.locations] == [
+        ("notes-latin1.txt", 1, "", "openai_key"),
+        ("notes-utf16.txt", 1, "", "openai_key"),
+        ("traces.jsonl.gz", 1, "$.question", "openai_key"),
+    ]
+    assert result.files == 3 and result.skipped == []
+    cli = CliRunner()
+    found = cli.invoke(main, ["scan", str(tmp_path)])
+    assert found.exit_code == 1 and "3 found in 3 file(s)" in found.output and key not in found.output
+    binary = tmp_path / "binary"
+    binary.mkdir()
+    (binary / "vectors.npz").write_bytes(b"PK\x03\x04\x00\x00" + bytes(range(256)))
+    skipped = cli.invoke(main, ["scan", str(binary)])
+    assert skipped.exit_code == 2 and "nothing was searched" in skipped.output and "are binary" in skipped.output

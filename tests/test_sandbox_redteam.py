@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from _sandbox_probes import HOST_TEXT, PROBES, SECRET_VALUE, Probe
 
-from ace.implementations.rr import sandbox
-from ace.implementations.rr._sandbox_confine import confine
+from ace.implementations.rr import _landlock, sandbox
+from ace.implementations.rr._sandbox_confine import _libc, confine
 from ace.implementations.rr.sandbox import SandboxLimits, run_code
 
 SECRET_NAME = "OPENAI_API_KEY"
@@ -75,6 +75,21 @@ def test_refusals_name_what_was_refused_in_the_model_visible_text(host: Path) ->
     text = result.as_text()
     assert "Refused by the sandbox (and 10 more):" in text
     assert f"- cannot remove {str(host)!r}: only the working directory" in text
+
+
+def test_lines_the_code_writes_to_the_report_are_not_refusals() -> None:
+    code = (
+        "import os, sys\nfd = int(sys.argv[-1])\n"
+        'os.write(fd, b\'os.system\\tforged line\\n{"uid": 0, "notes": []}\\nfake\\tfake\\tfake\\n\')\n'
+        "os.write(fd, 'caf\\u00e9\\tnot ASCII\\n'.encode())\n"  # the parent compares bytes: no TypeError
+        "os.remove('/etc/passwd')"
+    )
+    result = asyncio.run(run_code(code, {"messages": []}, limits=LIMITS))
+    events = [line.partition("\t")[0] for line in result.refused]
+    assert events == ["os.remove", "report.forged"], result.refused
+    assert "forged line" not in result.as_text() and "4 line(s)" in result.as_text()
+    assert result.isolation is not None  # the forged {"uid": 0} line was not taken for the child's
+    assert result.isolation.uid == (NOBODY if os.geteuid() == 0 else os.getuid())
 
 
 # --------------------------------------------------------------------------------- what still works
@@ -133,34 +148,70 @@ def test_the_child_reports_its_os_isolation() -> None:
 def test_a_missing_isolation_step_is_reported_and_logged_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sandbox, "confine", lambda _fd: None)  # as if the step before exec could not run
+    monkeypatch.setattr(sandbox, "confine", lambda *_args: None)  # as if the step before exec could not run
     sandbox._warn_once.cache_clear()
     with caplog.at_level("WARNING", logger=sandbox.__name__):
         results = [asyncio.run(run_code("1", {"messages": []}, limits=LIMITS)) for _ in range(2)]
     assert all(r.ok and r.isolation is not None for r in results)
     isolation = results[0].isolation
     assert isolation is not None and not isolation.network_namespace and not isolation.no_new_privs
-    assert isolation.notes[0].startswith("no report from before exec: network namespace and no-new-privileges")
+    assert isolation.notes[0].startswith("no report from before exec: network namespace, no-new-privileges and")
     warnings = [r.getMessage() for r in caplog.records if "no report from before exec" in r.getMessage()]
     assert len(warnings) == 1  # once per process, not per call
 
 
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_the_landlock_plan_lets_only_the_interpreter_and_its_loader_execute(tmp_path: Path) -> None:
+    interpreter = os.path.realpath(sys.executable)
+    loader = _landlock._elf_loader(interpreter)
+    assert loader is not None and os.path.basename(loader).startswith("ld-"), loader
+    plan = _landlock.Ruleset.plan(_libc(), str(tmp_path), sys.executable)
+    if plan.abi == 0:
+        pytest.skip(plan.reason)
+    executable = sorted(path for path, rights in plan.rules if rights & _landlock.EXECUTE)
+    assert executable == sorted({interpreter, os.path.realpath(loader)})
+    writable = [path for path, rights in plan.rules if rights & _landlock.WRITE_FILE]
+    assert writable == [os.path.realpath(tmp_path)]
+
+
+@pytest.mark.skipif(not LINUX, reason="Landlock is Linux only")
+def test_without_landlock_the_sandbox_runs_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    reason = "no Landlock (Linux >= 5.13 with Landlock enabled): as if unsupported"
+    monkeypatch.setattr(_landlock, "_abi", lambda _libc: (0, reason))  # an old kernel, or Landlock not enabled
+    sandbox._warn_once.cache_clear()
+    with caplog.at_level("WARNING", logger=sandbox.__name__):
+        results = [asyncio.run(run_code("open('x', 'w').write('ok')", {"messages": []}, limits=LIMITS)) for _ in "ab"]
+    assert all(r.ok and r.isolation is not None and r.isolation.landlock_abi == 0 for r in results)
+    assert results[0].isolation is not None and reason in results[0].isolation.notes
+    assert [r.getMessage() for r in caplog.records].count(f"execute_code sandbox: {reason}") == 1
+
+
 @pytest.mark.skipif(not LINUX or os.geteuid() != 0, reason="needs root: what the uid drop protects is root's")
-def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # The child's isolation alone (no audit hook): as if the hook had been bypassed.
     monkeypatch.setenv(SECRET_NAME, SECRET_VALUE)
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    outside = f"/tmp/ace-landlock-probe-{os.getpid()}"
+    neighbour = subprocess.Popen(["sleep", "60"], preexec_fn=_become_nobody)  # like a concurrent sandbox
     code = f"""
-import json, os, sys
+import ctypes, json, os, sys
 sys.path.insert(0, {str(RR_DIR)!r})
 import _sandbox_isolation
 report, sys.path[:] = _sandbox_isolation.isolate({NOBODY}, [p for p in sys.path if p])
-out = {{"uid": os.getuid(), "report": report.as_dict(), "status": open("/proc/self/status").read()}}
+out = {{"uid": os.getuid(), "report": report.as_dict(), "no_new_privs": ctypes.CDLL(None).prctl(39, 0, 0, 0, 0)}}
 for name, attempt in [
+    ("write_home", lambda: open("notes.txt", "w").close()),
+    ("write_tmp", lambda: open({outside!r}, "w")),  # /tmp is world-writable: only Landlock stands in the way
     ("write_host", lambda: open({str(host)!r}, "w")),
     ("remove_host", lambda: os.remove({str(host)!r})),
     ("parent_environ", lambda: open(f"/proc/{{os.getppid()}}/environ", "rb").read()),
     ("root_home", lambda: os.listdir("/root")),
     ("setuid_root", lambda: os.setuid(0)),
+    ("signal_neighbour", lambda: os.kill({neighbour.pid}, 0)),  # same uid 65534: only Landlock's scope refuses
 ]:
     try:
         attempt()
@@ -178,28 +229,44 @@ try:
     out["fork"] = "done"
 except OSError as e:
     out["fork"] = e.strerror
+try:
+    os.execv("/bin/sh", ["sh", "-c", "echo executed /bin/sh"])  # on success the JSON below is never printed
+except OSError as e:
+    out["exec_sh"] = e.strerror
 print(json.dumps(out))
 """
     report_read, report_write = os.pipe()
-    with open(report_read, "rb") as report:
+    with open(report_read, "rb") as report, neighbour:
         done = subprocess.run(
             [sys.executable, "-I", "-S", "-c", code],
+            cwd=home,
             capture_output=True,
             text=True,
             timeout=60,
             pass_fds=(report_write,),
-            preexec_fn=confine(report_write),
+            preexec_fn=confine(report_write, str(home)),
             check=False,
         )
         os.close(report_write)
         confined = json.loads(report.readline())
+        neighbour.kill()
+    assert not Path(outside).exists(), "Landlock: a file was created outside the working directory"
     out = json.loads(done.stdout)
-    assert confined == {"network_namespace": True, "user_namespace": False, "no_new_privs": True, "notes": []}
-    assert out["uid"] == NOBODY and "NoNewPrivs:\t1" in out["status"] and out["report"]["nproc_limited"]
+    assert confined == {
+        "network_namespace": True,
+        "user_namespace": False,
+        "no_new_privs": True,
+        "landlock_abi": confined["landlock_abi"],
+        "notes": [],
+    }
+    assert confined["landlock_abi"] >= 6, "this kernel (6.18) has Landlock with signal scoping"
+    assert out["uid"] == NOBODY and out["no_new_privs"] == 1 and out["report"]["nproc_limited"]
+    assert out["write_home"] == "done" and out["write_tmp"] == out["exec_sh"] == "Permission denied"
     assert out["write_host"] == out["remove_host"] == "Permission denied"
     assert out["parent_environ"] == out["root_home"] == "Permission denied"
-    assert out["setuid_root"] == "Operation not permitted"
-    assert out["network"] == "Network is unreachable" and out["fork"] == "Resource temporarily unavailable"
+    assert out["setuid_root"] == out["signal_neighbour"] == "Operation not permitted"
+    assert out["network"] == "Permission denied"  # Landlock refuses TCP before the empty namespace would
+    assert out["fork"] == "Resource temporarily unavailable"
     assert host.read_text(encoding="utf-8") == HOST_TEXT
 
 

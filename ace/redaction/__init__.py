@@ -9,6 +9,7 @@ from ace.redaction._redactor import (
     RedactionSession,
     Redactor,
     count_kinds,
+    id_placeholder,
     mask,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "Redactor",
     "count_kinds",
     "iban_valid",
+    "id_placeholder",
     "luhn_valid",
     "mask",
 ]

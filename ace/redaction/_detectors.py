@@ -8,6 +8,7 @@ follow them. Each detector has a cheap `trigger` substring so a text without it 
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,6 +124,16 @@ def _phone(value: str) -> bool:
     return 8 <= len(_digits_only(value)) <= 15
 
 
+def _wrapped_key(value: str) -> bool:
+    """Base64 that decodes to a provider key (`sk-proj-...`, `AKIA...`, `ghp_...`): a key hidden in a config blob."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return decoded.startswith(_WRAPPED) and _mixed_token(decoded)
+
+
+_WRAPPED = ("sk-", "AKIA", "ghp_", "github_pat_", "xox")
 _DIGITS = tuple("0123456789")
 _GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 _B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
@@ -217,6 +228,26 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         normalize=str.lower,
     ),
     _d(
+        "password",
+        r"(?i:\b(?:password|passwd|pwd)\b)[\"']?\s{0,3}[=:]\s{0,3}[\"']?([^\s\"'<>,;&\x00]{4,})",
+        "assw",
+        "ASSW",
+        "pwd",
+        "PWD",
+        "Pwd",
+        group=1,
+    ),
+    _d(
+        "base64_key",
+        r"(?<![A-Za-z0-9+/])(?:c2st|QUtJQ|Z2hwX|Z2l0aHViX3BhdF|eG94)[A-Za-z0-9+/]{18,}={0,2}",
+        "c2st",
+        "QUtJQ",
+        "Z2hwX",
+        "Z2l0aHViX3BhdF",
+        "eG94",
+        check=_wrapped_key,
+    ),
+    _d(
         "iban",
         r"[A-Z](?<![\w][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?!\w)",
         *_DIGITS,
@@ -225,11 +256,11 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "card_number",
-        r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-])",
+        r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-])|\d(?<![\w.-]\d)\d{3}(?:\.\d{4}){3}(?:\.\d{1,3})?(?![\w.-])",
         *_DIGITS,
         check=_card,
         normalize=_digits_only,
-        shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000"),
+        shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000", "0000.0000.0000"),
     ),
     _d(
         "phone",
@@ -245,6 +276,14 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         check=_phone,
         normalize=_digits_only,
         shapes=("(000)", "000-000-0000", "000.000.0000"),
+    ),
+    _d(  # national numbers with a trunk 0 and spaces: 020 7946 0958, 0161 496 0000, 030 1234 5678
+        "phone",
+        r"0(?<![\w+.-]0)\d{2,4} \d{3,4} \d{3,4}(?![\w-]| \d)",
+        "0",
+        check=_phone,
+        normalize=_digits_only,
+        shapes=("000 0000 0000", "0000 000 0000", "000 000 0000", "0000 0000 0000", "00000 000 000"),
     ),
 )
 """Every built-in detector, most specific first."""

@@ -11,9 +11,10 @@ twice changes nothing.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "RedactionSession",
     "Redactor",
     "count_kinds",
+    "id_placeholder",
     "mask",
 ]
 
@@ -34,6 +36,8 @@ _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
 _DIGIT = re.compile(r"\d")
 _MIN_INT = 10**7  # ints below this are never a phone or card number
+_NOT_IN_IDS = frozenset({"card_number"})
+"""Kinds not looked for in ids: hex span ids of decimal digits pass the Luhn check one time in ten."""
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+(?:#\d+)?\]")
 
 
@@ -72,6 +76,13 @@ class RedactionSession:
             self.counts[kind] += 1
             number = self.numbers[(kind, key)] = self.counts[kind]
         return f"[REDACTED:{kind}#{number}]"
+
+
+def id_placeholder(kind: str, value: str) -> str:
+    """`[REDACTED:email#83920145]`: the placeholder of a secret inside an id or a key, the same in every run,
+    trace and sink (a digest of the value, 8 decimal digits), so an id that held a secret is still one id."""
+    digest = hashlib.sha256(f"{kind}\x00{value}".encode()).hexdigest()
+    return f"[REDACTED:{kind}#{int(digest[:12], 16) % 10**8:08d}]"
 
 
 def mask(value: str) -> str:
@@ -155,7 +166,7 @@ class Redactor:
         matches = self._matches(text, session)
         if not matches:
             return text, []
-        return self._replace(text, matches, session, numbered)
+        return self._replace(text, matches, _placeholders(session, numbered))
 
     def redact_text(self, text: str) -> str:
         """`text` redacted with un-numbered placeholders: the sinks' second line."""
@@ -172,13 +183,32 @@ class Redactor:
     ) -> tuple[Any, list[Finding]]:
         """A copy of a JSON-like structure (dicts, lists, tuples, strings, numbers) with every string redacted.
 
-        Keys are kept; values under `skip_keys` (at any depth) are kept as they are (ids the run needs). An
-        integer that is a card or phone number becomes its placeholder. Findings carry their JSON path. All the
-        strings are searched in one pass (joined by NUL, which no detector matches across).
+        Values under `skip_keys` (at any depth) are ids the run needs (of traces, spans): a secret in one (an
+        e-mail used as a trace id) is replaced by `id_placeholder`, the same wherever and however often the id is
+        redacted, so the id stays one id; they are not searched for card numbers (a span id of 16 decimal digits
+        can pass the Luhn check), and ints under them are kept. Keys are searched too and redacted the same way.
+        An integer that is a card or phone number becomes its placeholder. Findings carry their JSON path. All
+        the other strings are searched in one pass (joined by NUL, which no detector matches across).
         """
         session = session if session is not None else RedactionSession()
         texts: list[str] = []
         paths: list[str] = []
+        fixed: dict[tuple[bool, str], str] = {}
+        """Keys (False) and id values (True) that hold a secret: their replacement."""
+        checked: set[tuple[bool, str]] = set()
+        id_findings: list[Finding] = []
+
+        def fix(text: str, path: str, is_id: bool) -> str:
+            """`text`'s replacement (itself when it holds no secret); its findings are added at `path`."""
+            if (is_id, text) not in checked:
+                checked.add((is_id, text))
+                clean, found = self._redact_id(text, is_id)
+                if found:
+                    fixed[(is_id, text)] = clean
+                    id_findings.extend(_at(found, path))
+            elif (is_id, text) in fixed:  # found before under another path: count it here too
+                id_findings.extend(_at(self._redact_id(text, is_id)[1], path))
+            return fixed.get((is_id, text), text)
 
         def collect(value: Any, path: str) -> None:
             if isinstance(value, str):
@@ -186,8 +216,11 @@ class Redactor:
                 paths.append(path)
             elif isinstance(value, Mapping):
                 for k, v in value.items():
+                    shown = fix(k, path, False) if isinstance(k, str) else k  # a path never shows a secret key
                     if k not in skip_keys:
-                        collect(v, f"{path}.{k}")
+                        collect(v, f"{path}.{shown}")
+                    elif isinstance(v, str):
+                        fix(v, f"{path}.{shown}", True)
             elif isinstance(value, list | tuple):
                 for i, v in enumerate(value):
                     collect(v, f"{path}[{i}]")
@@ -198,7 +231,7 @@ class Redactor:
         collect(data, "$")
         joined = _SEP.join(texts)
         matches = self._matches(joined, session)
-        if not matches:
+        if not matches and not fixed:
             return data, []
         starts: list[int] = []
         offset = 0
@@ -209,11 +242,11 @@ class Redactor:
         for m in matches:
             by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
         replaced: dict[int, str] = {}
-        findings: list[Finding] = []
+        findings: list[Finding] = id_findings
         for index, found in by_text.items():
             base = starts[index]
             local = [_Match(m.start - base, m.end - base, m.order, m.detector) for m in found]
-            replaced[index], new = self._replace(texts[index], local, session, numbered)
+            replaced[index], new = self._replace(texts[index], local, _placeholders(session, numbered))
             findings.extend(_at(new, paths[index]))
         position = -1
 
@@ -223,7 +256,12 @@ class Redactor:
                 position += 1
                 return replaced.get(position, value)
             if isinstance(value, Mapping):
-                return {k: v if k in skip_keys else rebuild(v) for k, v in value.items()}
+                return {
+                    fixed.get((False, k), k) if isinstance(k, str) else k: (
+                        (fixed.get((True, v), v) if isinstance(v, str) else v) if k in skip_keys else rebuild(v)
+                    )
+                    for k, v in value.items()
+                }
             if isinstance(value, list | tuple):
                 return [rebuild(v) for v in value]
             if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _MIN_INT:
@@ -238,17 +276,26 @@ class Redactor:
         return self.redact_data(data, skip_keys=skip_keys)[1]
 
     # -------------------------------------------------------------------------------------- internal
+    def _redact_id(self, text: str, is_id: bool) -> tuple[str, list[Finding]]:
+        """A key or an id with each secret replaced by its `id_placeholder` (no card check for an id)."""
+        matches = self._matches(text, RedactionSession())
+        if is_id:
+            matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
+        if not matches:
+            return text, []
+        return self._replace(text, matches, id_placeholder)
+
     def _replace(
-        self, text: str, matches: list[_Match], session: RedactionSession, numbered: bool
+        self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
     ) -> tuple[str, list[Finding]]:
+        """`text` with each match replaced by `placeholder_of(kind, normalised value)`, and the findings."""
         parts: list[str] = []
         findings: list[Finding] = []
         position = 0
         for m in matches:
             value = text[m.start : m.end]
             normalize = m.detector.normalize
-            key = normalize(value) if normalize is not None else value
-            placeholder = session.placeholder(m.detector.kind, key) if numbered else f"[REDACTED:{m.detector.kind}]"
+            placeholder = placeholder_of(m.detector.kind, normalize(value) if normalize is not None else value)
             parts.append(text[position : m.start])
             parts.append(placeholder)
             position = m.end
@@ -306,6 +353,11 @@ class Redactor:
         if value in self.allow or PLACEHOLDER.fullmatch(value):
             return True
         return any(p.fullmatch(value) for p in self._allow_patterns)
+
+
+def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, str], str]:
+    """`[REDACTED:kind#n]` numbered in `session`, or `[REDACTED:kind]`."""
+    return session.placeholder if numbered else lambda kind, _value: f"[REDACTED:{kind}]"
 
 
 def _any_in(literals: tuple[str, ...], text: str) -> bool:

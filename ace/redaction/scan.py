@@ -1,11 +1,15 @@
 """Where detectable secrets are in a file or a folder: file, line, JSON path, kind and a masked preview.
 
 JSON files are searched value by value (a secret inside an escaped string is still found), JSON Lines files line by
-line, other text files line by line; binary files (the embeddings sidecar) are skipped and listed as such.
+line, other text files line by line. Text need not be UTF-8: UTF-16 is read by its byte-order mark, other bytes
+that are not UTF-8 (latin-1) are replaced, and a gzip file is searched inside. Binary files (NUL bytes: the
+embeddings sidecar, zip archives) are skipped and listed as such.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -16,9 +20,12 @@ from ace.redaction._redactor import Finding, Redactor
 
 __all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]
 
+_GZIP = b"\x1f\x8b"
+_MAX_GUNZIP = 1 << 30
+
 ID_KEYS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id", "span_id", "parent_span_id"})
-"""JSON keys whose values are ids (of traces, OpenTelemetry spans), never searched: a span id of 16 hex digits
-that happen to be all decimal can pass a card number's Luhn check."""
+"""JSON keys whose values are ids (of traces, OpenTelemetry spans): searched for every kind but card numbers (a
+span id of 16 hex digits that happen to be all decimal can pass a card number's Luhn check). Keys are searched."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,12 +69,39 @@ def scan_path(path: Path, redactor: Redactor | None = None) -> ScanResult:
     skipped: list[Path] = []
     for file in files:
         try:
-            text = file.read_bytes().decode("utf-8")
-        except (UnicodeDecodeError, OSError):
+            data = file.read_bytes()
+        except OSError:
             skipped.append(file)
             continue
-        locations.extend(_scan_text(file, text, redactor))
+        suffix = file.suffix
+        content: bytes | None = data
+        if data[:2] == _GZIP:
+            content, suffix = _gunzip(data), Path(file.stem).suffix  # traces.jsonl.gz is searched as JSON Lines
+        text = None if content is None else _decode(content)
+        if text is None:
+            skipped.append(file)
+            continue
+        locations.extend(_scan_text(file, text, redactor, suffix))
     return ScanResult(locations=locations, files=len(files) - len(skipped), skipped=skipped)
+
+
+def _gunzip(data: bytes) -> bytes | None:
+    """A gzip file's content (at most `_MAX_GUNZIP` bytes); `None` if it is not one after all."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            return f.read(_MAX_GUNZIP)
+    except (OSError, EOFError):
+        return None
+
+
+def _decode(data: bytes) -> str | None:
+    """The text of a file: UTF-16 by its byte-order mark, else UTF-8 with undecodable bytes replaced (a latin-1
+    `é` does not hide the key next to it); `None` for binary data (NUL bytes, e.g. the embeddings sidecar)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    if b"\x00" in data:
+        return None
+    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
 
 
 def _walk(folder: Path) -> Iterator[Path]:
@@ -76,8 +110,8 @@ def _walk(folder: Path) -> Iterator[Path]:
             yield Path(root) / name
 
 
-def _scan_text(file: Path, text: str, redactor: Redactor) -> Iterator[SecretLocation]:
-    if file.suffix == ".json":
+def _scan_text(file: Path, text: str, redactor: Redactor, suffix: str) -> Iterator[SecretLocation]:
+    if suffix == ".json":
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, RecursionError):
@@ -87,7 +121,7 @@ def _scan_text(file: Path, text: str, redactor: Redactor) -> Iterator[SecretLoca
             return
     for number, line in enumerate(text.splitlines(), 1):
         findings: list[Finding] | None = None
-        if file.suffix == ".jsonl" and line.strip():
+        if suffix == ".jsonl" and line.strip():
             try:
                 findings = redactor.find_data(json.loads(line), skip_keys=ID_KEYS)
             except (json.JSONDecodeError, RecursionError):

@@ -2,7 +2,9 @@
 
 It runs first, so nothing downstream (reflector, skill manager, provenance, spans with content) sees a raw secret.
 Within one trace the same value always gets the same placeholder (`[REDACTED:email#1]`), so the reflector can
-still tell two e-mails apart. The identity fields (`trace_uid`, `source_system`, `trace_id`) are kept.
+still tell two e-mails apart. The identity fields (`trace_uid`, `source_system`, `trace_id`) are not searched for
+card numbers, and a secret in one (an e-mail used as a trace id) becomes `id_placeholder`'s digest, the same in
+every sink, so the id stays one id; dict keys are redacted the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ace.steps.context import StepContext
 __all__ = ["TRACE_ID_FIELDS", "RedactStep"]
 
 TRACE_ID_FIELDS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id"})
-"""Trace fields left as they are: the run needs them to attribute and resume samples."""
+"""Trace fields the run needs to attribute and resume samples: redacted only by `id_placeholder`."""
 
 
 class RedactStep:

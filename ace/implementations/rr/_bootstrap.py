@@ -2,9 +2,11 @@
 
 ACE never imports it; `sandbox.py` runs it as a script in a fresh interpreter. Arguments: memory bytes,
 file-size bytes, CPU seconds, wall-clock alarm seconds, the uid to drop to when started as root, and the
-descriptor of the report pipe. In its working directory it finds `trace.json` and `code.py`. It applies the
+descriptor of the report pipe. In its working directory it finds `trace.json`, `code.py` and `report.token` (the
+secret that starts each report line, removed before the code runs). It applies the
 OS-level isolation (`_sandbox_isolation`), sets the resource limits, writes what it applied as one JSON line to
-the report pipe, installs the audit hook (`_sandbox_policy`; refusals are reported on the same pipe), then runs
+the report pipe, replaces the functions that raise no audit event and installs the audit hook
+(`_sandbox_policy`; refusals are reported on the same pipe), then runs
 the code in a fresh `__main__` module with `trace` and `messages` defined; a final bare expression is printed
 like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
 """
@@ -12,6 +14,7 @@ like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
 import ast
 import builtins
 import contextlib
+import importlib.machinery
 import json
 import linecache
 import os
@@ -24,6 +27,7 @@ from types import TracebackType
 
 FILENAME = "<execute_code>"
 SANDBOX_FILENAME = "<sandbox>"
+TOKEN_FILE = "report.token"
 EXIT_ERROR = 1
 EXIT_MEMORY = 3
 
@@ -73,17 +77,21 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         trace = json.load(f)
     with open("code.py", encoding="utf-8") as f:
         source = f.read()
+    with open(TOKEN_FILE, encoding="ascii") as f:
+        token = f.read()
+    os.remove(TOKEN_FILE)  # gone before the code runs; from now on only the hook holds it
     home = os.path.realpath(os.getcwd())
     roots = [os.path.realpath(p) for p in sys.path if p]
-    make_audit_hook = load_sibling("_sandbox_policy").make_audit_hook
+    policy = load_sibling("_sandbox_policy")
     isolation, library = load_sibling("_sandbox_isolation").isolate(uid, roots)
     read_only = tuple(dict.fromkeys(roots + library))
     sys.path[:] = library
     sys.path_importer_cache.clear()
+    native = policy.native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
     sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
     os.set_blocking(report_fd, False)
-    os.write(report_fd, (json.dumps(isolation.as_dict()) + "\n").encode())
+    os.write(report_fd, (token + "\t" + json.dumps(isolation.as_dict()) + "\n").encode())
     module = types.ModuleType("__main__")
     namespace = module.__dict__
     namespace.update(
@@ -92,7 +100,9 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         messages=trace.get("messages", []) if isinstance(trace, dict) else [],
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
-    sys.addaudithook(make_audit_hook(home, read_only, report_fd))
+    hook = policy.make_audit_hook(home, read_only, report_fd, native, token)
+    policy.remove_unaudited()
+    sys.addaudithook(hook)
     return source, namespace
 
 

@@ -11,8 +11,11 @@ functions. The functions get a private, empty globals dict. The hook never calls
 paths must be exact `str`/`bytes` (a `PathLike` could answer differently to the check and to the open).
 
 Each refusal raises `PermissionError` (`ImportError` for imports, `ValueError` for `sys._getframe`, which the
-standard library treats as "no frame") and is also written, one line, to the report descriptor, so a refusal
-the code swallows is still shown to the model.
+standard library treats as "no frame") and is also written, one line starting with the run's secret token, to
+the report descriptor, so a refusal the code swallows is still shown to the model and a line the code writes
+is not taken for one. The installed hook is `guard`, which re-raises a refusal from its own frame with the
+functions (and so the token) deleted from it. Native code loads only from `native_files`; functions that raise
+no audit event are replaced by `remove_unaudited` before the code runs.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-__all__ = ["ALLOWED_EXTENSIONS", "DENIED_EVENTS", "DENIED_MODULES", "DENIED_PREFIXES", "make_audit_hook"]
+__all__ = [
+    "ALLOWED_EXTENSIONS",
+    "DENIED_EVENTS",
+    "DENIED_MODULES",
+    "DENIED_PREFIXES",
+    "UNAUDITED",
+    "make_audit_hook",
+    "native_files",
+    "remove_unaudited",
+]
 
 AuditHook = Callable[[str, tuple[Any, ...]], None]
 Refuse = Callable[..., NoReturn]
@@ -51,7 +63,8 @@ ALLOWED_EXTENSIONS = frozenset(
         "audioop", "binascii", "cmath", "grp", "math", "pyexpat", "resource", "unicodedata", "zlib",
     }
 )  # fmt: skip
-"""The only C extension modules (`.so` files) that may be loaded: data processing, no system access."""
+"""The only C extension modules (`.so` files) that may be loaded: data processing, no system access. Each only
+from its own file in the read-only library (`native_files`): the name alone says nothing about the code."""
 DENIED_EVENTS = frozenset(
     {
         "os.system", "os.kill", "os.killpg", "os.forkpty", "os.link", "os.symlink", "os.chown", "os.setxattr",
@@ -60,10 +73,28 @@ DENIED_EVENTS = frozenset(
         "gc.get_objects", "gc.get_referrers", "gc.get_referents", "code.__new__", "function.__new__",
         "marshal.load", "cpython.PyInterpreterState_New", "fcntl.ioctl", "webbrowser.open", "ensurepip.bootstrap",
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
+        "os.mknod", "os.mkfifo", "os.pidfd_open", "signal.pidfd_send_signal", "os.setpriority",
+        "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin", "signal.signal",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
 DENIED_PREFIXES = ("socket.", "ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "_ssl.", "pty.")
+UNAUDITED = {
+    "os.mknod": ("posix", "os"),
+    "os.mkfifo": ("posix", "os"),
+    "os.pidfd_open": ("posix", "os"),
+    "signal.pidfd_send_signal": ("_signal", "signal"),
+    "signal.signal": ("_signal", "signal"),
+    "os.setpriority": ("posix", "os"),
+    "os.sched_setaffinity": ("posix", "os"),
+    "os.sched_setparam": ("posix", "os"),
+    "os.sched_setscheduler": ("posix", "os"),
+}
+"""Functions (by the event their stub raises, and the modules holding them) that act outside the working directory
+or on other processes without raising an audit event (files, FIFOs and devices; a signal through a pid
+descriptor, e.g. to the parent; another process's priority or CPUs), or would hand the code a frame of the hook
+(a signal handler gets the frame it interrupts): replaced before the code runs by stubs
+that raise the event (refused and reported, like any denied one); the originals are left nowhere."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})
@@ -74,13 +105,104 @@ DIR_FD_ARG = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.u
 _SETATTR_EVENTS = ("object.__setattr__", "object.__delattr__")
 
 
-def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> AuditHook:
+def native_files(library: list[str], suffixes: list[str]) -> frozenset[tuple[str, str]]:
+    """`(module, path)` of each allowed extension as the import system finds it in `library` (the final `sys.path`).
+
+    Read before the hook is installed; the hook then loads native code only from exactly these files, so a copy
+    of `_json` patched and written to the working directory is refused whatever name it is loaded under.
+    """
+    found: set[tuple[str, str]] = set()
+    for folder in library:
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            continue
+        for module in ALLOWED_EXTENSIONS:
+            found.update((module, folder + "/" + module + suffix) for suffix in suffixes if module + suffix in names)
+    return frozenset(found)
+
+
+def remove_unaudited() -> None:
+    """Replace the `UNAUDITED` functions by refusing stubs, and `_imp.create_builtin` with them.
+
+    A fresh `posix` module from `_imp.create_builtin` would bring the originals back (and, where it is built in,
+    `_posixsubprocess` without an import event): every built-in module the policy allows is imported now, so the
+    import system never needs `create_builtin` again, and the stub refuses what is left (denied modules by their
+    import event). Call before the hook is installed.
+    """
+    import _imp
+    import signal  # noqa: F401  # holds `pidfd_send_signal` too
+
+    for name in sys.builtin_module_names:
+        if name not in sys.modules and not _denied(name):
+            __import__(name)
+    registries = [getattr(os, n) for n in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")]
+    for event, modules in UNAUDITED.items():
+        name = event.rpartition(".")[2]
+        original = getattr(sys.modules[modules[0]], name, None)
+        if original is None:  # not on this platform
+            continue
+        stub = _stub(event)
+        for module in modules:
+            setattr(sys.modules[module], name, stub)
+        for registry in registries:  # `os.supports_dir_fd` and co. hold the functions themselves
+            if original in registry:
+                registry.discard(original)
+                registry.add(stub)
+    _imp.create_builtin = _create_builtin_stub()
+
+
+def _denied(module: str) -> bool:
+    while module:
+        if module in DENIED_MODULES:
+            return True
+        module = module.rpartition(".")[0]
+    return False
+
+
+def _stub(event: str) -> Callable[..., NoReturn]:
+    """A function that raises `event` (which the hook refuses and reports); it holds no reference to the original."""
+
+    def refused(*args: Any, **kwargs: Any) -> NoReturn:
+        sys.audit(event, *args)
+        raise PermissionError(f"sandbox: {event} is not allowed")
+
+    refused.__name__ = refused.__qualname__ = event.rpartition(".")[2]
+    return refused
+
+
+def _create_builtin_stub() -> Callable[[Any], NoReturn]:
+    def create_builtin(spec: Any) -> NoReturn:
+        name = getattr(spec, "name", None)
+        sys.audit("import", name, None, None, None, None)  # a denied module: refused as its import
+        sys.audit("_imp.create_builtin", name)  # an allowed one is imported already: making it again is refused
+        raise ImportError(f"sandbox: built-in module {name!r} cannot be created again")
+
+    return create_builtin
+
+
+def make_audit_hook(
+    home: str,
+    read_only: tuple[str, ...],
+    report_fd: int,
+    native: frozenset[tuple[str, str]] = frozenset(),
+    token: str = "",
+) -> AuditHook:
     """The audit hook for a child whose working directory is `home`; `read_only` roots hold the standard library.
 
     `home` and the roots must be absolute, normalised and free of symbolic links (`os.path.realpath`).
-    Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored).
+    Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored). `native`
+    is `native_files(...)`: the only `(module, file)` pairs a C extension may be loaded as. `token` (secret, per
+    run) starts every report line, so that the parent can tell them from lines the code writes to the descriptor:
+    the hook that holds it is reachable from no frame the code can see (see `guard`).
     """
     import importlib._bootstrap_external as external
+
+    had_gc = "gc" in sys.modules
+    import gc  # for `guard` alone: the code's `import gc` must still raise its (refused) import event
+
+    if not had_gc:
+        del sys.modules["gc"]
 
     compile_bytecode = external._compile_bytecode.__code__  # type: ignore[attr-defined]  # the only caller allowed to `marshal.loads`
 
@@ -117,11 +239,12 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
         fd: int = report_fd,
         write: Any = os.write,
         oserror: Any = OSError,
+        prefix: str = token + "\t" if token else "",
     ) -> NoReturn:
         """Report the refusal on the report descriptor, then raise `error` with a reason the model can act on."""
         if not silent:
             try:
-                line = event + "\t" + detail.replace("\n", " ")[:500] + "\n"
+                line = prefix + event + "\t" + detail.replace("\n", " ")[:500] + "\n"
                 write(fd, line.encode("utf-8", "backslashreplace"))
             except oserror:
                 pass
@@ -187,7 +310,7 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
         flags: int = os.O_RDONLY,
     ) -> bool:
         """Whether `marshal.loads(data)` is the import system loading a standard-library `.pyc`, unmodified."""
-        caller = getframe(0).f_back.f_back  # this frame, the hook's, then the Python code calling marshal.loads
+        caller = getframe(0).f_back.f_back.f_back  # this frame, `audit`'s, `guard`'s, then the caller of marshal.loads
         if caller is None or caller.f_code is not code:
             return False
         path = caller.f_locals.get("bytecode_path")
@@ -208,7 +331,7 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
         denied_events: frozenset[str] = DENIED_EVENTS,
         denied_prefixes: tuple[str, ...] = DENIED_PREFIXES,
         denied_modules: frozenset[str] = DENIED_MODULES,
-        extensions: frozenset[str] = ALLOWED_EXTENSIONS,
+        extensions: frozenset[tuple[str, str]] = native,
         read_events: frozenset[str] = READ_EVENTS,
         write_events: frozenset[str] = WRITE_EVENTS,
         dir_fd_arg: tuple[tuple[str, int], ...] = tuple(DIR_FD_ARG.items()),
@@ -245,8 +368,11 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
                     why = "no network, processes, threads, debuggers or native code"
                     refuse(event, f"module {module!r} is not available ({why}); {fix}", import_error)
                 name = name.rpartition(".")[0]
-            if args[1] is not None and module not in extensions:
-                refuse(event, f"native module {module!r} is not available", import_error)
+            path = args[1]
+            if path is not None and (type_(path) is not str_ or (module, path) not in extensions):
+                where = f" from {path!r}" if type_(path) is str_ else ""
+                fix = "only the standard library's own data-processing extensions load"
+                refuse(event, f"native module {module!r}{where} is not available ({fix})", import_error)
             return None
         if event in denied_events or event.startswith(denied_prefixes):
             refuse(event, f"{event} is not allowed", denied)
@@ -288,8 +414,43 @@ def make_audit_hook(home: str, read_only: tuple[str, ...], report_fd: int) -> Au
             refuse(event, "marshal.loads is only allowed for the standard library's bytecode", denied)
         return None
 
-    functions = (audit, check_path, resolve, within, refuse, trusted_bytecode)
+    def guard(
+        event: Any,
+        args: Any,
+        audit: Any = None,
+        base: Any = BaseException,
+        pause: Any = gc.disable,
+        resume: Any = gc.enable,
+        running: Any = gc.isenabled,
+    ) -> None:
+        """The hook: `audit`'s refusal raised again from here alone, with no traceback or context into `audit`.
+
+        The code sees this frame in a refusal's traceback; `audit` (and through its defaults the token and the
+        report descriptor) is deleted from it first, so no frame the code can reach holds them. The cyclic
+        garbage collector is paused meanwhile: a finalizer it ran here would see these frames as its `f_back`.
+        """
+        was = running()
+        pause()
+        try:
+            audit(event, args)
+            error = None
+        except base as e:
+            error = e
+        if error is None:
+            if was:
+                resume()
+            return None
+        del audit, pause, running
+        if was:
+            resume()
+        del resume
+        error.__context__ = error.__cause__ = None
+        raise error.with_traceback(None)
+
+    functions = (guard, audit, check_path, resolve, within, refuse, trusted_bytecode)
     defaults = audit.__defaults__
     assert defaults is not None
-    hook = types.FunctionType(audit.__code__, {}, "audit", (*defaults[:-1], tuple(f.__code__ for f in functions)))
-    return hook
+    own = tuple(f.__code__ for f in functions)
+    inner = types.FunctionType(audit.__code__, {}, "audit", (*defaults[:-1], own))
+    assert guard.__defaults__ is not None
+    return types.FunctionType(guard.__code__, {}, "guard", (inner, *guard.__defaults__[1:]))

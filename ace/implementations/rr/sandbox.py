@@ -13,7 +13,8 @@ The model's code runs in a fresh interpreter (`python -I -S`: the standard libra
 - an audit hook (`_sandbox_policy`) refuses network, process creation, signals, native code, links, heap and
   frame introspection, code-object forgery and raising the limits; its policy is immutable and out of the
   code's reach. Refusals come back in `SandboxResult.refused`, also when the code catches the exception;
-- on Linux: a new network namespace (with a user namespace when not root) and no-new-privileges before exec
+- on Linux: a new network namespace (with a user namespace when not root), no-new-privileges and a Landlock
+  file-system fence (writes only in the working directory, no other program executed; `_landlock`) before exec
   (`_sandbox_confine`), then in the child an unprivileged uid when started as root and `RLIMIT_NPROC`
   (`_sandbox_isolation`); what the platform refuses is logged once as a warning and kept in
   `SandboxResult.isolation`.
@@ -30,6 +31,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import signal
 import sys
 import tempfile
@@ -50,6 +52,7 @@ _log = logging.getLogger(__name__)
 _BOOTSTRAP = Path(__file__).with_name("_bootstrap.py")
 _EXIT_ERROR = 1  # `_bootstrap.EXIT_ERROR`
 _EXIT_MEMORY = 3  # `_bootstrap.EXIT_MEMORY`
+_TOKEN_FILE = "report.token"  # `_bootstrap.TOKEN_FILE`
 _READ_CHUNK = 65_536
 _DRAIN_GRACE_S = 1.0
 _MAX_REFUSALS = 20
@@ -91,6 +94,8 @@ class SandboxIsolation:
     user_namespace: bool
     no_new_privs: bool
     nproc_limited: bool
+    landlock_abi: int = 0
+    """The Landlock ABI the child's file-system fence was built with (Linux >= 5.13); 0: none (see `notes`)."""
     stdlib_via_descriptor: bool = False
     notes: tuple[str, ...] = ()
     """What could not be applied, and why."""
@@ -211,7 +216,8 @@ async def run_code(
         tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home,
         open(report_read, "rb", buffering=0) as report,
     ):
-        _write_inputs(Path(home), data, code)
+        token = secrets.token_hex(16)
+        _write_inputs(Path(home), data, code, token)
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -231,7 +237,7 @@ async def run_code(
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed as a whole
                 pass_fds=(report_write,),
-                preexec_fn=confine(report_write),
+                preexec_fn=confine(report_write, home, python, token),
             )
         finally:
             os.close(report_write)
@@ -248,7 +254,7 @@ async def run_code(
             await _stop(process)
         duration = time.perf_counter() - started
         (stdout, stdout_dropped), (stderr, stderr_dropped) = await _finish(out, err)
-        isolation, refused = _read_report(report)
+        isolation, refused = _read_report(report, token)
     exit_code = process.returncode
     memory_exceeded = not timed_out and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
     return SandboxResult(
@@ -267,30 +273,49 @@ async def run_code(
     )
 
 
-def _write_inputs(home: Path, data: bytes, code: str) -> None:
-    """The trace and the code in the working directory, owned by the uid the child will drop to (if root)."""
+def _write_inputs(home: Path, data: bytes, code: str, token: str) -> None:
+    """The trace, the code and the report token in the working directory, owned by the uid the child will drop to
+    (if root); the child removes the token before the code runs."""
     (home / "trace.json").write_bytes(data)
     (home / "code.py").write_text(code, encoding="utf-8")
+    (home / _TOKEN_FILE).write_text(token, encoding="ascii")
     if os.geteuid() == 0:
-        for path in (home, home / "trace.json", home / "code.py"):
+        for path in (home, home / "trace.json", home / "code.py", home / _TOKEN_FILE):
             os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
 
 
-def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
-    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited."""
+def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list[str]]:
+    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited.
+
+    Only lines that start with this run's `token` are the sandbox's; the rest were written by the code to the
+    descriptor and are counted, not believed.
+    """
     os.set_blocking(report.fileno(), False)
     chunks: list[bytes] = []
     with contextlib.suppress(BlockingIOError):
         while chunk := report.read(_READ_CHUNK):
             chunks.append(chunk)
-    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
-    confined: dict[str, Any] = {"network_namespace": False, "user_namespace": False, "no_new_privs": False}
+    lines, forged = [], 0
+    for line in b"".join(chunks).decode("utf-8", errors="replace").splitlines():
+        mark, tab, rest = line.partition("\t")
+        if tab and secrets.compare_digest(mark.encode(), token.encode()):  # bytes: a non-ASCII mark is no error
+            lines.append(rest)
+        elif line:
+            forged += 1
+    confined: dict[str, Any] = {
+        "network_namespace": False,
+        "user_namespace": False,
+        "no_new_privs": False,
+        "landlock_abi": 0,
+    }
     notes: list[str] = []
     if not sys.platform.startswith("linux"):
-        notes.append(f"no namespaces or no-new-privileges on {sys.platform}: the audit hook and resource limits only")
+        notes.append(
+            f"no namespaces, no-new-privileges or Landlock on {sys.platform}: the audit hook and resource limits only"
+        )
     isolation = None
     if sys.platform.startswith("linux") and not (lines and '"uid"' not in lines[0]):
-        notes.append("no report from before exec: network namespace and no-new-privileges not applied")
+        notes.append("no report from before exec: network namespace, no-new-privileges and Landlock not applied")
     while lines and lines[0].startswith("{"):
         with contextlib.suppress(ValueError, TypeError, KeyError):
             data = json.loads(lines.pop(0))
@@ -302,7 +327,11 @@ def _read_report(report: Any) -> tuple[SandboxIsolation | None, list[str]]:
                 confined.update(data)
     for note in notes:
         _warn_once(note)
-    return isolation, [line for line in lines if line]
+    refused = [line for line in lines if line]
+    if forged:
+        what = f"the code wrote {forged} line(s) to the sandbox's report descriptor; they are not refusals"
+        refused.append(f"report.forged\t{what}")
+    return isolation, refused
 
 
 @functools.lru_cache(maxsize=64)

@@ -33,8 +33,10 @@ def scan_redactor(config_file: Path | None) -> Redactor:
 def scan(path: Path, config_file: Path | None) -> None:
     """List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).
 
-    One line per value: file, line, JSON path, kind and a masked preview (never the value). Exit status 1 when
-    something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read.
+    One line per value: file, line, JSON path, kind and a masked preview (never the value). Text files may be
+    UTF-8, latin-1 or UTF-16 (with its byte-order mark), or gzip-compressed; binary files are skipped. Exit status
+    1 when something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read or no file in PATH
+    is text.
     """
     try:
         redactor = scan_redactor(config_file)
@@ -50,7 +52,11 @@ def scan(path: Path, config_file: Path | None) -> None:
     if len(result.locations) > _SHOWN:
         click.echo(f"... and {len(result.locations) - _SHOWN} more")
     for skipped in result.skipped:
-        click.echo(f"skipped (not UTF-8 text): {skipped}", err=True)
+        click.echo(f"skipped (binary, not text): {skipped}", err=True)
+    if not result.files:
+        what = f"all {len(result.skipped)} file(s) under it are binary" if result.skipped else "it holds no file"
+        click.echo(f"Error: nothing was searched in {path}: {what}; pass a folder or file of text", err=True)
+        sys.exit(2)
     if result.locations:
         kinds: dict[str, int] = {}
         for location in result.locations:

@@ -254,6 +254,10 @@ class _Run:
         with folder_lock(self.folder.path):
             if self.segment.resumed:
                 check_resumable(self.folder)  # before anything is written
+                # run.json as the last holder of the lock left it: a resume that finished while this one was in
+                # its preflight added a segment that this one's earlier read does not have
+                self.record = self.folder.read_run_json()
+                refuse_other_pipeline(self.folder, self.record, self.settings)
             remove_stale_temps(self.folder.path)
             return self._execute()
 
