@@ -238,6 +238,7 @@ def test_leaving_out_an_unknown_step_is_refused() -> None:
         "redact",
         "reflect",
         "update",
+        "quarantine",
         "export_markdown",
         "persist",
     ]
