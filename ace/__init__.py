@@ -19,7 +19,7 @@ from ace.core import (
     UpdateOperation,
     normalize_keywords,
 )
-from ace.exceptions import AceError, SkillbookError, SkillbookFormatError, UnknownSkillError
+from ace.exceptions import AceError, RunError, SkillbookError, SkillbookFormatError, UnknownSkillError, UserError
 
 if TYPE_CHECKING:
     from ace.deduplication.detector import SimilarPair, find_similar_pairs
@@ -99,6 +99,7 @@ __all__ = [
     "Reflector",
     "ReflectorResult",
     "RoleSettings",
+    "RunError",
     "SMResult",
     "SMSettings",
     "SimilarPair",
@@ -112,6 +113,7 @@ __all__ = [
     "TestEmbedder",
     "UnknownSkillError",
     "UpdateOperation",
+    "UserError",
     "__version__",
     "configure_observability",
     "default_embedder",

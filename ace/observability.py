@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ _SPAN_IDS = frozenset({"trace_id", "span_id", "parent_span_id", "start_time", "e
 _EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
-class ObservabilityError(AceError, ValueError):
+class ObservabilityError(UserError, ValueError):
     """Observability was asked for something it cannot do safely; the message names the fix."""
 
 

@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from ace.core.skillbook import Skillbook
-from ace.exceptions import AceError
+from ace.exceptions import RunError
 from ace.implementations.reflection import Reflection, SkillTag
 from ace.implementations.reflector_prompts import REFLECTOR_PROMPT, reflector_task_prompt
 from ace.implementations.trace_view import TraceView, skills_in_context, without_grader
@@ -68,7 +68,7 @@ class Reflector(Protocol):
         ...
 
 
-class ReflectorError(AceError, RuntimeError):
+class ReflectorError(RunError, RuntimeError):
     """A reflector could not produce a reflection; the message says why and what to change."""
 
     def __init__(self, message: str, *, usage: RunUsage | None = None) -> None:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ace.exceptions import AceError
-from ace.steps.registry import PluginError, StepConfigError, parse_step_spec
+from ace.steps.registry import parse_step_spec
 from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
-from ace_eval.e2e.preflight import PreflightError
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
 __all__ = ["e2e", "format_summary"]
@@ -199,26 +196,9 @@ def e2e(
             result = resume_e2e(resume_dir, given)
         else:
             result = run_e2e(resolve_settings(given, config=config_file))
-    except KeyboardInterrupt as e:
-        click.echo(_with_notes("interrupted", e), err=True)
-        sys.exit(130)
-    except (StepConfigError, PluginError) as e:
-        raise _UsageFix(_with_notes(str(e), e)) from None
-    except InapplicableFlagError as e:
+    except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
         raise click.UsageError(str(e)) from None
-    except PreflightError as e:
-        raise _UsageFix(str(e)) from None
-    except AceError as e:
-        # exit 2: a refusal the user fixes before anything was written (a busy or unresumable folder)
-        error = _UsageFix if getattr(e, "exit_code", 1) == 2 else click.ClickException
-        raise error(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
-
-
-class _UsageFix(click.ClickException):
-    """A mistake the user fixes before anything is written (a missing key, a busy folder): exit status 2."""
-
-    exit_code = 2
 
 
 def _pipeline_flags(step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, Any]) -> dict[str, Any]:
@@ -237,8 +217,3 @@ def _pipeline_flags(step_specs: tuple[str, ...], no_steps: tuple[str, ...], flag
     if no_steps:
         out["no_steps"] = tuple(no_steps)
     return out
-
-
-def _with_notes(message: str, e: BaseException) -> str:
-    notes = getattr(e, "__notes__", None) or []
-    return "\n".join([message, *notes])

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ace.exceptions import UserError
 from ace_eval._text import plural, tone
 from ace_eval.e2e.record import operations_text
 from ace_eval.e2e.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
@@ -120,7 +121,7 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
     """
     view = load_run_view(run_dir)
     if not view.samples and not view.run:
-        raise click.ClickException(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
+        raise UserError(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
     samples = view.samples
     if trace_uid is not None:
         samples = [s for s in samples if s.trace_uid == trace_uid]
@@ -128,7 +129,7 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
             known = sorted({s.trace_uid for s in view.samples})
             close = difflib.get_close_matches(trace_uid, known, n=3, cutoff=0.6)
             hint = f" Did you mean {', '.join(close)}?" if close else f" The run has {plural(len(known), 'trace')}."
-            raise click.ClickException(f"no trace {trace_uid!r} in {run_dir}.{hint}")
+            raise UserError(f"no trace {trace_uid!r} in {run_dir}.{hint}")
     if errors_only:
         samples = [s for s in samples if s.sample is not None and s.sample.error is not None]
     view = RunView(path=view.path, run=view.run, samples=samples, has_spans=view.has_spans)

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from ace.exceptions import UserError
+
 __all__ = [
     "ROLES",
     "UNPARSED_ARGUMENTS",
@@ -37,7 +39,7 @@ _MESSAGE_CONFIG = ConfigDict(strict=True, extra="allow", frozen=True)
 _FIXED_CONFIG = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class MessageShapeError(ValueError):
+class MessageShapeError(UserError, ValueError):
     """A message list that is not a valid conversation; `field` is the path, e.g. `messages[3].tool_call_id`."""
 
     def __init__(self, field: str, reason: str) -> None:

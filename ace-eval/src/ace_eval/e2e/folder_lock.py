@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.insight_source import utc_now
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 
 __all__ = ["LOCK_FILE", "FolderBusyError", "folder_lock"]
 
@@ -32,10 +32,8 @@ LOCK_FILE = ".lock"
 _WINDOWS_LOCK_OFFSET = 1 << 20  # lock a byte past the holder record, so a refused process can still read it
 
 
-class FolderBusyError(AceError, RuntimeError):
+class FolderBusyError(UserError, RuntimeError):
     """Another process (or thread) holds the folder's lock; the message names it and what to do."""
-
-    exit_code = 2
 
     def __init__(self, folder: Path, holder: dict[str, Any]) -> None:
         self.folder = folder

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ace.core.storage import atomic_write
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
 
 __all__ = [
@@ -66,17 +66,12 @@ RESUME_KEYS: tuple[str, ...] = (
 _AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k"})
 
 
-class RunFolderError(AceError, ValueError):
+class RunFolderError(UserError, ValueError):
     """A run folder that cannot be created, read or resumed; the message names the fix."""
-
-    exit_code = 1
-    """What `ace-eval` exits with (2: a refusal the user fixes, before anything was written)."""
 
 
 class UnresumableFolderError(RunFolderError):
     """A folder whose learned skillbook a resume would replace (its journal is gone)."""
-
-    exit_code = 2
 
 
 def check_resumable(folder: RunFolder) -> None:
