@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ace.embeddings.base import Embedder
-    from ace.implementations.reflector import Reflector
+    from ace.implementations.reflector_base import Reflector
     from ace.implementations.skill_manager import SkillManager
     from ace.redaction import Redactor
 

@@ -21,7 +21,7 @@ from ace.core.recursive_agent import RecursiveAgent
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.implementations.reflection import Reflection
-from ace.implementations.reflector import (
+from ace.implementations.reflector_base import (
     ReflectorError,
     ReflectorResult,
     TagCheck,
