@@ -6,7 +6,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -21,9 +21,11 @@ __all__ = [
     "Embedding",
     "Section",
     "Skill",
+    "SkillSummary",
     "embedding_input",
     "embedding_input_hash",
     "normalize_keywords",
+    "skill_summary",
     "validate_insight",
     "validate_issue",
     "validate_section",
@@ -102,19 +104,6 @@ class Skill:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "occurrences": [o.to_dict() for o in self.occurrences],
-        }
-
-    def to_llm_dict(self) -> dict[str, Any]:
-        """The fields an LLM needs to reason about the skill (no timestamps, no audit chain)."""
-        return {
-            "id": self.id,
-            "section": self.section,
-            "keywords": list(self.keywords),
-            "issue": self.issue,
-            "insight": self.insight,
-            "helpful": self.helpful_count,
-            "harmful": self.harmful_count,
-            "neutral": self.neutral_count,
         }
 
     @classmethod
@@ -293,3 +282,30 @@ def embedding_input(issue: str, insight: str | None, keywords: list[str]) -> str
 def embedding_input_hash(text: str) -> str:
     """Short stable fingerprint of an embedding input, so a cached vector is only reused for the same text."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class SkillSummary(TypedDict):
+    """The fields an LLM needs to reason about a skill: no timestamps, no audit chain."""
+
+    id: str
+    section: Section
+    keywords: list[str]
+    issue: str
+    insight: str | None
+    helpful: int
+    harmful: int
+    neutral: int
+
+
+def skill_summary(skill: Skill) -> SkillSummary:
+    """`skill` as the plain data a prompt or a tool result shows (`Skillbook.to_llm_dict`, `search_skills`)."""
+    return {
+        "id": skill.id,
+        "section": skill.section,
+        "keywords": list(skill.keywords),
+        "issue": skill.issue,
+        "insight": skill.insight,
+        "helpful": skill.helpful_count,
+        "harmful": skill.harmful_count,
+        "neutral": skill.neutral_count,
+    }

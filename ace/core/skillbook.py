@@ -22,6 +22,7 @@ from ace.core.skill import (
     Skill,
     embedding_input_hash,
     normalize_keywords,
+    skill_summary,
     validate_insight,
     validate_issue,
     validate_section,
@@ -138,11 +139,6 @@ class Skillbook:
             else:
                 pool = (self._skills[i] for i in self._sections[validate_section(section)])
             return [s for s in pool if include_inactive or s.active]
-
-    def section_ids(self, section: Section) -> list[str]:
-        """Ids of all skills (active or not) in one section, in creation order."""
-        with self._lock:
-            return list(self._sections[validate_section(section)])
 
     def changes_since(self, version: int) -> set[str] | None:
         """Ids of skills changed after `version`, or `None` when the change log no longer reaches back."""
@@ -450,7 +446,7 @@ class Skillbook:
 
     def to_llm_dict(self) -> dict[str, Any]:
         """Active skills as plain data for an LLM prompt or tool result."""
-        return {"skills": [s.to_llm_dict() for s in self.skills()]}
+        return {"skills": [skill_summary(s) for s in self.skills()]}
 
     def stats(self) -> dict[str, Any]:
         """Counts for dashboards and logs: skills by section and state, tags, occurrences, cached vectors."""
