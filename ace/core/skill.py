@@ -6,10 +6,11 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict  # pydantic builds tool-result schemas only from this one on 3.11
 
 from ace.core.insight_source import InsightSource, utc_now
 from ace.core.text_rules import check_text, validate_skill_id
