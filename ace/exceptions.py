@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "AceError",
     "RunError",
+    "SkillFieldError",
     "SkillbookError",
     "SkillbookFormatError",
     "UnknownSkillError",
@@ -32,6 +33,10 @@ class RunError(AceError):
 
 class SkillbookError(UserError, ValueError):
     """A skillbook operation was refused; the message names the field and the fix."""
+
+
+class SkillFieldError(SkillbookError, AttributeError):
+    """An assignment to a `Skill` field: changes go through the skillbook method the message names."""
 
 
 class UnknownSkillError(SkillbookError):

@@ -14,10 +14,11 @@ from typing_extensions import TypedDict  # pydantic builds tool-result schemas o
 
 from ace.core.insight_source import InsightSource, utc_now
 from ace.core.text_rules import check_text, validate_skill_id
-from ace.exceptions import SkillbookError
+from ace.exceptions import SkillbookError, SkillFieldError
 
 __all__ = [
     "MAX_KEYWORD_LENGTH",
+    "SKILL_FIELD_METHODS",
     "VALID_SECTIONS",
     "Embedding",
     "Section",
@@ -37,6 +38,26 @@ VALID_SECTIONS: frozenset[str] = frozenset({"context", "harness"})
 MAX_KEYWORD_LENGTH = 40
 Embedding: TypeAlias = npt.NDArray[np.float32]
 
+_TEXT_FIX = "use skillbook.update_skill({id!r}, issue, keywords, insight) (omit keywords or insight to keep them)"
+_TAG_FIX = "use skillbook.tag_skill({id!r}, delta) with delta 1 (helpful), -1 (harmful) or 0 (neutral)"
+_RECORDED = "the skillbook records it with each add_skill / update_skill / tag_skill / remove_skill"
+SKILL_FIELD_METHODS: dict[str, str] = {
+    "embedding": "use skillbook.set_embedding({id!r}, vector) (a 1-D float vector, or None to clear it)",
+    "issue": _TEXT_FIX,
+    "insight": _TEXT_FIX,
+    "keywords": _TEXT_FIX,
+    "active": "use skillbook.remove_skill({id!r}, reason) (or purge({id!r}) to delete it for good)",
+    "used_count": _TAG_FIX,
+    "helpful_count": _TAG_FIX,
+    "harmful_count": _TAG_FIX,
+    "neutral_count": _TAG_FIX,
+    "occurrences": _RECORDED,
+    "updated_at": _RECORDED,
+    "created_at": "it is set once, by add_skill",
+    "id": "ids are assigned by add_skill and never change",
+    "section": "a skill keeps its section: add a new skill in the other section and remove this one",
+}
+"""The skillbook method that changes each field (every field of `Skill`), named by the error an assignment raises."""
 _NON_IDENT = re.compile(r"[^\w.]+")
 _UNDERSCORES = re.compile(r"_{2,}")
 
@@ -65,6 +86,19 @@ class Skill:
     """Cached vector of `embedding_input(...)`; stored in the `.npz` sidecar, never in JSON."""
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Fields are set once, by the constructor: every change goes through the skillbook, which validates it,
+        records its provenance and keeps the sidecar and the search index in step."""
+        if self.__dict__.get("_sealed") and name in SKILL_FIELD_METHODS:
+            raise SkillFieldError(
+                f"Skill.{name} cannot be assigned: the skillbook validates and records every change; "
+                f"{SKILL_FIELD_METHODS[name].format(id=self.id)}"
+            )
+        object.__setattr__(self, name, value)
 
     @property
     def removal_reason(self) -> str | None:

@@ -256,7 +256,7 @@ class Skillbook:
         with self._lock:
             skill = self.require_skill(skill_id)
             if embedding is None:
-                skill.embedding = None
+                object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
             vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
             dim = self._embedding_dim(exclude=skill_id)
@@ -270,7 +270,7 @@ class Skillbook:
                     f"embedding of {skill_id} has dimension {vector.shape[0]} but the skillbook's vectors have {dim}: "
                     "clear all embeddings (set_embedding(id, None)) before switching embedding models"
                 )
-            skill.embedding = vector
+            object.__setattr__(skill, "embedding", vector)
 
     # ---------------------------------------------------------------- internal
     def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
@@ -300,7 +300,7 @@ class Skillbook:
         entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
         if kind == "REMOVE":
             entry = dataclasses.replace(entry, learning_text=op.reason)
-        skill.occurrences = [*skill.occurrences, entry]
+        object.__setattr__(skill, "occurrences", [*skill.occurrences, entry])  # `skill` is new here: not shared yet
         previous = self._skills.get(skill.id)
         if previous is None:
             self._sections[skill.section][skill.id] = None
@@ -565,7 +565,7 @@ class Skillbook:
             for skill in book._skills.values():
                 hit = cached.get(skill.id)
                 if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
-                    skill.embedding = hit[1]
+                    object.__setattr__(skill, "embedding", hit[1])
         return book
 
     def _embedding_dim(self, exclude: str | None = None) -> int | None:
