@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.models import Model
-from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.settings import ModelSettings
 
 from ace.core.skillbook import Skillbook
+from ace.implementations.instrumentation import Instrument, instrumentation
 from ace.implementations.reflection import Reflection
 from ace.implementations.reflector_base import (
     Reflector,
@@ -64,7 +64,7 @@ class SimpleReflector:
         max_system_chars: int = 8_000,
         output_retries: int = 2,
         instructions: str = REFLECTOR_PROMPT,
-        instrument: InstrumentationSettings | bool | None = None,
+        instrument: Instrument = None,
         record_content: bool = False,
         grader_feedback: bool = True,
     ) -> None:
@@ -90,10 +90,7 @@ class SimpleReflector:
         self.max_system_chars = max_system_chars
         self.record_content = record_content
         self.grader_feedback = grader_feedback
-        self._capabilities: tuple[AbstractCapability[TagCheck], ...] = ()
-        if instrument:
-            options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
-            self._capabilities = (Instrumentation(settings=options),)
+        self._capabilities: tuple[AbstractCapability[TagCheck], ...] = instrumentation(instrument)
         self.agent: Agent[TagCheck, Reflection] = Agent(
             self.model,
             output_type=Reflection,
