@@ -12,7 +12,7 @@ import click
 
 from ace.exceptions import UserError
 from ace_eval._text import plural, tone
-from ace_eval.e2e.record import operations_text
+from ace_eval.e2e.sample_text import operations_text
 from ace_eval.e2e.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
 
 __all__ = ["format_run_view", "inspect"]

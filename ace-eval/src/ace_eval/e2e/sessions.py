@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.observability import read_spans_jsonl
-from ace_eval.e2e.record import load_samples
+from ace_eval.e2e.sample_log import load_samples
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["SIGNATURES", "RunView", "SampleView", "SessionView", "ToolCallView", "load_run_view", "signature"]
