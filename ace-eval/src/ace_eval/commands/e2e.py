@@ -10,6 +10,7 @@ import click
 from ace.steps.registry import parse_step_spec
 from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.run_record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
 __all__ = ["e2e", "format_summary"]
@@ -23,40 +24,35 @@ _MODEL_HELP = (
 
 def format_summary(result: E2EResult) -> str:
     """What `e2e` prints when a run is done: the folder, the training, the skillbook, the benchmark."""
-    record = result.record
-    training = record.get("training") or {}
+    record = RunRecord.of(result.record)
+    training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
     sections = stats["sections"]
+    traces = record.collection.traces_used if record.collection is not None else 0
     lines = [
         f"Run folder: {result.folder.path}",
-        f"Trained on {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} x "
-        f"{plural(record['config']['epochs'], 'epoch')}: {plural(training.get('samples', 0), 'sample')}, "
-        f"{plural(training.get('errors', 0), 'error')}",
+        f"Trained on {plural(traces, 'trace')} x {plural(record.config.epochs, 'epoch')}: "
+        f"{plural(training.samples, 'sample')}, {plural(training.errors, 'error')}",
         f"Skillbook: {plural(stats['active'], 'active skill')} ({sections['context']} context, "
         f"{sections['harness']} harness), {plural(stats['occurrences'], 'occurrence')}",
     ]
-    errors = record.get("errors") or []
-    if errors:
-        first = errors[0]
-        lines.insert(2, f"  first error, on {first['trace_uid']}: {first['error']} (all: ace-eval inspect)")
-    bench = record.get("benchmark")
-    if bench:
-        phases = {"before": bench.get("before") or {}, "after": bench.get("after") or {}}
-        before, after = phases["before"].get("pass_hat_k", {}), phases["after"].get("pass_hat_k", {})
-        for k in sorted(set(before) | set(after), key=int):
-            b, a = before.get(k), after.get(k)
-            lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
+    if record.errors:
+        first = record.errors[0]
+        lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
+    if record.benchmark is not None:
+        phases = {"before": record.benchmark.before or PhaseRecord(), "after": record.benchmark.after or PhaseRecord()}
+        before, after = phases["before"].pass_hat_k, phases["after"].pass_hat_k
+        for k in sorted(set(before) | set(after)):
+            lines.append(f"pass^{k}: {_rate(before.get(k))} before -> {_rate(after.get(k))} with the skillbook")
         for name, phase in phases.items():
-            if phase.get("errors"):
+            if phase.errors:
                 lines.append(
-                    f"  {name}: pass^k over the {phase.get('scored', 0)} scored episodes only; "
-                    f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out"
+                    f"  {name}: pass^k over the {phase.scored} scored episodes only; "
+                    f"{phase.errors} of {phase.episodes} errored and are left out"
                 )
-    usage = record.get("usage") or {}
-    for role, u in usage.items():
-        cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
-        tokens = f"{u['input_tokens']}+{u['output_tokens']} tokens"
-        lines.append(f"  {role}: {plural(u['requests'], 'request')}, {tokens}{cost}")
+    for role, u in record.usage.items():
+        cost = "" if u.cost_usd is None else f", ${u.cost_usd:.4f}"
+        lines.append(f"  {role}: {plural(u.requests, 'request')}, {u.input_tokens}+{u.output_tokens} tokens{cost}")
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")

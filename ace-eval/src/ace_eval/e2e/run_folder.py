@@ -29,6 +29,7 @@ from typing import IO, Any
 from ace.core.storage import atomic_write
 from ace.exceptions import UserError
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
+from ace_eval.e2e.run_record import RUN_JSON, RunRecord
 
 __all__ = [
     "RESUME_KEYS",
@@ -41,7 +42,6 @@ __all__ = [
     "new_run_id",
 ]
 
-RUN_JSON = "run.json"
 _RUN_ID = re.compile(r"^run_[0-9a-f]{12}$")
 RESUME_KEYS: tuple[str, ...] = (
     "benchmark",
@@ -188,7 +188,9 @@ class RunFolder:
         return data
 
     def write_run_json(self, record: Mapping[str, Any]) -> None:
-        """Replace `run.json` atomically (a kill mid-write leaves the previous version)."""
+        """Replace `run.json` atomically (a kill mid-write leaves the previous version), once the record passed
+        `RunRecord` (its readers' model): a record its readers could not read is a bug, caught where it is written."""
+        RunRecord.of(record)
         data = (json.dumps(record, indent=1, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
         def write(f: IO[bytes]) -> None:
