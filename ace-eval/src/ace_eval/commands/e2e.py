@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -162,7 +161,7 @@ def e2e(
     resume_dir: Path | None,
     step_specs: tuple[str, ...],
     no_steps: tuple[str, ...],
-    **flags: Any,
+    **flags: object,
 ) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
@@ -197,17 +196,19 @@ def e2e(
     click.echo(format_summary(result))
 
 
-def _pipeline_flags(step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, Any]) -> dict[str, Any]:
+def _pipeline_flags(
+    step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, object]
+) -> dict[str, object]:
     """`--step` / `--no-step` / `--dedup*` as the `steps` and `no_steps` settings (the `--dedup*` flags are
     shorthands of `--step deduplicate:model=...,threshold=...`)."""
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, dict[str, object]] = {}
     for spec in step_specs:
         name, options = parse_step_spec(spec)
         steps[name] = {**steps.get(name, {}), **options}
     dedup = {"model": flags.pop("dedup_model", None), "threshold": flags.pop("dedup_threshold", None)}
     if flags.pop("dedup", None) or any(v is not None for v in dedup.values()):
         steps["deduplicate"] = {**steps.get("deduplicate", {}), **{k: v for k, v in dedup.items() if v is not None}}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if steps:
         out["steps"] = steps
     if no_steps:
