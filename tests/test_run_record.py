@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ace_eval.e2e.run_folder import RunFolder
+from ace_eval.e2e.run_folder import RunFolder, RunFolderError
 from ace_eval.e2e.run_record import RunRecord, read_run_record
 
 RECORD = {
@@ -51,3 +51,12 @@ def test_a_record_its_readers_could_not_read_is_refused_before_it_is_written(tmp
         folder.write_run_json({**RECORD, "training": {"samples": 6, "errors": "one"}})
     assert json.loads(folder.run_json.read_text(encoding="utf-8")) == RECORD  # the previous version stays
     assert RunRecord.of(RECORD).status == "completed"
+
+
+def test_a_resume_reads_run_json_through_the_model_and_names_a_bad_field(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    folder.write_run_json(RECORD)
+    assert folder.read_run_json() == RECORD  # every field as written, the untyped ones too
+    (tmp_path / "run.json").write_text(json.dumps({**RECORD, "errors": [{"trace_uid": "x"}]}), encoding="utf-8")
+    with pytest.raises(RunFolderError, match=r"run\.json: field 'errors\.0\.epoch': Field required: the run folder"):
+        folder.read_run_json()

@@ -25,7 +25,7 @@ def _header(view: RunView) -> list[str]:
     if run.training is not None:
         errors = run.training.errors
         counts += ", " + tone(plural(errors, "error"), "bad" if errors else "good")
-    lines = [f"Run {run.run_id or view.path.name} ({run.status}): {counts}"]
+    lines = [f"Run {run.run_id or view.path.name} ({run.status or 'unknown status'}): {counts}"]
     if run.models:
         lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models.items()))
     if run.step_timings:

@@ -29,7 +29,7 @@ from typing import IO, Any
 from ace.core.storage import atomic_write
 from ace.exceptions import UserError
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
-from ace_eval.e2e.run_record import RUN_JSON, RunRecord
+from ace_eval.e2e.run_record import RUN_JSON, RunRecord, RunRecordError, load_run_record
 
 __all__ = [
     "RESUME_KEYS",
@@ -178,14 +178,15 @@ class RunFolder:
         return self.path / RUN_JSON
 
     def read_run_json(self) -> dict[str, Any]:
-        """`run.json` as a dict; a damaged file is refused with its path."""
+        """`run.json` as the dict the runner continues (checked against `RunRecord`); a damaged file is refused
+        with its path and field."""
         try:
-            data = json.loads(self.run_json.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise RunFolderError(f"{self.run_json} cannot be read ({e}): the run folder is damaged") from None
-        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            record = load_run_record(self.run_json)
+        except RunRecordError as e:
+            raise RunFolderError(str(e)) from None
+        if "config" not in record.model_fields_set:
             raise RunFolderError(f"{self.run_json} has no 'config' object: it was not written by `ace-eval e2e`")
-        return data
+        return record.model_dump(mode="json", exclude_unset=True)  # every field as written: the runner extends it
 
     def write_run_json(self, record: Mapping[str, Any]) -> None:
         """Replace `run.json` atomically (a kill mid-write leaves the previous version), once the record passed

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ace.exceptions import UserError
+
 __all__ = [
     "RUN_JSON",
     "BenchmarkRecord",
@@ -21,9 +23,11 @@ __all__ = [
     "PhaseRecord",
     "RoleUsage",
     "RunRecord",
+    "RunRecordError",
     "SampleErrorRecord",
     "StepTiming",
     "TrainingRecord",
+    "load_run_record",
     "read_run_record",
 ]
 
@@ -90,7 +94,7 @@ class RunRecord(_Open):
     """`run.json`."""
 
     run_id: str | None = None
-    status: str = "unknown status"
+    status: str | None = None
     error: str | None = None
     config: ConfigRecord = Field(default_factory=ConfigRecord)
     models: dict[str, str] | None = None
@@ -107,9 +111,27 @@ class RunRecord(_Open):
         return cls.model_validate(record)
 
 
-def read_run_record(path: Path) -> RunRecord | None:
-    """`path` (a run folder's `run.json`) read leniently, for display: `None` when it is missing or unreadable."""
+class RunRecordError(UserError, ValueError):
+    """A `run.json` that cannot be read or does not have the shape `ace-eval e2e` writes; names the file and field."""
+
+
+def load_run_record(path: Path) -> RunRecord:
+    """`path` (a run folder's `run.json`), checked; raises `RunRecordError` naming the file and the bad field."""
     try:
-        return RunRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, ValidationError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunRecordError(f"{path} cannot be read ({e}): the run folder is damaged") from None
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the top level"
+        raise RunRecordError(f"{path}: field {where!r}: {first['msg']}: the run folder is damaged") from None
+
+
+def read_run_record(path: Path) -> RunRecord | None:
+    """`path` read leniently, for display: `None` when it is missing or cannot be read."""
+    try:
+        return load_run_record(path)
+    except RunRecordError:
         return None
