@@ -168,6 +168,35 @@ def collection_import_over_a_collection(tmp: Path, mp: pytest.MonkeyPatch) -> li
     return ["collection", "import", "--format", "openai-jsonl", str(src), "--out", str(DEMO)]
 
 
+def collection_repair(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "empty").mkdir()
+    return ["collection", "repair", str(tmp / "empty")]
+
+
+def collection_import_bad_json(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "runs.json").write_text("{nope", encoding="utf-8")
+    return ["collection", "import", "--format", "tau-bench", str(tmp / "runs.json"), "--out", str(tmp / "out")]
+
+
+def collection_import_model_flag(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    src = str(DEMO / "traces.jsonl")
+    return ["collection", "import", "--format", "openai-jsonl", src, "--out", str(tmp / "out"), "--model", "agent"]
+
+
+def resume_missing_folder(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    _offline(mp)
+    return ["e2e", "--resume", str(tmp / "gone")]
+
+
+def bad_flag_value(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    _offline(mp)
+    return _replay(tmp, "--epochs", "0")
+
+
+def verify_missing_folder(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    return ["verify", str(tmp / "gone")]
+
+
 def inspect_not_a_run(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     (tmp / "empty").mkdir()
     return ["inspect", str(tmp / "empty")]
@@ -304,6 +333,12 @@ CASES = [
     Case("resume: damaged run.json", resume_damaged_run_json, 2, ("cannot be read", "damaged")),
     Case("collection stats: not a collection", collection_stats, 2, ("not a trace collection",)),
     Case("collection import over one", collection_import_over_a_collection, 2, ("already holds a trace collection",)),
+    Case("collection repair: not a collection", collection_repair, 2, ("not a trace collection: no manifest.json",)),
+    Case("collection import: not JSON", collection_import_bad_json, 2, ("runs.json line 1: not valid JSON",)),
+    Case("collection import: --model", collection_import_model_flag, 2, ("write ROLE=MODEL",)),
+    Case("resume: no such folder", resume_missing_folder, 2, ("is not a run folder (the folder does not exist)",)),
+    Case("flag out of range", bad_flag_value, 2, ("Invalid value for '--epochs'",)),
+    Case("verify: no such folder", verify_missing_folder, 2, ("does not exist",)),
     Case("inspect: not a run", inspect_not_a_run, 2, ("is it a run folder?",)),
     Case("inspect: unknown trace", inspect_unknown_trace, 2, ("no trace 'demo-airline:0001'",)),
     Case("scan: missing path", scan_missing_path, 2, ("does not exist: pass a collection folder",)),
