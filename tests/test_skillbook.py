@@ -443,10 +443,10 @@ def test_a_new_skill_on_disk_has_its_id_and_timestamps_now() -> None:
         "neutral_count": 0,
         "created_at": now,
         "updated_at": data["created_at"],
-        "occurrences": [{**SRC.to_dict(), "operation_type": "ADD", "timestamp": now}],
+        "occurrences": [{**SRC.to_dict(), "operation_type": "ADD"}],  # the source's own timestamp: when it was made
     }
     sb.update_skill(sid, ISSUE, ["airline", "cabin_class", "upgrade"], insight_source=SRC)
     updated = sb.get_skill(sid).to_dict()
     assert updated["updated_at"] == now and updated["updated_at"] >= data["updated_at"]
-    update = {**SRC.to_dict(), "operation_type": "UPDATE", "timestamp": now}
+    update = {**SRC.to_dict(), "operation_type": "UPDATE"}
     assert updated["occurrences"] == IsList(data["occurrences"][0], update)
