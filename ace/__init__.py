@@ -23,7 +23,7 @@ from ace.core import (
     normalize_keywords,
     skill_kpis,
 )
-from ace.exceptions import AceError, SkillbookError, SkillbookFormatError, UnknownSkillError
+from ace.exceptions import AceError, RunError, SkillbookError, SkillbookFormatError, UnknownSkillError, UserError
 
 if TYPE_CHECKING:
     from ace.deduplication.detector import SimilarPair, find_similar_pairs
@@ -105,6 +105,7 @@ __all__ = [
     "Reflector",
     "ReflectorResult",
     "RoleSettings",
+    "RunError",
     "SMResult",
     "SMSettings",
     "SimilarPair",
@@ -119,6 +120,7 @@ __all__ = [
     "TestEmbedder",
     "UnknownSkillError",
     "UpdateOperation",
+    "UserError",
     "__version__",
     "configure_observability",
     "default_embedder",

@@ -1,12 +1,21 @@
-"""The errors ACE raises: user mistakes (`SkillbookError` and friends) apart from run failures."""
+"""The errors ACE raises, in two families (pydantic-ai's `UserError` / `AgentRunError` split).
+
+`UserError`: bad input or configuration, fixed by the user; `ace-eval` prints the message and exits 2, never a
+traceback. `RunError`: something failed on the way (a model, the sandbox, a checkpoint); `ace-eval` exits 1 and,
+when a run folder exists, says how to resume it. Every other error class of ACE and ace-eval subclasses one of
+the two, so a caller can catch a family without knowing the modules.
+"""
 
 from __future__ import annotations
 
 __all__ = [
     "AceError",
+    "RunError",
+    "SkillFieldError",
     "SkillbookError",
     "SkillbookFormatError",
     "UnknownSkillError",
+    "UserError",
 ]
 
 
@@ -14,8 +23,20 @@ class AceError(Exception):
     """Base class of every error ACE raises on purpose."""
 
 
-class SkillbookError(AceError, ValueError):
+class UserError(AceError):
+    """Bad input or configuration (a flag, a file, a skillbook edit); the message names the fix."""
+
+
+class RunError(AceError):
+    """A run failed on the way (a model, the sandbox, a checkpoint, a step); resuming may get past it."""
+
+
+class SkillbookError(UserError, ValueError):
     """A skillbook operation was refused; the message names the field and the fix."""
+
+
+class SkillFieldError(SkillbookError, AttributeError):
+    """An assignment to a `Skill` field: changes go through the skillbook method the message names."""
 
 
 class UnknownSkillError(SkillbookError):

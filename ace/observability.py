@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,11 +25,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.redaction import Redactor
 
 if TYPE_CHECKING:
-    from logfire import ScrubMatch
+    pass
 
 __all__ = [
     "TRACER_NAME",
@@ -42,7 +41,6 @@ __all__ = [
     "clean_attributes",
     "configure_observability",
     "find_logfire_target",
-    "keep_everyday_words",
     "read_spans_jsonl",
     "span_to_dict",
 ]
@@ -52,10 +50,9 @@ AttributeInput = AttributeValue | None
 _ERRORS = Redactor()
 """Redacts the exception messages of ACE's spans (immutable; errors are never data worth keeping raw)."""
 _SPAN_IDS = frozenset({"trace_id", "span_id", "parent_span_id", "start_time", "end_time"})
-_EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
-class ObservabilityError(AceError, ValueError):
+class ObservabilityError(UserError, ValueError):
     """Observability was asked for something it cannot do safely; the message names the fix."""
 
 
@@ -203,18 +200,6 @@ def configure_observability(
     return Observability(
         enabled=enabled, sending=sending, include_content=include_content, local_spans_path=path, target=target
     )
-
-
-def keep_everyday_words(match: ScrubMatch) -> Any:
-    """Logfire scrubbing callback: words that are ordinary in agent traces ("session", "credit card") do not
-    redact a value, so opted-in prompts about airline payments stay readable.
-
-    Any other sensitive pattern (password, api key, token, ...) in the same value still redacts it.
-    """
-    found, value = match.pattern_match, match.value
-    if _EVERYDAY.fullmatch(found.group(0)) and isinstance(value, str) and not found.re.search(_EVERYDAY.sub("", value)):
-        return value
-    return None
 
 
 # ------------------------------------------------------------------------------------------------- spans

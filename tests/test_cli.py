@@ -57,7 +57,7 @@ def test_help_lists_every_command_with_its_short_help() -> None:
         assert command.name == name
         assert lazy.short_help == command.get_short_help_str(1000), f"update COMMANDS[{name!r}] in ace_eval/cli.py"
         assert f"  {name}  " in out
-    listed = [line.split()[0] for line in out.split("Commands:\n")[1].splitlines() if line.strip()]
+    listed = [line.split()[0] for line in out.split("Commands:\n")[1].split("\n\n")[0].splitlines() if line.strip()]
     assert listed == sorted(COMMANDS)
 
 

@@ -52,7 +52,7 @@ def test_import_tau_bench_and_stats(airline_data: Path, tmp_path: Path) -> None:
         collection,
         ["import", "--format", "tau-bench", str(airline_data / "tasks_test.json"), "--out", str(out.parent / "b")],
     )
-    assert again.exit_code == 1
+    assert again.exit_code == 2
     assert "tasks_test.json: field '[0].task_id': missing (required)" in again.output
 
 
@@ -102,13 +102,13 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
     src.write_text(json.dumps(CHAT) + "\n" + '{"messages": [\n')
     runner = CliRunner()
     bad = runner.invoke(collection, ["import", "--format", "openai-jsonl", str(src), "--out", str(tmp_path / "c")])
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2
     assert "Error: " in bad.output and "chats.jsonl line 2: not valid JSON" in bad.output
     assert not (tmp_path / "c").exists()  # nothing written when the source is refused
     model = runner.invoke(collection, ["import", "--format", "openai-jsonl", str(src), "--out", "x", "--model", "gpt"])
     assert model.exit_code == 2 and "write ROLE=MODEL" in model.output
     missing = runner.invoke(collection, ["stats", str(tmp_path / "nothing")])
-    assert missing.exit_code == 1 and "not a trace collection" in missing.output
+    assert missing.exit_code == 2 and "not a trace collection" in missing.output
 
 
 def test_repair_command(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_repair_command(tmp_path: Path) -> None:
     with (out / TRACES_FILE).open("ab") as f:
         f.write(b'{"trace_id": "line-2", "mess')
     stats = runner.invoke(collection, ["stats", str(out)])
-    assert stats.exit_code == 1 and "line 2: truncated" in stats.output and "collection repair" in stats.output
+    assert stats.exit_code == 2 and "line 2: truncated" in stats.output and "collection repair" in stats.output
     repaired = runner.invoke(collection, ["repair", str(out)])
     assert repaired.exit_code == 0, repaired.output
     assert "Dropped the unfinished last line" in repaired.output and "traces 1, successes 0" in repaired.output

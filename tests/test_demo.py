@@ -58,7 +58,7 @@ def test_demo_without_a_collection_names_the_fix(
 ) -> None:
     monkeypatch.setattr(demo_module, "find_demo_collection", lambda: None)
     result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
-    assert result.exit_code == 1 and "run from the repository root, or pass --traces DIR" in result.output
+    assert result.exit_code == 2 and "run from the repository root, or pass --traces DIR" in result.output
     assert not any(tmp_path.iterdir())
 
 

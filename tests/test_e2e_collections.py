@@ -79,7 +79,7 @@ def test_malformed_collection_is_refused_and_nothing_is_written(
     result = CliRunner().invoke(
         main, ["e2e", "--traces", str(folder), "--no-benchmark", "--output-dir", str(out), "--max-workers", "4"]
     )
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     message = result.output
     assert message.startswith("Error: ") and str(folder) in message
     for part in expected:

@@ -28,7 +28,7 @@ from ace_eval.e2e import runner
 from ace_eval.e2e._fail_fast import RunAborted, RunFailedError
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.preflight import PreflightError, preflight
-from ace_eval.e2e.record import load_sample_lines, load_samples
+from ace_eval.e2e.sample_log import load_sample_lines, load_samples
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 GPT = "openai/gpt-4.1-mini"

@@ -182,7 +182,7 @@ def test_resume_refuses_settings_that_change_the_results(tau_collection: Path, t
     folder = runner.run_e2e(settings, injections=scripted_injections()).folder.path
     cli = CliRunner()
     refused = cli.invoke(main, ["e2e", "--resume", str(folder), "--reflector-model", "openai/gpt-4.1", "--epochs", "2"])
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert "reflector_model: 'local' in the run, 'openai/gpt-4.1' now" in refused.output
     assert "epochs: 1 in the run, 2 now" in refused.output
     with pytest.raises(RunFolderError, match="traces_sha256"):

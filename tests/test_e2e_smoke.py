@@ -190,4 +190,4 @@ def test_inspect_shows_sessions_of_the_smoke_run(
     assert first["sessions"][1]["tool_calls"][-1]["signature"].startswith("add_skill(section='context', issue=…")
 
     missing = cli.invoke(main, ["inspect", str(folder), "--trace", "tau-bench-airline:task-1-trial-9"])
-    assert missing.exit_code == 1 and "Did you mean tau-bench-airline:task-1-trial-0" in missing.output
+    assert missing.exit_code == 2 and "Did you mean tau-bench-airline:task-1-trial-0" in missing.output

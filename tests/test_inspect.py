@@ -104,7 +104,7 @@ def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["inspect", str(tmp_path)])
-    assert result.exit_code == 1 and "is it a run folder?" in result.output
+    assert result.exit_code == 2 and "is it a run folder?" in result.output
 
 
 def _stubborn_skill_manager(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

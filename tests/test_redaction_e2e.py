@@ -248,9 +248,9 @@ def test_a_resume_cannot_switch_redaction_off(tmp_path: Path, monkeypatch: pytes
     collection = planted_collection(tmp_path / "collection")
     folder = run_cli(monkeypatch, collection, tmp_path / "out")
     result = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--no-redact"])
-    assert result.exit_code == 1 and "redact: True in the run, False now" in result.output, result.output
+    assert result.exit_code == 2 and "redact: True in the run, False now" in result.output, result.output
     result = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--no-step", "redact"])
-    assert result.exit_code == 1 and "cannot resume" in result.output, result.output
+    assert result.exit_code == 2 and "cannot resume" in result.output, result.output
 
 
 def test_the_redact_step_and_no_redact_together_are_refused(

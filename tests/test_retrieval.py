@@ -155,6 +155,39 @@ def test_rrf_fuse_adds_reciprocal_ranks() -> None:
     np.testing.assert_allclose(rrf_fuse([dense], 4, k=0), [1, 1 / 2, 1 / 3, 1 / 4])
 
 
+def test_the_default_rrf_k_is_60_by_a_hand_computed_example() -> None:
+    """Skills X (dense 1st, no query word), Z (dense 5th, BM25 1st) and Y (dense 6th, BM25 2nd), plus F1-F3.
+
+    k = 60: Z = 1/65 + 1/61 = 0.03178, Y = 1/66 + 1/62 = 0.03128, X = 1/61 = 0.01639: Z, Y, X.
+    k = 1:  Z = 1/6 + 1/2 = 0.667, X = 1/2 = 0.5, Y = 1/7 + 1/3 = 0.476: Z, X, Y. The default ranks as k = 60 does.
+    """
+    sb = Skillbook()
+    for word in ("xray", "foxtrot", "golf", "hotel"):
+        sb.add_skill("harness", f"{word} nothing in common with the question here", [word])
+    sb.add_skill("harness", "zulu refund voucher refund voucher", ["zz"])
+    sb.add_skill("harness", "yankee refund voucher with some extra filler words", ["yy"])
+    angles = {"xray": 5, "foxtrot": 10, "golf": 15, "hotel": 20, "zulu": 25, "yankee": 30}
+    emb = FixedEmbedder({word: _angle(deg) for word, deg in angles.items()})
+    lexical = BM25Okapi([tokenize(s.embedding_text()) for s in sb.skills()]).get_scores(tokenize("refund voucher"))
+    assert list(lexical[:4]) == [0, 0, 0, 0] and lexical[4] > lexical[5] > 0  # BM25: Z, Y; the others unmatched
+
+    def fused(k: int) -> dict[str, float]:
+        return {"X": 1 / (k + 1), "F1": 1 / (k + 2), "Z": 1 / (k + 5) + 1 / (k + 1), "Y": 1 / (k + 6) + 1 / (k + 2)}
+
+    def order(scores: dict[str, float]) -> list[str]:
+        return sorted(scores, key=scores.__getitem__, reverse=True)[:3]
+
+    assert order(fused(60)) == ["Z", "Y", "X"] and order(fused(1)) == ["Z", "X", "Y"]
+    got = ids(retrieve_top_k(sb, "refund voucher", top_k=3, embedder=emb))
+    assert got == ["harness-00005", "harness-00006", "harness-00001"]  # Z, Y, X
+
+
+def test_rrf_fuse_defaults_to_k_60() -> None:
+    dense = (np.array([0, 1, 2]), np.array([1, 2, 3]))
+    lexical = (np.array([2, 0]), np.array([1, 2]))
+    np.testing.assert_allclose(rrf_fuse([dense, lexical], 3), [1 / 61 + 1 / 62, 1 / 62, 1 / 63 + 1 / 61], rtol=1e-12)
+
+
 # -------------------------------------------------------- embedding failure
 def test_query_that_cannot_be_embedded_raises() -> None:
     sb = _book()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -87,3 +88,26 @@ def test_removing_a_dead_slot_is_refused() -> None:
     index.remove(slot)
     with pytest.raises(KeyError, match="not live"):
         index.remove(slot)
+
+
+def test_scores_match_a_hand_computed_okapi_example() -> None:
+    """Okapi BM25 with k1 = 1.5, b = 0.75 and the floor epsilon = 0.25 x the mean IDF, by hand on three documents.
+
+    N = 3, lengths 2, 1, 2 (avgdl 5/3). idf(voucher) = ln((3 - 1 + 0.5) / (1 + 0.5)); `refund` is in 2 of 3
+    documents, so its Okapi IDF ln(1.5 / 2.5) is negative and takes 0.25 x the mean IDF of the four terms.
+    """
+    index = BM25Index()
+    for doc in (["refund", "voucher"], ["refund"], ["flight", "seat"]):
+        index.add(doc)
+    k1, b, avgdl = 1.5, 0.75, 5 / 3
+    rare = math.log(2.5 / 1.5)
+    floor = 0.25 * (3 * rare + math.log(1.5 / 2.5)) / 4
+
+    def term(idf: float, tf: int, length: int) -> float:
+        return idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+
+    scores, hit = index.scores(["voucher"])
+    np.testing.assert_allclose(scores, [term(rare, 1, 2), 0, 0], rtol=1e-12)
+    assert hit.tolist() == [True, False, False]
+    scores, _ = index.scores(["refund"])
+    np.testing.assert_allclose(scores, [term(floor, 1, 2), term(floor, 1, 1), 0], rtol=1e-12)

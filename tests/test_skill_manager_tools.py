@@ -238,3 +238,13 @@ def test_mutations_are_barriers_so_the_audit_log_follows_the_model_order() -> No
     # pydantic-ai runs the calls of one response concurrently unless a tool is `sequential` (a barrier).
     assert {t.name for t in SM_TOOLS if t.sequential} == {"add_skill", "update_skill", "tag_skill", "remove_skill"}
     assert {t.name for t in SM_TOOLS if not t.sequential} == {"search_skills", "read_skill"}
+
+
+def test_every_tool_result_has_a_schema() -> None:
+    """pydantic builds a result schema only from `typing_extensions.TypedDict` on Python 3.11; a `typing` one
+    falls back to an unconstrained schema (with a warning), so the skill manager's tools must keep using it."""
+    from ace.implementations.sm_tools import SM_TOOLS
+
+    for tool in SM_TOOLS:
+        schema = tool.function_schema.return_schema
+        assert schema is not None and ("properties" in schema or "$defs" in schema or "items" in schema), tool.name

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC
 
 import numpy as np
 import pytest
+from dirty_equals import IsList, IsNow, IsStr
 
 from ace import InsightSource, Skillbook, SkillbookError, UnknownSkillError, UpdateOperation
 from ace.core.skill import VALID_SECTIONS
@@ -420,3 +422,31 @@ def test_active_count_follows_every_mutation_and_rollback(tmp_path: object) -> N
     path = Path(str(tmp_path)) / "s.json"
     sb.save_to_file(path)
     assert Skillbook.load_from_file(path).active_count == len(sb.skills()) == 1
+
+
+def test_a_new_skill_on_disk_has_its_id_and_timestamps_now() -> None:
+    """The whole `to_dict` of a new skill and then an updated one; ids and times compared by shape (dirty-equals)."""
+    sb = Skillbook()
+    sid = add_context(sb)
+    now = IsNow(iso_string=True, delta=60, tz=UTC)
+    data = sb.get_skill(sid).to_dict()
+    assert data == {
+        "id": IsStr(regex=r"context-\d{5}"),
+        "section": "context",
+        "keywords": ["airline", "cabin_class"],
+        "issue": ISSUE,
+        "insight": INSIGHT,
+        "active": True,
+        "used_count": 0,
+        "helpful_count": 0,
+        "harmful_count": 0,
+        "neutral_count": 0,
+        "created_at": now,
+        "updated_at": data["created_at"],
+        "occurrences": [{**SRC.to_dict(), "operation_type": "ADD"}],  # the source's own timestamp: when it was made
+    }
+    sb.update_skill(sid, ISSUE, ["airline", "cabin_class", "upgrade"], insight_source=SRC)
+    updated = sb.get_skill(sid).to_dict()
+    assert updated["updated_at"] == now and updated["updated_at"] >= data["updated_at"]
+    update = {**SRC.to_dict(), "operation_type": "UPDATE"}
+    assert updated["occurrences"] == IsList(data["occurrences"][0], update)

@@ -288,7 +288,8 @@ def test_a_sound_cache_loads_without_warnings(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------ the export
 def test_the_markdown_export_escapes_a_skill_id() -> None:
     book = seeded()
-    book.require_skill("context-00001").id = "evil`\n# Injected <script>alert(1)</script>"
+    # An id the skillbook never assigns (Skill refuses the assignment: forced here, as a damaged caller might)
+    object.__setattr__(book.require_skill("context-00001"), "id", "evil`\n# Injected <script>alert(1)</script>")
     markdown = export_markdown(book)
     assert not any(line.startswith("# Injected") for line in markdown.splitlines())
     assert "<script>" not in markdown and "&lt;script&gt;" in markdown

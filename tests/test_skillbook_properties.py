@@ -57,6 +57,29 @@ def test_ordinary_labels_always_normalise(raw: list[str]) -> None:
     assert all(label == label.lower() for label in out)
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (["Booking API"], ["booking_api"]),  # lower case, spaces to one underscore
+        (["  Tau-Bench  "], ["tau_bench"]),  # trimmed; punctuation to underscore
+        (["rate__limit", "a - b"], ["rate_limit", "a_b"]),  # runs of underscores collapse
+        (["_cabin_class_", ".v2."], ["cabin_class", "v2"]),  # no leading or trailing _ or .
+        (["api.v1.2", "Airline", "airline", "AIRLINE!"], ["api.v1.2", "airline"]),  # dots kept; de-duplicated
+        (["réservation", "ÉTÉ"], ["réservation", "été"]),  # letters of any script are word characters
+        (["!!!", "ok"], ["ok"]),  # a label with nothing left is dropped
+    ],
+)
+def test_normalisation_by_example(raw: list[str], expected: list[str]) -> None:
+    assert normalize_keywords(raw) == expected
+
+
+def test_the_longest_label_is_kept_and_one_more_character_is_refused() -> None:
+    assert normalize_keywords(["k" * MAX_KEYWORD_LENGTH]) == ["k" * MAX_KEYWORD_LENGTH]
+    with pytest.raises(SkillbookError, match=f"too long \\({MAX_KEYWORD_LENGTH + 1} > {MAX_KEYWORD_LENGTH}"):
+        normalize_keywords(["k" * (MAX_KEYWORD_LENGTH + 1)])
+    assert MAX_KEYWORD_LENGTH == 40
+
+
 @pytest.mark.parametrize("bad", [[], [""], "airline"])
 def test_normalisation_errors_name_the_fix(bad: object) -> None:
     with pytest.raises(SkillbookError, match="keywords"):

@@ -242,7 +242,7 @@ def test_a_plugin_that_fails_to_import_stops_everything(monkeypatch: pytest.Monk
     ) in result.output
     assert not (tmp_path / "out").exists()
     listed = CliRunner().invoke(main, ["steps", "list"])
-    assert listed.exit_code == 1 and "ace-broken-step 0.3.1 failed to import" in listed.output
+    assert listed.exit_code == 2 and "ace-broken-step 0.3.1 failed to import" in listed.output
 
 
 FLAKY_PLUGIN = """
@@ -309,7 +309,7 @@ def test_resume_refuses_a_different_pipeline(monkeypatch: pytest.MonkeyPatch, tm
     assert result.exit_code == 0, result.output
     folder = only_run(tmp_path / "out")
     refused = invoke(monkeypatch, ["e2e", "--resume", str(folder), "--dedup", "--step", "persist:path=other.json"])
-    assert refused.exit_code == 1
+    assert refused.exit_code == 2
     assert "cannot resume" in refused.output and "with a different pipeline" in refused.output
     assert "step 'deduplicate': not in the run, added now" in refused.output
     assert 'step \'persist\' options: {"path": "skillbook.json"} in the run, {"path": "other.json"} now' in (

@@ -72,7 +72,7 @@ def test_a_missing_data_file_is_named_with_the_fetch_command(airline_data: Path,
     with pytest.raises(DataFolderError, match=r"users\.json is missing.*ace-eval data fetch tau-bench"):
         load_airline_data(folder)
     result = CliRunner().invoke(benchmark, ["check", "tau-bench-airline", "--data-dir", str(folder)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "users.json is missing" in result.stderr
 
 

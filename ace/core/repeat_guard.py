@@ -19,6 +19,8 @@ from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
+from ace.exceptions import RunError
+
 __all__ = ["DEFAULT_MAX_REPEATS", "RepeatGuard", "RepeatedCallsError", "call_key"]
 
 DEFAULT_MAX_REPEATS = 3
@@ -31,7 +33,7 @@ def _not_applied(result: Any) -> bool:
     return ok is False
 
 
-class RepeatedCallsError(Exception):
+class RepeatedCallsError(RunError):
     """The model kept repeating identical tool calls after being told not to; ends the session."""
 
 

@@ -10,21 +10,25 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict  # pydantic builds tool-result schemas only from this one on 3.11
 
 from ace.core.insight_source import InsightSource, utc_now
 from ace.core.text_rules import check_text, validate_skill_id
-from ace.exceptions import SkillbookError
+from ace.exceptions import SkillbookError, SkillFieldError
 
 __all__ = [
     "MAX_KEYWORD_LENGTH",
+    "SKILL_FIELD_METHODS",
     "VALID_SECTIONS",
     "Embedding",
     "Quarantine",
     "Section",
     "Skill",
+    "SkillSummary",
     "embedding_input",
     "embedding_input_hash",
     "normalize_keywords",
+    "skill_summary",
     "validate_insight",
     "validate_issue",
     "validate_section",
@@ -35,6 +39,27 @@ VALID_SECTIONS: frozenset[str] = frozenset({"context", "harness"})
 MAX_KEYWORD_LENGTH = 40
 Embedding: TypeAlias = npt.NDArray[np.float32]
 
+_TEXT_FIX = "use skillbook.update_skill({id!r}, issue, keywords, insight) (omit keywords or insight to keep them)"
+_TAG_FIX = "use skillbook.tag_skill({id!r}, delta) with delta 1 (helpful), -1 (harmful) or 0 (neutral)"
+_RECORDED = "the skillbook records it with each add_skill / update_skill / tag_skill / remove_skill"
+SKILL_FIELD_METHODS: dict[str, str] = {
+    "embedding": "use skillbook.set_embedding({id!r}, vector) (a 1-D float vector, or None to clear it)",
+    "issue": _TEXT_FIX,
+    "insight": _TEXT_FIX,
+    "keywords": _TEXT_FIX,
+    "active": "use skillbook.remove_skill({id!r}, reason) (or purge({id!r}) to delete it for good)",
+    "quarantine": "use skillbook.quarantine_skill({id!r}, reason) or release_skill({id!r}, reason)",
+    "used_count": _TAG_FIX,
+    "helpful_count": _TAG_FIX,
+    "harmful_count": _TAG_FIX,
+    "neutral_count": _TAG_FIX,
+    "occurrences": _RECORDED,
+    "updated_at": _RECORDED,
+    "created_at": "it is set once, by add_skill",
+    "id": "ids are assigned by add_skill and never change",
+    "section": "a skill keeps its section: add a new skill in the other section and remove this one",
+}
+"""The skillbook method that changes each field (every field of `Skill`), named by the error an assignment raises."""
 _NON_IDENT = re.compile(r"[^\w.]+")
 _UNDERSCORES = re.compile(r"_{2,}")
 
@@ -95,6 +120,19 @@ class Skill:
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Fields are set once, by the constructor: every change goes through the skillbook, which validates it,
+        records its provenance and keeps the sidecar and the search index in step."""
+        if self.__dict__.get("_sealed") and name in SKILL_FIELD_METHODS:
+            raise SkillFieldError(
+                f"Skill.{name} cannot be assigned: the skillbook validates and records every change; "
+                f"{SKILL_FIELD_METHODS[name].format(id=self.id)}"
+            )
+        object.__setattr__(self, name, value)
+
     @property
     def visible(self) -> bool:
         """Active and not quarantined: the one filter by which prompts, search and the agent's top-k hide skills."""
@@ -146,19 +184,6 @@ class Skill:
         if self.quarantine is not None:
             out["quarantine"] = self.quarantine.to_dict()
         return out
-
-    def to_llm_dict(self) -> dict[str, Any]:
-        """The fields an LLM needs to reason about the skill (no timestamps, no audit chain)."""
-        return {
-            "id": self.id,
-            "section": self.section,
-            "keywords": list(self.keywords),
-            "issue": self.issue,
-            "insight": self.insight,
-            "helpful": self.helpful_count,
-            "harmful": self.harmful_count,
-            "neutral": self.neutral_count,
-        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Skill:
@@ -342,3 +367,30 @@ def embedding_input(issue: str, insight: str | None, keywords: list[str]) -> str
 def embedding_input_hash(text: str) -> str:
     """Short stable fingerprint of an embedding input, so a cached vector is only reused for the same text."""
     return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class SkillSummary(TypedDict):
+    """The fields an LLM needs to reason about a skill: no timestamps, no audit chain."""
+
+    id: str
+    section: Section
+    keywords: list[str]
+    issue: str
+    insight: str | None
+    helpful: int
+    harmful: int
+    neutral: int
+
+
+def skill_summary(skill: Skill) -> SkillSummary:
+    """`skill` as the plain data a prompt or a tool result shows (`Skillbook.to_llm_dict`, `search_skills`)."""
+    return {
+        "id": skill.id,
+        "section": skill.section,
+        "keywords": list(skill.keywords),
+        "issue": skill.issue,
+        "insight": skill.insight,
+        "helpful": skill.helpful_count,
+        "harmful": skill.harmful_count,
+        "neutral": skill.neutral_count,
+    }

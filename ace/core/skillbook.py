@@ -23,6 +23,7 @@ from ace.core.skill import (
     Skill,
     embedding_input_hash,
     normalize_keywords,
+    skill_summary,
     validate_insight,
     validate_issue,
     validate_section,
@@ -139,11 +140,6 @@ class Skillbook:
             else:
                 pool = (self._skills[i] for i in self._sections[validate_section(section)])
             return [s for s in pool if include_inactive or s.visible]
-
-    def section_ids(self, section: Section) -> list[str]:
-        """Ids of all skills (active or not) in one section, in creation order."""
-        with self._lock:
-            return list(self._sections[validate_section(section)])
 
     def changes_since(self, version: int) -> set[str] | None:
         """Ids of skills changed after `version`, or `None` when the change log no longer reaches back."""
@@ -282,7 +278,7 @@ class Skillbook:
         with self._lock:
             skill = self.require_skill(skill_id)
             if embedding is None:
-                skill.embedding = None
+                object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
             vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
             dim = self._embedding_dim(exclude=skill_id)
@@ -296,7 +292,7 @@ class Skillbook:
                     f"embedding of {skill_id} has dimension {vector.shape[0]} but the skillbook's vectors have {dim}: "
                     "clear all embeddings (set_embedding(id, None)) before switching embedding models"
                 )
-            skill.embedding = vector
+            object.__setattr__(skill, "embedding", vector)
 
     # ---------------------------------------------------------------- internal
     def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
@@ -328,7 +324,7 @@ class Skillbook:
         entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
         if kind in ("REMOVE", "QUARANTINE", "RELEASE"):
             entry = dataclasses.replace(entry, learning_text=op.reason)
-        skill.occurrences = [*skill.occurrences, entry]
+        object.__setattr__(skill, "occurrences", [*skill.occurrences, entry])  # `skill` is new here: not shared yet
         previous = self._skills.get(skill.id)
         if previous is None:
             self._sections[skill.section][skill.id] = None
@@ -491,7 +487,7 @@ class Skillbook:
 
     def to_llm_dict(self) -> dict[str, Any]:
         """Visible skills as plain data for an LLM prompt or tool result."""
-        return {"skills": [s.to_llm_dict() for s in self.skills()]}
+        return {"skills": [skill_summary(s) for s in self.skills()]}
 
     def stats(self) -> dict[str, Any]:
         """Counts for dashboards and logs: skills by section and state, tags, occurrences, cached vectors."""
@@ -611,7 +607,7 @@ class Skillbook:
             for skill in book._skills.values():
                 hit = cached.get(skill.id)
                 if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
-                    skill.embedding = hit[1]
+                    object.__setattr__(skill, "embedding", hit[1])
         return book
 
     def _embedding_dim(self, exclude: str | None = None) -> int | None:

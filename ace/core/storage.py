@@ -93,11 +93,16 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
             remove_stale_temps(target.parent, target.name)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
             pending.append((tmp, target))
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
-                write(f)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
+                    write(f)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as e:  # a full disk fails a write(), which names no file: name the one being saved
+                if e.filename is None and e.errno is not None:
+                    e.filename = str(target)
+                raise
         while pending:
             tmp, target = pending[0]
             os.replace(tmp, target)

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ace.exceptions import AceError
+from ace.exceptions import RunError
 
 __all__ = ["Embedder", "EmbeddingError", "EmbeddingMatrix", "check_embeddings", "l2_normalize"]
 
@@ -16,7 +16,7 @@ EmbeddingMatrix = npt.NDArray[np.float32]
 """A `(n_texts, dimension)` float32 matrix, one row per input text."""
 
 
-class EmbeddingError(AceError):
+class EmbeddingError(RunError):
     """Texts could not be embedded (the backend failed or returned something unusable)."""
 
 

@@ -13,9 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
-from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
@@ -24,6 +23,7 @@ from ace.core.recursive_agent import RecursiveAgent
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
+from ace.implementations.instrumentation import Instrument, instrumentation
 from ace.implementations.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.implementations.reflection import Reflection
 from ace.implementations.skill_rendering import render_skills_xml, retrieve_top_k
@@ -80,7 +80,7 @@ class SkillManager:
         settings: SMSettings | None = None,
         embedder: Embedder | None = None,
         model_settings: ModelSettings | None = None,
-        instrument: InstrumentationSettings | bool | None = None,
+        instrument: Instrument = None,
         instructions: str = SKILL_MANAGER_PROMPT,
     ) -> None:
         """Build the skill manager.
@@ -97,10 +97,7 @@ class SkillManager:
         """
         self.settings = settings or SMSettings()
         self.embedder = embedder
-        self._capabilities: tuple[AbstractCapability[SMDeps], ...] = (ArgumentRefusals(),)
-        if instrument:
-            options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
-            self._capabilities += (Instrumentation(settings=options),)
+        self._capabilities: tuple[AbstractCapability[SMDeps], ...] = (ArgumentRefusals(), *instrumentation(instrument))
         self.agent: RecursiveAgent[SMDeps, str] = RecursiveAgent(
             infer_model(model, role="skill_manager"),
             instructions=instructions,

@@ -33,7 +33,14 @@ from typing_extensions import TypedDict
 
 from ace.core.insight_source import InsightSource, OperationType
 from ace.core.recursive_agent import SessionBudget
-from ace.core.skill import Section, Skill, normalize_keywords, validate_insight, validate_issue
+from ace.core.skill import (
+    Skill,
+    SkillSummary,
+    normalize_keywords,
+    skill_summary,
+    validate_insight,
+    validate_issue,
+)
 from ace.core.skillbook import Skillbook
 from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, check_text
 from ace.embeddings.base import Embedder
@@ -162,17 +169,6 @@ class ConflictResult(TypedDict):
     ok: bool
     conflict: str
     skills: list[SkillSummary]
-
-
-class SkillSummary(TypedDict):
-    id: str
-    section: Section
-    keywords: list[str]
-    issue: str
-    insight: str | None
-    helpful: int
-    harmful: int
-    neutral: int
 
 
 class OccurrenceView(TypedDict):
@@ -365,7 +361,7 @@ def search_skills(
             keywords=keywords or None,
             embedder=deps.embedder,
         )
-        results = [_summary(s) for s in found if s.visible]
+        results = [skill_summary(s) for s in found if s.visible]
         deps.saw(found)
         deps.searched_at = position
         span.set_attribute("ace.results_count", len(results))
@@ -563,7 +559,7 @@ def _conflict(deps: SMDeps, span: Span, tool: ToolName, message: str, skills: li
     deps.refusals.append(Refusal(tool=tool, reason=message))
     span.set_attribute("ace.result", "conflict")
     span.set_attribute("ace.conflict_ids", [s.id for s in skills])
-    return {"ok": False, "conflict": message, "skills": [_summary(s) for s in skills]}
+    return {"ok": False, "conflict": message, "skills": [skill_summary(s) for s in skills]}
 
 
 def _seen_current(deps: SMDeps, skill_id: str) -> bool:
@@ -598,22 +594,9 @@ def _unseen_similar(deps: SMDeps, issue: str, keywords: list[str], insight: str 
     return [s for s in found if s.id in unseen and s.visible]
 
 
-def _summary(skill: Skill) -> SkillSummary:
-    return {
-        "id": skill.id,
-        "section": skill.section,
-        "keywords": list(skill.keywords),
-        "issue": skill.issue,
-        "insight": skill.insight,
-        "helpful": skill.helpful_count,
-        "harmful": skill.harmful_count,
-        "neutral": skill.neutral_count,
-    }
-
-
 def _detail(skill: Skill) -> SkillDetail:
     return SkillDetail(
-        **_summary(skill),
+        **skill_summary(skill),
         used=skill.used_count,
         active=skill.active,
         removal_reason=skill.removal_reason,

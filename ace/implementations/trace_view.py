@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 
 __all__ = [
     "ErrorKind",
@@ -51,7 +51,7 @@ _REFUSAL = re.compile(
 _ERROR_KEYS = ("error", "errors", "exception")
 
 
-class TraceFormatError(AceError, ValueError):
+class TraceFormatError(UserError, ValueError):
     """A trace mapping a reflector cannot read; the message names the key and the fix."""
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic_ai.exceptions import ModelAPIError
 
-from ace.exceptions import AceError
+from ace.exceptions import RunError, UserError
 
 __all__ = ["FailureKind", "LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
 
@@ -34,7 +34,7 @@ LOCAL_INSTALL_HINT = (
 llama-cpp-python, which compiles)."""
 
 
-class ModelConfigError(AceError, ValueError):
+class ModelConfigError(UserError, ValueError):
     """A model string, role or setting that cannot be used; the message names the variable and the fix."""
 
 
@@ -49,7 +49,7 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
         )
 
 
-class ModelRequestError(AceError, ModelAPIError):
+class ModelRequestError(RunError, ModelAPIError):
     """A model request that failed for good: not retryable, or still failing after the last retry.
 
     The provider's own exception is the `__cause__`.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, shape
 
 __all__ = [
@@ -41,7 +41,7 @@ _NOT_IN_IDS = frozenset({"card_number"})
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+(?:#\d+)?\]")
 
 
-class RedactionConfigError(AceError, ValueError):
+class RedactionConfigError(UserError, ValueError):
     """An extra pattern or allow-list entry that cannot be used; the message names it and the fix."""
 
 

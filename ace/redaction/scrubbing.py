@@ -9,6 +9,7 @@ redacts the value; for Logfire's own patterns (password, api key, session, ...) 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ace.redaction._redactor import Redactor
@@ -16,9 +17,10 @@ from ace.redaction._redactor import Redactor
 if TYPE_CHECKING:
     import logfire
 
-__all__ = ["GROUP", "scrubbing_options", "trigger_pattern"]
+__all__ = ["GROUP", "keep_everyday_words", "scrubbing_options", "trigger_pattern"]
 
 GROUP = "ace_redaction"
+_EVERYDAY = re.compile(r"session|credit[ _-]?card", re.IGNORECASE)
 
 
 def trigger_pattern(redactor: Redactor) -> str:
@@ -31,8 +33,6 @@ def scrubbing_options(redactor: Redactor | None) -> logfire.ScrubbingOptions:
     """`logfire.ScrubbingOptions` with ACE's callback: everyday words kept (`keep_everyday_words`), and with a
     `redactor` every detected secret replaced by its placeholder."""
     import logfire
-
-    from ace.observability import keep_everyday_words
 
     if redactor is None:
         return logfire.ScrubbingOptions(callback=keep_everyday_words)
@@ -48,3 +48,15 @@ def scrubbing_options(redactor: Redactor | None) -> logfire.ScrubbingOptions:
         return keep_everyday_words(logfire.ScrubMatch(match.path, redacted, match.pattern_match))
 
     return logfire.ScrubbingOptions(callback=callback, extra_patterns=[trigger_pattern(redactor)])
+
+
+def keep_everyday_words(match: logfire.ScrubMatch) -> Any:
+    """Logfire scrubbing callback: words that are ordinary in agent traces ("session", "credit card") do not
+    redact a value, so opted-in prompts about airline payments stay readable.
+
+    Any other sensitive pattern (password, api key, token, ...) in the same value still redacts it.
+    """
+    found, value = match.pattern_match, match.value
+    if _EVERYDAY.fullmatch(found.group(0)) and isinstance(value, str) and not found.re.search(_EVERYDAY.sub("", value)):
+        return value
+    return None

@@ -11,18 +11,18 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ace.exceptions import AceError
+from ace.exceptions import RunError, UserError
 from ace.observability import ace_span
 from ace.steps.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext
 
 __all__ = ["Pipeline", "PipelineError", "StepFailed", "StepTiming", "check_order"]
 
 
-class PipelineError(AceError, ValueError):
+class PipelineError(UserError, ValueError):
     """Steps that cannot run in this order: a requirement nobody provides, or an unknown field name."""
 
 
-class StepFailed(Exception):
+class StepFailed(RunError):
     """A step raised: `step` is its name, `cause` what it raised (also `__cause__`), `ctx` the context the step
     was given (what the earlier steps produced: a reflection, model usage), so a harness records it."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ace.implementations.reflector import Reflector
+from ace.implementations.reflector_base import Reflector
 from ace.steps.context import StepContext, trace_identity
 
 __all__ = ["ReflectStep"]

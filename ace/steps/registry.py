@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.steps.context import Step
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ace.embeddings.base import Embedder
-    from ace.implementations.reflector import Reflector
+    from ace.implementations.reflector_base import Reflector
     from ace.implementations.skill_manager import SkillManager
     from ace.redaction import Redactor
 
@@ -63,11 +63,11 @@ OptionsT = TypeVar("OptionsT", bound=BaseModel)
 T = TypeVar("T")
 
 
-class StepConfigError(AceError, ValueError):
+class StepConfigError(UserError, ValueError):
     """A step that cannot be used as asked: unknown name, bad option, missing resource. Names the step and fix."""
 
 
-class PluginError(AceError, RuntimeError):
+class PluginError(UserError, RuntimeError):
     """An `ace.steps` entry point that cannot be loaded; names the distribution, its version and the exception."""
 
 

@@ -13,6 +13,8 @@ from types import MappingProxyType
 
 import click
 
+from ace_eval._reporting import EXIT_CODES_HELP, ReportingGroup
+
 __all__ = ["COMMANDS", "LazyCommand", "LazyGroup", "main"]
 
 
@@ -78,7 +80,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
 )
 
 
-class LazyGroup(click.Group):
+class LazyGroup(ReportingGroup):
     """A click group whose sub-commands are imported on first use; its help lists them from `COMMANDS`."""
 
     def __init__(self, *args: object, lazy_commands: Mapping[str, LazyCommand], **kwargs: object) -> None:
@@ -132,6 +134,7 @@ def _shorten(text: str, limit: int) -> str:
     cls=LazyGroup,
     lazy_commands=COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES_HELP,
 )
 @click.option(
     "--version",

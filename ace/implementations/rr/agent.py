@@ -12,16 +12,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model
-from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.settings import ModelSettings
 
 from ace.core.recursive_agent import RecursiveAgent
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
+from ace.implementations.instrumentation import Instrument, instrumentation
 from ace.implementations.reflection import Reflection
-from ace.implementations.reflector import (
+from ace.implementations.reflector_base import (
     ReflectorError,
     ReflectorResult,
     TagCheck,
@@ -48,7 +48,7 @@ class RecursiveReflector:
         config: RecursiveConfig | None = None,
         embedder: Embedder | None = None,
         model_settings: ModelSettings | None = None,
-        instrument: InstrumentationSettings | bool | None = None,
+        instrument: Instrument = None,
         instructions: str = RR_PROMPT,
         grader_feedback: bool = True,
     ) -> None:
@@ -70,10 +70,7 @@ class RecursiveReflector:
         self.model = infer_model(model, role="reflector")
         settings = ModelSettings(**(model_settings or {}))
         settings.setdefault("cache", self.config.cache_setting)
-        self._capabilities: tuple[AbstractCapability[RRDeps], ...] = ()
-        if instrument:
-            options = instrument if isinstance(instrument, InstrumentationSettings) else InstrumentationSettings()
-            self._capabilities = (Instrumentation(settings=options),)
+        self._capabilities: tuple[AbstractCapability[RRDeps], ...] = instrumentation(instrument)
         self.agent: RecursiveAgent[RRDeps, Reflection] = RecursiveAgent(
             self.model,
             instructions=instructions,

@@ -23,7 +23,7 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
-from ace.implementations.reflector import TagCheck
+from ace.implementations.reflector_base import TagCheck
 from ace.implementations.rr.config import RecursiveConfig
 from ace.implementations.rr.sandbox import run_code
 from ace.implementations.skill_rendering import render_skills_xml, retrieve_top_k

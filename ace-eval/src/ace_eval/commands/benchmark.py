@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ace.exceptions import UserError
+from ace_eval._reporting import ReportingGroup
 from ace_eval.benchmarks.tau_bench.check import (
     PROVINCE_REVISION,
     GoldHashes,
@@ -15,7 +17,7 @@ from ace_eval.benchmarks.tau_bench.check import (
     has_state_addresses,
     load_trajectories,
 )
-from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, DataFolderError, load_airline_data
+from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, load_airline_data
 
 __all__ = ["DATA_DIR_ENV", "benchmark"]
 
@@ -23,7 +25,7 @@ DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
 """Environment variable naming the airline data folder when `--data-dir` is not given."""
 
 
-@click.group("benchmark")
+@click.group("benchmark", cls=ReportingGroup)
 def benchmark() -> None:
     """Check benchmark data offline."""
 
@@ -53,11 +55,8 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
     """
     if data_dir is None:
         raise click.UsageError(f"pass --data-dir (or set ${DATA_DIR_ENV}); to get the data, {FETCH_HINT}")
-    try:
-        data = load_airline_data(data_dir)
-        runs = load_trajectories(trajectories) if trajectories is not None else None
-    except DataFolderError as e:
-        raise click.ClickException(str(e)) from None
+    data = load_airline_data(data_dir)
+    runs = load_trajectories(trajectories) if trajectories is not None else None
     if runs is None:
         for task_id, gold_hash in GoldHashes(data).all(progress=progress):
             click.echo(f"{task_id} {gold_hash}")
@@ -72,7 +71,7 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
     try:
         result = check_recorded_runs(data, runs, progress=progress)
     except IndexError as e:
-        raise click.ClickException(f"{trajectories}: {e}") from None
+        raise UserError(f"{trajectories}: {e}") from None
     checks = result.checks
     for c in checks:
         click.echo(f"{c.task_id} {c.trial} {c.recorded_reward} {c.reward}")

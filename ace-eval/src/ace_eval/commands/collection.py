@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from ace_eval import __version__
+from ace_eval._reporting import ReportingGroup
 from ace_eval._text import plural
 from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
 from ace_eval.e2e.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
-    CollectionError,
     CollectionManifest,
     read_collection,
     repair_collection,
@@ -34,7 +34,7 @@ def _parse_models(values: tuple[str, ...]) -> dict[str, str]:
     return models
 
 
-@click.group("collection")
+@click.group("collection", cls=ReportingGroup)
 def collection() -> None:
     """Trace collections: a folder with manifest.json and traces.jsonl (one trace per line)."""
 
@@ -61,18 +61,15 @@ def import_command(
             f"{out} already holds a trace collection: choose another folder, or delete that one first",
             param_hint="--out",
         )
-    try:
-        imported = import_traces(fmt, src, source_system=source_system)
-        manifest = write_collection(
-            out,
-            imported.traces,
-            source_system=imported.source_system,
-            benchmark=benchmark or imported.benchmark,
-            models={**imported.models, **model_map},
-            metadata={**imported.metadata, "ace_eval_version": __version__},
-        )
-    except CollectionError as e:
-        raise click.ClickException(str(e)) from None
+    imported = import_traces(fmt, src, source_system=source_system)
+    manifest = write_collection(
+        out,
+        imported.traces,
+        source_system=imported.source_system,
+        benchmark=benchmark or imported.benchmark,
+        models={**imported.models, **model_map},
+        metadata={**imported.metadata, "ace_eval_version": __version__},
+    )
     counts = manifest.counts
     click.echo(
         f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
@@ -120,10 +117,7 @@ def format_stats(directory: Path, manifest: CollectionManifest, stats: Collectio
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON.")
 def stats_command(directory: Path, as_json: bool) -> None:
     """Validate the collection in DIRECTORY and print its traces, success rate, sizes and results per task."""
-    try:
-        manifest, traces = read_collection(directory)
-    except CollectionError as e:
-        raise click.ClickException(str(e)) from None
+    manifest, traces = read_collection(directory)
     stats = collection_stats(traces, manifest.success_threshold)
     if as_json:
         payload = {"manifest": manifest.model_dump(mode="json"), "stats": stats.to_dict()}
@@ -136,10 +130,7 @@ def stats_command(directory: Path, as_json: bool) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 def repair_command(directory: Path) -> None:
     """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest."""
-    try:
-        manifest, dropped = repair_collection(directory)
-    except CollectionError as e:
-        raise click.ClickException(str(e)) from None
+    manifest, dropped = repair_collection(directory)
     if dropped:
         click.echo("Dropped the unfinished last line (a trace the interrupted run had not finished writing).")
     click.echo(f"Manifest recounted: traces {manifest.counts.traces}, successes {manifest.counts.successes}.")

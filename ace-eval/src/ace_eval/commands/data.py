@@ -6,14 +6,15 @@ from pathlib import Path
 
 import click
 
-from ace_eval.benchmarks.tau_bench.fetch import DEFAULT_REF, UPSTREAM_REPO, FetchError, RemoteFile, fetch_airline_data
+from ace_eval._reporting import ReportingGroup
+from ace_eval.benchmarks.tau_bench.fetch import DEFAULT_REF, UPSTREAM_REPO, RemoteFile, fetch_airline_data
 
 __all__ = ["DEFAULT_DEST", "data"]
 
 DEFAULT_DEST = Path("data") / "tau-bench" / "airline"
 
 
-@click.group("data")
+@click.group("data", cls=ReportingGroup)
 def data() -> None:
     """Download benchmark data."""
 
@@ -39,8 +40,5 @@ def fetch(name: str, dest: Path, ref: str, force: bool, verify: bool) -> None:
     def report(file: RemoteFile, status: str) -> None:
         click.echo(f"{status:7} {dest / file.name}", err=True)
 
-    try:
-        fetch_airline_data(dest, ref=ref, force=force, verify=verify, on_file=report)
-    except FetchError as e:
-        raise click.ClickException(str(e)) from None
+    fetch_airline_data(dest, ref=ref, force=force, verify=verify, on_file=report)
     click.echo(str(dest))

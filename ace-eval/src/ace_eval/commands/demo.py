@@ -10,7 +10,7 @@ import click
 from pydantic_ai.settings import ModelSettings
 
 from ace.core.recursive_agent import SessionBudget
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.implementations.skill_manager import SMSettings
 from ace.llm import LocalModel
 from ace_eval._text import plural
@@ -117,7 +117,7 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
     """
     collection = traces or find_demo_collection()
     if collection is None:
-        raise click.ClickException(
+        raise UserError(
             f"the demo collection ({DEMO_COLLECTION}) was not found next to this ace-eval or in the current folder: "
             "run from the repository root, or pass --traces DIR"
         )
@@ -133,9 +133,5 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
     )
     click.echo(f"Replaying {collection} on the embedded models (SmolLM2-135M + MiniLM) ...", err=True)
     started = time.monotonic()
-    try:
-        result = run_e2e(settings, injections=demo_injections())
-    except AceError as e:
-        notes = getattr(e, "__notes__", None) or []
-        raise click.ClickException("\n".join([str(e), *notes])) from None
+    result = run_e2e(settings, injections=demo_injections())
     click.echo(format_demo_summary(result, time.monotonic() - started))

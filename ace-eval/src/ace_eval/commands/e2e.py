@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from ace.exceptions import AceError
-from ace.steps.registry import PluginError, StepConfigError, parse_step_spec
+from ace.steps.registry import parse_step_spec
 from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
-from ace_eval.e2e.preflight import PreflightError
+from ace_eval.e2e.run_record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 
 __all__ = ["e2e", "format_summary"]
@@ -26,50 +23,45 @@ _MODEL_HELP = (
 
 def format_summary(result: E2EResult) -> str:
     """What `e2e` prints when a run is done: the folder, the training, the skillbook, the benchmark."""
-    record = result.record
-    training = record.get("training") or {}
+    record = RunRecord.of(result.record)
+    training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
     sections = stats["sections"]
+    traces = record.collection.traces_used if record.collection is not None else 0
     lines = [
         f"Run folder: {result.folder.path}",
-        f"Trained on {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} x "
-        f"{plural(record['config']['epochs'], 'epoch')}: {plural(training.get('samples', 0), 'sample')}, "
-        f"{plural(training.get('errors', 0), 'error')}",
+        f"Trained on {plural(traces, 'trace')} x {plural(record.config.epochs, 'epoch')}: "
+        f"{plural(training.samples, 'sample')}, {plural(training.errors, 'error')}",
         f"Skillbook: {plural(stats['active'], 'active skill')} ({sections['context']} context, "
         f"{sections['harness']} harness), {plural(stats['occurrences'], 'occurrence')}",
     ]
-    errors = record.get("errors") or []
-    if errors:
-        first = errors[0]
-        lines.insert(2, f"  first error, on {first['trace_uid']}: {first['error']} (all: ace-eval inspect)")
-    bench = record.get("benchmark")
-    if bench:
-        phases = {"before": bench.get("before") or {}, "after": bench.get("after") or {}}
-        before, after = phases["before"].get("pass_hat_k", {}), phases["after"].get("pass_hat_k", {})
-        for k in sorted(set(before) | set(after), key=int):
-            b, a = before.get(k), after.get(k)
-            lines.append(f"pass^{k}: {_rate(b)} before -> {_rate(a)} with the skillbook")
-        unquarantined = (bench.get("after_with_quarantined") or {}).get("pass_hat_k", {})
-        if unquarantined:
-            phases["with quarantined"] = bench["after_with_quarantined"]
+    if record.errors:
+        first = record.errors[0]
+        lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
+    if record.benchmark is not None:
+        phases = {"before": record.benchmark.before or PhaseRecord(), "after": record.benchmark.after or PhaseRecord()}
+        before, after = phases["before"].pass_hat_k, phases["after"].pass_hat_k
+        for k in sorted(set(before) | set(after)):
+            lines.append(f"pass^{k}: {_rate(before.get(k))} before -> {_rate(after.get(k))} with the skillbook")
+        unquarantined = record.benchmark.after_with_quarantined
+        if unquarantined is not None and unquarantined.pass_hat_k:
+            phases["with quarantined"] = unquarantined
             held = f"{plural(stats['quarantined'], 'quarantined skill')} back in the agent's context"
-            for k in sorted(unquarantined, key=int):
-                lines.append(f"pass^{k}: {_rate(unquarantined[k])} with the {held}")
+            for k in sorted(unquarantined.pass_hat_k):
+                lines.append(f"pass^{k}: {_rate(unquarantined.pass_hat_k[k])} with the {held}")
         for name, phase in phases.items():
-            if phase.get("errors"):
+            if phase.errors:
                 lines.append(
-                    f"  {name}: pass^k over the {phase.get('scored', 0)} scored episodes only; "
-                    f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out"
+                    f"  {name}: pass^k over the {phase.scored} scored episodes only; "
+                    f"{phase.errors} of {phase.episodes} errored and are left out"
                 )
-    usage = record.get("usage") or {}
-    for role, u in usage.items():
-        cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
-        tokens = f"{u['input_tokens']}+{u['output_tokens']} tokens"
-        lines.append(f"  {role}: {plural(u['requests'], 'request')}, {tokens}{cost}")
+    for role, u in record.usage.items():
+        cost = "" if u.cost_usd is None else f", ${u.cost_usd:.4f}"
+        lines.append(f"  {role}: {plural(u.requests, 'request')}, {u.input_tokens}+{u.output_tokens} tokens{cost}")
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
-    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
+    markdown = result.folder.step_output(result.record, "export_markdown", result.folder.markdown.name)
     if markdown is not None:  # left out with --no-step export_markdown
         lines.append(f"Skillbook markdown: {markdown}")
     return "\n".join(lines)
@@ -177,7 +169,7 @@ def e2e(
     resume_dir: Path | None,
     step_specs: tuple[str, ...],
     no_steps: tuple[str, ...],
-    **flags: Any,
+    **flags: object,
 ) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
 
@@ -208,46 +200,26 @@ def e2e(
             result = resume_e2e(resume_dir, given)
         else:
             result = run_e2e(resolve_settings(given, config=config_file))
-    except KeyboardInterrupt as e:
-        click.echo(_with_notes("interrupted", e), err=True)
-        sys.exit(130)
-    except (StepConfigError, PluginError) as e:
-        raise _UsageFix(_with_notes(str(e), e)) from None
-    except InapplicableFlagError as e:
+    except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
         raise click.UsageError(str(e)) from None
-    except PreflightError as e:
-        raise _UsageFix(str(e)) from None
-    except AceError as e:
-        # exit 2: a refusal the user fixes before anything was written (a busy or unresumable folder)
-        error = _UsageFix if getattr(e, "exit_code", 1) == 2 else click.ClickException
-        raise error(_with_notes(str(e), e)) from None
     click.echo(format_summary(result))
 
 
-class _UsageFix(click.ClickException):
-    """A mistake the user fixes before anything is written (a missing key, a busy folder): exit status 2."""
-
-    exit_code = 2
-
-
-def _pipeline_flags(step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, Any]) -> dict[str, Any]:
+def _pipeline_flags(
+    step_specs: tuple[str, ...], no_steps: tuple[str, ...], flags: dict[str, object]
+) -> dict[str, object]:
     """`--step` / `--no-step` / `--dedup*` as the `steps` and `no_steps` settings (the `--dedup*` flags are
     shorthands of `--step deduplicate:model=...,threshold=...`)."""
-    steps: dict[str, dict[str, Any]] = {}
+    steps: dict[str, dict[str, object]] = {}
     for spec in step_specs:
         name, options = parse_step_spec(spec)
         steps[name] = {**steps.get(name, {}), **options}
     dedup = {"model": flags.pop("dedup_model", None), "threshold": flags.pop("dedup_threshold", None)}
     if flags.pop("dedup", None) or any(v is not None for v in dedup.values()):
         steps["deduplicate"] = {**steps.get("deduplicate", {}), **{k: v for k, v in dedup.items() if v is not None}}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if steps:
         out["steps"] = steps
     if no_steps:
         out["no_steps"] = tuple(no_steps)
     return out
-
-
-def _with_notes(message: str, e: BaseException) -> str:
-    notes = getattr(e, "__notes__", None) or []
-    return "\n".join([message, *notes])

@@ -10,38 +10,37 @@ from typing import Any
 
 import click
 
+from ace.exceptions import UserError
 from ace_eval._text import plural, tone
-from ace_eval.e2e.record import operations_text
+from ace_eval.e2e.run_record import RunRecord, StepTiming
+from ace_eval.e2e.sample_text import operations_text
 from ace_eval.e2e.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
 
 __all__ = ["format_run_view", "inspect"]
 
 
 def _header(view: RunView) -> list[str]:
-    run = view.run
-    training = run.get("training") or {}
-    status = run.get("status", "unknown status")
+    run = view.run or RunRecord()
     counts = plural(len(view.samples), "sample")
-    if training:
-        errors = int(training.get("errors", 0))
+    if run.training is not None:
+        errors = run.training.errors
         counts += ", " + tone(plural(errors, "error"), "bad" if errors else "good")
-    lines = [f"Run {run.get('run_id', view.path.name)} ({status}): {counts}"]
-    models = run.get("models")
-    if isinstance(models, dict):
-        lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in models.items()))
-    steps = run.get("step_timings")
-    if isinstance(steps, dict) and steps:
+    lines = [f"Run {run.run_id or view.path.name} ({run.status or 'unknown status'}): {counts}"]
+    if run.models:
+        lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models.items()))
+    if run.step_timings:
         lines.append(
-            "Steps: " + ", ".join(f"{name} {t['calls']} x {_seconds(t)}" for name, t in steps.items() if t.get("calls"))
+            "Steps: "
+            + ", ".join(f"{name} {t.calls} x {_seconds(t)}" for name, t in run.step_timings.items() if t.calls)
         )
     if not view.has_spans:
         lines.append(f"(no spans.jsonl in {view.path}: tool calls are not shown)")
     return lines
 
 
-def _seconds(timing: dict[str, Any]) -> str:
+def _seconds(timing: StepTiming) -> str:
     """Total and mean time of a step, e.g. `1.20s (40.0 ms each)`."""
-    seconds, calls = float(timing.get("seconds", 0.0)), int(timing.get("calls", 0))
+    seconds, calls = timing.seconds, timing.calls
     return f"{seconds:.2f}s ({1000 * seconds / calls:.1f} ms each)" if calls else f"{seconds:.2f}s"
 
 
@@ -120,7 +119,7 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
     """
     view = load_run_view(run_dir)
     if not view.samples and not view.run:
-        raise click.ClickException(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
+        raise UserError(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
     samples = view.samples
     if trace_uid is not None:
         samples = [s for s in samples if s.trace_uid == trace_uid]
@@ -128,14 +127,14 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
             known = sorted({s.trace_uid for s in view.samples})
             close = difflib.get_close_matches(trace_uid, known, n=3, cutoff=0.6)
             hint = f" Did you mean {', '.join(close)}?" if close else f" The run has {plural(len(known), 'trace')}."
-            raise click.ClickException(f"no trace {trace_uid!r} in {run_dir}.{hint}")
+            raise UserError(f"no trace {trace_uid!r} in {run_dir}.{hint}")
     if errors_only:
         samples = [s for s in samples if s.sample is not None and s.sample.error is not None]
     view = RunView(path=view.path, run=view.run, samples=samples, has_spans=view.has_spans)
     if as_json:
         payload: dict[str, Any] = {
-            "run_id": view.run.get("run_id"),
-            "status": view.run.get("status"),
+            "run_id": view.run.run_id if view.run is not None else None,
+            "status": view.run.status if view.run is not None else None,
             "samples": [s.to_dict() for s in samples],
         }
         click.echo(json.dumps(payload, indent=1, ensure_ascii=False, default=str))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
+from ace.exceptions import UserError
 from ace.redaction import Redactor
 from ace.redaction.scan import scan_path
-from ace_eval.e2e.config import ConfigError, resolve_settings
+from ace_eval.e2e.config import resolve_settings
 
 __all__ = ["scan", "scan_redactor"]
 
@@ -38,14 +39,9 @@ def scan(path: Path, config_file: Path | None) -> None:
     1 when something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read or no file in PATH
     is text.
     """
-    try:
-        redactor = scan_redactor(config_file)
-    except ConfigError as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(2)
+    redactor = scan_redactor(config_file)
     if not path.exists():
-        click.echo(f"Error: {path} does not exist: pass a collection folder, a run folder or a file", err=True)
-        sys.exit(2)
+        raise UserError(f"{path} does not exist: pass a collection folder, a run folder or a file")
     result = scan_path(path, redactor)
     for location in result.locations[:_SHOWN]:
         click.echo(location.describe())

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from ace.steps.registry import PluginError, RegisteredStep, StepRegistry
+from ace.steps.registry import RegisteredStep, StepRegistry
+from ace_eval._reporting import ReportingGroup
 
 __all__ = ["steps"]
 
@@ -28,7 +29,7 @@ def _row(step: RegisteredStep) -> dict[str, object]:
     }
 
 
-@click.group("steps")
+@click.group("steps", cls=ReportingGroup)
 def steps() -> None:
     """The pipeline steps `ace-eval e2e` can run (`--step NAME`, `--no-step NAME`)."""
 
@@ -37,10 +38,7 @@ def steps() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the steps as JSON.")
 def list_steps(as_json: bool) -> None:
     """Every installed step: name, phase, what it requires and provides, who registered it, its options."""
-    try:
-        registry = StepRegistry.from_entry_points()
-    except PluginError as e:
-        raise click.ClickException(str(e)) from None
+    registry = StepRegistry.from_entry_points()
     if as_json:
         click.echo(json.dumps([_row(s) for s in registry], indent=1, default=str))
         return

@@ -18,6 +18,7 @@ from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError
+from ace_eval.e2e.run_record import RunRecordError, TrainingRecord, load_run_record
 from ace_eval.e2e.training import SampleResult
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 
@@ -129,15 +130,13 @@ def _run_check(run_json: Path) -> Check | None:
     if not run_json.is_file():
         return None
     try:
-        record = json.loads(run_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        return Check("run finished without crashing", False, f"{run_json} cannot be read ({e})")
-    status = record.get("status")
-    training = record.get("training") or {}
-    errors = training.get("errors", 0)
-    detail = f"status {status}, {plural(training.get('samples', 0), 'sample')}, {plural(errors, 'sample error')}"
+        record = load_run_record(run_json)
+    except RunRecordError as e:
+        return Check("run finished without crashing", False, str(e))
+    status, training = record.status, record.training or TrainingRecord()
+    detail = f"status {status}, {plural(training.samples, 'sample')}, {plural(training.errors, 'sample error')}"
     if status != "completed":
-        detail += f" ({record.get('error') or 'interrupted'}); continue it with ace-eval e2e --resume {run_json.parent}"
+        detail += f" ({record.error or 'interrupted'}); continue it with ace-eval e2e --resume {run_json.parent}"
     return Check("run finished without crashing", status == "completed", detail)
 
 

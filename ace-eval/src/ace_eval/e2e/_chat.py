@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
+
+from ace.exceptions import UserError
 
 __all__ = [
     "ROLES",
@@ -37,7 +39,7 @@ _MESSAGE_CONFIG = ConfigDict(strict=True, extra="allow", frozen=True)
 _FIXED_CONFIG = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class MessageShapeError(ValueError):
+class MessageShapeError(UserError, ValueError):
     """A message list that is not a valid conversation; `field` is the path, e.g. `messages[3].tool_call_id`."""
 
     def __init__(self, field: str, reason: str) -> None:
@@ -140,7 +142,7 @@ _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 UNPARSED_ARGUMENTS = "_unparsed_arguments"
 
 
-def tool_arguments(raw: str | dict[str, Any] | None) -> str:
+def tool_arguments(raw: str | dict[str, object] | None) -> str:
     """Tool call `arguments` as the format wants them: a JSON object in a string.
 
     A dict is encoded; a string that is already a JSON object is kept; anything else (a model's malformed
@@ -208,7 +210,7 @@ def _first_error(errors: list[ErrorDetails]) -> tuple[ErrorDetails, str | None]:
     return first, f"must be a string or a list of content parts, got {first['input']!r:.60}"
 
 
-def parse_messages(messages: Sequence[Any], *, name: str = "messages") -> list[ChatMessage]:
+def parse_messages(messages: Sequence[object], *, name: str = "messages") -> list[ChatMessage]:
     """Validate a conversation; raise `MessageShapeError` naming the first bad field.
 
     Besides each message's shape: the list is not empty and every tool message answers a tool call
@@ -244,7 +246,7 @@ def parse_messages(messages: Sequence[Any], *, name: str = "messages") -> list[C
     return parsed
 
 
-def check_json_value(value: Any, path: str) -> None:
+def check_json_value(value: object, path: str) -> None:
     """Raise `MessageShapeError` unless `value` is plain JSON (dict with str keys, list, str, number, bool, null)."""
     if value is None or isinstance(value, str | bool | int):
         return

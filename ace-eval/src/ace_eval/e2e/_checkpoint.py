@@ -40,7 +40,7 @@ from typing import Any
 from ace.core.journal import check_delta
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
-from ace.exceptions import AceError, SkillbookFormatError
+from ace.exceptions import RunError, SkillbookFormatError
 
 __all__ = [
     "LEGACY_SNAPSHOT_FILE",
@@ -61,7 +61,7 @@ SAMPLES_FILE = "samples.jsonl"
 _SNAPSHOT_COST_FACTOR = 20.0
 
 
-class CheckpointError(AceError):
+class CheckpointError(RunError):
     """A checkpoint folder that cannot be resumed; the message says why and what to do."""
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace_eval.e2e._chat import (
     AssistantMessage,
     ChatMessage,
@@ -45,7 +45,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class CollectionError(AceError, ValueError):
+class CollectionError(UserError, ValueError):
     """A trace collection that cannot be read or written; the message names the file, line, field and fix."""
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, BinaryIO, Literal
+from typing import IO, BinaryIO, Literal
 
 from ace.core.storage import atomic_write, json_writer
 from ace_eval.e2e._collection_model import (
@@ -46,7 +46,7 @@ class CollectionWriter:
         benchmark: str | None = None,
         models: Mapping[str, str] | None = None,
         description: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         success_threshold: float | None = None,
         mode: WriteMode = "create",
         durable: bool = True,
@@ -87,7 +87,7 @@ class CollectionWriter:
                     file=str(self.directory / MANIFEST_FILE),
                     field="source_system",
                 )
-            updates: dict[str, Any] = {}
+            updates: dict[str, object] = {}
             if benchmark is not None:
                 updates["benchmark"] = benchmark
             if models:
@@ -237,7 +237,7 @@ def write_collection(
     benchmark: str | None = None,
     models: Mapping[str, str] | None = None,
     description: str | None = None,
-    metadata: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, object] | None = None,
 ) -> CollectionManifest:
     """Write a new collection of `traces` in one go (bulk: one fsync at the end) and return its manifest."""
     with CollectionWriter(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ace.exceptions import AceError
+from ace.exceptions import RunError
 from ace.llm.retry import NON_RETRYABLE
 from ace_eval.e2e._training_results import SampleResult
 
@@ -27,11 +27,11 @@ def retries_on_resume(sample: SampleResult) -> bool:
     return sample.error is not None and not sample.operations
 
 
-class RunFailedError(AceError):
+class RunFailedError(RunError):
     """Every sample (or every episode of a benchmark phase) failed: the run is marked `failed`, not `completed`."""
 
 
-class RunAborted(AceError):
+class RunAborted(RunError):
     """The run stopped because its samples or episodes kept failing with an error no retry fixes."""
 
     def __init__(self, message: str, *, kind: str) -> None:

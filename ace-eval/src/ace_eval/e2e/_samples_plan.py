@@ -8,7 +8,6 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ace.core.skillbook import Skillbook
 from ace.steps.context import trace_identity
@@ -25,14 +24,14 @@ class PlannedSample:
 
     index: int
     epoch: int
-    trace: Mapping[str, Any]
+    trace: Mapping[str, object]
     trace_uid: str
     trace_id: str
     attempt: int = 1
     """1, or the failed attempt's number + 1 when a resume runs a failed sample again."""
 
 
-def plan_samples(traces: Sequence[Mapping[str, Any]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
+def plan_samples(traces: Sequence[Mapping[str, object]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
     """Every (trace, epoch) in commit order; with a seed each epoch is shuffled by `Random(f"{seed}:{epoch}")`."""
     seen: dict[str, int] = {}
     identities = []
@@ -102,7 +101,7 @@ def retried_samples(plan: Sequence[PlannedSample], done: Mapping[int, SampleResu
     return out
 
 
-def match_records(records: list[dict[str, Any]], plan: list[PlannedSample], folder: Path) -> dict[int, SampleResult]:
+def match_records(records: list[dict[str, object]], plan: list[PlannedSample], folder: Path) -> dict[int, SampleResult]:
     """The recorded samples by index; each must be the same (trace, epoch) at the same index as in `plan`."""
     by_index = {p.index: p for p in plan}
     done: dict[int, SampleResult] = {}

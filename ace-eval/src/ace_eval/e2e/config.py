@@ -41,7 +41,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e._training_results import SMSessions
@@ -94,14 +94,12 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
 """Environment variables of the other settings that have one."""
 
 
-class ConfigError(AceError, ValueError):
+class ConfigError(UserError, ValueError):
     """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
 
 
 class _ContradictionError(ConfigError):
     """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
-
-    exit_code = 2
 
 
 class InapplicableFlagError(ConfigError):

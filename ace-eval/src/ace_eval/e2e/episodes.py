@@ -31,13 +31,13 @@ from ace_eval.benchmarks.tau_bench import (
     SOURCE_SYSTEM,
     AirlineData,
     EpisodeConfig,
-    episode_to_trace,
     gold_data_hash,
     pass_hat_ks,
     run_episode,
 )
 from ace_eval.e2e._fail_fast import AbortWatch, first_cause
 from ace_eval.e2e.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
+from ace_eval.e2e.episode_trace import episode_to_trace
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.redaction import redact_trace
 

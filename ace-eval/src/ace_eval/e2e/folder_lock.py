@@ -21,10 +21,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from ace.core.insight_source import utc_now
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 
 __all__ = ["LOCK_FILE", "FolderBusyError", "folder_lock"]
 
@@ -32,12 +31,10 @@ LOCK_FILE = ".lock"
 _WINDOWS_LOCK_OFFSET = 1 << 20  # lock a byte past the holder record, so a refused process can still read it
 
 
-class FolderBusyError(AceError, RuntimeError):
+class FolderBusyError(UserError, RuntimeError):
     """Another process (or thread) holds the folder's lock; the message names it and what to do."""
 
-    exit_code = 2
-
-    def __init__(self, folder: Path, holder: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, holder: dict[str, object]) -> None:
         self.folder = folder
         self.holder = holder
         who = f"process {holder.get('pid', '?')}"
@@ -119,14 +116,14 @@ else:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _write_holder(fd: int, record: dict[str, Any]) -> None:
+def _write_holder(fd: int, record: dict[str, object]) -> None:
     data = (json.dumps(record) + "\n").encode("utf-8") if record else b""
     os.ftruncate(fd, 0)
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, data)
 
 
-def _read_holder(fd: int) -> dict[str, Any]:
+def _read_holder(fd: int) -> dict[str, object]:
     """The holder's record; `{}` when it cannot be read (the holder is between taking the lock and writing)."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)

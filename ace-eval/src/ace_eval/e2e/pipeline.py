@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_ai.models import Model
 
 from ace.embeddings.base import Embedder
-from ace.implementations.reflector import Reflector
+from ace.implementations.reflector_base import Reflector
 from ace.implementations.skill_manager import SkillManager
 from ace.redaction import Redactor
 from ace.steps.phased import (

@@ -28,7 +28,7 @@ from ace.llm.retry import NON_RETRYABLE
 from ace.llm.settings import ROLES
 from ace.steps.phased import PlannedStep
 from ace_eval.e2e.config import ConfigError, E2ESettings, ModelRole
-from ace_eval.e2e.finish import embedder_for
+from ace_eval.e2e.embedder import embedder_for
 
 __all__ = [
     "PREFLIGHT_MAX_TOKENS",

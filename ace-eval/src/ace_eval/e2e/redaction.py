@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ace.redaction import Redactor, count_kinds
 from ace.steps.redact import TRACE_ID_FIELDS
@@ -67,17 +66,17 @@ def install_run_collection(
     return dict(sorted(totals.items()))
 
 
-def redact_record(record: Mapping[str, Any], redactor: Redactor | None) -> dict[str, Any]:
+def redact_record(record: Mapping[str, object], redactor: Redactor | None) -> dict[str, object]:
     """`run.json` as it may be written: every string redacted (un-numbered), trace ids kept."""
     if redactor is None:
         return dict(record)
-    data: dict[str, Any] = redactor.redact_data(record, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
+    data: dict[str, object] = redactor.redact_data(record, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
     return data
 
 
 def redaction_summary(
     enabled: bool, samples: Iterable[SampleResult], collection: Mapping[str, int] | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """`run.json`'s `redaction`: whether it was on, and how many values of each kind were replaced (never which)."""
     steps: dict[str, int] = {}
     for sample in samples:

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from ace.core.storage import atomic_write
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace_eval.e2e._checkpoint import SNAPSHOT_FILE, snapshot_of
 from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE
+from ace_eval.e2e.run_record import RUN_JSON, RunRecord, RunRecordError, load_run_record
 
 __all__ = [
     "RESUME_KEYS",
@@ -44,7 +45,6 @@ __all__ = [
     "new_run_id",
 ]
 
-RUN_JSON = "run.json"
 _RUN_ID = re.compile(r"^run_[0-9a-f]{12}$")
 RESUME_KEYS: tuple[str, ...] = (
     "benchmark",
@@ -69,17 +69,12 @@ RESUME_KEYS: tuple[str, ...] = (
 _AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k"})
 
 
-class RunFolderError(AceError, ValueError):
+class RunFolderError(UserError, ValueError):
     """A run folder that cannot be created, read or resumed; the message names the fix."""
-
-    exit_code = 1
-    """What `ace-eval` exits with (2: a refusal the user fixes, before anything was written)."""
 
 
 class UnresumableFolderError(RunFolderError):
     """A folder whose learned skillbook a resume would replace (its journal is gone)."""
-
-    exit_code = 2
 
 
 def check_resumable(folder: RunFolder) -> None:
@@ -218,17 +213,20 @@ class RunFolder:
         return self.path / RUN_JSON
 
     def read_run_json(self) -> dict[str, Any]:
-        """`run.json` as a dict; a damaged file is refused with its path."""
+        """`run.json` as the dict the runner continues (checked against `RunRecord`); a damaged file is refused
+        with its path and field."""
         try:
-            data = json.loads(self.run_json.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise RunFolderError(f"{self.run_json} cannot be read ({e}): the run folder is damaged") from None
-        if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+            record = load_run_record(self.run_json)
+        except RunRecordError as e:
+            raise RunFolderError(str(e)) from None
+        if "config" not in record.model_fields_set:
             raise RunFolderError(f"{self.run_json} has no 'config' object: it was not written by `ace-eval e2e`")
-        return data
+        return record.model_dump(mode="json", exclude_unset=True)  # every field as written: the runner extends it
 
     def write_run_json(self, record: Mapping[str, Any]) -> None:
-        """Replace `run.json` atomically (a kill mid-write leaves the previous version)."""
+        """Replace `run.json` atomically (a kill mid-write leaves the previous version), once the record passed
+        `RunRecord` (its readers' model): a record its readers could not read is a bug, caught where it is written."""
+        RunRecord.of(record)
         data = (json.dumps(record, indent=1, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
         def write(f: IO[bytes]) -> None:

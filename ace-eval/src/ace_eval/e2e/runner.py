@@ -38,14 +38,18 @@ from ace_eval.e2e.collection import (
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
-from ace_eval.e2e.finish import release_observability, select_tasks
 from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
 from ace_eval.e2e.progress import FirstErrors, Progress
-from ace_eval.e2e.record import Segment, load_samples, sample_line, summarize_run, versions
+from ace_eval.e2e.record import summarize_run, versions
 from ace_eval.e2e.redaction import install_run_collection, redact_record, redaction_summary
 from ace_eval.e2e.run_folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
+from ace_eval.e2e.sample_log import load_samples
+from ace_eval.e2e.sample_text import sample_line
+from ace_eval.e2e.segments import Segment
+from ace_eval.e2e.span_release import release_observability
+from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]

@@ -4,14 +4,14 @@ which reflection, which tool calls with their atomic signature, which skills cha
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ace.observability import read_spans_jsonl
-from ace_eval.e2e.record import load_samples
+from ace_eval.e2e.run_record import RUN_JSON, RunRecord, read_run_record
+from ace_eval.e2e.sample_log import load_samples
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["SIGNATURES", "RunView", "SampleView", "SessionView", "ToolCallView", "load_run_view", "signature"]
@@ -135,7 +135,8 @@ class RunView:
     """Everything `ace-eval inspect` shows about a run."""
 
     path: Path
-    run: dict[str, Any]
+    run: RunRecord | None
+    """`run.json`, or `None` when the folder has none (or it cannot be read)."""
     samples: list[SampleView]
     has_spans: bool
 
@@ -275,14 +276,7 @@ def _attach_refusals(sessions: list[SessionView], refusals: Iterable[Mapping[str
 
 def load_run_view(path: Path) -> RunView:
     """Read a run folder's `run.json`, `samples.jsonl` and `spans.jsonl` (each optional) into sessions."""
-    run: dict[str, Any] = {}
-    run_json = path / "run.json"
-    if run_json.is_file():
-        try:
-            loaded = json.loads(run_json.read_text(encoding="utf-8"))
-            run = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
-            run = {}
+    run = read_run_record(path / RUN_JSON)
     spans_path = path / "spans.jsonl"
     spans = read_spans_jsonl(spans_path) if spans_path.is_file() else []
     samples = load_samples(path / "samples.jsonl")

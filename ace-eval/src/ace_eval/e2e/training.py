@@ -70,7 +70,7 @@ from typing import Any
 
 from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
-from ace.exceptions import AceError
+from ace.exceptions import RunError
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
 from ace.llm.retry import failure_kind
@@ -113,7 +113,7 @@ _Commit = Callable[[SampleResult], Awaitable[None]]
 _COMMIT_FIELDS = frozenset({"skillbook", "epoch", "checkpoint.line"})
 
 
-class RunStepError(AceError):
+class RunStepError(RunError):
     """An `end_of_epoch` or `end_of_run` step failed: the run stops; it resumes from its checkpoint."""
 
 

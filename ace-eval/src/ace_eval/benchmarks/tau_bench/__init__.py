@@ -1,7 +1,7 @@
 """The tau-bench airline benchmark, run offline from a data folder with the benchmark's exact semantics.
 
 Load the data with `load_airline_data`, run an episode with `run_episode` (a pydantic-ai agent and a
-simulated user), score it as the benchmark does, and write it as a trace with `episode_to_trace`.
+simulated user) and score it as the benchmark does; the harness (`ace_eval.e2e.episode_trace`) writes it as a trace.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from ace_eval.benchmarks.tau_bench.episode import (
     SOURCE_SYSTEM,
     EpisodeConfig,
     EpisodeResult,
-    episode_to_trace,
     run_episode,
 )
 from ace_eval.benchmarks.tau_bench.fetch import FetchError, fetch_airline_data
@@ -57,7 +56,6 @@ __all__ = [
     "check_trajectories",
     "consistent_hash",
     "data_hash",
-    "episode_to_trace",
     "fetch_airline_data",
     "gold_data_hash",
     "load_airline_data",

@@ -8,7 +8,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
@@ -40,8 +39,8 @@ class RecordedRun(BaseModel):
     task_id: int = Field(ge=0)
     trial: int = 0
     reward: float
-    traj: list[dict[str, Any]]
-    info: dict[str, Any] = Field(default_factory=dict)
+    traj: list[dict[str, object]]
+    info: dict[str, object] = Field(default_factory=dict)
 
     @property
     def recorded_gt_hash(self) -> str | None:

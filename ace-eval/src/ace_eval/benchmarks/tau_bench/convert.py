@@ -6,10 +6,12 @@ import ast
 import json
 from typing import Any
 
+from ace.exceptions import UserError
+
 __all__ = ["TasksSourceError", "tasks_from_python", "tasks_json"]
 
 
-class TasksSourceError(ValueError):
+class TasksSourceError(UserError, ValueError):
     """A tasks module that is not a plain `TASKS = [Task(...), ...]` list of literals."""
 
 

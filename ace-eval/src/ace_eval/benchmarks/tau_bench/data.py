@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 
 __all__ = [
     "DATA_FILES",
@@ -33,7 +33,7 @@ FETCH_HINT = "run `ace-eval data fetch tau-bench --dest DIR` (needs internet) or
 Table = dict[str, dict[str, Any]]
 
 
-class DataFolderError(AceError, FileNotFoundError):
+class DataFolderError(UserError, FileNotFoundError):
     """A data folder that is missing a file or holds one that cannot be read; the message names file and fix."""
 
 

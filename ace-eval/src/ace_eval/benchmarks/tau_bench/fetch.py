@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from ace.core.storage import atomic_write
-from ace.exceptions import AceError
+from ace.exceptions import RunError
 from ace_eval.benchmarks.tau_bench.convert import TasksSourceError, tasks_json
 
 __all__ = [
@@ -33,7 +33,7 @@ Downloader = Callable[[str], bytes]
 """url -> body; raise `OSError` on failure."""
 
 
-class FetchError(AceError, RuntimeError):
+class FetchError(RunError, RuntimeError):
     """A download that failed or did not match its pinned checksum; the message names the file and the fix."""
 
 

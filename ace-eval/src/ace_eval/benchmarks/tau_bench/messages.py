@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
@@ -27,8 +26,8 @@ def _user_text(part: UserPromptPart) -> str:
     return "\n".join(item for item in part.content if isinstance(item, str))
 
 
-def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _request_messages(request: ModelRequest) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
     for part in request.parts:
         if isinstance(part, SystemPromptPart):
             out.append({"role": "system", "content": part.content})
@@ -60,7 +59,7 @@ def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _response_message(response: ModelResponse) -> dict[str, Any] | None:
+def _response_message(response: ModelResponse) -> dict[str, object] | None:
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     calls = [
         {
@@ -73,15 +72,15 @@ def _response_message(response: ModelResponse) -> dict[str, Any] | None:
     ]
     if not text and not calls:
         return None  # nothing the conversation format can hold (e.g. thinking only)
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    message: dict[str, object] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = calls
     return message
 
 
-def to_chat_messages(history: Sequence[ModelMessage], *, system_prompt: str | None = None) -> list[dict[str, Any]]:
+def to_chat_messages(history: Sequence[ModelMessage], *, system_prompt: str | None = None) -> list[dict[str, object]]:
     """The conversation as chat messages, starting with `system_prompt` (the agent's instructions) when given."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    out: list[dict[str, object]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     for message in history:
         if isinstance(message, ModelRequest):
             out.extend(_request_messages(message))

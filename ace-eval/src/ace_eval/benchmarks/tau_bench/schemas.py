@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 __all__ = ["TOOL_SPECS", "ToolSpec"]
 
@@ -18,14 +17,14 @@ class ToolSpec:
     """A tool as the model sees it."""
 
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
 
 
-def _string(description: str) -> dict[str, Any]:
+def _string(description: str) -> dict[str, object]:
     return {"type": "string", "description": description}
 
 
-def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+def _object(properties: dict[str, object], required: list[str] | None = None) -> dict[str, object]:
     return {"type": "object", "properties": properties, "required": list(properties) if required is None else required}
 
 

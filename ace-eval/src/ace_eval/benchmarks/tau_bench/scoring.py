@@ -6,7 +6,6 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ace_eval.benchmarks.tau_bench.data import Action, Task
 
@@ -50,10 +49,10 @@ class RewardResult:
         """Whether every required output was said (true when none is required)."""
         return all(self.outputs.values())
 
-    def to_info(self) -> dict[str, Any]:
+    def to_info(self) -> dict[str, object]:
         """Upstream's `reward_info` shape: its `info` is the outputs check when the task has outputs."""
         if self.outputs:
-            info: dict[str, Any] = {"r_outputs": float(self.r_outputs), "outputs": dict(self.outputs)}
+            info: dict[str, object] = {"r_outputs": float(self.r_outputs), "outputs": dict(self.outputs)}
         else:
             info = {"r_actions": float(self.r_actions), "gt_data_hash": self.gt_data_hash}
         return {
@@ -62,7 +61,7 @@ class RewardResult:
             "actions": [{"name": a.name, "kwargs": a.kwargs} for a in self.actions],
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Everything, for a trace's metadata: upstream's shape plus both checks."""
         return {
             **self.to_info(),
@@ -98,16 +97,16 @@ def is_success(reward: float) -> bool:
     return abs(reward - 1.0) <= _SUCCESS_TOLERANCE
 
 
-def _successes(results: Iterable[tuple[Any, float]]) -> dict[Any, tuple[int, int]]:
+def _successes(results: Iterable[tuple[object, float]]) -> dict[object, tuple[int, int]]:
     """task id -> (successes c, trials n)."""
-    counts: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
+    counts: dict[object, list[int]] = defaultdict(lambda: [0, 0])
     for task_id, reward in results:
         counts[task_id][0] += is_success(reward)
         counts[task_id][1] += 1
     return {task_id: (c, n) for task_id, (c, n) in counts.items()}
 
 
-def pass_hat_k(results: Iterable[tuple[Any, float]], k: int) -> float:
+def pass_hat_k(results: Iterable[tuple[object, float]], k: int) -> float:
     """pass^k: the mean over tasks of C(c, k) / C(n, k), for `(task_id, reward)` pairs of every trial.
 
     Raises `ValueError` when there are no results or a task has fewer than `k` trials.
@@ -123,7 +122,7 @@ def pass_hat_k(results: Iterable[tuple[Any, float]], k: int) -> float:
     return sum(math.comb(c, k) / math.comb(n, k) for c, n in counts.values()) / len(counts)
 
 
-def pass_hat_ks(results: Iterable[tuple[Any, float]]) -> dict[int, float]:
+def pass_hat_ks(results: Iterable[tuple[object, float]]) -> dict[int, float]:
     """pass^k for every k from 1 to the smallest number of trials of a task."""
     pairs = list(results)
     counts = _successes(pairs)

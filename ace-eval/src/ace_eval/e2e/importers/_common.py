@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -28,11 +28,11 @@ class ImportedCollection:
     source_system: str
     benchmark: str | None = None
     models: dict[str, str] = field(default_factory=dict[str, str])
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     """Provenance for the manifest: the importer and the source file."""
 
 
-def load_json(path: str | os.PathLike[str]) -> Any:
+def load_json(path: str | os.PathLike[str]) -> object:
     """Parse a JSON file; errors name the file, the line and the column."""
     p = Path(path)
     try:
@@ -47,7 +47,7 @@ def load_json(path: str | os.PathLike[str]) -> Any:
         raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=str(p), line=e.lineno) from None
 
 
-def validate_source(model: type[M], raw: Any, *, file: str, where: str = "", line: int | None = None) -> M:
+def validate_source(model: type[M], raw: object, *, file: str, where: str = "", line: int | None = None) -> M:
     """Validate one record of a source file; the error names `file`, `line` and the field under `where`."""
     try:
         return model.model_validate(raw)
@@ -59,7 +59,7 @@ def validate_source(model: type[M], raw: Any, *, file: str, where: str = "", lin
 
 
 def build_trace(
-    fields: Mapping[str, Any], *, file: str, line: int | None = None, locate: Callable[[str], str] = lambda f: f
+    fields: Mapping[str, object], *, file: str, line: int | None = None, locate: Callable[[str], str] = lambda f: f
 ) -> Trace:
     """`Trace(**fields)`, with a validation error located in the source: `locate` maps a trace field to its path."""
     try:
