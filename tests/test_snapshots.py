@@ -391,14 +391,14 @@ def test_markdown_export() -> None:
 - **Keywords:** `airline`, `cancellation`
 - **Issue:** In tau-airline cancellations, a business-class ticket is refundable whatever its age.
 - **Insight:** Check the cabin class before refusing a cancellation.
-- **Counters:** used 1 · helpful 1 · harmful 0 · neutral 0 · occurrences 2
+- **Counters:** used 1 · helpful 1 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 2
 
 ### `context-00002`
 
 - **Keywords:** `airline`, `cabin_class`
 - **Issue:** Changing a reservation's cabin applies to every passenger and every flight of it.
 - **Insight:** Say that cabin changes are all-or-nothing before offering options.
-- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · occurrences 1
+- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 1
 
 ## Harness (1)
 
@@ -406,7 +406,7 @@ def test_markdown_export() -> None:
 
 - **Keywords:** `tau2`, `rate_limit`
 - **Issue:** The tau2 runner retries Bedrock 429 errors with a 60 s backoff.
-- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · occurrences 1
+- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 1
 
 ## Inactive skills (1)
 
@@ -415,7 +415,7 @@ def test_markdown_export() -> None:
 - **Removed:** fixed in the importer
 - **Keywords:** `importer`
 - **Issue:** The old importer dropped tool results longer than 4 KB.
-- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · occurrences 2
+- **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 2
 """)
 
 
@@ -436,7 +436,7 @@ def test_inspect_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert _stable(result.output) == snapshot("""\
 Run run_<id> (completed): 2 samples, 0 errors
 Models: agent=local, reflector=local, skill_manager=local, user=local, embedding=local
-Steps: redact 2 x <t>s (<t>ms each), reflect 2 x <t>s (<t>ms each), update 2 x <t>s (<t>ms each), checkpoint 2 x <t>s (<t>ms each), export_markdown 1 x <t>s (<t>ms each), persist 1 x <t>s (<t>ms each)
+Steps: redact 2 x <t>s (<t>ms each), reflect 2 x <t>s (<t>ms each), update 2 x <t>s (<t>ms each), quarantine 2 x <t>s (<t>ms each), checkpoint 2 x <t>s (<t>ms each), export_markdown 1 x <t>s (<t>ms each), persist 1 x <t>s (<t>ms each)
 
 [1] demo-airline:cancel-business-trial-0  epoch 0  ok (<t>s)
     reflection: Check the policy first (task 786).

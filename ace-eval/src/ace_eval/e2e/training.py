@@ -81,6 +81,7 @@ from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
 from ace.steps.pipeline import Pipeline, StepFailed
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
 from ace.steps.registry import StepEnvironment
+from ace_eval._reporting import describe_os_error
 from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
 from ace_eval.e2e._samples_plan import (
@@ -364,9 +365,10 @@ class Trainer:
                 if checkpointed
                 else "the run has no checkpoint_dir, so it cannot be resumed"
             )
-            raise RunStepError(
-                f"step {e.step!r} ({phase}, epoch {epoch}) failed: {type(e.cause).__name__}: {e.cause}; {kept}"
-            ) from e.cause
+            cause = (
+                describe_os_error(e.cause) if isinstance(e.cause, OSError) else f"{type(e.cause).__name__}: {e.cause}"
+            )
+            raise RunStepError(f"step {e.step!r} ({phase}, epoch {epoch}) failed: {cause}; {kept}") from e.cause
 
     async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
         for item in pending:
