@@ -20,15 +20,19 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
 from test_llm_litellm import FakeCompletion, completion, install
 
+from ace.core.recursive_agent import SessionBudget
 from ace.embeddings.test import TestEmbedder
+from ace.implementations.skill_manager import SMSettings
 from ace.llm import ModelRequestError, import_litellm
 from ace.llm._local_runtime import RUNTIME_MODULES
 from ace_eval.cli import main
+from ace_eval.commands.demo import format_demo_summary
 from ace_eval.e2e import runner
 from ace_eval.e2e._fail_fast import RunAborted, RunFailedError
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.preflight import PreflightError, preflight
 from ace_eval.e2e.sample_log import load_sample_lines, load_samples
+from ace_eval.e2e.sample_text import sample_line
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 GPT = "openai/gpt-4.1-mini"
@@ -397,3 +401,31 @@ def test_abort_and_retry_with_concurrent_workers_record_each_sample_once(tmp_pat
     lines = load_sample_lines(folder / "samples.jsonl")
     assert len(lines) == 10 + len(failed) and sorted({s.index for s in lines}) == list(range(10))
     assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
+
+
+def test_sessions_stopped_by_their_budget_read_as_stopped_not_as_errors(tmp_path: Path) -> None:
+    """The demo's small budgets end sessions after their edits: the summary and the --verbose line say so."""
+    add = ToolCallPart(
+        "add_skill",
+        {"section": "context", "issue": "Cancels need the id.", "keywords": ["airline"], "insight": "Ask for it."},
+    )
+
+    def add_and_go_on(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[add])
+
+    inj = scripted_injections()
+    injections = runner.RunInjections(
+        models={**inj.models, "skill_manager": FunctionModel(add_and_go_on, model_name="adds-once")},
+        embedder=inj.embedder,
+        sm_settings=SMSettings(budget=SessionBudget(request_limit=1)),
+        show_progress=False,
+    )
+    settings = E2ESettings(traces=DEMO, limit=2, no_benchmark=True, output_dir=tmp_path, abort_after=0)
+    done = runner.run_e2e(settings, injections=injections)
+    samples = load_samples(done.folder.samples)
+    assert [s.error_kind for s in samples] == ["stopped", "stopped"]
+    line = sample_line(samples[0])
+    assert "stopped early  ADD context-00001" in line and "ERROR" not in line and "request_limit" in line
+    summary = format_demo_summary(done, 1.0)
+    assert "2 samples, 0 errors, 2 sessions stopped early on the demo's small budgets (edits kept)." in summary
+    assert "error on" not in summary

@@ -77,9 +77,12 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
     record = result.record
     training = record.get("training") or {}
     stats = result.skillbook.stats()
+    stopped = {(s["trace_uid"], s["epoch"]) for s in record.get("samples") or [] if s.get("error_kind") == "stopped"}
+    early = f", {plural(len(stopped), 'session')} stopped early on the demo's small budgets (edits kept)"
     lines = [
         f"Replayed {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} in {seconds:.0f} s: "
-        f"{plural(training.get('samples', 0), 'sample')}, {plural(training.get('errors', 0), 'error')}.",
+        f"{plural(training.get('samples', 0), 'sample')}, {plural(training.get('errors', 0) - len(stopped), 'error')}"
+        f"{early if stopped else ''}.",
         f"Skillbook: {plural(stats['active'], 'active skill')} ({stats['sections']['context']} context, "
         f"{stats['sections']['harness']} harness), {plural(stats['occurrences'], 'occurrence')}.",
     ]
@@ -93,7 +96,8 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
             "model does: ace-eval e2e --traces examples/demo-collection --no-benchmark --reflector-model MODEL "
             "--skill-manager-model MODEL"
         )
-    for error in (record.get("errors") or [])[:_SHOWN_ERRORS]:
+    failed = [e for e in record.get("errors") or [] if (e["trace_uid"], e["epoch"]) not in stopped]
+    for error in failed[:_SHOWN_ERRORS]:
         lines.append(f"  error on {error['trace_uid']}: {error['error']}")  # whole: it may end with the fix
     lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
     markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)

@@ -18,6 +18,9 @@ def operations_text(operations: Sequence[Mapping[str, Any]]) -> str:
 def sample_line(sample: SampleResult) -> str:
     """One `--verbose` line: the trace, the epoch, the outcome, the skills changed and the time."""
     head = f"{sample.trace_uid}  epoch {sample.epoch}"
+    if sample.error_kind == "stopped":  # a session that ran out of budget or retries: its edits stand
+        done = operations_text(sample.operations) or "no change"
+        return f"{head}  stopped early  {done}  ({sample.error}; {sample.duration_s:.1f}s)"
     if sample.error is not None:
         return f"{head}  ERROR  {sample.error}  ({sample.duration_s:.1f}s)"
     if sample.skipped is not None:
