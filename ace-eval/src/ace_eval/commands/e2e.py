@@ -55,6 +55,13 @@ def format_summary(result: E2EResult) -> str:
                     f"  {name}: pass^k over the {phase.get('scored', 0)} scored episodes only; "
                     f"{phase['errors']} of {phase.get('episodes', 0)} errored and are left out"
                 )
+    review = record.get("review")
+    if review:
+        lines.append(
+            f"Review: {plural(review['new_candidates'], 'new candidate')}, {plural(review['queued'], 'edit')} queued, "
+            f"{review['already_queued']} already queued, {review['already_reviewed']} already reviewed; nothing was "
+            f"published. Decide: ace-eval review list {review['skillbook']}"
+        )
     usage = record.get("usage") or {}
     for role, u in usage.items():
         cost = "" if u.get("cost_usd") is None else f", ${u['cost_usd']:.4f}"
@@ -155,6 +162,18 @@ def _rate(value: float | None) -> str:
     "--dedup-threshold",
     type=click.FloatRange(0.0, 1.0, min_open=True),
     help="Cosine similarity of a candidate duplicate pair (default 0.85); implies --dedup.",
+)
+@click.option(
+    "--skillbook",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from this skillbook (never written by the run; with --review: the published skillbook).",
+)
+@click.option(
+    "--review",
+    is_flag=True,
+    default=None,
+    help="Stage the skill manager's edits as candidates in the review queue beside --skillbook instead of publishing "
+    "them; decide with `ace-eval review` (also `[e2e] review = true`; needs --no-benchmark).",
 )
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
 @click.option(

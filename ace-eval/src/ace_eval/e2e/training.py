@@ -91,7 +91,7 @@ from ace_eval.e2e._samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
-from ace_eval.e2e.checkpoint_step import CheckpointStep
+from ace_eval.e2e.checkpoint_step import CatchesUp, CheckpointStep
 from ace_eval.e2e.folder_lock import folder_lock
 
 __all__ = [
@@ -269,6 +269,7 @@ class Trainer:
         checkpoint: Checkpoint | None = None
         book = skillbook
         interrupted: list[SampleResult] = []
+        records: list[dict[str, Any]] = []
         step = self._checkpoint_step
         if step is not None:
             folder = step.folder
@@ -280,6 +281,9 @@ class Trainer:
                 interrupted = interrupted_samples(plan, done, book, book.operations_count if start is None else start)
             checkpoint = step.journal
             checkpoint.open(book, fresh=loaded is None)
+        for catching_up in self._commit.steps:
+            if isinstance(catching_up, CatchesUp):
+                catching_up.resume(book, records)
         retried = retried_samples(plan, done) if self.config.retry_failed else {}
         for index in retried:
             del done[index]
