@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_e2e_support import ScriptedReflector, prompt_text, responses
+from test_e2e_support import ScriptedReflector, last_search, prompt_text, responses
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
@@ -80,23 +80,13 @@ class PlannedSkillManager:
             return ModelResponse(parts=[TextPart("Done.")])
         tool, args = actions[step]
         if tool == "update_found":
-            hits = _last_search(messages)
+            hits = last_search(messages)
             refund = [h for h in hits if "refund" in h["keywords"]]
             assert refund, f"the session did not see its staged refund skill: {hits}"
             with self._lock:
                 self.found.append(refund[0]["id"])
             return ModelResponse(parts=[ToolCallPart("update_skill", {"skill_id": refund[0]["id"], **args})])
         return ModelResponse(parts=[ToolCallPart(tool, args)])
-
-
-def _last_search(messages: list[ModelMessage]) -> list[dict[str, Any]]:
-    for message in reversed(messages):
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, ToolReturnPart) and part.tool_name == "search_skills":
-                    content = part.content
-                    return list(content) if isinstance(content, list) else json.loads(str(content))
-    return []
 
 
 def published_skillbook(path: Path) -> Path:

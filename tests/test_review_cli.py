@@ -181,7 +181,8 @@ def test_acceptance_refuses_when_a_cited_trace_was_edited_or_removed(
     removed = [line for line in lines if "cancel-business-trial-0" not in line]
     traces.write_text("\n".join(removed) + "\n", encoding="utf-8")
     refused = review("accept-all", published)
-    assert refused.exit_code == 2 and "cancel-business-trial-0 (epoch 0): removed from" in refused.output, refused.output
+    assert refused.exit_code == 2
+    assert "cancel-business-trial-0 (epoch 0): removed from" in refused.output
     assert candidates(published)["c00001"]["decision"] is None
 
     no_reason = review("accept", published, "c00001", "--force")

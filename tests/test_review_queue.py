@@ -36,7 +36,9 @@ from ace_eval.review.step import ReviewStep
 def proposal(op: UpdateOperation, trace: str, epoch: int = 0) -> Any:
     from ace_eval.review import Proposal
 
-    source = InsightSource(trace_uid=f"s:{trace}", source_system="s", trace_id=trace, epoch=epoch, operation_type=op.type)
+    source = InsightSource(
+        trace_uid=f"s:{trace}", source_system="s", trace_id=trace, epoch=epoch, operation_type=op.type
+    )
     ref = SourceRef(
         trace_uid=f"s:{trace}",
         source_system="s",
@@ -73,8 +75,8 @@ def test_adds_group_by_section_keywords_and_near_duplicate_issue() -> None:
 
     again = Stager(run_id="run_b", base=base)  # a second run over the same traces
     before = queue.model_dump()
-    changed = again.propose(queue, [proposal(add("context-00009", "The agent forgets the refund.", ["airline", "refund"]),
-                                             "a")])  # fmt: skip
+    same = add("context-00009", "The agent forgets the refund.", ["airline", "refund"])
+    changed = again.propose(queue, [proposal(same, "a")])
     assert not changed and queue.model_dump() == before
     assert again.counts.already_queued == 1 and again.counts.queued == 0
 
@@ -92,7 +94,19 @@ def test_edits_of_published_skills_group_by_kind_target_and_base_text() -> None:
                                                                             ("TAG", "context-00001", 2)]  # fmt: skip
     assert queue.candidates[0].base is not None and queue.candidates[0].base.issue == "Old issue."
     unknown = UpdateOperation(type="TAG", skill_id="context-00077", delta=1)
-    assert not stager.propose(queue, [proposal(unknown, "c")]) and stager.counts.unattributed == 1
+    assert not stager.propose(queue, [proposal(unknown, "c")]) and stager.unattributed == 1
+
+
+def test_an_edit_committed_before_the_add_of_its_skill_waits_for_it() -> None:
+    """Concurrent sessions: B updates the skill A added, and B's sample commits before A's."""
+    queue = empty_queue()
+    stager = Stager(run_id="run_a", base=Skillbook())
+    update = UpdateOperation(type="UPDATE", skill_id="context-00001", issue="The agent forgets the refund often.")
+    assert not stager.propose(queue, [proposal(update, "b")])
+    assert stager.unattributed == 1 and queue.candidates == []
+    assert stager.propose(queue, [proposal(add("context-00001", "The agent forgets the refund.", ["refund"]), "a")])
+    [cand] = queue.candidates
+    assert [e.key for e in cand.edits] == ["s:a|0|ADD|0", "s:b|0|UPDATE|0"] and stager.unattributed == 0
 
 
 def test_the_queue_file_is_versioned_and_strict(tmp_path: Path) -> None:

@@ -61,13 +61,22 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     assert result.exit_code == 0, result.output
     heads = [line for line in result.stdout.splitlines() if not line.startswith(" ")]
     names = [h.split()[0] for h in heads]
-    assert names == ["redact", "reflect", "update", "checkpoint", "deduplicate", "export_markdown", "persist"]
+    assert names == [
+        "redact",
+        "reflect",
+        "update",
+        "checkpoint",
+        "review",
+        "deduplicate",
+        "export_markdown",
+        "persist",
+    ]
     assert "redact  [before_reflect]  agentic-context-engine 0.1.0" in heads  # main's redaction, now a registered step
     assert "deduplicate  [end_of_epoch]  agentic-context-engine 0.1.0" in heads
     assert "checkpoint  [commit]  ace-eval 0.1.0" in heads  # the harness's own step, registered the same way
     assert "    requires: epoch, reflections, skillbook, trace   provides: sm_result" in result.stdout
     rows = json.loads(CliRunner().invoke(main, ["steps", "list", "--json"]).stdout)
-    assert rows[4]["options"]["threshold"]["default"] == 0.85
+    assert rows[5]["options"]["threshold"]["default"] == 0.85
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(
@@ -202,7 +211,8 @@ def test_a_step_that_is_not_installed_lists_the_available_ones(monkeypatch: pyte
     assert result.exit_code == 2
     assert "unknown step 'domain_filter'" in result.output
     assert (
-        "Available steps: checkpoint, deduplicate, export_markdown, persist, redact, reflect, update" in result.output
+        "Available steps: checkpoint, deduplicate, export_markdown, persist, redact, reflect, review, update"
+        in result.output
     )
     assert not (tmp_path / "out").exists()  # refused before anything was written
 

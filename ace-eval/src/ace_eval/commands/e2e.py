@@ -70,7 +70,8 @@ def format_summary(result: E2EResult) -> str:
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
-    lines.append(f"Skillbook markdown: {result.folder.markdown}")
+    staged = " (the staged fork, not published)" if review else ""
+    lines.append(f"Skillbook markdown{staged}: {result.folder.markdown}")
     return "\n".join(lines)
 
 

@@ -58,8 +58,8 @@ def open_queue(path: Path) -> ReviewQueue:
     queue = ReviewQueue(path)
     if not queue.path.is_file():
         raise _Refused(
-            f"{path} has no review queue (there is no {queue.path.name} beside it): pass a skillbook a review run queued candidates for "
-            "(`ace-eval e2e --review --skillbook PATH`), or the run folder"
+            f"{path} has no review queue (there is no {queue.path.name} beside it): pass a skillbook a review run "
+            "queued candidates for (`ace-eval e2e --review --skillbook PATH`), or the run folder"
         )
     return queue
 

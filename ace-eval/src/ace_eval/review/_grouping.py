@@ -80,21 +80,35 @@ class Stager:
     counts: ReviewCounts = field(default_factory=ReviewCounts)
     _staged: dict[str, str] = field(default_factory=dict[str, str])
     """Id of a skill the run added -> id of the add candidate it belongs to."""
+    _waiting: dict[str, list[Proposal]] = field(default_factory=dict[str, list[Proposal]])
+    """Edits of a skill another sample added but has not committed yet (concurrent sessions), by skill id."""
+
+    @property
+    def unattributed(self) -> int:
+        """Edits with no group: those counted so far and those still waiting for their skill's add."""
+        return self.counts.unattributed + sum(len(w) for w in self._waiting.values())
 
     def propose(self, queue: QueueFile, proposals: Sequence[Proposal]) -> bool:
         """Group one sample's staged edits into `queue`; returns whether the queue changed."""
         changed = False
-        ordinals: Counter[tuple[str, str]] = Counter()
+        ordinals: Counter[tuple[str, str, int, str]] = Counter()
         for p in proposals:
             group = self._group(queue, p)
             if group is None:
-                self.counts.unattributed += 1
+                if p.operation.skill_id is not None and p.operation.type != "ADD":
+                    self._waiting.setdefault(p.operation.skill_id, []).append(p)  # its add commits later
+                else:
+                    self.counts.unattributed += 1
                 continue
             group_id, members = group
-            n = ordinals[(group_id, p.operation.type)]
-            ordinals[(group_id, p.operation.type)] += 1
+            counted = (group_id, p.ref.trace_uid, p.ref.epoch, p.operation.type)
+            n = ordinals[counted]
+            ordinals[counted] += 1
             key = f"{p.ref.trace_uid}|{p.ref.epoch}|{p.operation.type}|{n}"
             changed |= self._place(queue, p, key, group_id, members)
+            waiting = self._waiting.pop(p.operation.skill_id or "", None) if p.operation.type == "ADD" else None
+            if waiting:
+                changed |= self.propose(queue, waiting)
         return changed
 
     def _place(self, queue: QueueFile, p: Proposal, key: str, group_id: str, members: list[Candidate]) -> bool:
@@ -183,7 +197,7 @@ class Stager:
         if owner is not None:
             return f"ADD:{owner}", [c for c in queue.candidates if c.id == owner]
         base = skill_text(self.base, op.skill_id)
-        if base is None:
+        if base is None:  # neither published nor (yet) added by this run
             return None
         members = [c for c in queue.candidates if (c.kind, c.target, c.base) == (op.type, op.skill_id, base)]
         return f"{op.type}:{op.skill_id}", members

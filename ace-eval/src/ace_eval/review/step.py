@@ -11,6 +11,7 @@ written before the process died. The texts come from the fork and the journal li
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,9 @@ class ReviewStep:
     @property
     def counts(self) -> ReviewCounts:
         """What the run did with its staged edits so far (resumed lines included)."""
-        return self._stager.counts if self._stager is not None else ReviewCounts()
+        if self._stager is None:
+            return ReviewCounts()
+        return dataclasses.replace(self._stager.counts, unattributed=self._stager.unattributed)
 
     def resume(self, skillbook: Skillbook, records: Sequence[Mapping[str, Any]]) -> None:
         """Before the first sample: remember the fork's starting point (a fresh run), then catch up with every
