@@ -238,3 +238,23 @@ def test_review_refuses_a_folder_that_is_not_a_review_run_and_a_queue_of_another
     other = review("list", tmp_path / "other")
     assert other.exit_code == 2 and "is not a review run" in other.output
     assert review("list", tmp_path / "collection" / "manifest.json").exit_code == 2  # no queue beside it
+
+
+def test_a_review_of_a_skillbook_that_does_not_exist_yet_creates_it_on_accept(tmp_path: Path) -> None:
+    collection = demo_collection(tmp_path)
+    published = tmp_path / "new" / "skillbook.json"
+    manager = PlannedSkillManager()
+    result = review_run(collection, published, tmp_path / "out", manager)
+    assert not published.exists()  # forked empty, still unpublished
+    # the refund skill is context-00001 in the empty fork, so the scripted update and tag land on it (and the
+    # remove of context-00002 is refused by the skillbook): one candidate holding every edit of the run's skill
+    [cand] = candidates(published).values()
+    assert [e["operation"]["type"] for e in cand["edits"]] == ["ADD", "UPDATE", "TAG", "UPDATE", "ADD"]
+    assert result.record["review"]["unattributed"] == 0
+    listed = review("list", published)
+    assert listed.exit_code == 0 and listed.stdout.split()[:2] == ["c00001", "ADD"]
+    assert review("accept", published, "c00001", "--reviewer", "ana").exit_code == 0
+    book = Skillbook.load_from_file(published)
+    [skill] = book.skills()
+    assert skill.issue == NEAR_DUPLICATE_ISSUE and (skill.used_count, skill.helpful_count) == (1, 1)
+    assert [o.operation_type for o in skill.occurrences] == ["ADD", "UPDATE", "TAG", "UPDATE", "UPDATE"]

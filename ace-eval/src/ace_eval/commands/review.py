@@ -180,7 +180,7 @@ def review() -> None:
 
 
 @review.command("list")
-@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--status", type=click.Choice(_STATUSES), default="pending", show_default=True, help="Which decisions.")
 @_filters
 @click.option("--json", "as_json", is_flag=True, help="Print the candidates as JSON.")
@@ -201,7 +201,7 @@ def list_candidates(
 
 
 @review.command("show")
-@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.argument("candidate")
 @click.option("--json", "as_json", is_flag=True, help="Print the candidate as JSON.")
 def show(path: Path, candidate: str, as_json: bool) -> None:
@@ -223,7 +223,7 @@ def _accept(path: Path, ids: list[str], reviewer: str | None, reason: str | None
 
 
 @review.command("accept")
-@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.argument("candidates", nargs=-1, required=True)
 @_decider
 @click.option("--force", is_flag=True, help="Accept although a cited trace or the target changed (needs --reason).")
@@ -233,7 +233,7 @@ def accept(path: Path, candidates: tuple[str, ...], reviewer: str | None, reason
 
 
 @review.command("accept-all")
-@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.argument("path", type=click.Path(path_type=Path))
 @_filters
 @_decider
 @click.option("--force", is_flag=True, help="Accept although a cited trace or a target changed (needs --reason).")
@@ -257,7 +257,7 @@ def accept_all(
 
 
 @review.command("reject")
-@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.argument("path", type=click.Path(path_type=Path))
 @click.argument("candidates", nargs=-1, required=True)
 @_decider
 def reject(path: Path, candidates: tuple[str, ...], reviewer: str | None, reason: str | None) -> None:

@@ -51,7 +51,8 @@ checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
 `ace_eval.e2e._checkpoint`. A `commit` step whose state derives from the journal (`CatchesUp`, e.g. `review`)
-gets the starting skillbook and every recorded line before the first sample, so it catches up after a kill. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
+gets the starting skillbook and every recorded line before the first sample, so it catches up after a kill.
+A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
 rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples are
 not run again, except, with `retry_failed`, those that failed without applying an operation: they run again
 and their new line (`attempt` + 1) supersedes the failed one (the journal's last line of a sample wins).
