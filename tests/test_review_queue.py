@@ -28,6 +28,7 @@ from ace_eval.review import (
     ReviewQueue,
     SourceRef,
     Stager,
+    apply_candidate,
     read_queue,
 )
 from ace_eval.review.step import ReviewStep
@@ -107,6 +108,23 @@ def test_an_edit_committed_before_the_add_of_its_skill_waits_for_it() -> None:
     assert stager.propose(queue, [proposal(add("context-00001", "The agent forgets the refund.", ["refund"]), "a")])
     [cand] = queue.candidates
     assert [e.key for e in cand.edits] == ["s:a|0|ADD|0", "s:b|0|UPDATE|0"] and stager.unattributed == 0
+
+
+def test_an_add_candidate_is_one_skill_whichever_run_staged_its_edits() -> None:
+    queue = empty_queue()
+    Stager(run_id="run_a", base=Skillbook()).propose(
+        queue, [proposal(add("context-00001", "The agent forgets the refund.", ["refund"]), "a")]
+    )
+    second = Stager(run_id="run_b", base=Skillbook())  # its fork numbered the same skill context-00005
+    refined = UpdateOperation(type="UPDATE", skill_id="context-00005", issue="The agent forgets refunds.")
+    second.propose(queue, [proposal(add("context-00005", "The agent forgets the refund.", ["refund"]), "a")])
+    second.propose(queue, [proposal(refined, "b")])
+    assert (second.counts.already_queued, second.counts.queued) == (1, 1)
+    [cand] = queue.candidates
+    book = Skillbook()
+    assert apply_candidate(cand, book, reviewer="ana", decided_at="2026-12-01T00:00:00+00:00") == ["context-00001"]
+    assert book.require_skill("context-00001").issue == "The agent forgets refunds."
+    assert [o.trace_id for o in book.require_skill("context-00001").occurrences] == ["a", "b"]
 
 
 def test_the_queue_file_is_versioned_and_strict(tmp_path: Path) -> None:

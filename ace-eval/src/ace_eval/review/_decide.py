@@ -67,33 +67,30 @@ def find_candidates(queue: QueueFile, ids: Sequence[str], *, pending: bool = Tru
 def apply_candidate(cand: Candidate, book: Skillbook, *, reviewer: str, decided_at: str) -> list[str]:
     """Replay the candidate's edits on `book`, in order; returns the ids of the skills changed.
 
-    A skill the run added gets its id in `book`; later near-duplicate adds of the same candidate become updates
-    of that one skill (so one candidate is one skill, citing every trace). Raises `SkillbookError` when the
-    skillbook refuses an edit (the caller saves nothing then).
+    Every edit changes the candidate's one skill: its target, or for an add the skill its first edit creates
+    (a later near-duplicate add becomes an update of it, and edits the runs made to their staged copies apply to
+    it), so one candidate is one skill citing every trace. Raises `SkillbookError` when the skillbook refuses an
+    edit (the caller saves nothing then).
     """
-    ids: dict[str, str] = {}
+    skill_id = cand.target  # an add's skill gets its id from its first edit
     changed: list[str] = []
     for edit in cand.edits:
         op = UpdateOperation.from_dict(edit.operation)
         source = dataclasses.replace(InsightSource.from_dict(edit.source), reviewer=reviewer, reviewed_at=decided_at)
-        staged = edit.staged_skill_id
-        target = ids.get(staged, staged)
-        if op.type == "ADD":
-            first = next(iter(ids.values()), None) if cand.kind == "ADD" else None
-            if first is None:
-                skill = book.add_skill(op.section or "", op.issue or "", op.keywords or [], op.insight,
-                                       insight_source=source)  # fmt: skip
-            else:
-                skill = book.update_skill(first, op.issue or "", op.keywords, op.insight, insight_source=source)
-            ids[staged] = skill.id
-        elif op.type == "UPDATE":
-            skill = book.update_skill(target, op.issue or "", op.keywords, op.insight, insight_source=source)
+        if op.type == "ADD" and skill_id is None:
+            skill = book.add_skill(op.section or "", op.issue or "", op.keywords or [], op.insight,
+                                   insight_source=source)  # fmt: skip
+        elif skill_id is None:
+            raise SkillbookError(f"candidate {cand.id} has no target skill for its {op.type}: reject it")
+        elif op.type in ("ADD", "UPDATE"):  # a later near-duplicate add updates the candidate's one skill
+            skill = book.update_skill(skill_id, op.issue or "", op.keywords, op.insight, insight_source=source)
         elif op.type == "TAG":
-            skill = book.tag_skill(target, op.delta if op.delta is not None else 0, insight_source=source)
+            skill = book.tag_skill(skill_id, op.delta if op.delta is not None else 0, insight_source=source)
         elif op.type == "REMOVE":
-            skill = book.remove_skill(target, op.reason or "removed in review", insight_source=source)
+            skill = book.remove_skill(skill_id, op.reason or "removed in review", insight_source=source)
         else:
             raise SkillbookError(f"candidate {cand.id} holds a {op.type}, which is never a staged edit")
+        skill_id = skill.id
         changed.append(skill.id)
     return list(dict.fromkeys(changed))
 
