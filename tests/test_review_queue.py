@@ -17,11 +17,11 @@ from _review_support import (
     review_run,
     review_settings,
 )
+from test_e2e_resume import kill_after
 
 from ace import InsightSource, Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace_eval.e2e import runner
-from ace_eval.e2e.training import SampleResult
 from ace_eval.review import (
     QueueFile,
     QueueFormatError,
@@ -162,13 +162,6 @@ def test_a_killed_review_run_resumes_with_no_candidate_lost_or_duplicated(
     published = published_skillbook(tmp_path / "prod" / "skillbook.json")
     published_bytes = published.read_bytes()
     settings = review_settings(collection, published, tmp_path / "out", max_workers=workers, sm_sessions="ordered")
-    seen: list[str] = []
-
-    def kill_after_three(sample: SampleResult) -> None:
-        seen.append(sample.trace_uid)
-        if len(seen) == 3:
-            raise KeyboardInterrupt
-
     original = ReviewStep.__call__
     calls = {"n": 0}
 
@@ -179,7 +172,7 @@ def test_a_killed_review_run_resumes_with_no_candidate_lost_or_duplicated(
         return await original(self, ctx)
 
     if where == "after_commit":
-        injections = review_injections(on_sample=kill_after_three)
+        injections = review_injections(on_sample=kill_after(3))  # Ctrl-C after the third committed sample
         with pytest.raises(KeyboardInterrupt):
             runner.run_e2e(settings, injections=injections)
     else:
