@@ -81,7 +81,7 @@ class ScriptedSkillManager:
         if step == 0:
             return ModelResponse(parts=[ToolCallPart("search_skills", {"query": "policy check before acting"})])
         if step == 1:
-            found = _last_search(messages)
+            found = last_search(messages)
             if found and n % 3 == 0:
                 args = {
                     "skill_id": found[0]["id"],
@@ -114,7 +114,8 @@ def _last_return(messages: list[ModelMessage]) -> ToolReturnPart | None:
     return returns[-1] if returns else None
 
 
-def _last_search(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+def last_search(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    """The result of the session's latest `search_skills` call (empty before the first)."""
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
             for part in message.parts:

@@ -67,6 +67,7 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
         "update",
         "quarantine",
         "checkpoint",
+        "review",
         "deduplicate",
         "export_markdown",
         "persist",
@@ -215,8 +216,8 @@ def test_a_step_that_is_not_installed_lists_the_available_ones(monkeypatch: pyte
     assert result.exit_code == 2
     assert "unknown step 'domain_filter'" in result.output
     assert (
-        "Available steps: checkpoint, deduplicate, export_markdown, persist, quarantine, redact, reflect, update"
-        in result.output
+        "Available steps: checkpoint, deduplicate, export_markdown, persist, quarantine, redact, reflect, review, "
+        "update" in result.output
     )
     assert not (tmp_path / "out").exists()  # refused before anything was written
 

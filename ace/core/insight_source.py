@@ -40,6 +40,10 @@ class InsightSource:
     """What was learned (the reflection's key insight, or the op-specific text)."""
     timestamp: str = field(default_factory=utc_now)
     """When the entry was made (ISO 8601, UTC)."""
+    reviewer: str | None = None
+    """Who accepted the edit from a review queue (`ace-eval review accept`); `None`: applied without review."""
+    reviewed_at: str | None = None
+    """When the reviewer accepted it (ISO 8601, UTC); `timestamp` stays the time the edit was proposed."""
 
     @classmethod
     def manual(cls, note: str | None = None) -> InsightSource:
@@ -65,8 +69,8 @@ class InsightSource:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict with every field, in declaration order."""
-        return {
+        """Plain JSON-ready dict with every field, in declaration order (the review fields only when set)."""
+        out: dict[str, Any] = {
             "trace_uid": self.trace_uid,
             "source_system": self.source_system,
             "trace_id": self.trace_id,
@@ -77,6 +81,10 @@ class InsightSource:
             "learning_text": self.learning_text,
             "timestamp": self.timestamp,
         }
+        if self.reviewer is not None or self.reviewed_at is not None:
+            out["reviewer"] = self.reviewer
+            out["reviewed_at"] = self.reviewed_at
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InsightSource:
@@ -89,7 +97,7 @@ class InsightSource:
         for name in ("trace_uid", "source_system", "trace_id", "timestamp"):
             if not isinstance(data.get(name), str):
                 raise ValueError(f"insight source field {name!r} must be a string, got {data.get(name)!r}")
-        for name in ("sample_question", "error_identification", "learning_text"):
+        for name in ("sample_question", "error_identification", "learning_text", "reviewer", "reviewed_at"):
             value = data.get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"insight source field {name!r} must be a string or null, got {value!r}")
@@ -111,6 +119,8 @@ class InsightSource:
             error_identification=data.get("error_identification"),
             learning_text=data.get("learning_text"),
             timestamp=data["timestamp"],
+            reviewer=data.get("reviewer"),
+            reviewed_at=data.get("reviewed_at"),
         )
 
 

@@ -56,6 +56,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "Show each session of a run: which trace, which reflection (key insight), which tool calls with their "
             "atomic signature, which skills changed.",
         ),
+        "review": LazyCommand(
+            "ace_eval.commands.review",
+            "review",
+            "Decide the candidates of a review run (`ace-eval e2e --review --skillbook PATH`).",
+        ),
         "scan": LazyCommand(
             "ace_eval.commands.scan",
             "scan",

@@ -55,6 +55,13 @@ def format_summary(result: E2EResult) -> str:
                     f"  {name}: pass^k over the {phase.scored} scored episodes only; "
                     f"{phase.errors} of {phase.episodes} errored and are left out"
                 )
+    review = result.record.get("review")
+    if review:
+        lines.append(
+            f"Review: {plural(review['new_candidates'], 'new candidate')}, {plural(review['queued'], 'edit')} queued, "
+            f"{review['already_queued']} already queued, {review['already_reviewed']} already reviewed; nothing was "
+            f"published. Decide: ace-eval review list {review['skillbook']}"
+        )
     for role, u in record.usage.items():
         cost = "" if u.cost_usd is None else f", ${u.cost_usd:.4f}"
         lines.append(f"  {role}: {plural(u.requests, 'request')}, {u.input_tokens}+{u.output_tokens} tokens{cost}")
@@ -63,7 +70,8 @@ def format_summary(result: E2EResult) -> str:
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
     markdown = result.folder.step_output(result.record, "export_markdown", result.folder.markdown.name)
     if markdown is not None:  # left out with --no-step export_markdown
-        lines.append(f"Skillbook markdown: {markdown}")
+        staged = " (the staged fork, not published)" if review else ""
+        lines.append(f"Skillbook markdown{staged}: {markdown}")
     return "\n".join(lines)
 
 
@@ -155,6 +163,18 @@ def _rate(value: float | None) -> str:
     "--dedup-threshold",
     type=click.FloatRange(0.0, 1.0, min_open=True),
     help="Cosine similarity of a candidate duplicate pair (default 0.85); implies --dedup.",
+)
+@click.option(
+    "--skillbook",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Start from this skillbook (never written by the run; with --review: the published skillbook).",
+)
+@click.option(
+    "--review",
+    is_flag=True,
+    default=None,
+    help="Stage the skill manager's edits as candidates in the review queue beside --skillbook instead of publishing "
+    "them; decide with `ace-eval review` (also `[e2e] review = true`; needs --no-benchmark).",
 )
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
 @click.option(

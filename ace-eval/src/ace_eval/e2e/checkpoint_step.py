@@ -9,8 +9,9 @@ first sample the trainer resumes from the step's folder, and after the last it c
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,10 +20,21 @@ from ace.steps.context import StepContext
 from ace.steps.registry import StepEnvironment, StepFactory, need
 from ace_eval.e2e._checkpoint import Checkpoint, load_checkpoint
 
-__all__ = ["LINE_KEY", "CheckpointOptions", "CheckpointStep", "checkpoint"]
+__all__ = ["LINE_KEY", "CatchesUp", "CheckpointOptions", "CheckpointStep", "checkpoint"]
 
 LINE_KEY = "line"
 """The plugin data key (`checkpoint.line`) of the journal line the trainer hands the step."""
+
+
+@runtime_checkable
+class CatchesUp(Protocol):
+    """A `commit` step whose state is derived from the journal (e.g. `review`): before the first sample the trainer
+    calls `resume` with the skillbook it starts from and every recorded sample line (none on a fresh start), so
+    the step catches up with the lines committed before an interruption; the step must be idempotent."""
+
+    def resume(self, skillbook: Skillbook, records: Sequence[Mapping[str, Any]]) -> None:
+        """Catch up with `records` (journal order), on `skillbook` as the run resumes it."""
+        ...
 
 
 class CheckpointOptions(BaseModel):

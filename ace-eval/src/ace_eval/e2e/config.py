@@ -16,6 +16,8 @@ epochs = 1
 max_workers = 4
 data_dir = "data/tau-bench/airline"
 redact = true                      # false (or --no-redact) keeps secrets and personal data in the run folder
+# review = true                    # stage edits as candidates of skillbook's review queue (needs skillbook)
+# skillbook = "prod/skillbook.json" # start from (with review: the published skillbook, never written by a run)
 
 [redaction]                        # on top of the built-in detectors (see the README's "Redaction")
 patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
@@ -133,6 +135,8 @@ class _E2ETable(BaseModel):
     data_dir: str | None = Field(default=None, min_length=1)
     steps: dict[str, bool | dict[str, Any]] | None = None
     redact: bool | None = None
+    review: bool | None = None
+    skillbook: str | None = Field(default=None, min_length=1)
 
 
 class _RedactionTable(BaseModel):
@@ -209,6 +213,11 @@ class E2ESettings:
     """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
     no_steps: tuple[str, ...] = ()
     """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
+    skillbook: Path | None = None
+    """The skillbook training starts from (never written by the run); with `review`, the published skillbook
+    whose review queue (`<stem>.review.json` beside it) gets the candidates. A missing file starts empty."""
+    review: bool = False
+    """Stage the skill manager's edits as review candidates instead of publishing them (`ace-eval review`)."""
     config_file: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
@@ -242,10 +251,32 @@ class E2ESettings:
         if "redact" in self.no_steps:  # --no-step redact is --no-redact: no step, and no redaction at any sink
             object.__setattr__(self, "redact", False)
             object.__setattr__(self, "no_steps", tuple(n for n in self.no_steps if n != "redact"))
+        self._check_review()
         try:
             self.redactor()
         except RedactionConfigError as e:
             raise ConfigError(f"{e} ({self.source_of('redaction_patterns')})") from None
+
+    def _check_review(self) -> None:
+        """A review run needs the published skillbook, evaluates nothing, and stages every edit."""
+        if not self.review:
+            return
+        where = self.source_of("review")
+        if self.skillbook is None:
+            raise _ContradictionError(
+                f"review ({where}) needs the published skillbook the candidates are for: pass --skillbook PATH (or "
+                "[e2e] skillbook = ...); a file that does not exist yet starts empty"
+            )
+        if not self.no_benchmark:
+            raise _ContradictionError(
+                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: add "
+                "--no-benchmark, and evaluate after `ace-eval review accept`"
+            )
+        if "deduplicate" in self.steps:
+            raise _ContradictionError(
+                f"review ({where}) cannot stage the deduplicate step's edits (they belong to no sample): leave the "
+                "step out of review runs (drop --dedup / --step deduplicate, or [e2e.steps] deduplicate = false)"
+            )
 
     def redactor(self) -> Redactor | None:
         """The run's redactor (built-in detectors + `[redaction]`), or `None` with `redact` off."""
@@ -297,7 +328,7 @@ class E2ESettings:
         """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
         known = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
-        for name in ("traces", "output_dir", "data_dir", "config_file"):
+        for name in ("traces", "output_dir", "data_dir", "config_file", "skillbook"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
         for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
@@ -351,8 +382,8 @@ def load_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact, [e2e.steps] step name = {options} / "
-            "true / false, [redaction] patterns/allow/allow_patterns)"
+            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact/review/skillbook, "
+            "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, Any] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
@@ -362,7 +393,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
             values["steps"] = {k: ({} if v is True else v) for k, v in value.items() if v is not False}
             values["no_steps"] = tuple(k for k, v in value.items() if v is False)
             continue
-        values[name] = Path(value) if name in ("output_dir", "data_dir") else value
+        values[name] = Path(value) if name in ("output_dir", "data_dir", "skillbook") else value
     for name, value in parsed.redaction.model_dump(exclude_none=True).items():
         values[f"redaction_{name}"] = tuple(value) if isinstance(value, list) else value
     return values
@@ -434,7 +465,7 @@ def resolve_settings(
         else:
             if name in from_file:
                 values[name], sources[name] = from_file[name], f"config:{config_path}"
-    for name in ("data_dir", "output_dir"):
+    for name in ("data_dir", "output_dir", "skillbook"):
         if sources.get(name, "").startswith("config:") and config_path is not None:
             value: Path = values[name]
             if not value.is_absolute():

@@ -17,15 +17,16 @@ import os
 import socket
 import sys
 import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ace.core.insight_source import utc_now
 from ace.exceptions import UserError
 
-__all__ = ["LOCK_FILE", "FolderBusyError", "folder_lock"]
+__all__ = ["LOCK_FILE", "FolderBusyError", "file_lock", "folder_lock"]
 
 LOCK_FILE = ".lock"
 _WINDOWS_LOCK_OFFSET = 1 << 20  # lock a byte past the holder record, so a refused process can still read it
@@ -51,15 +52,25 @@ class FolderBusyError(UserError, RuntimeError):
 def folder_lock(folder: Path) -> Iterator[None]:
     """Hold `folder`'s exclusive lock for the block; raises `FolderBusyError` at once when it is taken."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_FILE
+    with file_lock(folder / LOCK_FILE, lambda holder: FolderBusyError(folder, holder)):
+        yield
+
+
+@contextmanager
+def file_lock(path: Path, busy: Callable[[dict[str, object]], Exception], *, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the OS lock on the file `path` for the block, re-entrant within one thread; when another holder keeps
+    it for longer than `wait_s` seconds, raise `busy(holder record)`."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        if not _try_lock(fd):
+        deadline = time.monotonic() + wait_s
+        while not _try_lock(fd):
             holder = _read_holder(fd)
             if holder.get("pid") == os.getpid() and holder.get("thread") == threading.get_ident():
                 yield  # this thread already holds it (the runner, around its trainer)
                 return
-            raise FolderBusyError(folder, holder)
+            if time.monotonic() >= deadline:
+                raise busy(holder)
+            time.sleep(0.05)
         record = {"pid": os.getpid(), "thread": threading.get_ident(), "host": socket.gethostname()}
         _write_holder(fd, {**record, "started_at": utc_now()})
         try:

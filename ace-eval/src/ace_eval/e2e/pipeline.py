@@ -41,7 +41,14 @@ def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
             "an e2e run cannot leave out the step 'checkpoint': its samples.jsonl is the run's record (run.json, "
             "inspect, verify and --resume read it); configure it instead, e.g. --step checkpoint:snapshot_every=50"
         )
+    if "review" in settings.steps:
+        raise StepConfigError(
+            "the step 'review' is added by --review --skillbook PATH (or [e2e] review = true), which also trains a "
+            "fork of that skillbook: pass those instead of --step review"
+        )
     requested = [StepRequest(name, options) for name, options in settings.steps.items()]
+    if settings.review and settings.skillbook is not None:  # after `checkpoint`: it queues what was journaled
+        requested.append(StepRequest("review", {"skillbook": str(settings.skillbook)}))
     without = (*settings.no_steps, *(() if settings.redact else ("redact",)))  # --no-redact: no redact step
     registry = StepRegistry.from_entry_points()
     requests = pipeline_requests(requested, without=without, defaults=E2E_STEPS, registry=registry)

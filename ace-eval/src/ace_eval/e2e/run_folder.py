@@ -64,6 +64,8 @@ RESUME_KEYS: tuple[str, ...] = (
     "top_k",
     "no_benchmark",
     "redact",
+    "review",
+    "skillbook",
 )
 """Settings a resumed run must keep: changing one would mix two different runs in one folder."""
 _AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k"})

@@ -7,6 +7,7 @@ models (tests) are passed as `models={"reflector": FunctionModel(...), ...}` and
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +52,7 @@ from ace_eval.e2e.segments import Segment
 from ace_eval.e2e.span_release import release_observability
 from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
+from ace_eval.review.step import ReviewStep
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
 
@@ -95,6 +97,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     preflight (`ace_eval.e2e.preflight`), which raises `PreflightError` before the folder is created.
     """
     inj = injections or RunInjections()
+    settings = _published_skillbook(settings)
     traces_sha: str | None = None
     source: tuple[Path, CollectionManifest, list[Trace]] | None = None
     if settings.traces is not None:
@@ -179,6 +182,28 @@ def resume_e2e(
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
+
+
+def _published_skillbook(settings: E2ESettings) -> E2ESettings:
+    """`settings` with `--skillbook` as an absolute path (a resume finds it from anywhere), refused before anything
+    is written when it is missing (outside a review run) or unreadable."""
+    if settings.skillbook is None:
+        return settings
+    path = settings.skillbook.resolve()
+    if path.is_file():
+        Skillbook.load_from_file(path)  # a damaged or old-format file is refused now, not after the collection
+    elif not settings.review:
+        raise ConfigError(
+            f"--skillbook {settings.skillbook}: no such file ({settings.source_of('skillbook')}); pass an existing "
+            "skillbook to start from (only a review run may name one that does not exist yet)"
+        )
+    return dataclasses.replace(settings, skillbook=path)
+
+
+def _start_skillbook(settings: E2ESettings) -> Skillbook:
+    """What training starts from: a copy of `--skillbook` (a review run's fork of the published one), or empty."""
+    path = settings.skillbook
+    return Skillbook.load_from_file(path) if path is not None and path.is_file() else Skillbook()
 
 
 def _load_data(settings: E2ESettings) -> AirlineData | None:
@@ -393,9 +418,15 @@ class _Run:
 
         try:
             with progress:
-                result = await trainer.run_async([t.model_dump() for t in traces], Skillbook(), on_sample=on_sample)
+                start = _start_skillbook(s)
+                result = await trainer.run_async([t.model_dump() for t in traces], start, on_sample=on_sample)
         finally:
             self.segment.steps = step_times(pipeline)
+            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReviewStep)), None)
+            if reviewing is not None:
+                queue = reviewing.queue
+                self.record["review"] = {"skillbook": str(queue.skillbook), "queue": str(queue.path),
+                                         **reviewing.counts.to_dict()}  # fmt: skip
         self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         failed = result.errors

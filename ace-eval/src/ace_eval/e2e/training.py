@@ -50,7 +50,9 @@ unless a sample of a later epoch was committed, which proves it ran). A `BaseExc
 checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
-`ace_eval.e2e._checkpoint`. A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
+`ace_eval.e2e._checkpoint`. A `commit` step whose state derives from the journal (`CatchesUp`, e.g. `review`)
+gets the starting skillbook and every recorded line before the first sample, so it catches up after a kill.
+A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
 rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples are
 not run again, except, with `retry_failed`, those that failed without applying an operation: they run again
 and their new line (`attempt` + 1) supersedes the failed one (the journal's last line of a sample wins).
@@ -92,7 +94,7 @@ from ace_eval.e2e._samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
-from ace_eval.e2e.checkpoint_step import CheckpointStep
+from ace_eval.e2e.checkpoint_step import CatchesUp, CheckpointStep
 from ace_eval.e2e.folder_lock import folder_lock
 
 __all__ = [
@@ -272,6 +274,7 @@ class Trainer:
         checkpoint: Checkpoint | None = None
         book = skillbook
         interrupted: list[SampleResult] = []
+        records: list[dict[str, Any]] = []
         step = self._checkpoint_step
         if step is not None:
             folder = step.folder
@@ -283,6 +286,9 @@ class Trainer:
                 interrupted = interrupted_samples(plan, done, book, book.operations_count if start is None else start)
             checkpoint = step.journal
             checkpoint.open(book, fresh=loaded is None)
+        for catching_up in self._commit.steps:
+            if isinstance(catching_up, CatchesUp):
+                catching_up.resume(book, records)
         retried = retried_samples(plan, done) if self.config.retry_failed else {}
         for index in retried:
             del done[index]
