@@ -77,8 +77,9 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     assert "checkpoint  [commit]  ace-eval 0.1.0" in heads  # the harness's own step, registered the same way
     assert "    requires: epoch, reflections, skillbook, trace   provides: sm_result" in result.stdout
     rows = json.loads(CliRunner().invoke(main, ["steps", "list", "--json"]).stdout)
-    assert rows[5]["options"]["threshold"]["default"] == 0.85
-    assert rows[3]["options"]["min_harmful_traces"]["default"] == 2
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["deduplicate"]["options"]["threshold"]["default"] == 0.85
+    assert by_name["quarantine"]["options"]["min_harmful_traces"]["default"] == 2
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(

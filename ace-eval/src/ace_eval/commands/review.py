@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ace.exceptions import AceError
+from ace.exceptions import AceError, UserError
 from ace_eval.e2e.run_folder import RUN_JSON, RunFolder
 from ace_eval.review import Candidate, ReviewQueue, accept_candidates, find_candidates, reject_candidates
 
@@ -33,7 +33,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except AceError as e:
-        error = _Refused if getattr(e, "exit_code", 1) == 2 else click.ClickException
+        error = _Refused if isinstance(e, UserError) else click.ClickException
         raise error(str(e)) from None
 
 

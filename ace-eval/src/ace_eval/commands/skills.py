@@ -20,7 +20,7 @@ import click
 from ace.core.effectiveness import SkillKpis, skill_kpis
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
-from ace.exceptions import AceError, SkillbookError
+from ace.exceptions import AceError, SkillbookError, UserError
 from ace.redaction import Redactor
 from ace.steps.context import StepContext
 from ace.steps.export_markdown import ExportMarkdownStep
@@ -71,7 +71,7 @@ def _locked(folder: Path | None) -> Iterator[None]:
         with folder_lock(folder) if folder is not None else nullcontext():
             yield
     except AceError as e:
-        if getattr(e, "exit_code", 1) == 2:
+        if isinstance(e, UserError):
             raise _UsageFix(str(e)) from None
         raise
 

@@ -371,9 +371,11 @@ class Trainer:
                 if checkpointed
                 else "the run has no checkpoint_dir, so it cannot be resumed"
             )
-            cause = (
-                describe_os_error(e.cause) if isinstance(e.cause, OSError) else f"{type(e.cause).__name__}: {e.cause}"
-            )
+            error = e.cause
+            if isinstance(error, OSError) and error.errno is not None:  # a real file-system failure
+                cause = describe_os_error(error)
+            else:
+                cause = f"{type(error).__name__}: {error}"
             raise RunStepError(f"step {e.step!r} ({phase}, epoch {epoch}) failed: {cause}; {kept}") from e.cause
 
     async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:

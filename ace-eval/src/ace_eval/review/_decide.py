@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ace.core.insight_source import InsightSource, utc_now
 from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
-from ace.exceptions import AceError, SkillbookError
+from ace.exceptions import SkillbookError, UserError
 from ace.redaction import Redactor
 from ace_eval.review._model import Candidate, Decision, QueueFile
 from ace_eval.review._provenance import CollectionHashes, provenance_problems
@@ -28,10 +28,8 @@ __all__ = [
 ]
 
 
-class ReviewError(AceError, ValueError):
+class ReviewError(UserError, ValueError):
     """A decision that cannot be made as asked (unknown or decided candidate, failed provenance); names the fix."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace.core.storage import atomic_write
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 
 __all__ = [
     "QUEUE_VERSION",
@@ -40,11 +40,8 @@ CandidateKind = Literal["ADD", "UPDATE", "TAG", "REMOVE"]
 Status = Literal["pending", "accepted", "rejected"]
 
 
-class QueueFormatError(AceError, ValueError):
+class QueueFormatError(UserError, ValueError):
     """A review queue file that cannot be read: an unknown version or a damaged document; names the fix."""
-
-    exit_code = 2
-    """Refused before anything is written."""
 
 
 class _Strict(BaseModel):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace_eval.e2e.folder_lock import file_lock
 from ace_eval.review._model import QueueFile, queue_path, read_queue, write_queue
 
@@ -18,10 +18,8 @@ _WAIT_S = 30.0
 """How long a writer waits for another one (a run committing a sample, a reviewer deciding) before giving up."""
 
 
-class QueueBusyError(AceError, RuntimeError):
+class QueueBusyError(UserError, RuntimeError):
     """Another process kept the queue's lock for longer than a write takes; names it."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
-from ace.exceptions import AceError
+from ace.exceptions import UserError
 from ace.steps.context import StepContext
 from ace.steps.registry import StepEnvironment, StepFactory, need
 from ace_eval.e2e.checkpoint_step import LINE_KEY
@@ -74,7 +74,7 @@ class ReviewStep:
         base_file = self.run_dir / BASE_FILE
         if not base_file.is_file():
             if any(r.get("operations") for r in records):
-                raise AceError(
+                raise UserError(
                     f"{base_file} is gone, so the staged edits of this review run cannot be compared with what they "
                     "were based on: start a new review run"
                 )
