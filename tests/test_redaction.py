@@ -185,6 +185,17 @@ def test_secret_keys_are_redacted_and_ids_are_not_searched_for_cards() -> None:
     ]
     assert Redactor().redact_data({"a": "no secret"}) == ({"a": "no secret"}, [])
 
+    once = Redactor()  # keys and ids are remembered: the second pass gives the same result and the same findings
+    first = once.redact_data(data, numbered=False, skip_keys=frozenset({"span_id", "trace_id"}))
+    assert (
+        once.redact_data(data, numbered=False, skip_keys=frozenset({"span_id", "trace_id"}))
+        == first
+        == (
+            out,
+            findings,
+        )
+    )
+
 
 def test_the_allow_list_and_extra_patterns_apply() -> None:
     redactor = Redactor(

@@ -112,7 +112,8 @@ class _Match:
 
 
 class Redactor:
-    """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Immutable; thread-safe."""
+    """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Its settings are immutable;
+    thread-safe (the memo of redacted keys and ids is a plain dict, and a lost entry is only recomputed)."""
 
     def __init__(
         self,
@@ -146,6 +147,8 @@ class Redactor:
         self._later = tuple(d for d in self.detectors if d.after is not None)
         self.allow: frozenset[str] = frozenset(allow)
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
+        self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
+        """`_redact_id` results: keys and ids repeat in every trace ("role", "content", a source system)."""
 
     # ------------------------------------------------------------------------------------------ text
     def find(self, text: str, *, session: RedactionSession | None = None) -> list[Finding]:
@@ -278,12 +281,16 @@ class Redactor:
     # -------------------------------------------------------------------------------------- internal
     def _redact_id(self, text: str, is_id: bool) -> tuple[str, list[Finding]]:
         """A key or an id with each secret replaced by its `id_placeholder` (no card check for an id)."""
-        matches = self._matches(text, RedactionSession())
-        if is_id:
-            matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
-        if not matches:
-            return text, []
-        return self._replace(text, matches, id_placeholder)
+        known = self._ids.get((text, is_id))
+        if known is None:
+            matches = self._matches(text, RedactionSession())
+            if is_id:
+                matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
+            redacted, findings = self._replace(text, matches, id_placeholder) if matches else (text, [])
+            if len(self._ids) >= _ID_CACHE_SIZE:
+                self._ids.clear()
+            known = self._ids[(text, is_id)] = (redacted, tuple(findings))
+        return known[0], list(known[1])
 
     def _replace(
         self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
@@ -358,6 +365,10 @@ class Redactor:
 def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, str], str]:
     """`[REDACTED:kind#n]` numbered in `session`, or `[REDACTED:kind]`."""
     return session.placeholder if numbered else lambda kind, _value: f"[REDACTED:{kind}]"
+
+
+_ID_CACHE_SIZE = 4096
+"""Distinct keys and ids a `Redactor` remembers the redaction of (it forgets them all past that)."""
 
 
 def _any_in(literals: tuple[str, ...], text: str) -> bool:
