@@ -427,5 +427,5 @@ def test_sessions_stopped_by_their_budget_read_as_stopped_not_as_errors(tmp_path
     line = sample_line(samples[0])
     assert "stopped early  ADD context-00001" in line and "ERROR" not in line and "request_limit" in line
     summary = format_demo_summary(done, 1.0)
-    assert "2 samples, 0 errors, 2 sessions stopped early on the demo's small budgets (edits kept)." in summary
+    assert "2 samples, 0 errors, 2 sessions stopped early on a budget or retry limit (edits kept)." in summary
     assert "error on" not in summary

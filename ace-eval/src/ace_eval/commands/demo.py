@@ -78,7 +78,7 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
     training = record.get("training") or {}
     stats = result.skillbook.stats()
     stopped = {(s["trace_uid"], s["epoch"]) for s in record.get("samples") or [] if s.get("error_kind") == "stopped"}
-    early = f", {plural(len(stopped), 'session')} stopped early on the demo's small budgets (edits kept)"
+    early = f", {plural(len(stopped), 'session')} stopped early on a budget or retry limit (edits kept)"
     lines = [
         f"Replayed {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} in {seconds:.0f} s: "
         f"{plural(training.get('samples', 0), 'sample')}, {plural(training.get('errors', 0) - len(stopped), 'error')}"
