@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
 from ace_eval.e2e._collection_model import CollectionError
@@ -24,7 +24,7 @@ class _Task(BaseModel):
     model_config = _SOURCE
     instruction: str
     user_id: str | None = None
-    actions: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[dict[str, JsonValue]] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)
 
 
@@ -33,7 +33,7 @@ class _Info(BaseModel):
     task: _Task
     source: str | None = None
     user_cost: float | None = None
-    reward_info: dict[str, Any] | None = None
+    reward_info: dict[str, JsonValue] | None = None
 
 
 class _Result(BaseModel):
@@ -41,11 +41,11 @@ class _Result(BaseModel):
     task_id: int | str
     reward: float
     info: _Info
-    traj: list[Any]
+    traj: list[JsonValue]
     trial: int | None = None
 
 
-def _domain(entries: list[Any]) -> str | None:
+def _domain(entries: Sequence[object]) -> str | None:
     """`airline` or `retail` from the policy heading of the first run's system prompt."""
     for entry in entries[:1]:
         traj = entry.get("traj") if isinstance(entry, dict) else None
@@ -58,7 +58,13 @@ def _domain(entries: list[Any]) -> str | None:
     return None
 
 
-def _database_verdict(reward: float, reward_info: dict[str, Any] | None) -> DatabaseVerdict:
+def _breakdown(reward_info: Mapping[str, JsonValue] | None) -> Mapping[str, JsonValue]:
+    """`reward_info["info"]`, tau-bench's reward breakdown (`r_actions`, `r_outputs`, `outputs`); `{}` if none."""
+    info = reward_info.get("info") if reward_info is not None else None
+    return info if isinstance(info, dict) else {}
+
+
+def _database_verdict(reward: float, reward_info: Mapping[str, JsonValue] | None) -> DatabaseVerdict:
     """The database check as far as `reward_info` tells it.
 
     For a task with required outputs, tau-bench records only the outputs check (the database verdict is
@@ -66,25 +72,27 @@ def _database_verdict(reward: float, reward_info: dict[str, Any] | None) -> Data
     """
     if reward >= 1:
         return "matches"
-    info = (reward_info or {}).get("info") or {}
+    info = _breakdown(reward_info)
     if "r_actions" in info:
-        return "matches" if info["r_actions"] >= 1 else "differs"
-    if "r_outputs" in info and all((info.get("outputs") or {}).values()):
+        r_actions = info["r_actions"]
+        return "matches" if isinstance(r_actions, int | float) and r_actions >= 1 else "differs"
+    outputs = info.get("outputs") or {}
+    if "r_outputs" in info and isinstance(outputs, dict) and all(outputs.values()):
         return "differs"
     return "unknown"
 
 
-def _recorded_outputs(reward_info: dict[str, Any] | None) -> dict[str, bool] | None:
-    info = (reward_info or {}).get("info") or {}
+def _recorded_outputs(reward_info: Mapping[str, JsonValue] | None) -> dict[str, bool] | None:
+    info = _breakdown(reward_info)
     outputs = info.get("outputs") if "r_outputs" in info else None
     return {str(k): bool(v) for k, v in outputs.items()} if isinstance(outputs, dict) else None
 
 
-def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str:
+def tau_bench_feedback(reward: float, reward_info: Mapping[str, JsonValue] | None) -> str:
     """The grader's verdict in words, from tau-bench's `reward_info` (database check, then required outputs)."""
     if reward_info is None:
         return f"reward {reward:g}: no grading details recorded (reward_info is null)"
-    info = reward_info.get("info") or {}
+    info = _breakdown(reward_info)
     if "r_actions" not in info and "r_outputs" not in info:
         return f"reward {reward:g}: no breakdown recorded"
     parts: list[str] = []
@@ -102,25 +110,24 @@ def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str
 
 
 def tau_bench_grader(
-    messages: list[Any],
-    task_actions: list[dict[str, Any]],
-    task_outputs: list[str],
+    messages: Sequence[JsonValue],
+    task_actions: Sequence[Mapping[str, JsonValue]],
+    task_outputs: Sequence[str],
     reward: float,
-    reward_info: dict[str, Any] | None,
+    reward_info: Mapping[str, JsonValue] | None,
 ) -> GraderReport:
     """The run compared with the gold: actions, required outputs (as recorded, else checked on the replies)
     and the database verdict `reward_info` gives."""
+    chat = [m for m in messages if isinstance(m, dict)]
     outputs = _recorded_outputs(reward_info)
     if outputs is None and task_outputs:
         replies = [
-            str(m.get("content"))
-            for m in messages
-            if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
+            str(m.get("content")) for m in chat if m.get("role") == "assistant" and isinstance(m.get("content"), str)
         ]
         outputs = find_outputs(task_outputs, replies)
     gold = [a for a in task_actions if a.get("name") != RESPOND_ACTION]
     return diff_against_gold(
-        messages, gold, outputs=outputs, reward=reward, database=_database_verdict(reward, reward_info)
+        chat, gold, outputs=outputs, reward=reward, database=_database_verdict(reward, reward_info)
     )
 
 
@@ -145,7 +152,7 @@ def import_tau_bench(path: str | os.PathLike[str], *, source_system: str | None 
             else f"task-{result.task_id}-run-{i}"
         )
         reward_info = result.info.reward_info
-        metadata: dict[str, Any] = {
+        metadata: dict[str, JsonValue] = {
             "trial": result.trial,
             "user_id": task.user_id,
             "user_source": result.info.source,
