@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
 from ace_eval.e2e._collection_model import CollectionError
 from ace_eval.e2e.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
-from ace_eval.e2e.importers._common import ImportedCollection, build_trace, load_json, validate_source
+from ace_eval.e2e.importers._common import ImportedCollection, build_trace, json_object, load_json, validate_source
 
 __all__ = ["import_tau_bench", "tau_bench_feedback", "tau_bench_grader"]
 
@@ -60,8 +60,7 @@ def _domain(entries: Sequence[object]) -> str | None:
 
 def _breakdown(reward_info: Mapping[str, JsonValue] | None) -> Mapping[str, JsonValue]:
     """`reward_info["info"]`, tau-bench's reward breakdown (`r_actions`, `r_outputs`, `outputs`); `{}` if none."""
-    info = reward_info.get("info") if reward_info is not None else None
-    return info if isinstance(info, dict) else {}
+    return json_object(reward_info.get("info")) if reward_info is not None else {}
 
 
 def _database_verdict(reward: float, reward_info: Mapping[str, JsonValue] | None) -> DatabaseVerdict:
