@@ -74,7 +74,9 @@ def _database_verdict(reward: float, reward_info: Mapping[str, JsonValue] | None
     info = _breakdown(reward_info)
     if "r_actions" in info:
         r_actions = info["r_actions"]
-        return "matches" if isinstance(r_actions, int | float) and r_actions >= 1 else "differs"
+        if not isinstance(r_actions, int | float) or isinstance(r_actions, bool):
+            return "unknown"  # a breakdown this version of tau-bench did not write
+        return "matches" if r_actions >= 1 else "differs"
     outputs = info.get("outputs") or {}
     if "r_outputs" in info and isinstance(outputs, dict) and all(outputs.values()):
         return "differs"
@@ -105,7 +107,7 @@ def tau_bench_feedback(reward: float, reward_info: Mapping[str, JsonValue] | Non
         parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
     elif outputs:
         parts.append("the agent told the user every required output")
-    return f"reward {reward:g}: " + "; ".join(parts)
+    return f"reward {reward:g}: " + ("; ".join(parts) or "the breakdown holds no verdict this importer reads")
 
 
 def tau_bench_grader(
