@@ -213,3 +213,12 @@ def test_openai_jsonl_lines(tmp_path: Path) -> None:
 def test_openai_jsonl_refusals(tmp_path: Path, line: Any, message: str) -> None:
     with pytest.raises(CollectionError, match=message):
         import_openai_jsonl(_jsonl(tmp_path, CHAT, line))
+
+
+def test_tau_bench_feedback_reads_a_breakdown_of_another_shape_without_crashing() -> None:
+    # JSON the importer does not expect (a string score, outputs as a list) says nothing rather than crashing
+    none = "reward 0: the breakdown holds no verdict this importer reads"
+    assert tau_bench_feedback(0.0, {"info": {"r_actions": "n/a"}}) == none
+    assert tau_bench_feedback(0.0, {"info": "not an object"}) == "reward 0: no breakdown recorded"
+    odd = tau_bench_feedback(0.0, {"info": {"r_outputs": 0.0, "outputs": ["327"]}})
+    assert odd == none

@@ -265,3 +265,17 @@ def test_tau2_errors_name_the_place(tmp_path: Path) -> None:
         import_tau2(write(tmp_path, payload))
     with pytest.raises(CollectionError, match=r"use --format tau-bench"):
         import_tau2(write(tmp_path, [{"task_id": 0}]))
+
+
+def test_tau2_feedback_skips_checks_that_are_not_objects() -> None:
+    from ace_eval.e2e.importers.tau2 import tau2_feedback
+
+    info: dict[str, Any] = {
+        "reward": 0.0,
+        "db_check": None,
+        "communicate_checks": [None, "odd", {"met": False, "info": "refund 50"}],
+        "action_checks": [{"action": "cancel", "action_match": False}],
+    }
+    assert tau2_feedback(info) == (
+        "reward 0: the agent never told the user 'refund 50'; expected action not taken: None({})"
+    )

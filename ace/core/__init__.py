@@ -5,6 +5,7 @@ from ace.core.insight_source import InsightSource
 from ace.core.skill import VALID_SECTIONS, Quarantine, Skill, normalize_keywords
 from ace.core.skillbook import SCHEMA_VERSION, Skillbook
 from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
+from ace.core.trace import TraceIdentity, TraceInput, TraceLike
 from ace.core.update_operation import UpdateOperation
 
 __all__ = [
@@ -17,6 +18,9 @@ __all__ = [
     "Skill",
     "SkillKpis",
     "Skillbook",
+    "TraceIdentity",
+    "TraceInput",
+    "TraceLike",
     "UpdateOperation",
     "normalize_keywords",
     "skill_kpis",

@@ -1,7 +1,15 @@
 """Pipeline steps, one per module (redact, reflect, update, quarantine, deduplicate, export, persist), their registry
 and phases."""
 
-from ace.steps.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext, insight_source, trace_identity
+from ace.steps.context import (
+    CONTEXT_FIELDS,
+    INITIAL_FIELDS,
+    Step,
+    StepContext,
+    insight_source,
+    source_of,
+    trace_identity,
+)
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
 from ace.steps.export_markdown import ExportMarkdownStep, escape_markdown, export_markdown
 from ace.steps.persist import PersistStep
@@ -74,5 +82,6 @@ __all__ = [
     "pipeline_differences",
     "pipeline_requests",
     "plan_pipeline",
+    "source_of",
     "trace_identity",
 ]

@@ -16,13 +16,14 @@ from pydantic_ai.usage import RunUsage
 
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
+from ace.core.trace import TraceIdentity, TraceInput, TraceLike, trace_mapping
 from ace.implementations.reflection import Reflection
 
 if TYPE_CHECKING:
     from ace.deduplication.operations import AppliedDecision
     from ace.implementations.skill_manager import SMResult
 
-__all__ = ["CONTEXT_FIELDS", "INITIAL_FIELDS", "Step", "StepContext", "insight_source", "trace_identity"]
+__all__ = ["CONTEXT_FIELDS", "INITIAL_FIELDS", "Step", "StepContext", "insight_source", "source_of", "trace_identity"]
 
 _EMPTY_USAGE: Mapping[str, RunUsage] = MappingProxyType({})
 _EMPTY_EXTRAS: Mapping[str, Mapping[str, object]] = MappingProxyType({})
@@ -34,7 +35,12 @@ class StepContext:
     """What one trace's trip through the pipeline has produced so far."""
 
     trace: Mapping[str, Any]
-    """The trace (`trace_uid`, `source_system`, `trace_id`, `question`, `messages`, `reward`, ...)."""
+    """The trace (`trace_uid`, `source_system`, `trace_id`, `question`, `messages`, `reward`, ...); a `TraceLike`
+    handed in is replaced by its `as_mapping()` view (`StepContext.for_trace` is the typed way)."""
+    identity: TraceIdentity | None = None
+    """The trace's ids, read once when the context is built (None for a trace without them, e.g. the empty trace
+    of an end-of-epoch context); copied by `dataclasses.replace`, so a step that changes the ids passes the new
+    one (as `RedactStep` does)."""
     skillbook: Skillbook
     epoch: int = 0
     """Training epoch (0-based); recorded in every mutation's provenance."""
@@ -55,8 +61,25 @@ class StepContext:
     """Why a step chose to skip this sample (set by a `before_reflect` filter): the remaining per-sample steps do
     not run and the sample is recorded as skipped, not failed."""
 
+    @classmethod
+    def for_trace(
+        cls, trace: TraceInput, skillbook: Skillbook, *, epoch: int = 0, identity: TraceIdentity | None = None
+    ) -> StepContext:
+        """The context a trace (a mapping or a `TraceLike`) enters the pipeline with; its identity is checked
+        here (`ValueError` naming a missing id) unless `identity` was read already."""
+        known = identity if identity is not None else TraceIdentity.of(trace)
+        return cls(trace=trace_mapping(trace), identity=known, skillbook=skillbook, epoch=epoch)
+
     def __post_init__(self) -> None:
-        """Mappings handed in as plain dicts (`dataclasses.replace(ctx, extras={...})`) become read-only copies."""
+        """Mappings handed in as plain dicts (`dataclasses.replace(ctx, extras={...})`) become read-only copies;
+        a `TraceLike` trace becomes its mapping view, and the identity is read when none was given."""
+        trace: object = self.trace
+        if not isinstance(trace, Mapping) and isinstance(trace, TraceLike):
+            if self.identity is None:
+                object.__setattr__(self, "identity", TraceIdentity.of(trace))
+            object.__setattr__(self, "trace", trace.as_mapping())
+        elif self.identity is None and self.trace:
+            object.__setattr__(self, "identity", TraceIdentity.find(self.trace))
         extras = self.extras
         if not isinstance(extras, MappingProxyType) or any(
             not isinstance(v, MappingProxyType) for v in extras.values()
@@ -131,27 +154,21 @@ class Step(Protocol):
         ...
 
 
-def trace_identity(trace: Mapping[str, Any]) -> tuple[str, str, str]:
+def trace_identity(trace: TraceInput) -> tuple[str, str, str]:
     """`(trace_uid, source_system, trace_id)` of a trace; raises `ValueError` naming a missing key."""
-    values: list[str] = []
-    for key in ("trace_uid", "source_system", "trace_id"):
-        value = trace.get(key)
-        if not isinstance(value, str) or not value:
-            raise ValueError(
-                f"the trace has no {key!r} (got {value!r}): pass a collection trace (`Trace.model_dump()`) with "
-                "trace_uid, source_system and trace_id"
-            )
-        values.append(value)
-    return values[0], values[1], values[2]
+    return TraceIdentity.of(trace).as_tuple()
 
 
-def insight_source(trace: Mapping[str, Any], epoch: int, reflection: Reflection | None) -> InsightSource:
+def insight_source(
+    trace: Mapping[str, Any], epoch: int, reflection: Reflection | None, *, identity: TraceIdentity | None = None
+) -> InsightSource:
     """The provenance of mutations made from this trace in this epoch, after this reflection.
 
-    Identity comes from the trace (`trace_uid`, `source_system`, `trace_id`, `question` as the sample
-    question), the texts from the reflection (`error_identification`, `key_insight`); blank texts become `None`.
+    Identity comes from `identity` (a context's, read once) or else the trace (`trace_uid`, `source_system`,
+    `trace_id`); `question` is the sample question; the texts come from the reflection (`error_identification`,
+    `key_insight`); blank texts become `None`.
     """
-    trace_uid, source_system, trace_id = trace_identity(trace)
+    trace_uid, source_system, trace_id = (identity or TraceIdentity.of(trace)).as_tuple()
     question = trace.get("question")
     return InsightSource(
         trace_uid=trace_uid,
@@ -162,3 +179,8 @@ def insight_source(trace: Mapping[str, Any], epoch: int, reflection: Reflection 
         error_identification=(reflection.error_identification.strip() or None) if reflection else None,
         learning_text=(reflection.key_insight.strip() or None) if reflection else None,
     )
+
+
+def source_of(ctx: StepContext) -> InsightSource:
+    """`insight_source` of a context: its trace, identity, epoch and first reflection."""
+    return insight_source(ctx.trace, ctx.epoch, ctx.reflections[0] if ctx.reflections else None, identity=ctx.identity)

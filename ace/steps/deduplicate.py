@@ -30,7 +30,7 @@ from ace.exceptions import SkillbookError
 from ace.llm import infer_model
 from ace.observability import ace_span
 from ace.retrieval.index import search_index
-from ace.steps.context import StepContext, insight_source
+from ace.steps.context import StepContext, source_of
 
 __all__ = ["DedupScope", "DeduplicateStep", "pairs_involving"]
 
@@ -135,7 +135,7 @@ class DeduplicateStep:
 def _source(ctx: StepContext) -> InsightSource:
     """The provenance of the decisions: the sample's trace after a session, the epoch in an end-of-epoch pass."""
     if ctx.trace:
-        return insight_source(ctx.trace, ctx.epoch, ctx.reflections[0] if ctx.reflections else None)
+        return source_of(ctx)
     return InsightSource(
         trace_uid=f"deduplicate:epoch-{ctx.epoch}",
         source_system="ace.deduplicate",

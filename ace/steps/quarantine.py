@@ -13,7 +13,7 @@ import dataclasses
 from ace.core.effectiveness import QuarantinePolicy, quarantine_reason
 from ace.core.insight_source import InsightSource
 from ace.observability import AttributeInput, ace_span
-from ace.steps.context import StepContext, insight_source
+from ace.steps.context import StepContext, source_of
 
 __all__ = ["QuarantineStep"]
 
@@ -49,7 +49,7 @@ class QuarantineStep:
 def _source(ctx: StepContext, reason: str) -> InsightSource:
     """The sample whose tags tipped the balance; at the end of an epoch (no trace), the gate itself."""
     if ctx.trace:
-        base = insight_source(ctx.trace, ctx.epoch, ctx.reflections[0] if ctx.reflections else None)
+        base = source_of(ctx)
         return dataclasses.replace(base, learning_text=reason)
     return InsightSource(
         trace_uid=f"quarantine:epoch-{ctx.epoch}",

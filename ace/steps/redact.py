@@ -10,14 +10,17 @@ every sink, so the id stays one id; dict keys are redacted the same way.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
+from ace.core.trace import IDENTITY_FIELDS, TraceIdentity
 from ace.redaction import Redactor, count_kinds
 from ace.steps.context import StepContext
 
 __all__ = ["TRACE_ID_FIELDS", "RedactStep"]
 
-TRACE_ID_FIELDS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id"})
+TRACE_ID_FIELDS: frozenset[str] = frozenset(IDENTITY_FIELDS)
 """Trace fields the run needs to attribute and resume samples: redacted only by `id_placeholder`."""
 
 
@@ -38,4 +41,15 @@ class RedactStep:
         counts = dict(ctx.redactions)
         for kind, n in count_kinds(findings).items():
             counts[kind] = counts.get(kind, 0) + n
-        return dataclasses.replace(ctx, trace=trace, redactions=MappingProxyType(counts))
+        return dataclasses.replace(
+            ctx, trace=trace, identity=_redacted_identity(ctx.identity, trace), redactions=MappingProxyType(counts)
+        )
+
+
+def _redacted_identity(identity: TraceIdentity | None, trace: Mapping[str, Any]) -> TraceIdentity | None:
+    """The identity as redacted: the same object when no id held a secret, else the placeholders the trace has."""
+    if identity is None:
+        return TraceIdentity.find(trace)
+    if all(trace.get(key) == value for key, value in zip(IDENTITY_FIELDS, identity.as_tuple(), strict=True)):
+        return identity
+    return TraceIdentity.find(trace)

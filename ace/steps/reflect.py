@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ace.core.trace import TraceIdentity
 from ace.implementations.reflector_base import Reflector
-from ace.steps.context import StepContext, trace_identity
+from ace.steps.context import StepContext
 
 __all__ = ["ReflectStep"]
 
@@ -22,7 +23,8 @@ class ReflectStep:
 
     async def __call__(self, ctx: StepContext) -> StepContext:
         """Reflect on `ctx.trace`; the reflection is appended to `ctx.reflections`, usage added under `reflector`."""
-        trace_identity(ctx.trace)  # fail before spending a model call on a trace that cannot be attributed
+        if ctx.identity is None:  # fail before spending a model call on a trace that cannot be attributed
+            TraceIdentity.of(ctx.trace)
         result = await self.reflector.reflect(ctx.trace, ctx.skillbook)
         return dataclasses.replace(ctx, reflections=(*ctx.reflections, result.reflection)).with_usage(
             "reflector", result.usage

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ace.implementations.skill_manager import SkillManager
-from ace.steps.context import StepContext, insight_source
+from ace.steps.context import StepContext, source_of
 
 __all__ = ["UpdateStep"]
 
@@ -28,6 +28,6 @@ class UpdateStep:
         """
         if not ctx.reflections:
             raise ValueError("UpdateStep needs at least one reflection: run ReflectStep before it")
-        source = insight_source(ctx.trace, ctx.epoch, ctx.reflections[0])
+        source = source_of(ctx)
         result = await self.skill_manager.update_skills_async(ctx.reflections, ctx.skillbook, source=source)
         return dataclasses.replace(ctx, sm_result=result).with_usage("skill_manager", result.usage)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
@@ -142,7 +142,7 @@ _MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 UNPARSED_ARGUMENTS = "_unparsed_arguments"
 
 
-def tool_arguments(raw: str | dict[str, object] | None) -> str:
+def tool_arguments(raw: str | Mapping[str, object] | None) -> str:
     """Tool call `arguments` as the format wants them: a JSON object in a string.
 
     A dict is encoded; a string that is already a JSON object is kept; anything else (a model's malformed
@@ -150,8 +150,8 @@ def tool_arguments(raw: str | dict[str, object] | None) -> str:
     """
     if raw is None:
         return "{}"
-    if isinstance(raw, dict):
-        return json.dumps(raw, ensure_ascii=False)
+    if isinstance(raw, Mapping):
+        return json.dumps(dict(raw), ensure_ascii=False)
     try:
         parsed = json.loads(raw)
     except json.JSONDecodeError:

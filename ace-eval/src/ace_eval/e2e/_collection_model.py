@@ -130,6 +130,10 @@ class Trace(BaseModel):
             ) from None
         return value
 
+    def as_mapping(self) -> dict[str, Any]:
+        """The trace in the collection format, as `ace` steps read it (`ace.TraceLike`): a fresh plain copy."""
+        return self.model_dump()
+
     def chat_messages(self) -> list[ChatMessage]:
         """The messages as typed models (`SystemMessage`, `AssistantMessage`...)."""
         return parse_messages(self.messages)

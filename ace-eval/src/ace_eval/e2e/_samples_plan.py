@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ace.core.skillbook import Skillbook
-from ace.steps.context import trace_identity
+from ace.core.trace import TraceIdentity, TraceInput
 from ace_eval.e2e._checkpoint import CheckpointError
 from ace_eval.e2e._fail_fast import retries_on_resume
 from ace_eval.e2e._training_results import SampleResult
@@ -24,33 +24,45 @@ class PlannedSample:
 
     index: int
     epoch: int
-    trace: Mapping[str, object]
-    trace_uid: str
-    trace_id: str
+    trace: TraceInput
+    """The trace as it was given (a mapping or a `TraceLike`, e.g. an `ace_eval` `Trace`), passed to the steps."""
+    identity: TraceIdentity
+    """Read once per trace by `plan_samples`, shared by its samples of every epoch."""
     attempt: int = 1
     """1, or the failed attempt's number + 1 when a resume runs a failed sample again."""
 
+    @property
+    def trace_uid(self) -> str:
+        """The trace's `trace_uid`."""
+        return self.identity.trace_uid
 
-def plan_samples(traces: Sequence[Mapping[str, object]], *, epochs: int, seed: int | None) -> list[PlannedSample]:
-    """Every (trace, epoch) in commit order; with a seed each epoch is shuffled by `Random(f"{seed}:{epoch}")`."""
+    @property
+    def trace_id(self) -> str:
+        """The trace's `trace_id`."""
+        return self.identity.trace_id
+
+
+def plan_samples(traces: Sequence[TraceInput], *, epochs: int, seed: int | None) -> list[PlannedSample]:
+    """Every (trace, epoch) in commit order; with a seed each epoch is shuffled by `Random(f"{seed}:{epoch}")`.
+    Each trace's identity is read here, once."""
     seen: dict[str, int] = {}
-    identities = []
+    identities: list[TraceIdentity] = []
     for position, trace in enumerate(traces):
-        uid, _, trace_id = trace_identity(trace)
+        identity = TraceIdentity.of(trace)
+        uid = identity.trace_uid
         if uid in seen:
             raise ValueError(
                 f"trace_uid {uid!r} appears twice (positions {seen[uid]} and {position}): ids must be unique"
             )
         seen[uid] = position
-        identities.append((uid, trace_id))
+        identities.append(identity)
     plan: list[PlannedSample] = []
     for epoch in range(epochs):
         order = list(range(len(traces)))
         if seed is not None:
             random.Random(f"{seed}:{epoch}").shuffle(order)
         for k in order:
-            uid, trace_id = identities[k]
-            plan.append(PlannedSample(len(plan), epoch, traces[k], uid, trace_id))
+            plan.append(PlannedSample(len(plan), epoch, traces[k], identities[k]))
     return plan
 
 

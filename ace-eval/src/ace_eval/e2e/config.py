@@ -39,7 +39,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -133,7 +133,7 @@ class _E2ETable(BaseModel):
     abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
-    steps: dict[str, bool | dict[str, Any]] | None = None
+    steps: dict[str, bool | dict[str, object]] | None = None
     redact: bool | None = None
     review: bool | None = None
     skillbook: str | None = Field(default=None, min_length=1)
@@ -209,7 +209,7 @@ class E2ESettings:
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
     """The tau-bench airline data folder (needed whenever the agent runs)."""
-    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    steps: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
     no_steps: tuple[str, ...] = ()
     """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
@@ -307,15 +307,15 @@ class E2ESettings:
         """Whether the benchmark agent runs at all (to collect traces, or to evaluate the skillbook)."""
         return self.traces is None or not self.no_benchmark
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready, for `run.json`."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
+            value: object = getattr(self, f.name)
             if isinstance(value, Path):
                 value = str(value)
             elif f.name == "steps":
-                value = {k: dict(v) for k, v in value.items()}
+                value = {k: dict(v) for k, v in self.steps.items()}
             elif isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):
@@ -324,10 +324,10 @@ class E2ESettings:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> E2ESettings:
+    def from_dict(cls, data: Mapping[str, object]) -> E2ESettings:
         """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}  # checked by the dataclass
         for name in ("traces", "output_dir", "data_dir", "config_file", "skillbook"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
@@ -366,7 +366,7 @@ def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
         raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
 
 
-def load_config_file(path: Path) -> dict[str, Any]:
+def load_config_file(path: Path) -> dict[str, object]:
     """Read and validate a config file; returns `{setting name: value}` for the values it sets."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -385,7 +385,7 @@ def load_config_file(path: Path) -> dict[str, Any]:
             "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact/review/skillbook, "
             "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()
     }
     for name, value in parsed.e2e.model_dump(exclude_none=True).items():
@@ -406,14 +406,17 @@ def _find_config(config: Path | None, cwd: Path) -> Path | None:
     return default if default.is_file() else None
 
 
-def _parse_env(name: str, raw: str, parse: Callable[[str], Any]) -> Any:
+_T = TypeVar("_T")
+
+
+def _parse_env(name: str, raw: str, parse: Callable[[str], _T]) -> _T:
     try:
         return parse(raw.strip())
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a valid value: fix or unset the variable") from None
 
 
-_ENV_PARSERS: dict[str, Callable[[str], Any]] = {
+_ENV_PARSERS: dict[str, Callable[[str], object]] = {
     "reflector_type": str,
     "data_dir": Path,
     "output_dir": Path,
@@ -423,7 +426,7 @@ _ENV_PARSERS: dict[str, Callable[[str], Any]] = {
 
 
 def resolve_settings(
-    flags: Mapping[str, Any],
+    flags: Mapping[str, object],
     *,
     environ: Mapping[str, str] | None = None,
     config: Path | None = None,
@@ -449,7 +452,7 @@ def resolve_settings(
     unknown = set(flags) - known
     if unknown:
         raise ConfigError(f"unknown setting(s) {sorted(unknown)}")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # setting name -> value, checked by `E2ESettings`
     sources: dict[str, str] = {}
     env_names: dict[str, tuple[str, ...]] = {f"{r}_model": names for r, names in MODEL_ENV.items()} | SETTING_ENV
     for name in sorted(known - _PIPELINE_SETTINGS):
@@ -498,17 +501,31 @@ def _merge_redact(values: dict[str, Any], sources: dict[str, str]) -> None:
     )
 
 
+def _step_options(value: object) -> dict[str, dict[str, object]]:
+    """`{step name: options}` from a flag or the config file (`{}` when absent)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {
+        str(k): {str(o): v for o, v in options.items()} for k, options in value.items() if isinstance(options, Mapping)
+    }
+
+
+def _step_names(value: object) -> tuple[str, ...]:
+    """The step names of `--no-step` or of the config file's `name = false` (`()` when absent)."""
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
 def _merge_steps(
-    flags: Mapping[str, Any], from_file: Mapping[str, Any], sources: dict[str, str], config_path: Path | None
-) -> dict[str, Any]:
+    flags: Mapping[str, object], from_file: Mapping[str, object], sources: dict[str, str], config_path: Path | None
+) -> dict[str, object]:
     """The pipeline settings of the config file, then the flags on top: a flag's step options win key by key,
     `--step NAME` brings back a step the file left out, `--no-step NAME` leaves out a step the file added."""
-    steps: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (from_file.get("steps") or {}).items()}
-    no_steps: dict[str, None] = dict.fromkeys(from_file.get("no_steps") or ())
+    steps = _step_options(from_file.get("steps"))
+    no_steps: dict[str, None] = dict.fromkeys(_step_names(from_file.get("no_steps")))
     if steps or no_steps:
         sources["steps"] = f"config:{config_path}"
-    flag_steps: Mapping[str, Mapping[str, Any]] = flags.get("steps") or {}
-    flag_no_steps: tuple[str, ...] = tuple(flags.get("no_steps") or ())
+    flag_steps = _step_options(flags.get("steps"))
+    flag_no_steps = _step_names(flags.get("no_steps"))
     for name, options in flag_steps.items():
         steps[name] = {**steps.get(name, {}), **options}
         no_steps.pop(name, None)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ace.implementations.trace_view import TraceView
 
@@ -58,8 +58,8 @@ class ArgumentDiff(BaseModel):
     model_config = _STRICT
     path: str
     """`cabin`, `flights[1].date`, `payment_methods[0].amount`."""
-    given: Any = None
-    gold: Any = None
+    given: JsonValue = None
+    gold: JsonValue = None
     absent: Literal["given", "gold"] | None = None
     """Which side lacks the argument altogether (`None`: both have it)."""
 
@@ -77,9 +77,9 @@ class ActionDiff(BaseModel):
     tool: str
     write: bool
     """Whether the tool changes the world (these decide the final database)."""
-    gold: dict[str, Any] | None = None
+    gold: dict[str, JsonValue] | None = None
     """The gold action's arguments (`None` for an extra action)."""
-    given: dict[str, Any] | None = None
+    given: dict[str, JsonValue] | None = None
     """The agent's arguments: of the matched call, of the closest failed attempt for a missing action, or `None`."""
     message_index: int | None = None
     """The assistant message that made the call (the failed attempt for a missing action)."""
@@ -135,12 +135,12 @@ class AgentAction:
     """One tool call of the agent, with its parsed arguments and whether it failed."""
 
     tool: str
-    kwargs: dict[str, Any]
+    kwargs: dict[str, JsonValue]
     message_index: int
     error: str | None
 
 
-def agent_actions(messages: Sequence[Mapping[str, Any]]) -> list[AgentAction]:
+def agent_actions(messages: Sequence[Mapping[str, object]]) -> list[AgentAction]:
     """The agent's tool calls in order; `error` holds the result of a call that failed (an error or exception)."""
     view = TraceView.from_trace({"messages": list(messages)})
     actions: list[AgentAction] = []
@@ -149,7 +149,9 @@ def agent_actions(messages: Sequence[Mapping[str, Any]]) -> list[AgentAction]:
             parsed = json.loads(call.arguments) if call.arguments else {}
         except json.JSONDecodeError:
             parsed = None
-        kwargs = parsed if isinstance(parsed, dict) else {"_unparsed_arguments": call.arguments}
+        kwargs: dict[str, JsonValue] = (
+            _json_object(parsed) if isinstance(parsed, dict) else {"_unparsed_arguments": call.arguments}
+        )
         failed = call.error_kind in ("error", "exception")
         actions.append(
             AgentAction(
@@ -163,8 +165,8 @@ def agent_actions(messages: Sequence[Mapping[str, Any]]) -> list[AgentAction]:
 
 
 def diff_against_gold(
-    messages: Sequence[Mapping[str, Any]],
-    gold: Sequence[Mapping[str, Any]],
+    messages: Sequence[Mapping[str, object]],
+    gold: Sequence[Mapping[str, object]],
     *,
     outputs: Mapping[str, bool] | None = None,
     reward: float | None = None,
@@ -178,9 +180,9 @@ def diff_against_gold(
     calls = agent_actions(messages)
     done = [c for c in calls if c.error is None]
     failed = [c for c in calls if c.error is not None]
-    gold_list = [(i, str(g.get("name")), dict(g.get("kwargs") or {})) for i, g in enumerate(gold)]
+    gold_list = [(i, str(g.get("name")), _json_object(g.get("kwargs"))) for i, g in enumerate(gold)]
     used: set[int] = set()
-    unmatched: list[tuple[int, str, dict[str, Any]]] = []
+    unmatched: list[tuple[int, str, dict[str, JsonValue]]] = []
     matched = 0
     for i, name, kwargs in gold_list:  # exact matches first, so a retried call does not steal another's match
         k = next((k for k, c in enumerate(done) if k not in used and c.tool == name and _same(c.kwargs, kwargs)), None)
@@ -256,11 +258,14 @@ def render_report(report: GraderReport) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-_ABSENT = object()
 
 
 def _compared(
-    kind: Literal["missing", "different"], tool: str, gold_index: int, gold: dict[str, Any], call: AgentAction | None
+    kind: Literal["missing", "different"],
+    tool: str,
+    gold_index: int,
+    gold: dict[str, JsonValue],
+    call: AgentAction | None,
 ) -> ActionDiff:
     """A gold action against the agent's call of its tool (the matched call, or the closest failed attempt)."""
     return ActionDiff(
@@ -276,11 +281,27 @@ def _compared(
     )
 
 
-def _same(a: Any, b: Any) -> bool:
+def _json(value: object) -> JsonValue:
+    """`value` as JSON data: mappings with string keys, lists for sequences, anything else as its `str`."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        return _json_object(value)
+    if isinstance(value, list | tuple):
+        return [_json(v) for v in value]
+    return str(value)
+
+
+def _json_object(value: object) -> dict[str, JsonValue]:
+    """A mapping as a JSON object (`{}` for anything else: an action without arguments)."""
+    return {str(k): _json(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+def _same(a: JsonValue, b: JsonValue) -> bool:
     return not _argument_diffs(a, b) if isinstance(a, dict) and isinstance(b, dict) else _equal(a, b)
 
 
-def _equal(a: Any, b: Any) -> bool:
+def _equal(a: JsonValue, b: JsonValue) -> bool:
     """JSON equality with 1 == 1.0 (but True != 1)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
@@ -293,7 +314,7 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _argument_diffs(given: Any, gold: Any, path: str = "") -> list[ArgumentDiff]:
+def _argument_diffs(given: JsonValue, gold: JsonValue, path: str = "") -> list[ArgumentDiff]:
     """The leaves where `given` differs from `gold`: dicts by key, equal-length lists by position.
 
     Keys the gold lacks count at the top level only: tools read the nested keys they know and ignore others
@@ -304,13 +325,12 @@ def _argument_diffs(given: Any, gold: Any, path: str = "") -> list[ArgumentDiff]
         extra = [k for k in given if k not in gold] if not path else []
         for key in list(gold) + extra:
             sub = f"{path}.{key}" if path else str(key)
-            mine, theirs = given.get(key, _ABSENT), gold.get(key, _ABSENT)
-            if mine is _ABSENT:
-                out.append(ArgumentDiff(path=sub, gold=theirs, absent="given"))
-            elif theirs is _ABSENT:
-                out.append(ArgumentDiff(path=sub, given=mine, absent="gold"))
+            if key not in given:
+                out.append(ArgumentDiff(path=sub, gold=gold[key], absent="given"))
+            elif key not in gold:
+                out.append(ArgumentDiff(path=sub, given=given[key], absent="gold"))
             else:
-                out += _argument_diffs(mine, theirs, sub)
+                out += _argument_diffs(given[key], gold[key], sub)
         return out
     if isinstance(given, list) and isinstance(gold, list) and len(given) == len(gold):
         return [
@@ -319,11 +339,11 @@ def _argument_diffs(given: Any, gold: Any, path: str = "") -> list[ArgumentDiff]
     return [] if _equal(given, gold) else [ArgumentDiff(path=path or "(arguments)", given=given, gold=gold)]
 
 
-def _value(value: Any) -> str:
+def _value(value: JsonValue) -> str:
     return _one_line(json.dumps(value, ensure_ascii=False, default=str), _VALUE_CHARS)
 
 
-def _call(tool: str, kwargs: Mapping[str, Any] | None) -> str:
+def _call(tool: str, kwargs: Mapping[str, JsonValue] | None) -> str:
     arguments = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in (kwargs or {}).items())
     return f"{tool}({_one_line(arguments)})"
 

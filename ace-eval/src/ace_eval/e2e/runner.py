@@ -419,7 +419,7 @@ class _Run:
         try:
             with progress:
                 start = _start_skillbook(s)
-                result = await trainer.run_async([t.model_dump() for t in traces], start, on_sample=on_sample)
+                result = await trainer.run_async(traces, start, on_sample=on_sample)
         finally:
             self.segment.steps = step_times(pipeline)
             reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReviewStep)), None)

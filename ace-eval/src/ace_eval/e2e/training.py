@@ -72,6 +72,7 @@ from typing import Any
 
 from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
+from ace.core.trace import TraceInput
 from ace.exceptions import RunError
 from ace.implementations.reflector import Reflector, ReflectorError
 from ace.implementations.skill_manager import SkillManager
@@ -239,7 +240,7 @@ class Trainer:
         """The pipeline's `redact` step's redactor: the skillbook and the journal lines redact with it too."""
 
     def run(
-        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
+        self, traces: Sequence[TraceInput], skillbook: Skillbook, *, on_sample: OnSample | None = None
     ) -> TrainingResult:
         """Blocking `run_async`; inside a running event loop use `await run_async(...)`."""
         try:
@@ -249,9 +250,10 @@ class Trainer:
         raise RuntimeError("Trainer.run was called inside a running event loop: use `await trainer.run_async(...)`")
 
     async def run_async(
-        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, *, on_sample: OnSample | None = None
+        self, traces: Sequence[TraceInput], skillbook: Skillbook, *, on_sample: OnSample | None = None
     ) -> TrainingResult:
-        """Train `skillbook` on `traces` for `config.epochs` epochs.
+        """Train `skillbook` on `traces` (mappings in the collection format, or `TraceLike` objects such as
+        `ace_eval.e2e.collection.Trace`, passed as they are) for `config.epochs` epochs.
 
         The skillbook is mutated in place, except when resuming: then the checkpoint's skillbook is used and
         returned instead (`TrainingResult.skillbook`). `on_sample` is called with each committed sample, in
@@ -267,7 +269,7 @@ class Trainer:
             return await self._run(traces, skillbook, on_sample)
 
     async def _run(
-        self, traces: Sequence[Mapping[str, Any]], skillbook: Skillbook, on_sample: OnSample | None
+        self, traces: Sequence[TraceInput], skillbook: Skillbook, on_sample: OnSample | None
     ) -> TrainingResult:
         plan = plan_samples(traces, epochs=self.config.epochs, seed=self.config.seed)
         done: dict[int, SampleResult] = {}
@@ -437,7 +439,7 @@ class Trainer:
 
     async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
         start = time.perf_counter()
-        ctx = StepContext(trace=item.trace, skillbook=book, epoch=item.epoch)
+        ctx = StepContext.for_trace(item.trace, book, epoch=item.epoch, identity=item.identity)
         try:
             return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
         except StepFailed as e:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from ace_eval.e2e._chat import describe_error, field_path
 from ace_eval.e2e._collection_model import CollectionError, Trace
 from ace_eval.e2e._collection_read import describe_trace_error
 
-__all__ = ["ImportedCollection", "build_trace", "load_json", "validate_source"]
+__all__ = ["ImportedCollection", "build_trace", "json_object", "json_objects", "load_json", "validate_source"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,6 +30,16 @@ class ImportedCollection:
     models: dict[str, str] = field(default_factory=dict[str, str])
     metadata: dict[str, object] = field(default_factory=dict[str, object])
     """Provenance for the manifest: the importer and the source file."""
+
+
+def json_object(value: JsonValue) -> dict[str, JsonValue]:
+    """`value` when it is a JSON object, else `{}` (a source field that is absent, null or of another shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_objects(value: JsonValue) -> list[dict[str, JsonValue]]:
+    """The JSON objects of a list (`[]` when `value` is not a list); other items are skipped."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def load_json(path: str | os.PathLike[str]) -> object:

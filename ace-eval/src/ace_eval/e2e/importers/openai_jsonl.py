@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from ace_eval.e2e._collection_model import CollectionError
 from ace_eval.e2e.importers._common import ImportedCollection, build_trace
@@ -19,7 +18,7 @@ __all__ = ["ACCEPTED_KEYS", "import_openai_jsonl"]
 ACCEPTED_KEYS = ("messages", "id", "task_id", "question", "reward", "feedback", "ground_truth", "metadata")
 
 
-def _text(content: Any) -> str | None:
+def _text(content: object) -> str | None:
     """A message content as text: the string, or the text parts of a multi-part content joined."""
     if isinstance(content, str):
         return content

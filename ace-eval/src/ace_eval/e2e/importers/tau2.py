@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ace_eval.e2e._chat import tool_arguments
 from ace_eval.e2e._collection_model import CollectionError, Trace
-from ace_eval.e2e.importers._common import ImportedCollection, build_trace, load_json, validate_source
+from ace_eval.e2e.importers._common import (
+    ImportedCollection,
+    build_trace,
+    json_object,
+    json_objects,
+    load_json,
+    validate_source,
+)
 
 __all__ = ["import_tau2", "tau2_feedback", "tau2_question"]
 
@@ -28,7 +36,7 @@ class _ToolCall(BaseModel):
     model_config = _SOURCE
     id: str = ""
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, JsonValue]
     requestor: Literal["assistant", "user"] = "assistant"
 
 
@@ -52,7 +60,7 @@ class _Simulation(BaseModel):
     task_id: str | int
     trial: int | None = None
     messages: list[_Message] | None = None
-    reward_info: dict[str, Any] | None = None
+    reward_info: dict[str, JsonValue] | None = None
     termination_reason: str | None = None
     duration: float | None = None
     agent_cost: float | None = None
@@ -63,14 +71,14 @@ class _Simulation(BaseModel):
 
 class _Results(BaseModel):
     model_config = _SOURCE
-    info: dict[str, Any] = Field(default_factory=dict)
-    tasks: list[dict[str, Any]] = Field(default_factory=list)
-    simulations: list[Any]
+    info: dict[str, JsonValue] = Field(default_factory=dict)
+    tasks: list[dict[str, JsonValue]] = Field(default_factory=list)
+    simulations: list[JsonValue]
 
 
-def tau2_question(task: dict[str, Any] | None) -> str | None:
+def tau2_question(task: Mapping[str, JsonValue] | None) -> str | None:
     """The user's instruction of a tau2 task (`user_scenario.instructions`, plain or structured)."""
-    scenario = (task or {}).get("user_scenario") or {}
+    scenario = json_object((task or {}).get("user_scenario"))
     instructions = scenario.get("instructions")
     if isinstance(instructions, str):
         return instructions
@@ -86,27 +94,27 @@ def tau2_question(task: dict[str, Any] | None) -> str | None:
     return None
 
 
-def tau2_feedback(reward_info: dict[str, Any] | None) -> str | None:
+def tau2_feedback(reward_info: Mapping[str, JsonValue] | None) -> str | None:
     """The grader's verdict in words: database check, communicated info, assertions, expected actions."""
     if not reward_info:
         return None
     parts: list[str] = []
-    db = reward_info.get("db_check") or {}
+    db = json_object(reward_info.get("db_check"))
     if "db_match" in db:
         parts.append(
             "the final database matches the expected one"
             if db["db_match"]
             else "the final database differs from the expected one"
         )
-    for check in reward_info.get("communicate_checks") or []:
+    for check in json_objects(reward_info.get("communicate_checks")):
         if not check.get("met"):
             parts.append(f"the agent never told the user {check.get('info')!r}")
-    for check in reward_info.get("nl_assertions") or []:
+    for check in json_objects(reward_info.get("nl_assertions")):
         if not check.get("met"):
             why = f" ({check['justification']})" if check.get("justification") else ""
             parts.append(f"not met: {check.get('nl_assertion')}{why}")
-    for check in reward_info.get("action_checks") or []:
-        action = check.get("action") or {}
+    for check in json_objects(reward_info.get("action_checks")):
+        action = json_object(check.get("action"))
         if not check.get("action_match"):
             parts.append(f"expected action not taken: {action.get('name')}({json.dumps(action.get('arguments', {}))})")
     reward = reward_info.get("reward")
@@ -114,7 +122,7 @@ def tau2_feedback(reward_info: dict[str, Any] | None) -> str | None:
     return f"{head}: " + ("; ".join(parts) if parts else "every check passed")
 
 
-def _load(path: Path) -> tuple[Any, str]:
+def _load(path: Path) -> tuple[object, str]:
     """The Results JSON, from one file or from a dir-format run (`results.json` + `simulations/*.json`)."""
     if path.is_dir():
         meta_path = path / "results.json"
@@ -134,11 +142,11 @@ def import_tau2(path: str | os.PathLike[str], *, source_system: str | None = Non
         )
         raise CollectionError(f"a tau2-bench Results file is a JSON object with `simulations`{hint}", file=file)
     results = validate_source(_Results, raw, file=file)
-    env = results.info.get("environment_info") or {}
-    domain = env.get("domain_name") if isinstance(env.get("domain_name"), str) else None
+    env = json_object(results.info.get("environment_info"))
+    domain = name if isinstance(name := env.get("domain_name"), str) else None
     system = source_system or (f"tau2-{domain}" if domain else "tau2")
-    policy = env.get("policy") if isinstance(env.get("policy"), str) else None
-    tasks = {str(t.get("id")): t for t in results.tasks if isinstance(t, dict)}
+    policy = text if isinstance(text := env.get("policy"), str) else None
+    tasks = {str(t.get("id")): t for t in results.tasks}
     traces = [
         _trace(validate_source(_Simulation, sim, file=file, where=f"simulations[{i}]"), i, system, policy, tasks, file)
         for i, sim in enumerate(results.simulations)
@@ -146,7 +154,7 @@ def import_tau2(path: str | os.PathLike[str], *, source_system: str | None = Non
     models = {
         role: llm
         for role, key in (("agent", "agent_info"), ("user", "user_info"))
-        if isinstance(llm := (results.info.get(key) or {}).get("llm"), str)
+        if isinstance(llm := json_object(results.info.get(key)).get("llm"), str)
     }
     return ImportedCollection(
         traces=traces,
@@ -158,12 +166,12 @@ def import_tau2(path: str | os.PathLike[str], *, source_system: str | None = Non
 
 
 def _trace(
-    sim: _Simulation, index: int, system: str, policy: str | None, tasks: dict[str, dict[str, Any]], file: str
+    sim: _Simulation, index: int, system: str, policy: str | None, tasks: dict[str, dict[str, JsonValue]], file: str
 ) -> Trace:
     where = f"simulations[{index}]"
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, JsonValue]] = []
     origins: list[str] = []  # the source path of each converted message, to locate errors
-    user_calls: list[dict[str, Any]] = []
+    user_calls: list[dict[str, JsonValue]] = []
     tool_errors: list[str] = []
     names: dict[str, str] = {}
     pending: list[str] = []  # ids of the agent's calls still waiting for a result, in order
@@ -188,13 +196,13 @@ def _trace(
                     pending.remove(call_id)
                 if result.error:
                     tool_errors.append(call_id)
-                reply = {"role": "tool", "tool_call_id": call_id, "content": result.content or ""}
+                reply: dict[str, JsonValue] = {"role": "tool", "tool_call_id": call_id, "content": result.content or ""}
                 if call_id in names:
                     reply["name"] = names[call_id]
                 messages.append(reply)
                 origins.append(f"{at}.tool_messages[{k}]" if message.tool_messages else at)
             continue
-        calls = []
+        calls: list[JsonValue] = []
         for k, call in enumerate(message.tool_calls or []):
             if call.requestor == "user" or message.role == "user":
                 user_calls.append({"id": call.id, "name": call.name, "arguments": call.arguments})  # result added below
@@ -210,7 +218,7 @@ def _trace(
                 }
             )
         if message.role == "assistant" and (calls or message.content is not None):
-            converted: dict[str, Any] = {"role": "assistant", "content": message.content}
+            converted: dict[str, JsonValue] = {"role": "assistant", "content": message.content}
             if calls:
                 converted["tool_calls"] = calls
             messages.append(converted)

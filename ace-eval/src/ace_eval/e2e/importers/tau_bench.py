@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
 from ace_eval.e2e._collection_model import CollectionError
 from ace_eval.e2e.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
-from ace_eval.e2e.importers._common import ImportedCollection, build_trace, load_json, validate_source
+from ace_eval.e2e.importers._common import ImportedCollection, build_trace, json_object, load_json, validate_source
 
 __all__ = ["import_tau_bench", "tau_bench_feedback", "tau_bench_grader"]
 
@@ -24,7 +24,7 @@ class _Task(BaseModel):
     model_config = _SOURCE
     instruction: str
     user_id: str | None = None
-    actions: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[dict[str, JsonValue]] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)
 
 
@@ -33,7 +33,7 @@ class _Info(BaseModel):
     task: _Task
     source: str | None = None
     user_cost: float | None = None
-    reward_info: dict[str, Any] | None = None
+    reward_info: dict[str, JsonValue] | None = None
 
 
 class _Result(BaseModel):
@@ -41,11 +41,11 @@ class _Result(BaseModel):
     task_id: int | str
     reward: float
     info: _Info
-    traj: list[Any]
+    traj: list[JsonValue]
     trial: int | None = None
 
 
-def _domain(entries: list[Any]) -> str | None:
+def _domain(entries: Sequence[object]) -> str | None:
     """`airline` or `retail` from the policy heading of the first run's system prompt."""
     for entry in entries[:1]:
         traj = entry.get("traj") if isinstance(entry, dict) else None
@@ -58,7 +58,12 @@ def _domain(entries: list[Any]) -> str | None:
     return None
 
 
-def _database_verdict(reward: float, reward_info: dict[str, Any] | None) -> DatabaseVerdict:
+def _breakdown(reward_info: Mapping[str, JsonValue] | None) -> Mapping[str, JsonValue]:
+    """`reward_info["info"]`, tau-bench's reward breakdown (`r_actions`, `r_outputs`, `outputs`); `{}` if none."""
+    return json_object(reward_info.get("info")) if reward_info is not None else {}
+
+
+def _database_verdict(reward: float, reward_info: Mapping[str, JsonValue] | None) -> DatabaseVerdict:
     """The database check as far as `reward_info` tells it.
 
     For a task with required outputs, tau-bench records only the outputs check (the database verdict is
@@ -66,25 +71,29 @@ def _database_verdict(reward: float, reward_info: dict[str, Any] | None) -> Data
     """
     if reward >= 1:
         return "matches"
-    info = (reward_info or {}).get("info") or {}
+    info = _breakdown(reward_info)
     if "r_actions" in info:
-        return "matches" if info["r_actions"] >= 1 else "differs"
-    if "r_outputs" in info and all((info.get("outputs") or {}).values()):
+        r_actions = info["r_actions"]
+        if not isinstance(r_actions, int | float) or isinstance(r_actions, bool):
+            return "unknown"  # a breakdown this version of tau-bench did not write
+        return "matches" if r_actions >= 1 else "differs"
+    outputs = info.get("outputs") or {}
+    if "r_outputs" in info and isinstance(outputs, dict) and all(outputs.values()):
         return "differs"
     return "unknown"
 
 
-def _recorded_outputs(reward_info: dict[str, Any] | None) -> dict[str, bool] | None:
-    info = (reward_info or {}).get("info") or {}
+def _recorded_outputs(reward_info: Mapping[str, JsonValue] | None) -> dict[str, bool] | None:
+    info = _breakdown(reward_info)
     outputs = info.get("outputs") if "r_outputs" in info else None
     return {str(k): bool(v) for k, v in outputs.items()} if isinstance(outputs, dict) else None
 
 
-def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str:
+def tau_bench_feedback(reward: float, reward_info: Mapping[str, JsonValue] | None) -> str:
     """The grader's verdict in words, from tau-bench's `reward_info` (database check, then required outputs)."""
     if reward_info is None:
         return f"reward {reward:g}: no grading details recorded (reward_info is null)"
-    info = reward_info.get("info") or {}
+    info = _breakdown(reward_info)
     if "r_actions" not in info and "r_outputs" not in info:
         return f"reward {reward:g}: no breakdown recorded"
     parts: list[str] = []
@@ -98,29 +107,28 @@ def tau_bench_feedback(reward: float, reward_info: dict[str, Any] | None) -> str
         parts.append(f"the agent never told the user: {', '.join(repr(m) for m in missing)}")
     elif outputs:
         parts.append("the agent told the user every required output")
-    return f"reward {reward:g}: " + "; ".join(parts)
+    return f"reward {reward:g}: " + ("; ".join(parts) or "the breakdown holds no verdict this importer reads")
 
 
 def tau_bench_grader(
-    messages: list[Any],
-    task_actions: list[dict[str, Any]],
-    task_outputs: list[str],
+    messages: Sequence[JsonValue],
+    task_actions: Sequence[Mapping[str, JsonValue]],
+    task_outputs: Sequence[str],
     reward: float,
-    reward_info: dict[str, Any] | None,
+    reward_info: Mapping[str, JsonValue] | None,
 ) -> GraderReport:
     """The run compared with the gold: actions, required outputs (as recorded, else checked on the replies)
     and the database verdict `reward_info` gives."""
+    chat = [m for m in messages if isinstance(m, dict)]
     outputs = _recorded_outputs(reward_info)
     if outputs is None and task_outputs:
         replies = [
-            str(m.get("content"))
-            for m in messages
-            if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
+            str(m.get("content")) for m in chat if m.get("role") == "assistant" and isinstance(m.get("content"), str)
         ]
         outputs = find_outputs(task_outputs, replies)
     gold = [a for a in task_actions if a.get("name") != RESPOND_ACTION]
     return diff_against_gold(
-        messages, gold, outputs=outputs, reward=reward, database=_database_verdict(reward, reward_info)
+        chat, gold, outputs=outputs, reward=reward, database=_database_verdict(reward, reward_info)
     )
 
 
@@ -145,7 +153,7 @@ def import_tau_bench(path: str | os.PathLike[str], *, source_system: str | None 
             else f"task-{result.task_id}-run-{i}"
         )
         reward_info = result.info.reward_info
-        metadata: dict[str, Any] = {
+        metadata: dict[str, JsonValue] = {
             "trial": result.trial,
             "user_id": task.user_id,
             "user_source": result.info.source,
