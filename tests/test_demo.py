@@ -15,6 +15,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 from pydantic_ai.models.function import FunctionModel
 from test_e2e_support import scripted_injections
 
+from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.llm import LocalModel
 from ace_eval.cli import main
 from ace_eval.commands import demo as demo_module
@@ -71,8 +72,14 @@ def test_demo_uses_the_embedded_model_with_small_budgets() -> None:
     reflector, manager = injections.models["reflector"], injections.models["skill_manager"]
     assert isinstance(reflector, LocalModel) and isinstance(manager, LocalModel) and reflector is not manager
     assert reflector.settings is not None and reflector.settings.get("max_tokens") == 256
-    assert injections.sm_settings is not None and injections.sm_settings.budget.request_limit == 4
-    assert injections.reflector_options == {"output_retries": 0, "max_tool_result_chars": 200, "max_system_chars": 400}
+    assert injections.sm_settings is not None
+    assert (injections.sm_settings.budget.request_limit, injections.sm_settings.budget.tool_calls_limit) == (2, 1)
+    assert injections.reflector_options == {
+        "output_retries": 0,
+        "conversation": False,
+        "instructions": SMALL_MODEL_REFLECTOR_PROMPT,
+    }
+    assert manager.slots == 2 and reflector.slots == 1  # one prompt cache per concurrent session
     assert injections.embedder is None  # 'local': the offline MiniLM
 
 

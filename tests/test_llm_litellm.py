@@ -444,3 +444,20 @@ def test_local_decoding_hints_are_not_sent_to_providers() -> None:
     assert DECODE_REQUIRED not in json.dumps(sent)
     assert sent["properties"]["insight"] == {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
     assert DECODE_REQUIRED in schema["properties"]["insight"]  # the tool's own schema is untouched
+
+
+def test_text_hints_are_not_sent_to_providers_at_any_depth() -> None:
+    from ace.implementations.reflection import Reflection
+    from ace.implementations.sm_tools import SM_TOOLS
+    from ace.llm import TEXT_HINT
+    from ace.llm._litellm_mapping import map_tools
+
+    add_skill = next(tool for tool in SM_TOOLS if tool.name == "add_skill")
+    output = ToolDefinition(name="final_result", parameters_json_schema=Reflection.model_json_schema(), kind="output")
+    assert TEXT_HINT in json.dumps(add_skill.tool_def.parameters_json_schema)  # issue, insight, keyword items
+    tools, _ = map_tools(ModelRequestParameters(function_tools=[add_skill.tool_def], output_tools=[output]))
+    sent = json.dumps(tools)
+    assert TEXT_HINT not in sent and "x-ace" not in sent
+    assert [t["function"]["name"] for t in tools] == ["add_skill", "final_result"]
+    keywords = tools[0]["function"]["parameters"]["properties"]["keywords"]
+    assert keywords["items"] == {"type": "string"} and keywords["minItems"] == 1

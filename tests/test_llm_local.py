@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,15 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.tools import ToolDefinition
 
-from ace.llm import DECODE_REQUIRED, LocalModel, LocalModelUnavailableError, ModelConfigError, find_smollm2_gguf
+from ace.implementations.reflection import Reflection
+from ace.llm import (
+    DECODE_REQUIRED,
+    TEXT_HINT,
+    LocalModel,
+    LocalModelUnavailableError,
+    ModelConfigError,
+    find_smollm2_gguf,
+)
 from ace.llm._local_format import (
     MAX_ARRAY_ITEMS,
     MAX_STRING_CHARS,
@@ -34,6 +43,7 @@ from ace.llm._local_format import (
     parse_output,
     plan_decoding,
     render_conversation,
+    text_pattern,
 )
 from ace.llm._local_runtime import RUNTIME_MODULES, Completion, import_runtime
 from ace.llm.local import default_threads, tool_has_returned
@@ -289,14 +299,21 @@ class ScriptedRuntime:
     def __init__(self, text: str) -> None:
         self.text = text
         self.requests: list[tuple[list[dict[str, str]], dict[str, Any] | None, int, dict[str, Any]]] = []
+        self.slots: list[int] = []
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
     def complete(
-        self, turns: Sequence[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int, sampling: dict[str, Any]
+        self,
+        turns: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        sampling: dict[str, Any],
+        slot: int = 0,
     ) -> Completion:
         self.requests.append((list(turns), schema, max_tokens, sampling))
+        self.slots.append(slot)
         return Completion(
             text=self.text, finish_reason="stop", prompt_tokens=120, completion_tokens=9, cached_tokens=100
         )
@@ -385,3 +402,145 @@ def test_the_second_step_reuses_the_cached_prompt_prefix(monkeypatch: pytest.Mon
     assert response.usage.cache_read_tokens == 0
     assert again.usage.cache_read_tokens >= response.usage.input_tokens // 2, again.usage
     assert Path(find_smollm2_gguf()).suffix == ".gguf"
+
+
+# --------------------------------------------------------------------------- text hints, direct answers, cache
+def test_prose_and_label_hints_become_patterns_that_refuse_what_a_small_model_copies() -> None:
+    import re
+
+    prose, label = re.compile(text_pattern("prose", 120)), re.compile(text_pattern("label", 40))
+    for text in (
+        "The agent cancelled a basic economy reservation without checking the policy.",
+        "Always ask which payment method to use before calling update_reservation_flights.",
+        "Never upgrade one passenger's cabin, because a cabin applies to the whole reservation.",
+    ):
+        assert prose.fullmatch(text), text
+    for junk in (
+        "16",
+        "}}, {",
+        "2024-05-15 15:00 EST",
+        "The agent cancelled K3P9QZ today.",
+        "K N D Q Z Q N.",
+        "Reverse li_wei_x_x_x_x today again.",
+        "Too short.",
+        "The agent " + "did it " * 20 + ".",
+    ):
+        assert not prose.fullmatch(junk), junk
+    assert label.fullmatch("cabin_class") and not label.fullmatch("15.0") and not label.fullmatch("Be careful")
+    with pytest.raises(ValueError, match="'prose' or 'label'"):
+        text_pattern("poem", 100)
+
+
+def test_hinted_strings_are_decoded_under_their_pattern_and_others_keep_a_length_bound() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "issue": {"type": "string", TEXT_HINT: "prose", "maxLength": 2000},
+            "insight": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, TEXT_HINT: "prose"},
+            "keywords": {"type": "array", "items": {"type": "string", TEXT_HINT: "label"}},
+            "skill_id": {"type": "string"},
+        },
+        "required": ["issue", "keywords", "skill_id"],
+    }
+    tool = ToolDefinition(name="add_skill", parameters_json_schema=schema)
+    plan = plan_decoding(ModelRequestParameters(function_tools=[tool], allow_text_output=True), max_string_chars=90)
+    assert plan.schema is not None and TEXT_HINT not in json.dumps(plan.schema)
+    arguments = plan.schema["oneOf"][0]["properties"]["arguments"]["properties"]
+    assert arguments["issue"] == {"type": "string", "pattern": text_pattern("prose", 90)}  # no maxLength beside it
+    assert arguments["insight"]["anyOf"][0] == {"type": "string", "pattern": text_pattern("prose", 90)}
+    assert arguments["keywords"]["items"] == {"type": "string", "pattern": text_pattern("label", 90)}
+    assert arguments["skill_id"] == {"type": "string", "maxLength": 90}
+    assert TEXT_HINT in schema["properties"]["issue"]  # the tool's own schema is untouched
+
+
+def test_a_lone_output_tool_is_decoded_as_the_whole_answer_without_a_wrapper() -> None:
+    output = ToolDefinition(
+        name="final_result",
+        description="The reflection.",
+        parameters_json_schema=Reflection.model_json_schema(),
+        kind="output",
+    )
+    plan = plan_decoding(ModelRequestParameters(output_tools=[output], allow_text_output=False), max_string_chars=80)
+    assert plan.schema is not None and plan.direct_tool == "final_result"
+    assert "tool" not in plan.schema["properties"]
+    assert plan.schema["properties"]["key_insight"]["pattern"] == text_pattern("prose", 80)
+    assert plan.schema["properties"]["skill_tags"]["items"] == {"$ref": "#/$defs/final_result__SkillTag"}
+    assert "final_result__SkillTag" in plan.schema["$defs"]
+    assert plan.tools_prompt.startswith("Reply with one JSON object (error_identification: string,")
+    reflection = {
+        "error_identification": "A.",
+        "root_cause_analysis": "B.",
+        "correct_approach": "C.",
+        "key_insight": "D.",
+        "skill_tags": [],
+    }
+    call = parse_output(json.dumps(reflection), plan)
+    assert isinstance(call, ToolCallPart) and (call.tool_name, call.args_as_dict()) == ("final_result", reflection)
+    assert parse_output('{"error_identification": "cut', plan) == TextPart(content='{"error_identification": "cut')
+    assert parse_output("[1, 2]", plan) == TextPart(content="[1, 2]")
+
+
+def test_an_agents_closing_answer_is_one_bounded_sentence_when_its_tools_are_withdrawn() -> None:
+    plan = plan_decoding(ModelRequestParameters(allow_text_output=True), short_text=True, max_string_chars=100)
+    assert plan.schema == {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "pattern": text_pattern("prose", 100)}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    assert parse_output('{"answer": "Added one skill about refunds."}', plan) == TextPart(
+        content="Added one skill about refunds."
+    )
+    assert plan_decoding(ModelRequestParameters(allow_text_output=True)).schema is None  # chat stays free text
+
+
+def test_long_enumerations_such_as_skill_ids_are_left_out_of_the_tool_list() -> None:
+    tool = ToolDefinition(
+        name="tag_skill",
+        parameters_json_schema={
+            "type": "object",
+            "properties": {
+                "skill_id": {"type": "string", "enum": ["context-00001", "context-00002"]},
+                "delta": {"type": "integer", "enum": [-1, 0, 1]},
+            },
+            "required": ["skill_id", "delta"],
+        },
+    )
+    plan = plan_decoding(ModelRequestParameters(function_tools=[tool], allow_text_output=True))
+    assert "tag_skill(skill_id: string, delta: -1|0|1)" in plan.tools_prompt
+    assert plan.schema is not None
+    assert plan.schema["oneOf"][0]["properties"]["arguments"]["properties"]["skill_id"]["enum"] == [
+        "context-00001",
+        "context-00002",
+    ]
+
+
+def test_a_conversation_keeps_its_system_prompt_and_slot_while_its_tools_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = ScriptedRuntime('{"tool": "add", "arguments": {"a": 2, "b": 3}}')
+    monkeypatch.setattr("ace.llm.local.load_runtime", lambda path, **_: runtime)
+    model = LocalModel(model_path="/some/model.gguf", slots=2, settings={"max_tokens": 48})
+    with_tools = ModelRequestParameters(function_tools=[ADD, TAG], allow_text_output=True)
+    withdrawn = ModelRequestParameters(allow_text_output=True)
+    first_a = [ModelRequest(parts=[UserPromptPart("session A")], instructions="Be brief.")]
+    first_b = [ModelRequest(parts=[UserPromptPart("session B")], instructions="Be brief.")]
+
+    step_a = anyio.run(model.request, first_a, None, with_tools)
+    anyio.run(model.request, first_b, None, with_tools)
+    later_a = [*first_a, step_a, ModelRequest(parts=[ToolReturnPart("add", 5, tool_call_id="c1")])]
+    anyio.run(model.request, later_a, None, withdrawn)
+
+    (turns_a, *_), _, (turns_a2, *_) = runtime.requests
+    assert runtime.slots == [0, 1, 0]  # each session finds its own cached prefix
+    assert turns_a2[0] == turns_a[0] and "- add(a: integer, b: integer)" in turns_a[0]["content"]
+    assert turns_a2[1] == turns_a[1]  # the conversation so far is unchanged: llama.cpp reuses its cache
+    assert turns_a2[-1]["role"] == "user" and turns_a2[-1]["content"].endswith("Result of add: 5")
+    with pytest.raises(ModelConfigError, match="slots must be at least 1"):
+        LocalModel(slots=0)
+
+
+def test_framing_announcements_stay_out_of_the_local_prompt() -> None:
+    model = LocalModel(settings={"max_tokens": 32})
+    assert model.settings is not None and model.settings.get("framing_announcement") == "never"
+    assert model.settings.get("max_tokens") == 32

@@ -108,7 +108,7 @@ def test_local_model_gets_a_small_token_budget(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("ACE_USER_MODEL", raising=False)
     model = infer_model(None, role="user")
     assert isinstance(model, LocalModel)
-    assert model.settings == {"max_tokens": 1024, "temperature": 1.0}
+    assert model.settings == {"max_tokens": 1024, "temperature": 1.0, "framing_announcement": "never"}
 
 
 def test_constructing_models_imports_neither_litellm_nor_llama_cpp() -> None:

@@ -75,6 +75,16 @@ def test_without_grader_feedback_the_simple_reflector_sees_only_outcome_and_grou
     assert without_grader(trace) == {k: v for k, v in trace.items() if k != "grader"}
 
 
+def test_without_the_conversation_a_small_model_reads_the_task_outcome_and_comparison_only() -> None:
+    trace = demo_trace()
+    full, short = simple_prompt(trace), simple_prompt(trace, conversation=False)
+    assert "<conversation" in full and "<conversation" not in short and "[12] assistant" not in short
+    for part in ("<task>", trace["feedback"], "<ground_truth>", DIFF, "<skills_in_context>"):
+        assert part in short, part
+    assert len(short) < len(full) // 2
+    assert short.index("<task>") < short.index("<outcome>") < short.index("<grader_diff>")
+
+
 def test_a_trace_without_grader_has_no_block() -> None:
     trace = {**demo_trace(), "grader": None}
     assert "<grader_diff>" not in simple_prompt(trace)

@@ -522,3 +522,66 @@ def test_the_skill_id_choices_stay_the_same_for_the_whole_session() -> None:
     )
     assert result.ids("ADD") == ["context-00002"]
     assert offered == [["context-00001", "harness-00001"]] * 3
+
+
+def test_the_last_request_of_a_session_has_no_tools_so_it_ends_with_a_summary() -> None:
+    """A small budget ends the session cleanly: the model is asked for its summary instead of being stopped."""
+    offered: list[list[str]] = []
+    script = Script(
+        call("tag_skill", skill_id="context-00001", delta=1),
+        say("Tagged the confirmation skill as helpful."),
+    )
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(tool.name for tool in info.function_tools))
+        return script(messages, info)
+
+    book = seeded_book()
+    result = SkillManager(
+        FunctionModel(model),
+        embedder=TestEmbedder(),
+        settings=SMSettings(budget=SessionBudget(request_limit=2, tool_calls_limit=5)),
+    ).update_skills([CONFIRM_REFLECTION], book, source=AIRLINE_SOURCE)
+
+    assert offered == [["add_skill", "read_skill", "remove_skill", "search_skills", "tag_skill", "update_skill"], []]
+    assert result.completed and result.summary == "Tagged the confirmation skill as helpful."
+    assert result.ids("TAG") == ["context-00001"] and book.require_skill("context-00001").helpful_count == 1
+    assert_valid(book, result, AIRLINE_SOURCE)
+
+
+def test_tools_are_withdrawn_once_the_tool_calls_are_spent() -> None:
+    offered: list[int] = []
+    script = Script(
+        call("search_skills", query="confirmation"),
+        call("tag_skill", skill_id="context-00001", delta=1),
+        say("Done."),
+    )
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(len(info.function_tools))
+        return script(messages, info)
+
+    book = seeded_book()
+    result = SkillManager(
+        FunctionModel(model),
+        embedder=TestEmbedder(),
+        settings=SMSettings(budget=SessionBudget(request_limit=10, tool_calls_limit=2)),
+    ).update_skills([CONFIRM_REFLECTION], book, source=AIRLINE_SOURCE)
+    assert offered == [6, 6, 0] and result.completed and result.ids("TAG") == ["context-00001"]
+
+
+def test_tools_that_name_a_skill_are_not_offered_while_every_active_skill_is_quarantined() -> None:
+    offered: list[list[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(tool.name for tool in info.function_tools))
+        return ModelResponse(parts=[TextPart("Nothing to change.")])
+
+    book = seeded_book()
+    for skill in book.skills():
+        book.quarantine_skill(skill.id, "harmful in two traces")
+    assert book.active_count == 2 and not book.skills()
+    SkillManager(FunctionModel(model), embedder=TestEmbedder()).update_skills(
+        [CABIN_REFLECTION], book, source=AIRLINE_SOURCE
+    )
+    assert offered == [["add_skill", "search_skills"]]

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ace.llm.text_hints import Prose
+
 __all__ = ["TAG_DELTAS", "Reflection", "SkillTag", "TagLabel"]
 
 TagLabel = Literal["helpful", "harmful", "neutral"]
@@ -42,13 +44,13 @@ class Reflection(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    error_identification: str
+    error_identification: Prose
     """What went wrong in the trace (empty when nothing did)."""
-    root_cause_analysis: str
+    root_cause_analysis: Prose
     """Why it went wrong."""
-    correct_approach: str
+    correct_approach: Prose
     """What the agent should have done."""
-    key_insight: str
+    key_insight: Prose
     """The one reusable lesson, phrased so that it applies beyond this trace."""
     skill_tags: list[SkillTag] = Field(default_factory=list[SkillTag])
     """Verdicts on skills the trace shows the agent used."""

@@ -67,6 +67,7 @@ class SimpleReflector:
         instrument: Instrument = None,
         record_content: bool = False,
         grader_feedback: bool = True,
+        conversation: bool = True,
     ) -> None:
         """Build the reflector.
 
@@ -82,6 +83,9 @@ class SimpleReflector:
             record_content: Put the prompt and the reflection on the `reflect` span.
             grader_feedback: Show the trace's `grader` comparison with the gold (`<grader_diff>`); `False`
                 reflects on the outcome and ground truth alone (to measure what the comparison adds).
+            conversation: `False` leaves the conversation out of the prompt (the task, the outcome, the ground
+                truth and the grader's comparison remain): for a small model, which copies the transcript's ids
+                and JSON into its reflection and reads a shorter prompt several times faster.
         """
         if output_retries < 0:
             raise ValueError(f"output_retries must be 0 or more, got {output_retries}")
@@ -90,6 +94,7 @@ class SimpleReflector:
         self.max_system_chars = max_system_chars
         self.record_content = record_content
         self.grader_feedback = grader_feedback
+        self.conversation = conversation
         self._capabilities: tuple[AbstractCapability[TagCheck], ...] = instrumentation(instrument)
         self.agent: Agent[TagCheck, Reflection] = Agent(
             self.model,
@@ -112,7 +117,11 @@ class SimpleReflector:
         view = TraceView.from_trace(trace)
         in_context = skills_in_context(trace, skillbook)
         prompt = reflector_task_prompt(
-            trace, in_context, max_tool_result_chars=self.max_tool_result_chars, max_system_chars=self.max_system_chars
+            trace,
+            in_context,
+            max_tool_result_chars=self.max_tool_result_chars,
+            max_system_chars=self.max_system_chars,
+            conversation=self.conversation,
         )
         check = TagCheck(allowed=in_context.ids)
         attributes = {"ace.reflector": "simple", **trace_attributes(trace, view, len(in_context.skills))}

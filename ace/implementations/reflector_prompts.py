@@ -18,6 +18,7 @@ from ace.implementations.trace_view import (
 __all__ = [
     "REFLECTOR_PROMPT",
     "RR_PROMPT",
+    "SMALL_MODEL_REFLECTOR_PROMPT",
     "reflector_task_prompt",
     "rr_task_prompt",
     "skills_block",
@@ -56,6 +57,13 @@ arguments; never invent events the trace does not show.
 
 {_REFLECTION_FIELDS}"""
 """System prompt of the simple reflector."""
+
+SMALL_MODEL_REFLECTOR_PROMPT = """\
+You review one task of an AI customer-service agent: the task, its outcome and how its tool calls differ from the \
+correct ones. Explain in plain English what the agent did wrong (or right), why, what it should do instead, and one \
+general lesson for next time. Write full sentences; name the tool or the policy rule; no names, ids or amounts."""
+"""System prompt of the simple reflector for a small model (the embedded one): short, because a 135M model loses a
+long prompt and copies its wording into the answer. Used with `SimpleReflector(conversation=False)`."""
 
 RR_PROMPT = f"""\
 You are the recursive reflector of ACE (Agentic Context Engineering). You investigate one trace of an AI \
@@ -100,11 +108,17 @@ def reflector_task_prompt(
     *,
     max_tool_result_chars: int,
     max_system_chars: int = 8_000,
+    conversation: bool = True,
 ) -> str:
     """The simple reflector's user prompt: the whole trace, then the skills that were in context."""
     return "\n\n".join(
         [
-            render_trace(trace, max_tool_result_chars=max_tool_result_chars, max_system_chars=max_system_chars),
+            render_trace(
+                trace,
+                max_tool_result_chars=max_tool_result_chars,
+                max_system_chars=max_system_chars,
+                conversation=conversation,
+            ),
             skills_block(in_context),
             "Reflect on this trace and return the reflection.",
         ]

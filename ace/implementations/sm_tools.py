@@ -46,7 +46,7 @@ from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, check_text
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
 from ace.implementations.skill_rendering import retrieve_top_k
-from ace.llm import DECODE_REQUIRED
+from ace.llm import DECODE_REQUIRED, TEXT_HINT, Label, Prose
 from ace.observability import AttributeInput, ace_span
 
 __all__ = [
@@ -194,9 +194,9 @@ class SkillDetail(SkillSummary):
 def add_skill(
     ctx: RunContext[SMDeps],
     section: Literal["context", "harness"],
-    issue: str,
-    keywords: Annotated[list[str], Field(json_schema_extra={"minItems": 1})],
-    insight: Annotated[str | None, Field(json_schema_extra={DECODE_REQUIRED: True})] = None,
+    issue: Prose,
+    keywords: Annotated[list[Label], Field(json_schema_extra={"minItems": 1})],
+    insight: Annotated[str | None, Field(json_schema_extra={DECODE_REQUIRED: True, TEXT_HINT: "prose"})] = None,
 ) -> AddSkillResult | ConflictResult:
     """Add a new skill. Always call search_skills first; if a similar issue exists, call update_skill instead.
 
@@ -242,9 +242,9 @@ def add_skill(
 def update_skill(
     ctx: RunContext[SMDeps],
     skill_id: str,
-    issue: str,
-    keywords: list[str] | None = None,
-    insight: str | None = None,
+    issue: Prose,
+    keywords: list[Label] | None = None,
+    insight: Annotated[str | None, Field(json_schema_extra={TEXT_HINT: "prose"})] = None,
 ) -> OkResult | ConflictResult:
     """Rewrite an existing skill: widen its issue to cover a new context, refine its insight, or fix its keywords.
 
@@ -303,7 +303,7 @@ def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Delta) -> OkResult:
         return {"ok": True}
 
 
-def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: str) -> OkResult | ConflictResult:
+def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: Prose) -> OkResult | ConflictResult:
     """Deactivate a harmful or outdated skill (soft delete: its history is kept, it leaves the active skills).
 
     Args:
@@ -386,6 +386,18 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
         return _detail(skill)
 
 
+async def _while_budget_left(ctx: RunContext[SMDeps], tool: ToolDefinition) -> ToolDefinition | None:
+    """Withdraw every tool on the session's last request and once its tool calls are spent, so that the model ends
+    the session with its summary instead of being stopped by the budget (its edits stand either way)."""
+    budget = ctx.deps.settings.budget
+    usage = ctx.usage
+    if budget.request_limit >= 2 and usage.requests >= budget.request_limit - 1:
+        return None
+    if budget.tool_calls_limit is not None and usage.tool_calls >= budget.tool_calls_limit:
+        return None
+    return tool
+
+
 async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> ToolDefinition | None:
     """Offer a tool that needs an existing skill only once the skillbook has an active one, with the active ids as
     the choices of its `skill_id` while there are at most `SKILL_ID_CHOICES` (`SMDeps.skill_id_choices`).
@@ -393,13 +405,18 @@ async def _when_skills_exist(ctx: RunContext[SMDeps], tool: ToolDefinition) -> T
     On an empty skillbook those calls can only fail (a small model otherwise spends its session guessing ids). The
     enum only shapes the schema: a call with another id still reaches the tool and is refused with a "did you mean".
     """
+    if await _while_budget_left(ctx, tool) is None:
+        return None
     deps = ctx.deps
     book = deps.skillbook
     count = book.active_count
     if not count:
         return None
     if deps.skill_id_choices is None:
-        deps.skill_id_choices = tuple(sorted(s.id for s in book.skills())) if count <= SKILL_ID_CHOICES else ()
+        choices = tuple(sorted(s.id for s in book.skills())) if count <= SKILL_ID_CHOICES else ()
+        if count <= SKILL_ID_CHOICES and not choices:
+            return None  # every active skill is quarantined: none to name
+        deps.skill_id_choices = choices
     properties = tool.parameters_json_schema.get("properties", {})
     if not deps.skill_id_choices or "skill_id" not in properties:
         return tool
@@ -426,15 +443,15 @@ def _inline(function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 # Mutations are barriers (`sequential`): several calls in one model response then apply in the order the model
 # wrote them, so the audit log is the same on every run.
 SM_TOOLS: tuple[Tool[SMDeps], ...] = (
-    Tool(_inline(add_skill), sequential=True),
+    Tool(_inline(add_skill), prepare=_while_budget_left, sequential=True),
     Tool(_inline(update_skill), prepare=_when_skills_exist, sequential=True),
     Tool(_inline(tag_skill), prepare=_when_skills_exist, sequential=True),
     Tool(_inline(remove_skill), prepare=_when_skills_exist, sequential=True),
-    Tool(_inline(search_skills)),
+    Tool(_inline(search_skills), prepare=_while_budget_left),
     Tool(_inline(read_skill), prepare=_when_skills_exist),
 )
 """The skill manager's whole tool surface; `purge` is deliberately not a tool. While the skillbook has no active
-skill only `search_skills` and `add_skill` are offered."""
+skill only `search_skills` and `add_skill` are offered; on the session's last request, none."""
 
 
 # -------------------------------------------------------------------------------------------- helpers

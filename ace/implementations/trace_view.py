@@ -278,6 +278,7 @@ def render_trace(
     max_tool_result_chars: int = 3_000,
     max_system_chars: int = 8_000,
     max_message_chars: int = 6_000,
+    conversation: bool = True,
 ) -> str:
     """The whole trace as prompt text: task, numbered conversation, outcome, ground truth and the grader's
     comparison with it when present (last, so a model that trims the middle of a long prompt keeps it).
@@ -287,6 +288,8 @@ def render_trace(
         max_tool_result_chars: Longer tool results keep their head and tail around a truncation marker.
         max_system_chars: Same for the system prompt (the agent's policy).
         max_message_chars: Same for any other message.
+        conversation: `False` leaves the conversation out (task, outcome and the comparison with the gold only):
+            for a small model, which copies ids and JSON of a long transcript into its answer.
     """
     view = TraceView.from_trace(trace)
     body: list[str] = []
@@ -299,12 +302,13 @@ def render_trace(
         body.append(truncate(text, max_system_chars if role == "system" else max_message_chars))
     for i in view.orphan_results:
         body.append(f"(message [{i}] answers no tool call of this trace)")
-    parts = [
-        f"<task>\n{view.question.strip() or '(no question recorded)'}\n</task>",
-        f'<conversation messages="{len(view.messages)}" tool_calls="{len(view.tool_calls)}" '
-        f'failed_tool_calls="{len(view.errors)}">\n' + "\n".join(body) + "\n</conversation>",
-        f"<outcome>\n{render_outcome(trace)}\n</outcome>",
-    ]
+    parts = [f"<task>\n{view.question.strip() or '(no question recorded)'}\n</task>"]
+    if conversation:
+        parts.append(
+            f'<conversation messages="{len(view.messages)}" tool_calls="{len(view.tool_calls)}" '
+            f'failed_tool_calls="{len(view.errors)}">\n' + "\n".join(body) + "\n</conversation>"
+        )
+    parts.append(f"<outcome>\n{render_outcome(trace)}\n</outcome>")
     truth = render_ground_truth(trace)
     if truth is not None:
         parts.append(f"<ground_truth>\n{truth}\n</ground_truth>")

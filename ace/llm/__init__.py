@@ -10,12 +10,13 @@ Importing this package imports neither litellm nor llama_cpp; each is imported b
 """
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError, ModelRequestError
-from ace.llm._local_format import DECODE_REQUIRED
+from ace.llm._local_format import DECODE_REQUIRED, TEXT_HINT
 from ace.llm.litellm_model import LiteLLMModel, import_litellm
 from ace.llm.local import DEFAULT_LOCAL_MAX_TOKENS, LOCAL_MODEL_NAME, LocalModel, find_smollm2_gguf
 from ace.llm.retry import RetryPolicy, call_with_retries, is_retryable, retry_after_seconds
 from ace.llm.routing import LOCAL_ALIASES, infer_model, to_litellm_string
 from ace.llm.settings import ROLES, Role, RoleSettings, role_settings
+from ace.llm.text_hints import Label, Prose
 
 __all__ = [
     "DECODE_REQUIRED",
@@ -23,11 +24,14 @@ __all__ = [
     "LOCAL_ALIASES",
     "LOCAL_MODEL_NAME",
     "ROLES",
+    "TEXT_HINT",
+    "Label",
     "LiteLLMModel",
     "LocalModel",
     "LocalModelUnavailableError",
     "ModelConfigError",
     "ModelRequestError",
+    "Prose",
     "RetryPolicy",
     "Role",
     "RoleSettings",

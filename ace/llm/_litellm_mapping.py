@@ -40,7 +40,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from ace.llm._local_format import DECODE_REQUIRED
+from ace.llm._local_format import without_local_hints
 
 __all__ = [
     "CacheMarks",
@@ -203,21 +203,10 @@ def _map_response_message(message: ModelResponse) -> ChatMessage | None:
 
 
 def _map_tool(tool: ToolDefinition) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool.name, "parameters": _without_local_hints(tool.parameters_json_schema)}
+    function: dict[str, Any] = {"name": tool.name, "parameters": without_local_hints(tool.parameters_json_schema)}
     if tool.description:
         function["description"] = tool.description
     return {"type": "function", "function": function}
-
-
-def _without_local_hints(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without the local model's decoding hints, which strict providers would refuse."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict) or not any(
-        isinstance(p, dict) and DECODE_REQUIRED in p for p in properties.values()
-    ):
-        return schema
-    clean = {n: {k: v for k, v in p.items() if k != DECODE_REQUIRED} for n, p in properties.items()}
-    return {**schema, "properties": clean}
 
 
 def map_tools(params: ModelRequestParameters) -> tuple[list[dict[str, Any]], str | None]:

@@ -35,12 +35,16 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.tools import ToolDefinition
 
 __all__ = [
+    "TEXT_HINT",
     "ChatTurn",
     "DecodingPlan",
     "fit_to_budget",
     "parse_output",
     "plan_decoding",
     "render_conversation",
+    "text_pattern",
+    "with_closing_note",
+    "without_local_hints",
 ]
 
 ChatTurn = dict[str, str]
@@ -49,6 +53,13 @@ ChatTurn = dict[str, str]
 ANSWER_KEY = "answer"
 DECODE_REQUIRED = "x-ace-decode-required"
 """JSON-schema key a tool sets on an optional text argument that the local model must nevertheless write."""
+TEXT_HINT = "x-ace-text"
+"""JSON-schema key that says what a string holds, for the local model's decoder: `"prose"` (sentences) or `"label"`
+(one keyword). The embedded model then decodes it under a pattern: words and no digits, or one snake_case label,
+because a 135M model otherwise copies ids, numbers and JSON fragments of its prompt into every text field. Hosted
+models never see the key (`_litellm_mapping` drops it)."""
+LOCAL_HINTS = (DECODE_REQUIRED, TEXT_HINT)
+"""Every schema key that only the local decoder reads."""
 MAX_STRING_CHARS = 300
 """Bound on every string the grammar lets through, so that a call always closes within the token budget."""
 MAX_ARRAY_ITEMS = 5
@@ -64,16 +75,23 @@ class DecodingPlan:
     """Whether an `answer` is a JSON value (native / prompted structured output) rather than a string."""
     tools_prompt: str
     """How to answer, appended to the system prompt."""
+    direct_tool: str | None = None
+    """The one tool whose arguments are decoded as the whole answer (no `{"tool": ...}` wrapper), or `None`."""
 
 
 def plan_decoding(
-    params: ModelRequestParameters, *, require_tool: bool = False, max_string_chars: int = MAX_STRING_CHARS
+    params: ModelRequestParameters,
+    *,
+    require_tool: bool = False,
+    short_text: bool = False,
+    max_string_chars: int = MAX_STRING_CHARS,
 ) -> DecodingPlan:
     """The decoding schema and the tool instructions for the offered tools and output mode.
 
     With `require_tool`, a text answer is left out of the schema whenever tools are offered, so the step must call
-    one of them (a small model otherwise tends to answer in prose before doing anything). Every string the schema
-    lets through is at most `max_string_chars` long.
+    one of them (a small model otherwise tends to answer in prose before doing anything). With `short_text`, a text
+    answer with no tool to call (an agent's closing summary once its tools are withdrawn) is one bounded string, not
+    free text up to the token limit. Every string the schema lets through is at most `max_string_chars` long.
     """
     tools = list(params.declared_tool_defs.values())
     output_object = params.output_object if params.output_mode in ("native", "prompted") else None
@@ -83,6 +101,14 @@ def plan_decoding(
     elif params.allow_text_output:
         answer_schema = {"type": "string"}
     if not tools:
+        if output_object is None and short_text and params.allow_text_output:
+            answer = _object({ANSWER_KEY: {"type": "string", "pattern": text_pattern("prose", max_string_chars)}})
+            return DecodingPlan(
+                schema=answer,
+                tool_names=frozenset(),
+                answer_is_json=False,
+                tools_prompt='Answer with {"answer": <a one-sentence summary of what you did>}.',
+            )
         if output_object is None:
             return DecodingPlan(schema=None, tool_names=frozenset(), answer_is_json=False, tools_prompt="")
         answer_defs: dict[str, Any] = {}
@@ -92,6 +118,8 @@ def plan_decoding(
         return DecodingPlan(
             schema=direct, tool_names=frozenset(), answer_is_json=True, tools_prompt="Reply with one JSON object."
         )
+    if len(tools) == 1 and not params.function_tools and not params.allow_text_output:
+        return _direct_plan(tools[0], max_string_chars)
     defs: dict[str, Any] = {}
     variants: list[dict[str, Any]] = []
     for tool in tools:
@@ -109,6 +137,29 @@ def plan_decoding(
         tool_names=frozenset(tool.name for tool in tools),
         answer_is_json=output_object is not None,
         tools_prompt=_tools_prompt(tools, answer=answer_schema is not None),
+    )
+
+
+def _direct_plan(tool: ToolDefinition, max_string_chars: int) -> DecodingPlan:
+    """A lone output tool (a structured answer such as a reflection): its arguments are decoded as the whole reply.
+
+    The `{"tool": ..., "arguments": ...}` wrapper would cost tokens, and a small model writes worse text nested in it.
+    """
+    defs: dict[str, Any] = {}
+    arguments = _hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs)
+    schema: dict[str, Any] = _bounded(arguments, max_string_chars)
+    if defs:
+        schema["$defs"] = {name: _bounded(value, max_string_chars) for name, value in defs.items()}
+    description = (tool.description or "").strip().split("\n\n")[0].replace("\n", " ")
+    prompt = f"Reply with one JSON object ({_signature(tool.parameters_json_schema)})" + (
+        f": {description}" if description else "."
+    )
+    return DecodingPlan(
+        schema=schema,
+        tool_names=frozenset({tool.name}),
+        answer_is_json=True,
+        tools_prompt=prompt,
+        direct_tool=tool.name,
     )
 
 
@@ -170,14 +221,50 @@ def _bounded(node: Any, max_chars: int = MAX_STRING_CHARS) -> Any:
         return [_bounded(item, max_chars) for item in node]
     if not isinstance(node, dict):
         return node
-    bounded = {key: _bounded(value, max_chars) for key, value in node.items()}
+    hint = node.get(TEXT_HINT)
+    if isinstance(hint, str) and isinstance(node.get("anyOf"), list):  # `str | None`: the hint is the string's
+        node = {**node, "anyOf": [_with_hint(option, hint) for option in node["anyOf"]]}
+    bounded = {key: _bounded(value, max_chars) for key, value in node.items() if key != TEXT_HINT}
     kinds = bounded.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
-    if "string" in kinds and "enum" not in bounded and "const" not in bounded and "format" not in bounded:
+    if "string" in kinds and isinstance(hint, str) and "enum" not in bounded and "const" not in bounded:
+        bounded.pop("maxLength", None)  # the pattern bounds the length: llguidance takes one or the other
+        bounded.pop("minLength", None)
+        bounded["pattern"] = text_pattern(hint, max_chars)
+    elif "string" in kinds and not {"enum", "const", "format", "pattern"} & bounded.keys():
         bounded["maxLength"] = min(int(bounded.get("maxLength", max_chars)), max_chars)
     if "array" in kinds:
         bounded["maxItems"] = min(int(bounded.get("maxItems", MAX_ARRAY_ITEMS)), MAX_ARRAY_ITEMS)
     return bounded
+
+
+_WORD = r"(?:[a-z]{1,14}(?:_[a-z]{2,14}){0,3}|[A-Z][a-z]{1,14})(?:'[a-z]{1,2})?"
+"""One word of prose: lower case (a tool name such as update_reservation_flights included) or capitalised, no digits
+(ids, amounts and dates of a trace are not lessons), no run of single letters or underscores."""
+_CHARS_PER_WORD = 7
+
+
+def text_pattern(hint: str, max_chars: int) -> str:
+    """The decoding pattern of a `TEXT_HINT` string of at most about `max_chars` characters."""
+    if hint == "label":
+        return f"^[a-z][a-z_]{{1,{max(2, min(max_chars, 40) - 1)}}}$"
+    if hint == "prose":
+        words = max(4, max_chars // _CHARS_PER_WORD)
+        return rf"^[A-Z][a-z]{{0,15}}(?:,? {_WORD}){{3,{words - 1}}}\.$"
+    raise ValueError(f"{TEXT_HINT}={hint!r} is not a text kind: use 'prose' or 'label'")
+
+
+def without_local_hints(node: Any) -> Any:
+    """A copy of a JSON schema without the keys only the local decoder reads (strict providers refuse unknown ones)."""
+    if isinstance(node, list):
+        return [without_local_hints(item) for item in node]
+    if isinstance(node, dict):
+        return {key: without_local_hints(value) for key, value in node.items() if key not in LOCAL_HINTS}
+    return node
+
+
+def _with_hint(option: Any, hint: str) -> Any:
+    return {**option, TEXT_HINT: hint} if isinstance(option, dict) and option.get("type") == "string" else option
 
 
 def _tools_prompt(tools: Sequence[ToolDefinition], *, answer: bool) -> str:
@@ -190,14 +277,21 @@ def _tools_prompt(tools: Sequence[ToolDefinition], *, answer: bool) -> str:
     return "\n".join(lines)
 
 
+_SHOWN_ENUM_CHARS = 10
+"""Enumerations of short literals (`"context"|"harness"`, `-1|0|1`) are spelled out in the tool list; long ones (skill
+ids, which the prompt lists anyway) are not, so the tool list, and the KV cache over it, stays the same from one
+session to the next. The grammar enforces the values either way."""
+
+
 def _signature(schema: dict[str, Any]) -> str:
     properties: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
     parts = []
     for name, spec in properties.items():
         kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
-        if isinstance(spec, dict) and "enum" in spec:
-            kind = "|".join(json.dumps(value) for value in spec["enum"])
+        values = spec.get("enum") if isinstance(spec, dict) else None
+        if values and all(len(json.dumps(value)) <= _SHOWN_ENUM_CHARS for value in values):
+            kind = "|".join(json.dumps(value) for value in values)
         parts.append(f"{name}: {kind}" + ("" if name in required else " = optional"))
     return ", ".join(parts)
 
@@ -232,6 +326,20 @@ def render_conversation(messages: Sequence[ModelMessage], system: str) -> list[C
         else:
             assert_never(message)
     return _merge_system(turns)
+
+
+def with_closing_note(turns: list[ChatTurn], note: str) -> list[ChatTurn]:
+    """`turns` with `note` (how to answer, which tools) after the last user turn, not in the system prompt.
+
+    The offered tools change within a session (a required first call, tools withdrawn at the end), and llama.cpp
+    reuses the KV cache only up to the first token that changed: a note at the end leaves the system prompt and the
+    conversation so far cached from one step to the next.
+    """
+    if not note:
+        return turns
+    if turns and turns[-1]["role"] == "user":
+        return [*turns[:-1], {"role": "user", "content": f"{turns[-1]['content']}\n\n{note}"}]
+    return [*turns, {"role": "user", "content": note}]
 
 
 def _text_of(content: Sequence[object]) -> str:
@@ -300,10 +408,12 @@ def parse_output(text: str, plan: DecodingPlan) -> ModelResponsePart:
         decoded = json.loads(text, strict=False)  # llama.cpp's JSON grammar lets raw newlines into strings
     except ValueError:
         return TextPart(content=text)  # cut off by max_tokens: pydantic-ai asks the model to try again
+    if plan.direct_tool is not None:
+        return ToolCallPart(plan.direct_tool, decoded) if isinstance(decoded, dict) else TextPart(content=text)
     if isinstance(decoded, dict) and decoded.get("tool") in plan.tool_names:
         arguments = decoded.get("arguments")
         return ToolCallPart(str(decoded["tool"]), arguments if isinstance(arguments, dict) else {})
-    if isinstance(decoded, dict) and ANSWER_KEY in decoded and plan.tool_names:
+    if isinstance(decoded, dict) and ANSWER_KEY in decoded and (plan.tool_names or not plan.answer_is_json):
         answer = decoded[ANSWER_KEY]
         return TextPart(content=json.dumps(answer) if plan.answer_is_json or not isinstance(answer, str) else answer)
     return TextPart(content=text)

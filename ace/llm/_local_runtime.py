@@ -51,7 +51,12 @@ class LocalRuntime(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
     def complete(
-        self, turns: Sequence[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int, sampling: dict[str, Any]
+        self,
+        turns: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        sampling: dict[str, Any],
+        slot: int = 0,
     ) -> Completion: ...
 
 
@@ -65,24 +70,31 @@ def import_runtime() -> ModuleType:
     raise LocalModelUnavailableError("a llama.cpp binding (xllamacpp, or llama-cpp-python)")
 
 
-def load_runtime(path: Path, *, n_ctx: int, n_threads: int, seed: int) -> LocalRuntime:
-    """Load `path` with the preferred installed binding."""
+def load_runtime(path: Path, *, n_ctx: int, n_threads: int, seed: int, slots: int = 1) -> LocalRuntime:
+    """Load `path` with the preferred installed binding; `slots` prompt caches of `n_ctx` tokens each (xllamacpp)."""
     module = import_runtime()
     if module.__name__ == "xllamacpp":
-        return XllamacppRuntime(module, path, n_ctx=n_ctx, n_threads=n_threads, seed=seed)
+        return XllamacppRuntime(module, path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, slots=slots)
     return LlamaCppPythonRuntime(module, path, n_ctx=n_ctx, n_threads=n_threads, seed=seed)
 
 
 class XllamacppRuntime:
-    """llama.cpp's own server engine in-process (`xllamacpp.Server`): one slot, prompt cache on, logs off."""
+    """llama.cpp's own server engine in-process (`xllamacpp.Server`): prompt cache on, logs off.
+
+    Each slot keeps the KV cache of its last prompt, and llama.cpp sends a request to the slot whose cached prompt it
+    shares most with: with one slot per concurrent session, sessions whose requests alternate do not evict each
+    other's conversation from the cache. Requests still run one at a time (`LocalModel` holds a lock).
+    """
 
     name = "xllamacpp"
 
-    def __init__(self, module: ModuleType, path: Path, *, n_ctx: int, n_threads: int, seed: int) -> None:
+    def __init__(
+        self, module: ModuleType, path: Path, *, n_ctx: int, n_threads: int, seed: int, slots: int = 1
+    ) -> None:
         params = module.CommonParams()
         params.model.path = str(path)
-        params.n_ctx = n_ctx
-        params.n_parallel = 1
+        params.n_ctx = n_ctx * slots  # the server splits its window between the slots
+        params.n_parallel = slots
         params.cpuparams.n_threads = n_threads
         params.cpuparams_batch.n_threads = n_threads
         params.sampling.seed = seed
@@ -98,9 +110,20 @@ class XllamacppRuntime:
         return len(text) // _CHARS_PER_TOKEN + 1
 
     def complete(
-        self, turns: Sequence[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int, sampling: dict[str, Any]
+        self,
+        turns: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        sampling: dict[str, Any],
+        slot: int = 0,
     ) -> Completion:
-        request: dict[str, Any] = {"messages": list(turns), "max_tokens": max_tokens, "cache_prompt": True, **sampling}
+        request: dict[str, Any] = {
+            "messages": list(turns),
+            "max_tokens": max_tokens,
+            "cache_prompt": True,
+            "id_slot": slot,
+            **sampling,
+        }
         if schema is not None:
             request["grammar"] = "%llguidance {}\nstart: %json " + json.dumps({**schema, "x-guidance": _COMPACT_JSON})
         output = self._server.handle_chat_completions(request)
@@ -135,8 +158,14 @@ class LlamaCppPythonRuntime:
         return len(self._llama.tokenize(text.encode(), add_bos=False, special=False))
 
     def complete(
-        self, turns: Sequence[dict[str, str]], schema: dict[str, Any] | None, max_tokens: int, sampling: dict[str, Any]
+        self,
+        turns: Sequence[dict[str, str]],
+        schema: dict[str, Any] | None,
+        max_tokens: int,
+        sampling: dict[str, Any],
+        slot: int = 0,
     ) -> Completion:
+        del slot  # one KV cache
         grammar = self._grammar(schema) if schema is not None else None
         output = self._llama.create_chat_completion(
             messages=list(turns), grammar=grammar, max_tokens=max_tokens, **sampling

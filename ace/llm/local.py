@@ -9,6 +9,7 @@ pipeline really runs offline. Install from a clone: `python3 dev.py demo` (the `
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import threading
@@ -31,7 +32,15 @@ from pydantic_ai.settings import ModelSettingName, ModelSettings
 from pydantic_ai.usage import RequestUsage
 
 from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
-from ace.llm._local_format import MAX_STRING_CHARS, fit_to_budget, parse_output, plan_decoding, render_conversation
+from ace.llm._local_format import (
+    MAX_STRING_CHARS,
+    ChatTurn,
+    fit_to_budget,
+    parse_output,
+    plan_decoding,
+    render_conversation,
+    with_closing_note,
+)
 from ace.llm._local_runtime import LocalRuntime, import_runtime, load_runtime
 from ace.llm._whole_response import WholeResponseModel
 
@@ -47,6 +56,7 @@ __all__ = [
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_LOCAL_MAX_TOKENS = 512
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
+_REMEMBERED_CONVERSATIONS = 64
 
 
 def find_smollm2_gguf() -> Path:
@@ -97,6 +107,7 @@ class LocalModel(WholeResponseModel):
         model_path: str | Path | None = None,
         n_ctx: int = 8192,
         n_threads: int | None = None,
+        slots: int = 1,
         seed: int = 0,
         tool_first: bool = False,
         max_string_chars: int = MAX_STRING_CHARS,
@@ -111,18 +122,31 @@ class LocalModel(WholeResponseModel):
             n_threads: CPU threads; default: `$ACE_LOCAL_THREADS`, else half the cores. llama.cpp threads spin on
                 barriers, so more threads than idle cores is ruinous: on 2 busy cores, 2 threads ran 4 tokens/s and
                 1 thread 50-70 tokens/s.
+            slots: Prompt caches kept side by side (xllamacpp; llama-cpp-python keeps one): one per session that
+                runs concurrently on this model, so that their alternating requests each find their own prefix.
             seed: Sampling seed (decoding is greedy unless a temperature is set).
-            tool_first: Until a tool has returned in the current run, allow only tool calls (no text answer); for
-                agents that act through tools, such as the skill manager.
+            tool_first: Until a tool has returned in the current run, allow only tool calls (no text answer), and
+                decode a closing text answer as one bounded string; for agents that act through tools, such as the
+                skill manager.
             max_string_chars: Longest string the decoding schema lets through (an argument, a reflection field):
                 a bound on output tokens, and a small model's text stays on topic for about a sentence.
             settings: Default `ModelSettings` (`max_tokens`, `temperature`, `top_p`, `top_k`, `seed`, ...).
             profile: Overrides of the model profile.
         """
+        # pydantic-ai's ~120-word note on `<system>` blocks would join the system prompt mid-session (a new prefix,
+        # so llama.cpp's cache starts over) and costs a small model more than it helps it.
+        settings = ModelSettings(framing_announcement="never", **(settings or {}))
         super().__init__(settings=settings, profile=profile)
         self._model_path = Path(model_path) if model_path is not None else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads or default_threads()
+        if slots < 1:
+            raise ModelConfigError(f"slots must be at least 1, got {slots}")
+        self._slots = slots
+        self._first_tools_prompt: dict[str, str] = {}
+        """Conversation key -> the tool list of its first step, least recently used first (guarded by `_lock`)."""
+        self._slot_of: dict[str, int] = {}
+        """Conversation key -> slot, least recently used first (guarded by `_lock`)."""
         self._seed = seed
         self._tool_first = tool_first
         if max_string_chars < 1:
@@ -135,6 +159,11 @@ class LocalModel(WholeResponseModel):
     def model_name(self) -> str:
         """`SmolLM2-135M-Instruct`, or the file name of another GGUF."""
         return self._model_path.stem if self._model_path is not None else LOCAL_MODEL_NAME
+
+    @property
+    def slots(self) -> int:
+        """Prompt caches kept side by side (one per concurrent session)."""
+        return self._slots
 
     @property
     def system(self) -> str:
@@ -154,8 +183,39 @@ class LocalModel(WholeResponseModel):
     def _loaded(self) -> LocalRuntime:
         if self._runtime is None:
             path = self._model_path or find_smollm2_gguf()
-            self._runtime = load_runtime(path, n_ctx=self._n_ctx, n_threads=self._n_threads, seed=self._seed)
+            self._runtime = load_runtime(
+                path, n_ctx=self._n_ctx, n_threads=self._n_threads, seed=self._seed, slots=self._slots
+            )
         return self._runtime
+
+    def _place_tools_prompt(self, turns: list[ChatTurn], tools_prompt: str) -> list[ChatTurn]:
+        """The tool list of a conversation's first step goes in its system prompt and stays there (under `_lock`).
+
+        A later step whose offered tools differ (a first call no longer required, tools withdrawn at the end) gets
+        its own list as a closing note after the last turn: the system prompt and the conversation so far stay the
+        same from step to step, so llama.cpp evaluates only the new turns.
+        """
+        key = _conversation_key(turns)
+        first = self._first_tools_prompt.pop(key, tools_prompt)
+        self._first_tools_prompt[key] = first
+        while len(self._first_tools_prompt) > _REMEMBERED_CONVERSATIONS:
+            self._first_tools_prompt.pop(next(iter(self._first_tools_prompt)))
+        if first and turns and turns[0]["role"] == "system":
+            turns = [{"role": "system", "content": f"{turns[0]['content']}\n\n{first}"}, *turns[1:]]
+        elif first:
+            turns = [{"role": "system", "content": first}, *turns]
+        return with_closing_note(turns, tools_prompt) if tools_prompt != first else turns
+
+    def _slot(self, turns: list[ChatTurn]) -> int:
+        """The slot of this conversation: the one it used last, else the least recently used one (under `_lock`)."""
+        key = _conversation_key(turns)
+        slot = self._slot_of.pop(key, None)
+        if slot is None:
+            used = set(self._slot_of.values())
+            free = [s for s in range(self._slots) if s not in used]
+            slot = free[0] if free else self._slot_of.pop(next(iter(self._slot_of)))
+        self._slot_of[key] = slot
+        return slot
 
     async def _respond(
         self, messages: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
@@ -169,11 +229,13 @@ class LocalModel(WholeResponseModel):
         plan = plan_decoding(
             params,
             require_tool=self._tool_first and not tool_has_returned(messages),
+            short_text=self._tool_first,
             max_string_chars=self._max_string_chars,
         )
         instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
-        system = "\n\n".join(text for text in [*instructions, plan.tools_prompt] if text)
-        turns = render_conversation(messages, system)
+        turns = render_conversation(messages, "\n\n".join(t for t in instructions if t))
+        with self._lock:
+            turns = self._place_tools_prompt(turns, plan.tools_prompt)
         max_tokens = min(settings.get("max_tokens", DEFAULT_LOCAL_MAX_TOKENS), self._n_ctx // 2)
         sampling: dict[str, Any] = {
             "temperature": settings.get("temperature", 0.0),
@@ -187,7 +249,7 @@ class LocalModel(WholeResponseModel):
         with self._lock:
             runtime = self._loaded()
             turns = fit_to_budget(turns, self._n_ctx - max_tokens - 32, runtime.count_tokens)
-            completion = runtime.complete(turns, plan.schema, max_tokens, sampling)
+            completion = runtime.complete(turns, plan.schema, max_tokens, sampling, slot=self._slot(turns))
         part = parse_output(completion.text, plan)
         details: dict[str, Any] = {"runtime": runtime.name, "cached_tokens": completion.cached_tokens}
         if completion.finish_reason:
@@ -204,6 +266,12 @@ class LocalModel(WholeResponseModel):
             provider_details=details,
             finish_reason=_FINISH.get(completion.finish_reason or ""),
         )
+
+
+def _conversation_key(turns: list[ChatTurn]) -> str:
+    """What stays the same over one conversation's steps: its system prompt and first user turn."""
+    head = "\x00".join(turn["content"] for turn in turns[:2])
+    return hashlib.blake2b(head.encode(), digest_size=16).hexdigest()
 
 
 def tool_has_returned(messages: list[ModelMessage]) -> bool:

@@ -11,6 +11,7 @@ from pydantic_ai.settings import ModelSettings
 
 from ace.core.recursive_agent import SessionBudget
 from ace.exceptions import UserError
+from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.implementations.skill_manager import SMSettings
 from ace.llm import LocalModel
 from ace_eval._text import plural
@@ -26,12 +27,12 @@ __all__ = [
 ]
 
 DEMO_COLLECTION = Path("examples") / "demo-collection"
-_N_CTX = 3072
+_N_CTX = 4096
 """The local model's window: long traces are trimmed to fit, and a small window keeps each step fast."""
 _MAX_TOKENS = 256
 _MAX_STRING_CHARS = 160
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
-_FREQUENCY_PENALTY = 1.0
+_FREQUENCY_PENALTY = 0.0
 _WORKERS = 2
 """Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
 model, one thread each), so both cores of a small machine work."""
@@ -56,18 +57,24 @@ def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
     per reflection and short skill-manager sessions. The reflector and the skill manager get a model each, so
     that each keeps its own prompt prefix cached in llama.cpp between samples."""
 
-    def local(*, tool_first: bool) -> LocalModel:
+    def local(*, tool_first: bool, slots: int = 1) -> LocalModel:
         settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0.0, frequency_penalty=_FREQUENCY_PENALTY)
-        return LocalModel(n_ctx=_N_CTX, settings=settings, tool_first=tool_first, max_string_chars=_MAX_STRING_CHARS)
+        return LocalModel(
+            n_ctx=_N_CTX, settings=settings, tool_first=tool_first, max_string_chars=_MAX_STRING_CHARS, slots=slots
+        )
 
     return RunInjections(
-        models={"reflector": local(tool_first=False), "skill_manager": local(tool_first=True)},
+        models={"reflector": local(tool_first=False), "skill_manager": local(tool_first=True, slots=_WORKERS)},
         sm_settings=SMSettings(
-            budget=SessionBudget(request_limit=4, tool_calls_limit=3, max_history_tokens=2_000),
+            budget=SessionBudget(request_limit=2, tool_calls_limit=1, max_history_tokens=2_000),
             tool_retries=1,
             context_top_k=3,
         ),
-        reflector_options={"output_retries": 0, "max_tool_result_chars": 200, "max_system_chars": 400},
+        reflector_options={
+            "output_retries": 0,
+            "conversation": False,
+            "instructions": SMALL_MODEL_REFLECTOR_PROMPT,
+        },
         show_progress=show_progress,
     )
 
