@@ -8,7 +8,7 @@ from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
 from ace.implementations.reflection import Reflection, SkillTag
 
-__all__ = ["SKILL_MANAGER_PROMPT", "sm_task_prompt"]
+__all__ = ["SKILL_MANAGER_PROMPT", "SMALL_MODEL_SKILL_MANAGER_PROMPT", "sm_task_prompt"]
 
 SKILL_MANAGER_PROMPT = """\
 You are the skill manager of ACE (Agentic Context Engineering). A reflector has analysed one trace of an AI \
@@ -58,16 +58,26 @@ reflection teaches nothing new, change nothing.
 """The skill manager's instructions, covering every rule of the spec's "SM prompt rewrite" list."""
 
 
+SMALL_MODEL_SKILL_MANAGER_PROMPT = """\
+You keep a skillbook of short lessons for an AI customer-service agent. Turn the reflection into one skill with \
+add_skill: issue = the agent's mistake, in the words of the reflection; insight = what the agent should do instead; \
+keywords = one to three words naming the tool or the topic. If a relevant skill already teaches the same lesson, \
+call tag_skill on it with delta 1 instead. Then reply with one sentence saying what you changed."""
+"""The skill manager's system prompt for a small model (the embedded one): one instruction, because a 135M model
+loses the rules of `SKILL_MANAGER_PROMPT` and copies its wording and the task's into the skill."""
+
+
 def sm_task_prompt(
     reflections: Sequence[Reflection],
     *,
     source: InsightSource,
     skillbook: Skillbook,
     relevant_skills_xml: str,
+    show_task: bool = True,
 ) -> str:
     """The user prompt of one session: the trace, the reflections, the proposed tags, the relevant skills."""
     parts = [
-        _trace_block(source),
+        _trace_block(source, show_task=show_task),
         "<reflections>\n"
         + "\n".join(
             f'<reflection index="{i}">\n{r.as_prompt_text() or "(empty)"}\n</reflection>'
@@ -84,11 +94,11 @@ def sm_task_prompt(
     return "\n\n".join(parts)
 
 
-def _trace_block(source: InsightSource) -> str:
+def _trace_block(source: InsightSource, *, show_task: bool) -> str:
     lines = [f"source_system: {source.source_system}", f"trace_id: {source.trace_id}"]
     if source.epoch is not None:
         lines.append(f"epoch: {source.epoch}")
-    if source.sample_question:
+    if source.sample_question and show_task:
         lines.append(f"task: {source.sample_question.strip()}")
     return "<trace>\n" + "\n".join(lines) + "\n</trace>"
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ace.llm.text_hints import Prose
+from ace.llm.text_hints import AgentProse, CauseProse, Prose, RemedyProse
 
 __all__ = ["TAG_DELTAS", "Reflection", "SkillTag", "TagLabel"]
 
@@ -44,11 +44,11 @@ class Reflection(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    error_identification: Prose
+    error_identification: AgentProse
     """What went wrong in the trace (empty when nothing did)."""
-    root_cause_analysis: Prose
+    root_cause_analysis: CauseProse
     """Why it went wrong."""
-    correct_approach: Prose
+    correct_approach: RemedyProse
     """What the agent should have done."""
     key_insight: Prose
     """The one reusable lesson, phrased so that it applies beyond this trace."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, assert_never
@@ -36,6 +37,7 @@ from pydantic_ai.tools import ToolDefinition
 
 __all__ = [
     "TEXT_HINT",
+    "TEXT_START",
     "ChatTurn",
     "DecodingPlan",
     "fit_to_budget",
@@ -58,7 +60,10 @@ TEXT_HINT = "x-ace-text"
 (one keyword). The embedded model then decodes it under a pattern: words and no digits, or one snake_case label,
 because a 135M model otherwise copies ids, numbers and JSON fragments of its prompt into every text field. Hosted
 models never see the key (`_litellm_mapping` drops it)."""
-LOCAL_HINTS = (DECODE_REQUIRED, TEXT_HINT)
+TEXT_START = "x-ace-text-start"
+"""JSON-schema key beside `TEXT_HINT: "prose"`: the words the decoded text must begin with (`"The agent"`), so that a
+small model writes about the agent instead of copying the first sentence of its prompt."""
+LOCAL_HINTS = (DECODE_REQUIRED, TEXT_HINT, TEXT_START)
 """Every schema key that only the local decoder reads."""
 MAX_STRING_CHARS = 300
 """Bound on every string the grammar lets through, so that a call always closes within the token budget."""
@@ -224,13 +229,14 @@ def _bounded(node: Any, max_chars: int = MAX_STRING_CHARS) -> Any:
     hint = node.get(TEXT_HINT)
     if isinstance(hint, str) and isinstance(node.get("anyOf"), list):  # `str | None`: the hint is the string's
         node = {**node, "anyOf": [_with_hint(option, hint) for option in node["anyOf"]]}
-    bounded = {key: _bounded(value, max_chars) for key, value in node.items() if key != TEXT_HINT}
+    bounded = {key: _bounded(value, max_chars) for key, value in node.items() if key not in (TEXT_HINT, TEXT_START)}
     kinds = bounded.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "string" in kinds and isinstance(hint, str) and "enum" not in bounded and "const" not in bounded:
         bounded.pop("maxLength", None)  # the pattern bounds the length: llguidance takes one or the other
         bounded.pop("minLength", None)
-        bounded["pattern"] = text_pattern(hint, max_chars)
+        start = node.get(TEXT_START)
+        bounded["pattern"] = text_pattern(hint, max_chars, start=start if isinstance(start, str) else None)
     elif "string" in kinds and not {"enum", "const", "format", "pattern"} & bounded.keys():
         bounded["maxLength"] = min(int(bounded.get("maxLength", max_chars)), max_chars)
     if "array" in kinds:
@@ -244,13 +250,15 @@ _WORD = r"(?:[a-z]{1,14}(?:_[a-z]{2,14}){0,3}|[A-Z][a-z]{1,14})(?:'[a-z]{1,2})?"
 _CHARS_PER_WORD = 7
 
 
-def text_pattern(hint: str, max_chars: int) -> str:
-    """The decoding pattern of a `TEXT_HINT` string of at most about `max_chars` characters."""
+def text_pattern(hint: str, max_chars: int, *, start: str | None = None) -> str:
+    """The decoding pattern of a `TEXT_HINT` string of at most about `max_chars` characters (prose: beginning with
+    the words `start` when given)."""
     if hint == "label":
         return f"^[a-z][a-z_]{{1,{max(2, min(max_chars, 40) - 1)}}}$"
     if hint == "prose":
         words = max(4, max_chars // _CHARS_PER_WORD)
-        return rf"^[A-Z][a-z]{{0,15}}(?:,? {_WORD}){{3,{words - 1}}}\.$"
+        head = re.escape(start) if start else "[A-Z][a-z]{0,15}"
+        return rf"^{head}(?:,? {_WORD}){{3,{words - 1}}}\.$"
     raise ValueError(f"{TEXT_HINT}={hint!r} is not a text kind: use 'prose' or 'label'")
 
 

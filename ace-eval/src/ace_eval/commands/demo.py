@@ -11,6 +11,7 @@ from pydantic_ai.settings import ModelSettings
 
 from ace.core.recursive_agent import SessionBudget
 from ace.exceptions import UserError
+from ace.implementations.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.implementations.skill_manager import SMSettings
 from ace.llm import LocalModel
@@ -30,7 +31,7 @@ DEMO_COLLECTION = Path("examples") / "demo-collection"
 _N_CTX = 4096
 """The local model's window: long traces are trimmed to fit, and a small window keeps each step fast."""
 _MAX_TOKENS = 256
-_MAX_STRING_CHARS = 160
+_MAX_STRING_CHARS = 120
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
 _FREQUENCY_PENALTY = 0.0
 _WORKERS = 2
@@ -68,8 +69,10 @@ def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
         sm_settings=SMSettings(
             budget=SessionBudget(request_limit=2, tool_calls_limit=1, max_history_tokens=2_000),
             tool_retries=1,
-            context_top_k=3,
+            context_top_k=0,
+            show_task=False,
         ),
+        sm_instructions=SMALL_MODEL_SKILL_MANAGER_PROMPT,
         reflector_options={
             "output_retries": 0,
             "conversation": False,

@@ -23,6 +23,7 @@ from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
+from ace.implementations.prompts import SKILL_MANAGER_PROMPT
 from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
 from ace.observability import Observability, configure_observability, find_logfire_target
@@ -70,6 +71,8 @@ class RunInjections:
     """The `deduplicate` step's judge; it replaces `--dedup-model`."""
     embedder: Embedder | None = None
     sm_settings: SMSettings | None = None
+    sm_instructions: str | None = None
+    """The skill manager's system prompt (`None`: `SKILL_MANAGER_PROMPT`)."""
     reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Extra keyword arguments for `make_reflector` (budgets, config)."""
     on_sample: Callable[[SampleResult], None] | None = None
@@ -376,7 +379,12 @@ class _Run:
         if s.reflector_type == "rr":
             reflector_options.setdefault("embedder", self.embedder)
         reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
-        manager = SkillManager(self.model("skill_manager"), embedder=self.embedder, settings=self.inj.sm_settings)
+        manager = SkillManager(
+            self.model("skill_manager"),
+            embedder=self.embedder,
+            settings=self.inj.sm_settings,
+            instructions=self.inj.sm_instructions or SKILL_MANAGER_PROMPT,
+        )
         pipeline = run_pipeline(
             s,
             self.folder.path,
