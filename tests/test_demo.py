@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pydantic_ai.messages import ModelResponse, TextPart
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
 
+from ace.implementations.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.llm import LocalModel
 from ace_eval.cli import main
@@ -80,6 +81,8 @@ def test_demo_uses_the_embedded_model_with_small_budgets() -> None:
         "instructions": SMALL_MODEL_REFLECTOR_PROMPT,
     }
     assert manager.slots == 2 and reflector.slots == 1  # one prompt cache per concurrent session
+    assert injections.sm_instructions == SMALL_MODEL_SKILL_MANAGER_PROMPT
+    assert (injections.sm_settings.context_top_k, injections.sm_settings.show_task) == (0, False)
     assert injections.embedder is None  # 'local': the offline MiniLM
 
 
@@ -97,3 +100,23 @@ def test_a_demo_that_learns_nothing_says_so_and_how_to_do_better(
     assert result.exit_code == 0, result.output
     assert "Skillbook: 0 active skills" in result.stdout and "The tiny offline model learned no skill" in result.stdout
     assert result.stdout.strip().splitlines()[-1].endswith("skillbook.md")
+
+
+def test_the_demos_skill_manager_runs_on_the_small_model_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    systems: list[str] = []
+
+    def idle(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        systems.append(info.instructions or "")
+        return ModelResponse(parts=[TextPart("Nothing to change.")])
+
+    injections = dataclasses.replace(scripted_injections(), sm_instructions=SMALL_MODEL_SKILL_MANAGER_PROMPT)
+    monkeypatch.setattr(
+        demo_module,
+        "demo_injections",
+        lambda **_: dataclasses.replace(injections, models={**injections.models, "skill_manager": FunctionModel(idle)}),
+    )
+    result = CliRunner().invoke(main, ["demo", "--limit", "2", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert systems and all(s.startswith(SMALL_MODEL_SKILL_MANAGER_PROMPT) for s in systems), systems

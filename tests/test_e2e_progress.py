@@ -52,3 +52,19 @@ def test_advance_is_thread_safe() -> None:
         t.join()
     bar.close()
     assert (bar.done, bar.errors) == (400, 200)
+
+
+def test_first_errors_are_printed_once_per_kind_and_a_stopped_session_is_not_called_an_error() -> None:
+    from ace_eval.e2e.progress import FirstErrors
+
+    out = io.StringIO()
+    with Progress("train", 4, file=out) as bar:
+        first = FirstErrors(bar)
+        first.see("stopped", "t1 epoch 0", "SkillManagerStopped: budget: request_limit of 2")
+        first.see("stopped", "t2 epoch 0", "SkillManagerStopped: budget: request_limit of 2")
+        first.see("other", "t3 epoch 0", "ReflectorError: no valid reflection")
+    text = out.getvalue()
+    assert text.count("stopped early on t1 epoch 0: SkillManagerStopped") == 1 and "t2" not in text
+    assert "(further sessions stopped early are counted, not printed; --verbose prints each)" in text
+    assert "error (stopped)" not in text
+    assert "error (other) on t3 epoch 0: ReflectorError" in text

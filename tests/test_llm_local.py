@@ -544,3 +544,21 @@ def test_framing_announcements_stay_out_of_the_local_prompt() -> None:
     model = LocalModel(settings={"max_tokens": 32})
     assert model.settings is not None and model.settings.get("framing_announcement") == "never"
     assert model.settings.get("max_tokens") == 32
+
+
+def test_a_reflection_is_decoded_as_sentences_about_the_agent() -> None:
+    import re
+
+    output = ToolDefinition(name="final_result", parameters_json_schema=Reflection.model_json_schema(), kind="output")
+    plan = plan_decoding(ModelRequestParameters(output_tools=[output], allow_text_output=False), max_string_chars=120)
+    assert plan.schema is not None
+    fields = plan.schema["properties"]
+    error = re.compile(fields["error_identification"]["pattern"])
+    assert error.fullmatch("The agent cancelled the reservation without asking the user.")
+    assert not error.fullmatch("You are li_wei and want to cancel the reservation.")  # the task, copied
+    assert re.compile(fields["root_cause_analysis"]["pattern"]).fullmatch(
+        "This happened because the policy forbids it."
+    )
+    assert re.compile(fields["correct_approach"]["pattern"]).fullmatch("The agent should explain the rule first.")
+    assert fields["key_insight"]["pattern"] == text_pattern("prose", 120)
+    assert text_pattern("prose", 120, start="a.b").startswith(r"^a\.b(?:")  # the start is literal text

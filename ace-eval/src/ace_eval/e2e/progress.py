@@ -104,8 +104,8 @@ class FirstErrors:
         if self._progress.verbose or kind in self._seen:
             return
         self._seen.add(kind)
-        self._progress.note(
-            f"error ({kind}) on {where}: {error}\n  (further errors of this kind are counted, not printed; "
-            "--verbose prints each)",
-            always=True,
-        )
+        if kind == "stopped":  # a budget or retry limit: its edits stand, as the summary says
+            head, rest = f"stopped early on {where}: {error}", "further sessions stopped early are counted"
+        else:
+            head, rest = f"error ({kind}) on {where}: {error}", "further errors of this kind are counted"
+        self._progress.note(f"{head}\n  ({rest}, not printed; --verbose prints each)", always=True)
