@@ -79,8 +79,11 @@ def test_without_the_conversation_a_small_model_reads_the_task_outcome_and_compa
     trace = demo_trace()
     full, short = simple_prompt(trace), simple_prompt(trace, conversation=False)
     assert "<conversation" in full and "<conversation" not in short and "[12] assistant" not in short
-    for part in ("<task>", trace["feedback"], "<ground_truth>", DIFF, "<skills_in_context>"):
+    for part in ("<task>", trace["feedback"], "<ground_truth>", DIFF):
         assert part in short, part
+    assert "<skills_in_context>" in full and "<skills_in_context>" not in short  # none were in context
+    listed = simple_prompt({**trace, "skills_in_context": ["context-00009"]}, conversation=False)
+    assert "<skills_in_context>" in listed and "context-00009" in listed
     assert len(short) < len(full) // 2
     assert short.index("<task>") < short.index("<outcome>") < short.index("<grader_diff>")
 

@@ -110,19 +110,16 @@ def reflector_task_prompt(
     max_system_chars: int = 8_000,
     conversation: bool = True,
 ) -> str:
-    """The simple reflector's user prompt: the whole trace, then the skills that were in context."""
-    return "\n\n".join(
-        [
-            render_trace(
-                trace,
-                max_tool_result_chars=max_tool_result_chars,
-                max_system_chars=max_system_chars,
-                conversation=conversation,
-            ),
-            skills_block(in_context),
-            "Reflect on this trace and return the reflection.",
-        ]
+    """The simple reflector's user prompt: the whole trace, then the skills that were in context.
+
+    Without the conversation (a small model's prompt) an empty skills block is left out too: there is nothing to
+    tag, and a small model copies its "(none: ...)" note into the reflection.
+    """
+    trace_text = render_trace(
+        trace, max_tool_result_chars=max_tool_result_chars, max_system_chars=max_system_chars, conversation=conversation
     )
+    skills = [skills_block(in_context)] if conversation or in_context.skills or in_context.missing else []
+    return "\n\n".join([trace_text, *skills, "Reflect on this trace and return the reflection."])
 
 
 def rr_task_prompt(
