@@ -82,7 +82,7 @@ def test_demo_uses_the_embedded_model_with_small_budgets() -> None:
     }
     assert manager.slots == 2 and reflector.slots == 1  # one prompt cache per concurrent session
     assert injections.sm_instructions == SMALL_MODEL_SKILL_MANAGER_PROMPT
-    assert (injections.sm_settings.context_top_k, injections.sm_settings.show_task) == (0, False)
+    assert (injections.sm_settings.context_top_k, injections.sm_settings.show_trace) == (0, False)
     assert injections.embedder is None  # 'local': the offline MiniLM
 
 

@@ -587,18 +587,18 @@ def test_tools_that_name_a_skill_are_not_offered_while_every_active_skill_is_qua
     assert offered == [["add_skill", "search_skills"]]
 
 
-def test_a_small_models_session_prompt_can_leave_the_task_out() -> None:
+def test_a_small_models_session_prompt_can_leave_the_trace_out() -> None:
     prompts: list[str] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompts.append(first_prompt(messages))
         return ModelResponse(parts=[TextPart("Nothing to change.")])
 
-    for show_task in (True, False):
+    for show_trace in (True, False):
         SkillManager(
-            FunctionModel(model), embedder=TestEmbedder(), settings=SMSettings(show_task=show_task)
+            FunctionModel(model), embedder=TestEmbedder(), settings=SMSettings(show_trace=show_trace)
         ).update_skills([CABIN_REFLECTION], seeded_book(), source=AIRLINE_SOURCE)
     with_task, without = prompts
     assert f"task: {AIRLINE_SOURCE.sample_question}" in with_task
-    assert AIRLINE_SOURCE.sample_question not in without and "trace_id: 23" in without
+    assert AIRLINE_SOURCE.sample_question not in without and "trace_id" not in without and "<trace>" in with_task
     assert CABIN_REFLECTION.key_insight in without

@@ -73,11 +73,11 @@ def sm_task_prompt(
     source: InsightSource,
     skillbook: Skillbook,
     relevant_skills_xml: str,
-    show_task: bool = True,
+    show_trace: bool = True,
 ) -> str:
     """The user prompt of one session: the trace, the reflections, the proposed tags, the relevant skills."""
     parts = [
-        _trace_block(source, show_task=show_task),
+        *([_trace_block(source)] if show_trace else []),
         "<reflections>\n"
         + "\n".join(
             f'<reflection index="{i}">\n{r.as_prompt_text() or "(empty)"}\n</reflection>'
@@ -94,11 +94,11 @@ def sm_task_prompt(
     return "\n\n".join(parts)
 
 
-def _trace_block(source: InsightSource, *, show_task: bool) -> str:
+def _trace_block(source: InsightSource) -> str:
     lines = [f"source_system: {source.source_system}", f"trace_id: {source.trace_id}"]
     if source.epoch is not None:
         lines.append(f"epoch: {source.epoch}")
-    if source.sample_question and show_task:
+    if source.sample_question:
         lines.append(f"task: {source.sample_question.strip()}")
     return "<trace>\n" + "\n".join(lines) + "\n</trace>"
 

@@ -148,7 +148,7 @@ class SkillManager:
             source=source,
             skillbook=skillbook,
             relevant_skills_xml=render_skills_xml(shown) if shown else "",
-            show_task=self.settings.show_task,
+            show_trace=self.settings.show_trace,
         )
         tags = [t for r in reflections for t in r.skill_tags]
         attributes: dict[str, AttributeInput] = {

@@ -90,8 +90,9 @@ class SMSettings:
     """How often the model may retry one refused tool before the session stops."""
     context_top_k: int = 5
     """Existing skills retrieved for the reflections and shown in the prompt (0: none)."""
-    show_task: bool = True
-    """Show the trace's task in the session prompt; `False` for a small model, which copies it into the skill."""
+    show_trace: bool = True
+    """Show the trace's id and task in the session prompt; `False` for a small model, which copies them into the
+    skill (the provenance of every edit is recorded either way)."""
     max_keywords: int = 5
     """Most keywords a skill may carry."""
     max_top_k: int = 20

@@ -254,7 +254,7 @@ def text_pattern(hint: str, max_chars: int, *, start: str | None = None) -> str:
     """The decoding pattern of a `TEXT_HINT` string of at most about `max_chars` characters (prose: beginning with
     the words `start` when given)."""
     if hint == "label":
-        return f"^[a-z][a-z_]{{1,{max(2, min(max_chars, 40) - 1)}}}$"
+        return "^[a-z]{2,15}(?:_[a-z]{2,15}){0,2}$"
     if hint == "prose":
         words = max(4, max_chars // _CHARS_PER_WORD)
         head = re.escape(start) if start else "[A-Z][a-z]{0,15}"

@@ -33,7 +33,7 @@ _N_CTX = 4096
 _MAX_TOKENS = 256
 _MAX_STRING_CHARS = 120
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
-_FREQUENCY_PENALTY = 0.0
+_FREQUENCY_PENALTY = 0.5
 _WORKERS = 2
 """Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
 model, one thread each), so both cores of a small machine work."""
@@ -70,7 +70,7 @@ def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
             budget=SessionBudget(request_limit=2, tool_calls_limit=1, max_history_tokens=2_000),
             tool_retries=1,
             context_top_k=0,
-            show_task=False,
+            show_trace=False,
         ),
         sm_instructions=SMALL_MODEL_SKILL_MANAGER_PROMPT,
         reflector_options={
