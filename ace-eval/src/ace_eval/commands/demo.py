@@ -29,7 +29,7 @@ __all__ = [
 
 DEMO_COLLECTION = Path("examples") / "demo-collection"
 _N_CTX = 4096
-"""The local model's window: long traces are trimmed to fit, and a small window keeps each step fast."""
+"""The local model's window (per slot): prompts stay far below it, so no turn is trimmed and the cache holds."""
 _MAX_TOKENS = 256
 _MAX_STRING_CHARS = 120
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
@@ -53,10 +53,11 @@ def find_demo_collection() -> Path | None:
 
 
 def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
-    """Small budgets, so that the slow-witted local model finishes the demo in minutes: a short window, short
-    answers (a frequency penalty stops the 135M model from repeating itself until the token limit), one try
-    per reflection and short skill-manager sessions. The reflector and the skill manager get a model each, so
-    that each keeps its own prompt prefix cached in llama.cpp between samples."""
+    """Small-model settings, so that SmolLM2-135M replays the ten traces in about a minute and a half and writes
+    sentences rather than the ids and JSON of its prompt: short prompts (no conversation for the reflector; no
+    trace, task or existing skills for the skill manager, which it would copy), one try per reflection, one tool
+    call and a closing sentence per skill-manager session. The reflector and the skill manager get a model each
+    (one core each), and the skill manager's keeps one prompt cache per worker."""
 
     def local(*, tool_first: bool, slots: int = 1) -> LocalModel:
         settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0.0, frequency_penalty=_FREQUENCY_PENALTY)
@@ -126,8 +127,8 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
 def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool) -> None:
     """Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.
 
-    reflect -> update -> export with SmolLM2-135M (llama.cpp) and MiniLM: no key, no internet, a few minutes on
-    2 cores. Ends with the path of the exported skillbook.md.
+    reflect -> update -> export with SmolLM2-135M (llama.cpp) and MiniLM: no key, no internet, about a minute and
+    a half on 2 cores. Ends with the path of the exported skillbook.md.
     """
     collection = traces or find_demo_collection()
     if collection is None:
