@@ -188,14 +188,13 @@ class LocalModel(WholeResponseModel):
             )
         return self._runtime
 
-    def _place_tools_prompt(self, turns: list[ChatTurn], tools_prompt: str) -> list[ChatTurn]:
+    def _place_tools_prompt(self, key: str, turns: list[ChatTurn], tools_prompt: str) -> list[ChatTurn]:
         """The tool list of a conversation's first step goes in its system prompt and stays there (under `_lock`).
 
         A later step whose offered tools differ (a first call no longer required, tools withdrawn at the end) gets
         its own list as a closing note after the last turn: the system prompt and the conversation so far stay the
         same from step to step, so llama.cpp evaluates only the new turns.
         """
-        key = _conversation_key(turns)
         first = self._first_tools_prompt.pop(key, tools_prompt)
         self._first_tools_prompt[key] = first
         while len(self._first_tools_prompt) > _REMEMBERED_CONVERSATIONS:
@@ -206,9 +205,8 @@ class LocalModel(WholeResponseModel):
             turns = [{"role": "system", "content": first}, *turns]
         return with_closing_note(turns, tools_prompt) if tools_prompt != first else turns
 
-    def _slot(self, turns: list[ChatTurn]) -> int:
-        """The slot of this conversation: the one it used last, else the least recently used one (under `_lock`)."""
-        key = _conversation_key(turns)
+    def _slot(self, key: str) -> int:
+        """The slot of conversation `key`: the one it used last, else the least recently used one (under `_lock`)."""
         slot = self._slot_of.pop(key, None)
         if slot is None:
             used = set(self._slot_of.values())
@@ -234,8 +232,7 @@ class LocalModel(WholeResponseModel):
         )
         instructions = [part.content for part in self._get_instruction_parts(messages, params) or []]
         turns = render_conversation(messages, "\n\n".join(t for t in instructions if t))
-        with self._lock:
-            turns = self._place_tools_prompt(turns, plan.tools_prompt)
+        conversation = _conversation_key(turns)
         max_tokens = min(settings.get("max_tokens", DEFAULT_LOCAL_MAX_TOKENS), self._n_ctx // 2)
         sampling: dict[str, Any] = {
             "temperature": settings.get("temperature", 0.0),
@@ -248,8 +245,9 @@ class LocalModel(WholeResponseModel):
             sampling["stop"] = settings["stop_sequences"]
         with self._lock:
             runtime = self._loaded()
+            turns = self._place_tools_prompt(conversation, turns, plan.tools_prompt)
             turns = fit_to_budget(turns, self._n_ctx - max_tokens - 32, runtime.count_tokens)
-            completion = runtime.complete(turns, plan.schema, max_tokens, sampling, slot=self._slot(turns))
+            completion = runtime.complete(turns, plan.schema, max_tokens, sampling, slot=self._slot(conversation))
         part = parse_output(completion.text, plan)
         details: dict[str, Any] = {"runtime": runtime.name, "cached_tokens": completion.cached_tokens}
         if completion.finish_reason:
