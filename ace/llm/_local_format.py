@@ -128,7 +128,7 @@ def plan_decoding(
     defs: dict[str, Any] = {}
     variants: list[dict[str, Any]] = []
     for tool in tools:
-        arguments = _bounded(_hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs), max_string_chars)
+        arguments = _tool_arguments(tool, defs, max_string_chars)
         variants.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
     if require_tool:
         answer_schema = None
@@ -151,11 +151,10 @@ def _direct_plan(tool: ToolDefinition, max_string_chars: int) -> DecodingPlan:
     The `{"tool": ..., "arguments": ...}` wrapper would cost tokens, and a small model writes worse text nested in it.
     """
     defs: dict[str, Any] = {}
-    arguments = _hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs)
-    schema: dict[str, Any] = _bounded(arguments, max_string_chars)
+    schema = _tool_arguments(tool, defs, max_string_chars)
     if defs:
         schema["$defs"] = {name: _bounded(value, max_string_chars) for name, value in defs.items()}
-    description = (tool.description or "").strip().split("\n\n")[0].replace("\n", " ")
+    description = _short_description(tool)
     prompt = f"Reply with one JSON object ({_signature(tool.parameters_json_schema)})" + (
         f": {description}" if description else "."
     )
@@ -166,6 +165,19 @@ def _direct_plan(tool: ToolDefinition, max_string_chars: int) -> DecodingPlan:
         tools_prompt=prompt,
         direct_tool=tool.name,
     )
+
+
+def _tool_arguments(tool: ToolDefinition, defs: dict[str, Any], max_string_chars: int) -> dict[str, Any]:
+    """The decoding schema of `tool`'s arguments; its `$defs` move to `defs`."""
+    arguments: dict[str, Any] = _bounded(
+        _hoist_defs(_require_text(tool.parameters_json_schema), tool.name, defs), max_string_chars
+    )
+    return arguments
+
+
+def _short_description(tool: ToolDefinition) -> str:
+    """The first paragraph of the tool's description, on one line."""
+    return (tool.description or "").strip().split("\n\n")[0].replace("\n", " ")
 
 
 def _require_text(schema: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +290,7 @@ def _with_hint(option: Any, hint: str) -> Any:
 def _tools_prompt(tools: Sequence[ToolDefinition], *, answer: bool) -> str:
     lines = ['Answer with exactly one JSON object {"tool": <name>, "arguments": {...}} calling one of these tools:']
     for tool in tools:
-        description = (tool.description or "").strip().split("\n\n")[0].replace("\n", " ")
+        description = _short_description(tool)
         lines.append(f"- {tool.name}({_signature(tool.parameters_json_schema)}): {description}".rstrip(": "))
     if answer:
         lines.append('Or, when you are done, answer with {"answer": <your answer>}.')
