@@ -31,13 +31,13 @@ from ace.exceptions import AceError, RunError, SkillbookError, SkillbookFormatEr
 if TYPE_CHECKING:
     from ace.deduplication.detector import SimilarPair, find_similar_pairs
     from ace.embeddings import Embedder, EmbeddingError, LiteLLMEmbedder, MiniLMEmbedder, TestEmbedder, default_embedder
-    from ace.implementations.reflection import Reflection, SkillTag
-    from ace.implementations.reflector import Reflector, ReflectorResult, SimpleReflector, make_reflector
-    from ace.implementations.rr import RecursiveConfig, RecursiveReflector
-    from ace.implementations.skill_manager import SkillManager, SMResult, SMSettings
-    from ace.implementations.skill_rendering import render_skills_xml, retrieve_top_k
     from ace.llm import LiteLLMModel, LocalModel, ModelRequestError, RoleSettings, infer_model
     from ace.observability import configure_observability
+    from ace.reflector.recursive import RecursiveConfig, RecursiveReflector
+    from ace.reflector.reflection import Reflection, SkillTag
+    from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector, make_reflector
+    from ace.retrieval.rendering import render_skills_xml, retrieve_top_k
+    from ace.skill_manager.manager import SkillManager, SMResult, SMSettings
 
 try:
     __version__ = version("agentic-context-engine")
@@ -53,19 +53,19 @@ _LAZY: dict[str, str] = {
     "MiniLMEmbedder": "ace.embeddings",
     "TestEmbedder": "ace.embeddings",
     "default_embedder": "ace.embeddings",
-    "Reflection": "ace.implementations.reflection",
-    "SkillTag": "ace.implementations.reflection",
-    "Reflector": "ace.implementations.reflector",
-    "ReflectorResult": "ace.implementations.reflector",
-    "SimpleReflector": "ace.implementations.reflector",
-    "make_reflector": "ace.implementations.reflector",
-    "RecursiveConfig": "ace.implementations.rr",
-    "RecursiveReflector": "ace.implementations.rr",
-    "SMResult": "ace.implementations.skill_manager",
-    "SMSettings": "ace.implementations.skill_manager",
-    "SkillManager": "ace.implementations.skill_manager",
-    "render_skills_xml": "ace.implementations.skill_rendering",
-    "retrieve_top_k": "ace.implementations.skill_rendering",
+    "Reflection": "ace.reflector.reflection",
+    "SkillTag": "ace.reflector.reflection",
+    "Reflector": "ace.reflector.simple",
+    "ReflectorResult": "ace.reflector.simple",
+    "SimpleReflector": "ace.reflector.simple",
+    "make_reflector": "ace.reflector.simple",
+    "RecursiveConfig": "ace.reflector.recursive",
+    "RecursiveReflector": "ace.reflector.recursive",
+    "SMResult": "ace.skill_manager.manager",
+    "SMSettings": "ace.skill_manager.manager",
+    "SkillManager": "ace.skill_manager.manager",
+    "render_skills_xml": "ace.retrieval.rendering",
+    "retrieve_top_k": "ace.retrieval.rendering",
     "LiteLLMModel": "ace.llm",
     "LocalModel": "ace.llm",
     "ModelRequestError": "ace.llm",

@@ -27,11 +27,11 @@ from datetime import datetime
 from pathlib import Path
 
 from ace.core.skillbook import Skillbook
+from ace_eval.collection import read_collection, write_collection
+from ace_eval.collection.importers.tau_bench import import_tau_bench
 from ace_eval.commands.demo import demo_injections, find_demo_collection
-from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.grounding import GroundingSummary, reflection_grounding, summarise_grounding
-from ace_eval.e2e.importers.tau_bench import import_tau_bench
 from ace_eval.e2e.runner import run_e2e
 
 DEFAULT_TRAJECTORIES = (

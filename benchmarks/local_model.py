@@ -20,8 +20,8 @@ from statistics import median
 from typing import Any
 
 from ace import Skillbook
-from ace.implementations.reflector import SimpleReflector
 from ace.llm import LocalModel
+from ace.reflector.simple import SimpleReflector
 from ace_eval.commands.demo import demo_injections
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection" / "traces.jsonl"

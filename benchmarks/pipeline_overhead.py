@@ -56,15 +56,15 @@ from pydantic_ai.usage import RequestUsage, RunUsage
 
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
-from ace.implementations.prompts import SKILL_MANAGER_PROMPT
-from ace.implementations.reflection import Reflection
-from ace.implementations.reflector import Reflector, ReflectorResult, SimpleReflector
-from ace.implementations.reflector_prompts import REFLECTOR_PROMPT
-from ace.implementations.skill_manager import SkillManager, SMResult
-from ace.implementations.skill_rendering import retrieve_top_k
-from ace.implementations.sm_tools import SM_TOOLS, AppliedOperation, SMDeps
+from ace.reflector.prompts import REFLECTOR_PROMPT
+from ace.reflector.reflection import Reflection
+from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector
 from ace.retrieval.index import search_index
-from ace_eval.e2e.collection import Trace
+from ace.retrieval.rendering import retrieve_top_k
+from ace.skill_manager.manager import SkillManager, SMResult
+from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
+from ace.skill_manager.tools import SM_TOOLS, AppliedOperation, SMDeps
+from ace_eval.collection import Trace
 from ace_eval.e2e.training import Trainer, TrainingConfig
 
 TOPICS = [f"flow_{i:02d}" for i in range(20)]

@@ -29,7 +29,7 @@ from _timing import best_time
 
 from ace.redaction import Redactor, count_kinds
 from ace.steps.redact import TRACE_ID_FIELDS
-from ace_eval.e2e.importers import import_tau_bench
+from ace_eval.collection.importers import import_tau_bench
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "airline"
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"

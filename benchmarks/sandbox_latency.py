@@ -4,7 +4,7 @@
 
 Three snippets: `1 + 1` (the floor), a typical analysis (json + collections over the demo trace), and one that
 imports `statistics` and `datetime` after the audit hook is installed (each `.pyc` read is checked against the
-file, see `_sandbox_policy.trusted_bytecode`). `--baseline` also times another copy of `sandbox.py` (with its
+file, see `_policy.trusted_bytecode`). `--baseline` also times another copy of `sandbox.py` (with its
 `_bootstrap.py` beside it, e.g. an older version's), interleaved run by run with this one, and prints the
 ratio. Runs are sequential; the machine may be shared: run twice and read the lower numbers.
 """
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--baseline", type=Path, default=None)
     args = parser.parse_args()
-    current = load(ROOT / "ace" / "implementations" / "rr" / "sandbox.py", "sandbox_current")
+    current = load(ROOT / "ace" / "sandbox" / "runner.py", "sandbox_current")
     baseline = load(args.baseline, "sandbox_baseline") if args.baseline else None
     trace = json.loads(DEMO.read_text(encoding="utf-8").splitlines()[1])
     print(f"{args.repeat} runs each, interleaved; baseline: {args.baseline or '-'}")

@@ -31,8 +31,8 @@ from _synthetic import SyntheticEmbedder, synthetic_queries, synthetic_skillbook
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import find_similar_pairs
 from ace.embeddings.minilm import MiniLMEmbedder
-from ace.implementations.skill_rendering import retrieve_top_k
 from ace.retrieval import SkillSearchIndex, search_index, tokenize
+from ace.retrieval.rendering import retrieve_top_k
 
 T = TypeVar("T")
 

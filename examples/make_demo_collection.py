@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace_eval.e2e.collection import MANIFEST_FILE, TRACES_FILE, CollectionManifest, Trace, write_collection
+from ace_eval.collection import MANIFEST_FILE, TRACES_FILE, CollectionManifest, Trace, write_collection
 from ace_eval.e2e.gold_diff import diff_against_gold
 
 SOURCE_SYSTEM = "demo-airline"

@@ -27,9 +27,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflector import SimpleReflector
-from ace.implementations.skill_manager import SkillManager, SMSettings
-from ace_eval.e2e.collection import Trace
+from ace.reflector.simple import SimpleReflector
+from ace.skill_manager.manager import SkillManager, SMSettings
+from ace_eval.collection import Trace
 
 _TASK = re.compile(r"<task>\n(.*?)\n</task>", re.S)
 _REWARD = re.compile(r"reward: ([0-9.]+)")

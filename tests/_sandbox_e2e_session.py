@@ -21,7 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.rr import RecursiveConfig, RecursiveReflector, SandboxLimits
+from ace.reflector.recursive import RecursiveConfig, RecursiveReflector, SandboxLimits
 
 models.ALLOW_MODEL_REQUESTS = False
 BYPASS = """

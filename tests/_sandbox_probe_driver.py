@@ -15,7 +15,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _sandbox_probes import PROBES
 
-from ace.implementations.rr import sandbox
+from ace.sandbox import runner as sandbox
 
 
 async def main(host: str, host_dir: str, secret: str) -> list[dict[str, Any]]:

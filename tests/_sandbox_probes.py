@@ -162,7 +162,7 @@ PROBES = (
     ),
     Probe(
         "bootstrap-imported-again",
-        "import sys\nsys.path.insert(0, RR_DIR)\nimport _sandbox_policy",
+        "import sys\nsys.path.insert(0, RR_DIR)\nimport _policy",
         "ModuleNotFoundError",
         "os.listdir",
     ),

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ace_eval.e2e.collection import (
+from ace_eval.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
     UNPARSED_ARGUMENTS,
@@ -247,7 +247,7 @@ def test_writer_is_thread_safe(tmp_path: Path) -> None:
 
 _KILLED_WRITER = """
 import os, signal, sys
-from ace_eval.e2e.collection import CollectionWriter, Trace
+from ace_eval.collection import CollectionWriter, Trace
 writer = CollectionWriter(sys.argv[1], source_system="test-agent")
 for i in range(3):
     writer.append(Trace(source_system="test-agent", trace_id=f"t{i}", question="q",

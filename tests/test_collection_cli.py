@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from ace_eval.collection import TRACES_FILE, read_collection
 from ace_eval.commands.collection import collection
-from ace_eval.e2e.collection import TRACES_FILE, read_collection
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CHAT = [{"role": "user", "content": "Where is my order?"}, {"role": "assistant", "content": "It shipped."}]

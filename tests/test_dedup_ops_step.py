@@ -14,11 +14,11 @@ from pydantic_ai.usage import RunUsage
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.skill_manager import SMResult
-from ace.implementations.sm_tools import AppliedOperation
-from ace.steps.context import StepContext
+from ace.pipeline.context import StepContext
+from ace.pipeline.pipeline import Pipeline, PipelineError
+from ace.skill_manager.manager import SMResult
+from ace.skill_manager.tools import AppliedOperation
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
-from ace.steps.pipeline import Pipeline, PipelineError
 
 ISSUE = "In {domain} cancellations the agent cancels the booking before the user explicitly confirms it."
 

@@ -15,12 +15,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
 
-from ace.implementations.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
-from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.llm import LocalModel
+from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
+from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.cli import main
+from ace_eval.collection import read_collection
 from ace_eval.commands import demo as demo_module
-from ace_eval.e2e.collection import read_collection
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 

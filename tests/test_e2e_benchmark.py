@@ -19,9 +19,9 @@ from test_e2e_support import import_trajectories, responses, scripted_injections
 
 from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
+from ace_eval.collection import read_collection, write_collection
 from ace_eval.commands.e2e import format_summary
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections
 from ace_eval.e2e.training import SampleResult

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from test_e2e_support import scripted_injections
 
 from ace_eval.cli import main
+from ace_eval.collection import CollectionError
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import CollectionError
 from ace_eval.e2e.config import ConfigError, E2ESettings
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"

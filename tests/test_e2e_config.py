@@ -13,7 +13,7 @@ from ace_eval.e2e.config import (
     inapplicable_settings,
     resolve_settings,
 )
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError, config_differences, new_run_id
+from ace_eval.run.folder import RunFolder, RunFolderError, config_differences, new_run_id
 
 
 def write_config(path: Path, text: str) -> Path:

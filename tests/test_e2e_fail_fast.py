@@ -20,19 +20,19 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections
 from test_llm_litellm import FakeCompletion, completion, install
 
-from ace.core.recursive_agent import SessionBudget
+from ace.agents.recursive import SessionBudget
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.skill_manager import SMSettings
 from ace.llm import ModelRequestError, import_litellm
 from ace.llm._local_runtime import RUNTIME_MODULES
+from ace.skill_manager.manager import SMSettings
 from ace_eval.cli import main
 from ace_eval.commands.demo import format_demo_summary
 from ace_eval.e2e import runner
-from ace_eval.e2e._fail_fast import RunAborted, RunFailedError
 from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.fail_fast import RunAborted, RunFailedError
 from ace_eval.e2e.preflight import PreflightError, preflight
-from ace_eval.e2e.sample_log import load_sample_lines, load_samples
 from ace_eval.e2e.sample_text import sample_line
+from ace_eval.run.samples import load_sample_lines, load_samples
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 GPT = "openai/gpt-4.1-mini"

@@ -10,8 +10,8 @@ from test_e2e_support import import_trajectories, scripted_injections
 
 from ace.redaction import id_placeholder
 from ace_eval.cli import main
+from ace_eval.collection import read_collection, write_collection
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
 
 EMAIL = "jane.doe@example.com"

@@ -17,8 +17,8 @@ from ace import Skillbook
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.run_folder import RunFolderError
 from ace_eval.e2e.training import SampleResult
+from ace_eval.run.folder import RunFolderError
 
 LIMIT, KILL_AFTER = 20, 7
 

@@ -21,8 +21,8 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
-from ace_eval.e2e.collection import write_collection
-from ace_eval.e2e.importers import import_tau_bench
+from ace_eval.collection import write_collection
+from ace_eval.collection.importers import import_tau_bench
 from ace_eval.e2e.runner import LLMRole, RunInjections
 
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"

@@ -123,6 +123,6 @@ def test_the_walk_sees_cycles_and_deferred_imports() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
-    assert "ace.implementations.rr" in graph["ace.implementations.reflector"]  # make_reflector's deferred import
+    assert "ace.reflector.recursive" in graph["ace.reflector.simple"]  # make_reflector's deferred import
     assert "ace.core.skillbook" in graph["ace.core"]  # `from ace.core.skillbook import ...` in a package
     assert "ace.deduplication.detector" not in graph["ace"]  # under `if TYPE_CHECKING:` (and lazy by name)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ace_eval.e2e.collection import CollectionError, read_collection, write_collection
-from ace_eval.e2e.importers import import_openai_jsonl, import_tau_bench, import_traces
-from ace_eval.e2e.importers.tau_bench import tau_bench_feedback
+from ace_eval.collection import CollectionError, read_collection, write_collection
+from ace_eval.collection.importers import import_openai_jsonl, import_tau_bench, import_traces
+from ace_eval.collection.importers.tau_bench import tau_bench_feedback
 
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"
 

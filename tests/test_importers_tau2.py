@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ace_eval.e2e.collection import CollectionError, read_collection, write_collection
-from ace_eval.e2e.importers import import_tau2, import_traces
+from ace_eval.collection import CollectionError, read_collection, write_collection
+from ace_eval.collection.importers import import_tau2, import_traces
 
 POLICY = "# Airline Agent Policy\n\nCancel only within 24 hours of booking, for business, or with insurance."
 RESERVATION = {"reservation_id": "Q4ZK8M", "cabin": "business", "created_at": "2024-05-10T11:00:00"}
@@ -268,7 +268,7 @@ def test_tau2_errors_name_the_place(tmp_path: Path) -> None:
 
 
 def test_tau2_feedback_skips_checks_that_are_not_objects() -> None:
-    from ace_eval.e2e.importers.tau2 import tau2_feedback
+    from ace_eval.collection.importers.tau2 import tau2_feedback
 
     info: dict[str, Any] = {
         "reward": 0.0,

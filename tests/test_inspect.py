@@ -14,12 +14,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from test_e2e_support import scripted_injections, scripted_models
 
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.skill_manager import SMSettings
+from ace.skill_manager.manager import SMSettings
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections
-from ace_eval.e2e.sessions import load_run_view, signature
+from ace_eval.run.sessions import load_run_view, signature
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 

@@ -27,8 +27,8 @@ from pydantic_ai.models import ModelRequestParameters, override_allow_model_requ
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
-from ace.implementations.rr.config import RecursiveConfig
 from ace.llm import LiteLLMModel, ModelRequestError, RetryPolicy, import_litellm
+from ace.reflector.recursive.config import RecursiveConfig
 
 
 @pytest.fixture(scope="module")
@@ -447,10 +447,10 @@ def test_local_decoding_hints_are_not_sent_to_providers() -> None:
 
 
 def test_text_hints_are_not_sent_to_providers_at_any_depth() -> None:
-    from ace.implementations.reflection import Reflection
-    from ace.implementations.sm_tools import SM_TOOLS
     from ace.llm import TEXT_HINT
     from ace.llm._litellm_mapping import map_tools
+    from ace.reflector.reflection import Reflection
+    from ace.skill_manager.tools import SM_TOOLS
 
     add_skill = next(tool for tool in SM_TOOLS if tool.name == "add_skill")
     output = ToolDefinition(name="final_result", parameters_json_schema=Reflection.model_json_schema(), kind="output")

@@ -27,7 +27,6 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.output import OutputObjectDefinition
 from pydantic_ai.tools import ToolDefinition
 
-from ace.implementations.reflection import Reflection
 from ace.llm import (
     DECODE_REQUIRED,
     TEXT_HINT,
@@ -47,6 +46,7 @@ from ace.llm._local_format import (
 )
 from ace.llm._local_runtime import RUNTIME_MODULES, Completion, import_runtime
 from ace.llm.local import default_threads, tool_has_returned
+from ace.reflector.reflection import Reflection
 
 ADD = ToolDefinition(
     name="add",

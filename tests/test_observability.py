@@ -18,8 +18,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import InsightSource, Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflection import Reflection
-from ace.implementations.skill_manager import SkillManager
 from ace.observability import (
     JsonlSpanExporter,
     ObservabilityError,
@@ -28,6 +26,8 @@ from ace.observability import (
     find_logfire_target,
     read_spans_jsonl,
 )
+from ace.reflector.reflection import Reflection
+from ace.skill_manager.manager import SkillManager
 
 SECRET_ISSUE = "In tau-airline's send_certificate API, certificates are issued only to silver and gold members."
 

@@ -19,19 +19,19 @@ from ace.core.journal import SkillbookMark, apply_deltas, delta_since
 from ace.core.update_operation import UpdateOperation
 from ace.embeddings.test import TestEmbedder
 from ace.exceptions import SkillbookError, SkillbookFormatError
-from ace.implementations.reflection import Reflection
-from ace.implementations.skill_manager import SkillManager
-from ace.implementations.skill_rendering import retrieve_top_k
+from ace.pipeline.context import StepContext
+from ace.pipeline.phased import StepPipeline, StepRequest, build_pipeline
+from ace.pipeline.registry import StepConfigError, StepEnvironment
+from ace.reflector.reflection import Reflection
 from ace.retrieval.index import search_index
-from ace.steps.context import StepContext
+from ace.retrieval.rendering import retrieve_top_k
+from ace.skill_manager.manager import SkillManager
 from ace.steps.export_markdown import export_markdown
-from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
-from ace.steps.registry import StepConfigError, StepEnvironment
 from ace_eval.benchmarks.tau_bench.agent import render_skills
-from ace_eval.e2e._checkpoint import load_checkpoint
 from ace_eval.e2e.config import resolve_settings
-from ace_eval.e2e.pipeline import plan_run_pipeline
+from ace_eval.e2e.plan import plan_run_pipeline
 from ace_eval.e2e.training import Trainer, TrainingConfig
+from ace_eval.run.checkpoint import load_checkpoint
 
 EMBEDDER = TestEmbedder()
 

@@ -20,7 +20,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ace.core.recursive_agent import (
+from ace.agents.recursive import (
     COMPACTION_NOTE_PREFIX,
     RecursiveAgent,
     SessionBudget,

@@ -9,7 +9,7 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ace.core.recursive_agent import RecursiveAgent, SessionBudget, run_agent_with_compaction
+from ace.agents.recursive import RecursiveAgent, SessionBudget, run_agent_with_compaction
 
 TIGHT = SessionBudget(request_limit=20, max_history_tokens=1_500, keep_last_messages=4)
 

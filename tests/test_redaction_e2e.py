@@ -21,8 +21,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
+from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import Trace, write_collection
 from ace_eval.e2e.runner import RunInjections
 
 OPENAI = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3iJk6lMn9oPq2rSt5uVw8xYz1aBc"

@@ -22,8 +22,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo
 
 from ace import Skillbook
-from ace.implementations.reflection import Reflection, SkillTag
-from ace.implementations.reflector import (
+from ace.reflector.recursive import RecursiveConfig, RecursiveReflector
+from ace.reflector.reflection import Reflection, SkillTag
+from ace.reflector.simple import (
     Reflector,
     ReflectorError,
     ReflectorResult,
@@ -33,7 +34,6 @@ from ace.implementations.reflector import (
     make_reflector,
     split_skill_tags,
 )
-from ace.implementations.rr import RecursiveConfig, RecursiveReflector
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 
@@ -54,7 +54,7 @@ class Script(_Script):
 
 
 def demo(trace_id: str) -> dict[str, Any]:
-    from ace_eval.e2e.collection import read_collection
+    from ace_eval.collection import read_collection
 
     _, traces = read_collection(DEMO)
     return next(t.model_dump() for t in traces if t.trace_id == trace_id)

@@ -13,12 +13,12 @@ from pydantic_ai.models.function import AgentInfo
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflector import make_reflector
-from ace.implementations.rr import RecursiveConfig, RecursiveReflector
-from ace.implementations.rr.sandbox import SandboxLimits
-from ace.implementations.trace_view import render_trace, without_grader
-from ace_eval.e2e.collection import read_collection
-from ace_eval.e2e.importers.tau_bench import import_tau_bench
+from ace.reflector.recursive import RecursiveConfig, RecursiveReflector
+from ace.reflector.simple import make_reflector
+from ace.reflector.trace_view import render_trace, without_grader
+from ace.sandbox.runner import SandboxLimits
+from ace_eval.collection import read_collection
+from ace_eval.collection.importers.tau_bench import import_tau_bench
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 DIFF = 'update_reservation_flights.payment_id: gave "credit_card_7781204", gold "gift_card_2290446"'

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ace import Skillbook
-from ace.implementations.trace_view import (
+from ace.reflector.trace_view import (
     TraceFormatError,
     TraceView,
     classify_tool_result,
@@ -23,7 +23,7 @@ DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 
 
 def demo_traces() -> list[dict[str, Any]]:
-    from ace_eval.e2e.collection import read_collection
+    from ace_eval.collection import read_collection
 
     _, traces = read_collection(DEMO)
     return [t.model_dump() for t in traces]
@@ -217,7 +217,7 @@ def test_demo_collection_renders() -> None:
 
 
 def test_real_tau_bench_errors_are_found(airline_data: Path) -> None:
-    from ace_eval.e2e.importers.tau_bench import import_tau_bench
+    from ace_eval.collection.importers.tau_bench import import_tau_bench
 
     traces = [t.model_dump() for t in import_tau_bench(airline_data / "trajectories-gpt-4o-tasks-0-29.json").traces]
     expected = sum(

@@ -14,8 +14,8 @@ from rank_bm25 import BM25Okapi
 from ace.core.skillbook import Skillbook
 from ace.embeddings import EmbeddingError, EmbeddingMatrix, TestEmbedder
 from ace.exceptions import SkillbookError
-from ace.implementations.skill_rendering import retrieve_top_k, search_index
 from ace.retrieval import rrf_fuse, tokenize
+from ace.retrieval.rendering import retrieve_top_k, search_index
 
 
 def _book() -> Skillbook:

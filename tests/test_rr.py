@@ -24,8 +24,8 @@ from pydantic_ai.models.function import AgentInfo
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflector import ReflectorError
-from ace.implementations.rr import RecursiveConfig, RecursiveReflector, SandboxLimits, cache_retention
+from ace.reflector.recursive import RecursiveConfig, RecursiveReflector, SandboxLimits, cache_retention
+from ace.reflector.simple import ReflectorError
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
@@ -51,7 +51,7 @@ COUNT_CALLS = (
 
 
 def demo(trace_id: str) -> dict[str, Any]:
-    from ace_eval.e2e.collection import read_collection
+    from ace_eval.collection import read_collection
 
     _, traces = read_collection(DEMO)
     return next(t.model_dump() for t in traces if t.trace_id == trace_id)

@@ -14,9 +14,8 @@ from pydantic_ai.usage import RunUsage
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflector import TagCheck
-from ace.implementations.rr import RecursiveConfig, RRDeps, SandboxLimits, rr_tools
-from ace.implementations.rr.tools import (
+from ace.reflector.recursive import RecursiveConfig, RRDeps, SandboxLimits, rr_tools
+from ace.reflector.recursive.tools import (
     execute_code,
     find_errors,
     list_messages,
@@ -26,7 +25,8 @@ from ace.implementations.rr.tools import (
     search_skillbook,
     while_budget_left,
 )
-from ace.implementations.trace_view import TraceView
+from ace.reflector.simple import TagCheck
+from ace.reflector.trace_view import TraceView
 
 
 def airline_trace(extra_messages: int = 0) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def test_execute_code_returns_results_and_failures_as_text() -> None:
 
 
 def test_execute_code_reports_an_unusable_interpreter_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ace.implementations.rr.tools as tools
+    import ace.reflector.recursive.tools as tools
 
     async def broken(*_args: Any, **_kwargs: Any) -> Any:
         raise FileNotFoundError("python3.11")

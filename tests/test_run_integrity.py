@@ -20,12 +20,12 @@ from test_e2e_support import scripted_injections
 
 from ace import Skillbook
 from ace_eval.cli import main
+from ace_eval.collection import CollectionError, Trace, read_collection, write_collection
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import CollectionError, Trace, read_collection, write_collection
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.folder_lock import FolderBusyError, folder_lock
-from ace_eval.e2e.run_folder import UnresumableFolderError
 from ace_eval.e2e.training import CheckpointError, SampleResult, Trainer, TrainingConfig
+from ace_eval.run.folder import UnresumableFolderError
+from ace_eval.run.lock import FolderBusyError, folder_lock
 
 TRACES = 30
 WORKER = Path(__file__).parent / "_resume_worker.py"
@@ -137,7 +137,7 @@ def test_the_lock_names_its_holder_and_is_refused_to_another_thread(tmp_path: Pa
 
 def test_a_killed_holder_releases_the_lock(tmp_path: Path) -> None:
     code = (
-        "import sys, time\nfrom pathlib import Path\nfrom ace_eval.e2e.folder_lock import folder_lock\n"
+        "import sys, time\nfrom pathlib import Path\nfrom ace_eval.run.lock import folder_lock\n"
         "with folder_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(600)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError
-from ace_eval.e2e.run_record import RunRecord, read_run_record
+from ace_eval.run.folder import RunFolder, RunFolderError
+from ace_eval.run.record import RunRecord, read_run_record
 
 RECORD = {
     "run_id": "run_0123456789ab",

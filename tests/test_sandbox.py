@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ace.implementations.rr.sandbox import SandboxLimits, SandboxResult, run_code, sandbox_environment
+from ace.sandbox.runner import SandboxLimits, SandboxResult, run_code, sandbox_environment
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection" / "traces.jsonl"
 FAST = SandboxLimits(timeout_s=1.0, memory_mb=128, max_output_bytes=1_000)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ace.implementations.rr._sandbox_policy import DENIED_EVENTS, make_audit_hook
+from ace.sandbox._policy import DENIED_EVENTS, make_audit_hook
 
 HOME = "/tmp/ace-sandbox-home"
 LIBRARY = ("/usr/lib/python3.11",)
@@ -139,7 +139,7 @@ def test_removed_functions_are_referenced_nowhere_and_builtins_cannot_be_made_ag
     code = f"""
 import gc, importlib.machinery, os, posix, sys, types
 originals = [getattr(posix, n) for n in ("mknod", "mkfifo")]
-path = {str(Path(__file__).parents[1] / "ace/implementations/rr/_sandbox_policy.py")!r}
+path = {str(Path(__file__).parents[1] / "ace/sandbox/_policy.py")!r}
 policy = types.ModuleType("policy")
 exec(compile(open(path).read(), "<sandbox>", "exec"), policy.__dict__)
 policy.remove_unaudited()

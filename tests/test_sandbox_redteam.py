@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from _sandbox_probes import HOST_TEXT, PROBES, SECRET_VALUE, Probe
 
-from ace.implementations.rr import _landlock, sandbox
-from ace.implementations.rr._sandbox_confine import _libc, confine
-from ace.implementations.rr.sandbox import SandboxLimits, run_code
+from ace.sandbox import _landlock
+from ace.sandbox import runner as sandbox
+from ace.sandbox._confine import _libc, confine
+from ace.sandbox.runner import SandboxLimits, run_code
 
 SECRET_NAME = "OPENAI_API_KEY"
 LIMITS = SandboxLimits(timeout_s=5.0, memory_mb=128)
@@ -200,8 +201,8 @@ def test_without_the_hook_the_os_layer_still_holds(host: Path, monkeypatch: pyte
     code = f"""
 import ctypes, json, os, sys
 sys.path.insert(0, {str(RR_DIR)!r})
-import _sandbox_isolation
-report, sys.path[:] = _sandbox_isolation.isolate({NOBODY}, [p for p in sys.path if p])
+import _isolation
+report, sys.path[:] = _isolation.isolate({NOBODY}, [p for p in sys.path if p])
 out = {{"uid": os.getuid(), "report": report.as_dict(), "no_new_privs": ctypes.CDLL(None).prctl(39, 0, 0, 0, 0)}}
 for name, attempt in [
     ("write_home", lambda: open("notes.txt", "w").close()),
@@ -277,7 +278,7 @@ def world_readable_python() -> str | None:
         if not candidate:
             continue
         probe = subprocess.run(
-            [candidate, "-I", "-c", "import ace.implementations.rr.sandbox, sys; print(sys.version_info >= (3, 11))"],
+            [candidate, "-I", "-c", "import ace.sandbox.runner, sys; print(sys.version_info >= (3, 11))"],
             capture_output=True,
             text=True,
             preexec_fn=_become_nobody,

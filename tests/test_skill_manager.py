@@ -13,12 +13,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import InsightSource, Skillbook
-from ace.core.recursive_agent import SessionBudget
+from ace.agents.recursive import SessionBudget
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.prompts import SKILL_MANAGER_PROMPT
-from ace.implementations.reflection import Reflection, SkillTag
-from ace.implementations.skill_manager import SkillManager, SMResult, SMSettings
-from ace.implementations.sm_tools import SKILL_ID_CHOICES
+from ace.reflector.reflection import Reflection, SkillTag
+from ace.skill_manager.manager import SkillManager, SMResult, SMSettings
+from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
+from ace.skill_manager.tools import SKILL_ID_CHOICES
 
 Step = Callable[[list[ModelMessage]], ModelResponse]
 

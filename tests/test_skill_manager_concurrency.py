@@ -24,7 +24,7 @@ from test_skill_manager import (
 
 from ace import InsightSource, Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflection import Reflection
+from ace.reflector.reflection import Reflection
 
 OTHER = InsightSource(trace_uid="tau-bench-airline:99", source_system="tau-bench-airline", trace_id="99", epoch=1)
 REFLECTION = Reflection(

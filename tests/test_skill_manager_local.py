@@ -11,12 +11,12 @@ import importlib.util
 import pytest
 
 from ace import InsightSource, Skillbook
-from ace.core.recursive_agent import SessionBudget
+from ace.agents.recursive import SessionBudget
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflection import Reflection, SkillTag
-from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import LocalModel, LocalModelUnavailableError, RoleSettings, infer_model
 from ace.llm._local_runtime import RUNTIME_MODULES
+from ace.reflector.reflection import Reflection, SkillTag
+from ace.skill_manager.manager import SkillManager, SMSettings
 
 if not any(importlib.util.find_spec(name) for name in RUNTIME_MODULES):
     pytest.skip("no llama.cpp binding installed (`python3 dev.py demo` installs xllamacpp)", allow_module_level=True)

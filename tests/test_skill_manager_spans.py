@@ -10,8 +10,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import InsightSource, Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflection import Reflection, SkillTag
-from ace.implementations.skill_manager import SkillManager, SMSettings
+from ace.reflector.reflection import Reflection, SkillTag
+from ace.skill_manager.manager import SkillManager, SMSettings
 
 SOURCE = InsightSource(
     trace_uid="tau-bench-airline:41",

@@ -15,7 +15,7 @@ from pydantic_ai.usage import RunUsage
 
 from ace import InsightSource, Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.sm_tools import (
+from ace.skill_manager.tools import (
     SM_TOOLS,
     SMDeps,
     SMSettings,
@@ -243,7 +243,7 @@ def test_mutations_are_barriers_so_the_audit_log_follows_the_model_order() -> No
 def test_every_tool_result_has_a_schema() -> None:
     """pydantic builds a result schema only from `typing_extensions.TypedDict` on Python 3.11; a `typing` one
     falls back to an unconstrained schema (with a warning), so the skill manager's tools must keep using it."""
-    from ace.implementations.sm_tools import SM_TOOLS
+    from ace.skill_manager.tools import SM_TOOLS
 
     for tool in SM_TOOLS:
         schema = tool.function_schema.return_schema

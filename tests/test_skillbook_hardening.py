@@ -23,9 +23,9 @@ from ace import InsightSource, Skillbook
 from ace.core.storage import embeddings_writer
 from ace.embeddings.test import TestEmbedder
 from ace.exceptions import SkillbookError, SkillbookFormatError
-from ace.implementations.reflection import Reflection
-from ace.implementations.skill_manager import SkillManager, SMSettings
-from ace.implementations.sm_tools import SMDeps, add_skill, update_skill
+from ace.reflector.reflection import Reflection
+from ace.skill_manager.manager import SkillManager, SMSettings
+from ace.skill_manager.tools import SMDeps, add_skill, update_skill
 from ace.steps.export_markdown import export_markdown
 
 SOURCE = InsightSource(trace_uid="demo:1", source_system="demo", trace_id="1", epoch=0)

@@ -17,11 +17,11 @@ from pydantic_ai.models.function import FunctionModel
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
+from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e import runner
-from ace_eval.e2e._checkpoint import read_checkpoint
-from ace_eval.e2e.collection import Trace, write_collection
-from ace_eval.e2e.folder_lock import folder_lock
 from ace_eval.e2e.runner import RunInjections
+from ace_eval.run.checkpoint import read_checkpoint
+from ace_eval.run.lock import folder_lock
 
 SID = "context-00001"
 

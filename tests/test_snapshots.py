@@ -16,11 +16,11 @@ from test_e2e_support import scripted_injections
 
 from ace import InsightSource, Skillbook
 from ace.deduplication.prompts import DEDUP_PROMPT, dedup_task_prompt
-from ace.implementations.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
-from ace.implementations.reflection import Reflection, SkillTag
-from ace.implementations.reflector_prompts import REFLECTOR_PROMPT, RR_PROMPT, reflector_task_prompt, rr_task_prompt
-from ace.implementations.skill_rendering import render_skills_xml
-from ace.implementations.trace_view import TraceView, skills_in_context
+from ace.reflector.prompts import REFLECTOR_PROMPT, RR_PROMPT, reflector_task_prompt, rr_task_prompt
+from ace.reflector.reflection import Reflection, SkillTag
+from ace.reflector.trace_view import TraceView, skills_in_context
+from ace.retrieval.rendering import render_skills_xml
+from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.steps.export_markdown import export_markdown
 from ace_eval.cli import main
 from ace_eval.e2e import runner

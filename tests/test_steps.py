@@ -14,10 +14,10 @@ from pydantic_ai.usage import RunUsage
 
 import ace.core.skillbook as skillbook_module
 from ace import Skillbook
-from ace.implementations.reflection import Reflection
-from ace.steps.context import StepContext, insight_source
+from ace.pipeline.context import StepContext, insight_source
+from ace.pipeline.pipeline import Pipeline, PipelineError
+from ace.reflector.reflection import Reflection
 from ace.steps.persist import PersistStep
-from ace.steps.pipeline import Pipeline, PipelineError
 from ace.steps.reflect import ReflectStep
 from ace.steps.update import UpdateStep
 

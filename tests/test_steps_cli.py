@@ -249,7 +249,7 @@ def test_a_plugin_that_fails_to_import_stops_everything(monkeypatch: pytest.Monk
 
 FLAKY_PLUGIN = """
 from pathlib import Path
-from ace.steps import NoOptions, StepFactory
+from ace.pipeline import NoOptions, StepFactory
 
 class FlakyExport:
     name = "flaky_export"

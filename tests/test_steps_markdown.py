@@ -8,7 +8,7 @@ from pathlib import Path
 from _ace_scripts import make_trace
 
 from ace import InsightSource, Skillbook
-from ace.steps.context import StepContext
+from ace.pipeline.context import StepContext
 from ace.steps.export_markdown import ExportMarkdownStep, escape_markdown, export_markdown
 
 SRC = InsightSource(trace_uid="demo:t1", source_system="demo", trace_id="t1", epoch=0)

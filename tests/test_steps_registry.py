@@ -16,10 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.implementations.reflector import SimpleReflector
-from ace.implementations.skill_manager import SkillManager
-from ace.redaction import Redactor
-from ace.steps import (
+from ace.pipeline import (
     NoOptions,
     RegisteredStep,
     StepConfigError,
@@ -33,6 +30,9 @@ from ace.steps import (
     pipeline_differences,
     pipeline_requests,
 )
+from ace.redaction import Redactor
+from ace.reflector.simple import SimpleReflector
+from ace.skill_manager.manager import SkillManager
 from ace_eval.e2e.config import resolve_settings
 from ace_eval.e2e.training import RunStepError, Trainer, TrainingConfig
 
@@ -340,7 +340,7 @@ class _JudgeOptions(BaseModel):
 def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch) -> None:
     from test_e2e_support import scripted_models
 
-    from ace.steps import plan_pipeline
+    from ace.pipeline import plan_pipeline
     from ace_eval.e2e.preflight import PreflightError, StepModel, preflight, step_models
 
     judge = StepFactory(phase="end_of_epoch", description="x", options=_JudgeOptions, build=lambda o, e: Rewrite(),
@@ -367,7 +367,7 @@ def test_registry_error_paths_name_the_distribution_and_the_fix(
 ) -> None:
     from _plugins import install_distribution
 
-    from ace.steps import PluginError
+    from ace.pipeline import PluginError
 
     site = tmp_path / "site"
     site.mkdir()

@@ -13,9 +13,10 @@ import pytest
 from _ace_scripts import make_trace, scripted_roles
 
 from ace import Skillbook, TraceIdentity, TraceLike
+from ace.pipeline import StepContext, trace_identity
 from ace.redaction import id_placeholder
-from ace.steps import RedactStep, ReflectStep, StepContext, trace_identity
-from ace_eval.e2e.collection import Trace
+from ace.steps import RedactStep, ReflectStep
+from ace_eval.collection import Trace
 from ace_eval.e2e.training import Trainer, TrainingConfig, TrainingResult
 
 TOPICS = ["cancel", "upgrade", "cancel"]

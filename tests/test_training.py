@@ -13,9 +13,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace import Skillbook
-from ace.implementations.reflector import SimpleReflector
-from ace.steps import StepConfigError
-from ace_eval.e2e.collection import read_collection
+from ace.pipeline import StepConfigError
+from ace.reflector.simple import SimpleReflector
+from ace_eval.collection import read_collection
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig, TrainingResult
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo-collection"

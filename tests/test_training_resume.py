@@ -18,9 +18,9 @@ from test_training import assert_no_widening_lost, collection, normalized, seede
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
-from ace.steps import StepEnvironment, StepRequest, build_pipeline
-from ace_eval.e2e._checkpoint import SAMPLES_FILE, SNAPSHOT_FILE, Checkpoint, load_checkpoint
+from ace.pipeline import StepEnvironment, StepRequest, build_pipeline
 from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig, TrainingResult, plan_samples
+from ace_eval.run.checkpoint import SAMPLES_FILE, SNAPSHOT_FILE, Checkpoint, load_checkpoint
 
 EPOCHS, SEED = 2, 5
 

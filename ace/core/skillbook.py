@@ -14,7 +14,6 @@ import numpy as np
 
 from ace.core.insight_source import InsightSource, OperationType, utc_now
 from ace.core.journal import apply_deltas
-from ace.core.redact_sink import redact_commit
 from ace.core.skill import (
     VALID_SECTIONS,
     Embedding,
@@ -41,6 +40,7 @@ from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, skill_id_number
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, SkillbookFormatError, UnknownSkillError
 from ace.redaction import Redactor
+from ace.redaction.sink import redact_commit
 
 __all__ = ["SCHEMA_VERSION", "VALID_SECTIONS", "Skill", "Skillbook", "UpdateOperation"]
 
@@ -70,7 +70,7 @@ class Skillbook:
         self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
         self._keep_pairs: dict[tuple[str, str], None] = {}
         self.redactor: Redactor | None = Redactor()
-        """Redacts every text a mutation stores (`ace.core.redact_sink`); `None` stores them as given."""
+        """Redacts every text a mutation stores (`ace.redaction.sink`); `None` stores them as given."""
         self.embedding_model: str | None = None
         """Name of the model the cached embeddings came from; a different model means re-embed."""
         self.caches: dict[str, object] = {}

@@ -11,7 +11,7 @@ from typing import Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field
 
 from ace.core.skill import Skill
-from ace.implementations.skill_rendering import render_skills_xml
+from ace.retrieval.rendering import render_skills_xml
 
 __all__ = [
     "DEDUP_DECISION_TYPES",

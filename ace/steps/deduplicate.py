@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import Agent, ModelRetry, RunContext
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
@@ -29,8 +30,9 @@ from ace.embeddings.base import Embedder, l2_normalize
 from ace.exceptions import SkillbookError
 from ace.llm import infer_model
 from ace.observability import ace_span
+from ace.pipeline.context import StepContext, source_of
+from ace.pipeline.registry import StepEnvironment, StepFactory
 from ace.retrieval.index import search_index
-from ace.steps.context import StepContext, source_of
 
 __all__ = ["DedupScope", "DeduplicateStep", "pairs_involving"]
 
@@ -47,6 +49,8 @@ class DeduplicateStep:
     """Finds near-duplicate skills and lets an LLM decide MERGE / DELETE / UPDATE / KEEP for each pair."""
 
     name = "deduplicate"
+    requires: frozenset[str] = frozenset({"skillbook", "epoch"})
+    """With `scope="all"` (as registered); `scope="changed"` also reads the trace and the sample's `sm_result`."""
     provides: frozenset[str] = frozenset({"dedup_decisions"})
 
     def __init__(
@@ -77,8 +81,8 @@ class DeduplicateStep:
         self.scope: DedupScope = scope
         self.max_pairs = max_pairs
         self.embedder = embedder
-        base = frozenset({"skillbook", "epoch"})
-        self.requires: frozenset[str] = base | {"trace", "sm_result"} if scope == "changed" else base
+        if scope == "changed":
+            self.requires = DeduplicateStep.requires | {"trace", "sm_result"}
         self.agent: Agent[_JudgeDeps, DedupDecision] = Agent(
             infer_model(model, role="dedup"),
             instructions=DEDUP_PROMPT,
@@ -199,3 +203,31 @@ def pairs_involving(
                 first, second = sorted(key)
                 found[key] = SimilarPair(first, second, float(sims[row, j]), section)
     return sorted(found.values(), key=lambda p: (-p.similarity, p.first_id, p.second_id))
+
+
+class DeduplicateOptions(BaseModel):
+    """`deduplicate`: the judge's model string, the cosine of a candidate pair, the pairs judged per epoch."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model: str | None = Field(default=None, min_length=1)
+    """The judge (default: the skill manager's model)."""
+    threshold: float = Field(default=DEFAULT_THRESHOLD, gt=0.0, le=1.0)
+    """Cosine similarity at or above which two skills of a section are a candidate pair."""
+    max_pairs: int = Field(default=50, ge=1)
+    """Most pairs judged per epoch, most similar first."""
+
+
+def _build(o: DeduplicateOptions, env: StepEnvironment) -> DeduplicateStep:
+    return DeduplicateStep(
+        env.model("dedup", o.model), threshold=o.threshold, scope="all", max_pairs=o.max_pairs, embedder=env.embedder
+    )
+
+
+factory = StepFactory(
+    step=DeduplicateStep,
+    phase="end_of_epoch",
+    description="Near-duplicate skill pairs (embedding cosine) judged MERGE / DELETE / UPDATE / KEEP by an LLM.",
+    options=DeduplicateOptions,
+    build=_build,
+    models=lambda o: {"dedup": o.model},
+)

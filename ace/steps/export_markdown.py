@@ -14,12 +14,15 @@ import re
 from pathlib import Path
 from typing import IO
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ace.core.effectiveness import evidence_ledger
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.core.storage import atomic_write
+from ace.pipeline.context import StepContext
+from ace.pipeline.registry import StepEnvironment, StepFactory
 from ace.redaction import Redactor
-from ace.steps.context import StepContext
 
 __all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
 
@@ -137,3 +140,26 @@ class ExportMarkdownStep:
 
         atomic_write(self.path, write)
         return ctx
+
+
+class ExportOptions(BaseModel):
+    """`export_markdown`: the file (relative paths in the run folder) and its title."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    path: str = Field(default="skillbook.md", min_length=1)
+    """The markdown file; a relative path is in the run folder."""
+    title: str = "Skillbook"
+    """The document's heading."""
+
+
+def _build(o: ExportOptions, env: StepEnvironment) -> ExportMarkdownStep:
+    return ExportMarkdownStep(env.path("export_markdown", "path", o.path), title=o.title, redactor=env.redactor)
+
+
+factory = StepFactory(
+    step=ExportMarkdownStep,
+    phase="end_of_run",
+    description="Writes the skillbook as markdown (skillbook.md).",
+    options=ExportOptions,
+    build=_build,
+)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ace.embeddings.base import Embedder
+from ace.pipeline.context import StepContext
+from ace.pipeline.registry import StepEnvironment, StepFactory
 from ace.retrieval.index import search_index
-from ace.steps.context import StepContext
 
 __all__ = ["PersistStep"]
 
@@ -33,3 +36,24 @@ class PersistStep:
             search_index(ctx.skillbook, self.embedder).sync(ctx.skillbook)
         ctx.skillbook.save_to_file(self.path)
         return ctx
+
+
+class PersistOptions(BaseModel):
+    """`persist`: the skillbook file (relative paths in the run folder); its `.embeddings.npz` goes beside it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    path: str = Field(default="skillbook.json", min_length=1)
+    """The skillbook file; a relative path is in the run folder."""
+
+
+def _build(o: PersistOptions, env: StepEnvironment) -> PersistStep:
+    return PersistStep(env.path("persist", "path", o.path), embedder=env.embedder)
+
+
+factory = StepFactory(
+    step=PersistStep,
+    phase="end_of_run",
+    description="Embeds skills without a vector, then saves skillbook.json and its .embeddings.npz atomically.",
+    options=PersistOptions,
+    build=_build,
+)

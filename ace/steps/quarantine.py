@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from ace.core.effectiveness import QuarantinePolicy, quarantine_reason
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace.core.effectiveness import DEFAULT_MIN_HARMFUL_TRACES, QuarantinePolicy, quarantine_reason
 from ace.core.insight_source import InsightSource
 from ace.observability import AttributeInput, ace_span
-from ace.steps.context import StepContext, source_of
+from ace.pipeline.context import StepContext, source_of
+from ace.pipeline.registry import StepEnvironment, StepFactory
 
 __all__ = ["QuarantineStep"]
 
@@ -58,3 +61,26 @@ def _source(ctx: StepContext, reason: str) -> InsightSource:
         epoch=ctx.epoch,
         learning_text=reason,
     )
+
+
+class QuarantineOptions(BaseModel):
+    """`quarantine`: how much harmful evidence retires a skill."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    min_harmful_traces: int = Field(default=DEFAULT_MIN_HARMFUL_TRACES, ge=DEFAULT_MIN_HARMFUL_TRACES)
+    """Distinct traces whose reflection tagged the skill harmful (at least 2: one may be a transient failure)."""
+    min_margin: int = Field(default=1, ge=1)
+    """Harmful traces minus helpful traces needed (1: strictly more harmful than helpful evidence)."""
+
+
+def _build(o: QuarantineOptions, _: StepEnvironment) -> QuarantineStep:
+    return QuarantineStep(QuarantinePolicy(min_harmful_traces=o.min_harmful_traces, min_margin=o.min_margin))
+
+
+factory = StepFactory(
+    step=QuarantineStep,
+    phase="after_update",
+    description="Quarantines a skill tagged harmful on 2+ distinct traces and more harmful than helpful.",
+    options=QuarantineOptions,
+    build=_build,
+)

@@ -15,8 +15,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ace.core.trace import IDENTITY_FIELDS, TraceIdentity
+from ace.pipeline.context import StepContext
+from ace.pipeline.registry import NoOptions, StepEnvironment, StepFactory
 from ace.redaction import Redactor, count_kinds
-from ace.steps.context import StepContext
 
 __all__ = ["TRACE_ID_FIELDS", "RedactStep"]
 
@@ -53,3 +54,16 @@ def _redacted_identity(identity: TraceIdentity | None, trace: Mapping[str, Any])
     if all(trace.get(key) == value for key, value in zip(IDENTITY_FIELDS, identity.as_tuple(), strict=True)):
         return identity
     return TraceIdentity.find(trace)
+
+
+def _build(_: NoOptions, env: StepEnvironment) -> RedactStep:
+    return RedactStep(env.redactor)
+
+
+factory = StepFactory(
+    step=RedactStep,
+    phase="before_reflect",
+    description="Replaces secrets and personal data in the trace by typed placeholders before anything reads it.",
+    options=NoOptions,
+    build=_build,
+)

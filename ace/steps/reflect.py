@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from ace.core.trace import TraceIdentity
-from ace.implementations.reflector_base import Reflector
-from ace.steps.context import StepContext
+from ace.pipeline.context import StepContext
+from ace.pipeline.registry import NoOptions, StepEnvironment, StepFactory, need
+from ace.reflector.base import Reflector
 
 __all__ = ["ReflectStep"]
 
@@ -29,3 +30,16 @@ class ReflectStep:
         return dataclasses.replace(ctx, reflections=(*ctx.reflections, result.reflection)).with_usage(
             "reflector", result.usage
         )
+
+
+def _build(_: NoOptions, env: StepEnvironment) -> ReflectStep:
+    return ReflectStep(need(env.reflector, "reflect", "reflector"))
+
+
+factory = StepFactory(
+    step=ReflectStep,
+    phase="reflect",
+    description="The reflector reads the trace and says what went wrong and which skills helped.",
+    options=NoOptions,
+    build=_build,
+)

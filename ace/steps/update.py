@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ace.implementations.skill_manager import SkillManager
-from ace.steps.context import StepContext, source_of
+from ace.pipeline.context import StepContext, source_of
+from ace.pipeline.registry import NoOptions, StepEnvironment, StepFactory, need
+from ace.skill_manager.manager import SkillManager
 
 __all__ = ["UpdateStep"]
 
@@ -31,3 +32,16 @@ class UpdateStep:
         source = source_of(ctx)
         result = await self.skill_manager.update_skills_async(ctx.reflections, ctx.skillbook, source=source)
         return dataclasses.replace(ctx, sm_result=result).with_usage("skill_manager", result.usage)
+
+
+def _build(_: NoOptions, env: StepEnvironment) -> UpdateStep:
+    return UpdateStep(need(env.skill_manager, "update", "skill_manager"))
+
+
+factory = StepFactory(
+    step=UpdateStep,
+    phase="update",
+    description="A skill-manager session turns the reflection into atomic skillbook edits.",
+    options=NoOptions,
+    build=_build,
+)

@@ -10,8 +10,7 @@ import click
 from ace_eval import __version__
 from ace_eval._reporting import ReportingGroup
 from ace_eval._text import plural
-from ace_eval.e2e._collection_stats import CollectionStats, collection_stats
-from ace_eval.e2e.collection import (
+from ace_eval.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
     CollectionManifest,
@@ -19,7 +18,8 @@ from ace_eval.e2e.collection import (
     repair_collection,
     write_collection,
 )
-from ace_eval.e2e.importers import IMPORT_FORMATS, ImportFormat, import_traces
+from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces
+from ace_eval.collection.stats import CollectionStats, collection_stats
 
 __all__ = ["collection"]
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import click
 from pydantic_ai.settings import ModelSettings
 
-from ace.core.recursive_agent import SessionBudget
+from ace.agents.recursive import SessionBudget
 from ace.exceptions import UserError
-from ace.implementations.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
-from ace.implementations.reflector_prompts import SMALL_MODEL_REFLECTOR_PROMPT
-from ace.implementations.skill_manager import SMSettings
 from ace.llm import LocalModel
+from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
+from ace.skill_manager.manager import SMSettings
+from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval._text import plural
 from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e

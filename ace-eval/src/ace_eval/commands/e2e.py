@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from ace.steps.registry import parse_step_spec
+from ace.pipeline.registry import parse_step_spec
 from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
-from ace_eval.e2e.run_record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
+from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
 
 __all__ = ["e2e", "format_summary"]
 

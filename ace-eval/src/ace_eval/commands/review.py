@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from ace.exceptions import AceError, UserError
-from ace_eval.e2e.run_folder import RUN_JSON, RunFolder
 from ace_eval.review import Candidate, ReviewQueue, accept_candidates, find_candidates, reject_candidates
+from ace_eval.run.folder import RUN_JSON, RunFolder
 
 __all__ = ["review", "select_candidates"]
 

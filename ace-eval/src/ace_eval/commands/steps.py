@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ace.steps.registry import RegisteredStep, StepRegistry
+from ace.pipeline.registry import RegisteredStep, StepRegistry
 from ace_eval._reporting import ReportingGroup
 
 __all__ = ["steps"]

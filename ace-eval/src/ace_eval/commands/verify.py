@@ -17,9 +17,9 @@ from ace.exceptions import SkillbookFormatError
 from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
 from ace_eval._text import plural, tone
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError
-from ace_eval.e2e.run_record import RunRecordError, TrainingRecord, load_run_record
 from ace_eval.e2e.training import SampleResult
+from ace_eval.run.folder import RunFolder, RunFolderError
+from ace_eval.run.record import RunRecordError, TrainingRecord, load_run_record
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 
 __all__ = ["Check", "run_checks", "skill_warnings", "verify"]

@@ -1,1 +1,1 @@
-"""Trace collections, training and the end-to-end run."""
+"""The end-to-end run: settings, preflight, the pipeline plan, training, benchmark episodes and grading."""

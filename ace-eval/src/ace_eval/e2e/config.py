@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ace.exceptions import UserError
 from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
-from ace_eval.e2e._training_results import SMSessions
+from ace_eval.e2e.training_results import SMSessions
 
 __all__ = [
     "BENCHMARKS",

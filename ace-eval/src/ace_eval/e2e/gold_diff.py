@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from ace.implementations.trace_view import TraceView
+from ace.reflector.trace_view import TraceView
 
 __all__ = [
     "READ_TOOL_PREFIXES",

@@ -26,7 +26,7 @@ from ace.llm.credentials import missing_credentials
 from ace.llm.local import find_smollm2_gguf, import_runtime
 from ace.llm.retry import NON_RETRYABLE
 from ace.llm.settings import ROLES
-from ace.steps.phased import PlannedStep
+from ace.pipeline.phased import PlannedStep
 from ace_eval.e2e.config import ConfigError, E2ESettings, ModelRole
 from ace_eval.e2e.embedder import embedder_for
 

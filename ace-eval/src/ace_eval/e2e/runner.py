@@ -23,14 +23,13 @@ from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
-from ace.implementations.prompts import SKILL_MANAGER_PROMPT
-from ace.implementations.skill_manager import SkillManager, SMSettings
 from ace.llm import infer_model
 from ace.observability import Observability, configure_observability, find_logfire_target
-from ace.steps.phased import PlannedStep
+from ace.pipeline.phased import PlannedStep
+from ace.skill_manager.manager import SkillManager, SMSettings
+from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
-from ace_eval.e2e._fail_fast import RunFailedError, retries_on_resume
-from ace_eval.e2e.collection import (
+from ace_eval.collection import (
     TRACES_FILE,
     CollectionError,
     CollectionManifest,
@@ -40,20 +39,21 @@ from ace_eval.e2e.collection import (
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
-from ace_eval.e2e.folder_lock import folder_lock
-from ace_eval.e2e.pipeline import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
+from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
+from ace_eval.e2e.plan import plan_run_pipeline, refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
 from ace_eval.e2e.progress import FirstErrors, Progress
-from ace_eval.e2e.record import summarize_run, versions
-from ace_eval.e2e.redaction import install_run_collection, redact_record, redaction_summary
-from ace_eval.e2e.run_folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
-from ace_eval.e2e.sample_log import load_samples
 from ace_eval.e2e.sample_text import sample_line
-from ace_eval.e2e.segments import Segment
-from ace_eval.e2e.span_release import release_observability
 from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.review.step import ReviewStep
+from ace_eval.run.fields import summarize_run, versions
+from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
+from ace_eval.run.lock import folder_lock
+from ace_eval.run.redaction import install_run_collection, redact_record, redaction_summary
+from ace_eval.run.samples import load_samples
+from ace_eval.run.segments import Segment
+from ace_eval.run.spans import release_observability
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
 
@@ -372,7 +372,7 @@ class _Run:
         return skillbook
 
     async def _train(self, traces: list[Trace]) -> Skillbook:
-        from ace.implementations.reflector import make_reflector
+        from ace.reflector.simple import make_reflector
 
         s = self.settings
         reflector_options = dict(self.inj.reflector_options)

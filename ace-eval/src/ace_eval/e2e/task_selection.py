@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ace_eval.benchmarks.tau_bench import AirlineData
-from ace_eval.e2e.collection import Trace
+from ace_eval.collection import Trace
 from ace_eval.e2e.config import ConfigError, E2ESettings
 
 __all__ = ["select_tasks"]

@@ -10,7 +10,7 @@ chooses how the skill-manager phase (update, after_update steps, checkpoint) of 
 
 `"concurrent"` (`_train_concurrent`, the default): whole samples run concurrently, skill-manager sessions
 included, and their edits merge on the shared skillbook under its lock, each tool call atomic. What makes that
-lose nothing is optimistic concurrency in the tools (`ace.implementations.sm_tools`): an edit of a skill another
+lose nothing is optimistic concurrency in the tools (`ace.skill_manager.tools`): an edit of a skill another
 session rewrote since this one read it is refused with the current text, and an add that a skill added
 concurrently would have matched is refused with that skill; the model merges and retries (one extra call, only
 on a real collision). Throughput scales with the workers (`benchmarks/pipeline_overhead.py`: 8 workers ~7x);
@@ -42,7 +42,7 @@ samples of the same trace (different epochs) never run at the same time, which k
 Errors: an `Exception` in a sample (reflector, skill manager, a step) is recorded in `SampleResult.error`, with
 the step it came from (its kind in `error_kind`), and in the run summary; the run goes on. Operations applied
 before the failure stand and are listed. When `abort_after` samples in a row fail with the same error no retry
-fixes (a wrong key, an unknown model: `ace_eval.e2e._fail_fast`), the run stops with `RunAborted` after
+fixes (a wrong key, an unknown model: `ace_eval.e2e.fail_fast`), the run stops with `RunAborted` after
 committing them. An exception in an `end_of_epoch` or `end_of_run` step stops the run with `RunStepError`: every
 committed sample is in the checkpoint, and the resumed run runs that phase again (an epoch's end runs again
 unless a sample of a later epoch was committed, which proves it ran). A `BaseException` that is not an
@@ -50,7 +50,7 @@ unless a sample of a later epoch was committed, which proves it ran). A `BaseExc
 checkpoint and the run resumes after them.
 
 Checkpoint (`checkpoint_dir`): after every sample a journal line, every so often a skillbook snapshot; see
-`ace_eval.e2e._checkpoint`. A `commit` step whose state derives from the journal (`CatchesUp`, e.g. `review`)
+`ace_eval.run.checkpoint`. A `commit` step whose state derives from the journal (`CatchesUp`, e.g. `review`)
 gets the starting skillbook and every recorded line before the first sample, so it catches up after a kill.
 A run whose `checkpoint_dir` already holds `samples.jsonl` resumes: the skillbook is
 rebuilt from the checkpoint (the `skillbook` argument is ignored) and recorded `(trace_uid, epoch)` samples are
@@ -74,29 +74,29 @@ from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.core.trace import TraceInput
 from ace.exceptions import RunError
-from ace.implementations.reflector import Reflector, ReflectorError
-from ace.implementations.skill_manager import SkillManager
 from ace.llm.retry import failure_kind
 from ace.observability import AttributeInput, ace_span
+from ace.pipeline.context import StepContext
+from ace.pipeline.phased import StepPipeline, StepRequest, build_pipeline
+from ace.pipeline.pipeline import Pipeline, StepFailed
+from ace.pipeline.registry import StepEnvironment
 from ace.redaction import Redactor
-from ace.steps.context import StepContext
-from ace.steps.phased import StepPipeline, StepRequest, build_pipeline
-from ace.steps.pipeline import Pipeline, StepFailed
+from ace.reflector.simple import Reflector, ReflectorError
+from ace.skill_manager.manager import SkillManager
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
-from ace.steps.registry import StepEnvironment
 from ace_eval._reporting import describe_os_error
-from ace_eval.e2e._checkpoint import Checkpoint, CheckpointError, journal_start
-from ace_eval.e2e._fail_fast import AbortWatch, RunAborted, first_cause
-from ace_eval.e2e._samples_plan import (
+from ace_eval.e2e.fail_fast import AbortWatch, RunAborted, first_cause
+from ace_eval.e2e.samples_plan import (
     PlannedSample,
     interrupted_samples,
     match_records,
     plan_samples,
     retried_samples,
 )
-from ace_eval.e2e._training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
-from ace_eval.e2e.checkpoint_step import CatchesUp, CheckpointStep
-from ace_eval.e2e.folder_lock import folder_lock
+from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
+from ace_eval.run.checkpoint import Checkpoint, CheckpointError, journal_start
+from ace_eval.run.checkpoint_step import CatchesUp, CheckpointStep
+from ace_eval.run.lock import folder_lock
 
 __all__ = [
     "CheckpointError",
@@ -253,7 +253,7 @@ class Trainer:
         self, traces: Sequence[TraceInput], skillbook: Skillbook, *, on_sample: OnSample | None = None
     ) -> TrainingResult:
         """Train `skillbook` on `traces` (mappings in the collection format, or `TraceLike` objects such as
-        `ace_eval.e2e.collection.Trace`, passed as they are) for `config.epochs` epochs.
+        `ace_eval.collection.Trace`, passed as they are) for `config.epochs` epochs.
 
         The skillbook is mutated in place, except when resuming: then the checkpoint's skillbook is used and
         returned instead (`TrainingResult.skillbook`). `on_sample` is called with each committed sample, in

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.skillbook import Skillbook
-from ace_eval.e2e._collection_read import parse_trace_line, split_lines
-from ace_eval.e2e.collection import TRACES_FILE, CollectionError
+from ace_eval.collection import TRACES_FILE, CollectionError
+from ace_eval.collection.read import parse_trace_line, split_lines
 from ace_eval.review._grouping import skill_text
 from ace_eval.review._model import Candidate
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ace.exceptions import UserError
-from ace_eval.e2e.folder_lock import file_lock
 from ace_eval.review._model import QueueFile, queue_path, read_queue, write_queue
+from ace_eval.run.lock import file_lock
 
 __all__ = ["QueueBusyError", "ReviewQueue"]
 

@@ -22,13 +22,13 @@ from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import UserError
-from ace.steps.context import StepContext
-from ace.steps.registry import StepEnvironment, StepFactory, need
-from ace_eval.e2e.checkpoint_step import LINE_KEY
+from ace.pipeline.context import StepContext
+from ace.pipeline.registry import StepEnvironment, StepFactory, need
 from ace_eval.review._grouping import Proposal, ReviewCounts, Stager
 from ace_eval.review._model import SourceRef
 from ace_eval.review._provenance import CollectionHashes
 from ace_eval.review._queue import ReviewQueue
+from ace_eval.run.checkpoint_step import LINE_KEY
 
 __all__ = ["BASE_FILE", "ReviewOptions", "ReviewStep", "review"]
 
@@ -160,9 +160,9 @@ def _build(options: ReviewOptions, env: StepEnvironment) -> ReviewStep:
 
 
 review = StepFactory(
+    step=ReviewStep,
     phase="commit",
     description="Review runs: turns each sample's staged edits into candidates a person accepts (ace-eval review).",
     options=ReviewOptions,
     build=_build,
-    requires=ReviewStep.requires,
 )

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ace.steps import StepContext, StepEnvironment, StepFactory
+from ace.pipeline import StepContext, StepEnvironment, StepFactory
 
 __all__ = ["DEFAULT_RULES", "DomainFilterOptions", "DomainFilterStep", "domain_filter", "domain_of", "tools_called"]
 
@@ -102,10 +102,9 @@ def _build(options: DomainFilterOptions, env: StepEnvironment) -> DomainFilterSt
 
 
 domain_filter = StepFactory(
+    step=DomainFilterStep,
     phase="before_reflect",
     description="Labels each trace with a domain from the tools it called; skips the domains filtered out.",
     options=DomainFilterOptions,
     build=_build,
-    requires=DomainFilterStep.requires,
-    provides=DomainFilterStep.provides,
 )

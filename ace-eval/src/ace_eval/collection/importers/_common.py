@@ -1,0 +1,79 @@
+"""What every importer shares: the imported result, JSON loading and source-located errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, JsonValue, ValidationError
+
+from ace_eval.collection.chat import describe_error, field_path
+from ace_eval.collection.model import CollectionError, Trace
+from ace_eval.collection.read import describe_trace_error
+
+__all__ = ["ImportedCollection", "build_trace", "json_object", "json_objects", "load_json", "validate_source"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedCollection:
+    """Traces converted from another system, with what the manifest should say about them."""
+
+    traces: list[Trace]
+    source_system: str
+    benchmark: str | None = None
+    models: dict[str, str] = field(default_factory=dict[str, str])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
+    """Provenance for the manifest: the importer and the source file."""
+
+
+def json_object(value: JsonValue) -> dict[str, JsonValue]:
+    """`value` when it is a JSON object, else `{}` (a source field that is absent, null or of another shape)."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_objects(value: JsonValue) -> list[dict[str, JsonValue]]:
+    """The JSON objects of a list (`[]` when `value` is not a list); other items are skipped."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def load_json(path: str | os.PathLike[str]) -> object:
+    """Parse a JSON file; errors name the file, the line and the column."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CollectionError("no such file", file=str(p)) from None
+    except UnicodeDecodeError as e:
+        raise CollectionError(f"not UTF-8 text (byte {e.start})", file=str(p)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=str(p), line=e.lineno) from None
+
+
+def validate_source(model: type[M], raw: object, *, file: str, where: str = "", line: int | None = None) -> M:
+    """Validate one record of a source file; the error names `file`, `line` and the field under `where`."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = tuple(first["loc"])
+        path = field_path(loc, prefix=where) if loc else where or None
+        raise CollectionError(describe_error(first), file=file, line=line, field=path) from None
+
+
+def build_trace(
+    fields: Mapping[str, object], *, file: str, line: int | None = None, locate: Callable[[str], str] = lambda f: f
+) -> Trace:
+    """`Trace(**fields)`, with a validation error located in the source: `locate` maps a trace field to its path."""
+    try:
+        return Trace.model_validate(dict(fields))
+    except ValidationError as e:
+        trace_field, reason = describe_trace_error(e)
+        raise CollectionError(reason, file=file, line=line, field=locate(trace_field)) from None

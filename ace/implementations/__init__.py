@@ -1,1 +1,0 @@
-"""Agents and tools built on the skillbook: skill manager, reflectors, search and rendering."""

@@ -1,0 +1,70 @@
+"""The pipeline engine: the immutable `StepContext`, ordered pipelines, the phased plan of a training run, and the
+registry of steps (entry points `ace.steps`). Everything a step plugin imports comes from here."""
+
+from ace.pipeline.context import (
+    CONTEXT_FIELDS,
+    INITIAL_FIELDS,
+    Step,
+    StepContext,
+    insight_source,
+    source_of,
+    trace_identity,
+)
+from ace.pipeline.phased import (
+    DEFAULT_STEPS,
+    PlannedStep,
+    StepPipeline,
+    StepRequest,
+    build_pipeline,
+    pipeline_differences,
+    pipeline_requests,
+    plan_pipeline,
+)
+from ace.pipeline.pipeline import Pipeline, PipelineError, StepFailed, StepTiming, check_order
+from ace.pipeline.registry import (
+    ENTRY_POINT_GROUP,
+    PHASES,
+    NoOptions,
+    Phase,
+    PluginError,
+    RegisteredStep,
+    StepConfigError,
+    StepEnvironment,
+    StepFactory,
+    StepRegistry,
+    parse_step_spec,
+)
+
+__all__ = [
+    "CONTEXT_FIELDS",
+    "DEFAULT_STEPS",
+    "ENTRY_POINT_GROUP",
+    "INITIAL_FIELDS",
+    "PHASES",
+    "NoOptions",
+    "Phase",
+    "Pipeline",
+    "PipelineError",
+    "PlannedStep",
+    "PluginError",
+    "RegisteredStep",
+    "Step",
+    "StepConfigError",
+    "StepContext",
+    "StepEnvironment",
+    "StepFactory",
+    "StepFailed",
+    "StepPipeline",
+    "StepRegistry",
+    "StepRequest",
+    "StepTiming",
+    "build_pipeline",
+    "check_order",
+    "insight_source",
+    "parse_step_spec",
+    "pipeline_differences",
+    "pipeline_requests",
+    "plan_pipeline",
+    "source_of",
+    "trace_identity",
+]
