@@ -126,7 +126,7 @@ class StepFactory(Generic[OptionsT]):
     attributes, so the registry (and `ace-eval steps list`) can never disagree with the step it builds.
     """
 
-    step: type[Any]
+    step: type[Step]
     """The step class `build` returns; its class attributes `requires` and `provides` are the step's contract."""
     phase: Phase
     description: str
@@ -182,7 +182,7 @@ class StepFactory(Generic[OptionsT]):
         return step
 
 
-def _contract(step: type[Any], name: str) -> frozenset[str]:
+def _contract(step: type[Step], name: str) -> frozenset[str]:
     value = getattr(step, name, None)
     if not isinstance(value, frozenset):
         raise PluginError(f"step class {step.__qualname__} must declare `{name}` as a frozenset class attribute")
