@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_e2e_support import scripted_injections
+from _e2e_support import scripted_injections
 
 from ace_eval.cli import main
 from ace_eval.e2e import runner

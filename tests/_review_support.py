@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from _e2e_support import ScriptedReflector, last_search, prompt_text, responses
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from test_e2e_support import ScriptedReflector, last_search, prompt_text, responses
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder

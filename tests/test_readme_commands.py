@@ -12,9 +12,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from _e2e_support import ScriptedReflector, scripted_injections
 from click.testing import CliRunner
 from conftest import SHARED_DATA
-from test_e2e_support import ScriptedReflector, scripted_injections
 
 from ace_eval.cli import main
 from ace_eval.e2e import runner

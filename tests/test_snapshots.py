@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from _e2e_support import scripted_injections
 from click.testing import CliRunner
 from inline_snapshot import snapshot
-from test_e2e_support import scripted_injections
 
 from ace import InsightSource, Skillbook
 from ace.deduplication.prompts import DEDUP_PROMPT, dedup_task_prompt

@@ -1,0 +1,122 @@
+"""`ace-eval demo`: replays examples/demo-collection (reflect -> update -> export) and ends with skillbook.md's path.
+
+The embedded model takes minutes, so these tests swap in scripted models at the same injection point the demo
+uses for the local ones; the real run is measured by hand (see the README for the time on 2 cores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from _e2e_support import scripted_injections
+from click.testing import CliRunner
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.llm import LocalModel
+from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
+from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
+from ace_eval.cli import main
+from ace_eval.collection import read_collection
+from ace_eval.commands import demo as demo_module
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
+
+
+@pytest.fixture
+def scripted_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(demo_module, "demo_injections", lambda **_: scripted_injections())
+
+
+def test_demo_replays_the_collection_and_ends_with_the_markdown_path(scripted_demo: None, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("Replayed 10 traces in ") and lines[0].endswith(": 10 samples, 0 errors.")
+    assert lines[1].startswith("Skillbook: ") and "active skills" in lines[1]
+    assert lines[-1].startswith("Skillbook: ") and lines[-1].endswith("skillbook.md")
+    markdown = Path(lines[-1].removeprefix("Skillbook: "))
+    assert markdown.is_file() and markdown.read_text(encoding="utf-8").startswith("# Skillbook")
+    folder = markdown.parent
+    assert folder.parent == tmp_path and (folder / "skillbook.embeddings.npz").is_file()
+    assert "demo-collection" in result.stderr  # where it replays from
+    assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
+    _, traces = read_collection(folder / "collection")
+    assert len(traces) == 10
+
+
+def test_demo_accepts_another_collection_and_a_limit(scripted_demo: None, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["demo", "--traces", str(EXAMPLES), "--limit", "2", "--output-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Replayed 2 traces in ")
+
+
+def test_demo_without_a_collection_names_the_fix(
+    scripted_demo: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo_module, "find_demo_collection", lambda: None)
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "run from the repository root, or pass --traces DIR" in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_demo_collection_is_found_from_the_source_tree() -> None:
+    assert demo_module.find_demo_collection() == EXAMPLES
+
+
+def test_demo_uses_the_embedded_model_with_small_budgets() -> None:
+    injections = demo_module.demo_injections()
+    reflector, manager = injections.models["reflector"], injections.models["skill_manager"]
+    assert isinstance(reflector, LocalModel) and isinstance(manager, LocalModel) and reflector is not manager
+    assert reflector.settings is not None and reflector.settings.get("max_tokens") == 256
+    assert injections.sm_settings is not None
+    assert (injections.sm_settings.budget.request_limit, injections.sm_settings.budget.tool_calls_limit) == (2, 1)
+    assert injections.reflector_options == {
+        "output_retries": 0,
+        "conversation": False,
+        "instructions": SMALL_MODEL_REFLECTOR_PROMPT,
+    }
+    assert manager.slots == 2 and reflector.slots == 1  # one prompt cache per concurrent session
+    assert injections.sm_instructions == SMALL_MODEL_SKILL_MANAGER_PROMPT
+    assert (injections.sm_settings.context_top_k, injections.sm_settings.show_trace) == (0, False)
+    assert injections.embedder is None  # 'local': the offline MiniLM
+
+
+def test_a_demo_that_learns_nothing_says_so_and_how_to_do_better(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idle = FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("Nothing to change.")]))
+    injections = scripted_injections()
+    monkeypatch.setattr(
+        demo_module,
+        "demo_injections",
+        lambda **_: dataclasses.replace(injections, models={**injections.models, "skill_manager": idle}),
+    )
+    result = CliRunner().invoke(main, ["demo", "--limit", "2", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "Skillbook: 0 active skills" in result.stdout and "The tiny offline model learned no skill" in result.stdout
+    assert result.stdout.strip().splitlines()[-1].endswith("skillbook.md")
+
+
+def test_the_demos_skill_manager_runs_on_the_small_model_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    systems: list[str] = []
+
+    def idle(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        systems.append(info.instructions or "")
+        return ModelResponse(parts=[TextPart("Nothing to change.")])
+
+    injections = dataclasses.replace(scripted_injections(), sm_instructions=SMALL_MODEL_SKILL_MANAGER_PROMPT)
+    monkeypatch.setattr(
+        demo_module,
+        "demo_injections",
+        lambda **_: dataclasses.replace(injections, models={**injections.models, "skill_manager": FunctionModel(idle)}),
+    )
+    result = CliRunner().invoke(main, ["demo", "--limit", "2", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert systems and all(s.startswith(SMALL_MODEL_SKILL_MANAGER_PROMPT) for s in systems), systems
