@@ -13,11 +13,13 @@ from _ace_scripts import first_prompt, make_trace, reflector_function, skill_man
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.pipeline import (
     NoOptions,
+    PluginError,
     RegisteredStep,
     StepConfigError,
     StepContext,
@@ -85,7 +87,9 @@ def registry(*extra: tuple[str, str, Any]) -> StepRegistry:
     mine = [
         RegisteredStep(
             name,
-            StepFactory(phase=phase, description=name, options=NoOptions, build=lambda _o, _e, cls=cls: cls()),
+            StepFactory(
+                step=cls, phase=phase, description=name, options=NoOptions, build=lambda _o, _e, cls=cls: cls()
+            ),
             "tests",
             "0",
         )
@@ -208,7 +212,9 @@ class _ListOptions(BaseModel):
 def test_step_specs_parse_into_options() -> None:
     name, options = parse_step_spec("domain_filter:only=cancellation,only=booking,limit=5")
     assert (name, options) == ("domain_filter", {"only": ["cancellation", "booking"], "limit": "5"})
-    factory = StepFactory(phase="after_update", description="x", options=_ListOptions, build=lambda o, e: Rewrite())
+    factory = StepFactory(
+        step=Rewrite, phase="after_update", description="x", options=_ListOptions, build=lambda o, e: Rewrite()
+    )
     assert factory.parse_options("x", {"only": "one", "limit": "5"}) == _ListOptions(only=["one"], limit=5)
     assert parse_step_spec("persist") == ("persist", {})
     with pytest.raises(StepConfigError, match="'threshold' is not key=value"):
@@ -343,8 +349,13 @@ def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch
     from ace.pipeline import plan_pipeline
     from ace_eval.e2e.preflight import PreflightError, StepModel, preflight, step_models
 
-    judge = StepFactory(phase="end_of_epoch", description="x", options=_JudgeOptions, build=lambda o, e: Rewrite(),
-                        models=lambda o: {"judge": o.model})  # fmt: skip
+    class Judging:
+        name = "judging"
+        requires: frozenset[str] = frozenset({"skillbook"})
+        provides: frozenset[str] = frozenset()
+
+    judge = StepFactory(step=Judging, phase="end_of_epoch", description="x", options=_JudgeOptions,
+                        build=lambda o, e: Rewrite(), models=lambda o: {"judge": o.model})  # fmt: skip
     registry = StepRegistry([*StepRegistry.from_entry_points(), RegisteredStep("judging", judge, "tests", "0")])
     settings = resolve_settings({"skill_manager_model": "anthropic/claude-x"}, environ={})
     plan = plan_pipeline([StepRequest("judging"), StepRequest("deduplicate")], registry=registry)
@@ -372,8 +383,10 @@ def test_registry_error_paths_name_the_distribution_and_the_fix(
     site = tmp_path / "site"
     site.mkdir()
     (site / "ace_twin_steps.py").write_text(
-        "from ace.steps import NoOptions, StepFactory\n"
-        "persist = StepFactory(phase='end_of_run', description='x', options=NoOptions, build=lambda o, e: None)\n"
+        "from ace.pipeline import NoOptions, StepFactory\n"
+        "from ace.steps import PersistStep\n"
+        "persist = StepFactory(step=PersistStep, phase='end_of_run', description='x', options=NoOptions,\n"
+        "                      build=lambda o, e: None)\n"
         "not_a_factory = object()\n",
         encoding="utf-8",
     )
@@ -390,6 +403,46 @@ def test_registry_error_paths_name_the_distribution_and_the_fix(
             StepRegistry.from_entry_points()
     assert "persist" in StepRegistry.from_entry_points()  # uninstalled again: the built-ins alone load
 
-    factory = StepFactory(phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: Rewrite())
+    factory = StepFactory(
+        step=Rewrite, phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: Rewrite()
+    )
     with pytest.raises(StepConfigError, match=r"the factory of step 'renamed' built a step named 'mask_orders'"):
         factory("renamed", {}, StepEnvironment())
+
+
+def test_every_registered_factory_states_the_contract_of_the_step_it_builds(tmp_path: Path) -> None:
+    """One contract per step: a factory's requires / provides are its step class's, and what it builds agrees."""
+    _, _, roles_env = roles()
+    env = dataclasses.replace(roles_env, output_dir=tmp_path, models={"dedup": TestModel()}, redactor=Redactor())
+    installed = StepRegistry.from_entry_points()
+    names = [step.name for step in installed]
+    assert {"redact", "reflect", "update", "quarantine", "deduplicate", "export_markdown", "persist"} <= set(names)
+    assert {"checkpoint", "review"} <= set(names)  # ace-eval's steps register the same way
+    for registered in installed:
+        factory = registered.factory
+        assert (factory.requires, factory.provides) == (factory.step.requires, factory.step.provides), registered.name
+        if registered.name in ("checkpoint", "review"):
+            continue  # built by ace-eval's run, which hands them its run folder
+        built = factory(registered.name, {}, env)
+        assert isinstance(built, factory.step)
+        assert (built.requires, built.provides) == (factory.requires, factory.provides), registered.name
+
+
+def test_a_factory_refuses_a_step_class_without_a_contract_and_a_build_of_another_class() -> None:
+    class NoContract:
+        name = "bare"
+
+    bare = StepFactory(step=NoContract, phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: 1)
+    with pytest.raises(PluginError, match="must declare `requires` as a frozenset"):
+        _ = bare.requires
+    other = StepFactory(
+        step=Rewrite, phase="end_of_run", description="x", options=NoOptions, build=lambda o, e: Judge()
+    )
+    with pytest.raises(StepConfigError, match="built a Judge, not its Rewrite"):
+        other("mask_orders", {}, StepEnvironment())
+
+
+class Judge:
+    name = "mask_orders"
+    requires: frozenset[str] = frozenset()
+    provides: frozenset[str] = frozenset()

@@ -265,7 +265,7 @@ class FlakyExport:
         (self.folder / "flaky.txt").write_text(str(ctx.skillbook.active_count))
         return ctx
 
-factory = StepFactory(phase="end_of_run", description="Fails while FAIL exists.", options=NoOptions,
+factory = StepFactory(step=FlakyExport, phase="end_of_run", description="Fails while FAIL exists.", options=NoOptions,
                       build=lambda options, env: FlakyExport(env.output_dir))
 """
 
