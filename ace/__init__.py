@@ -29,6 +29,7 @@ from ace.core import (
 from ace.exceptions import AceError, RunError, SkillbookError, SkillbookFormatError, UnknownSkillError, UserError
 
 if TYPE_CHECKING:
+    from ace.core.rendering import render_skills_xml
     from ace.deduplication.detector import SimilarPair, find_similar_pairs
     from ace.embeddings import Embedder, EmbeddingError, LiteLLMEmbedder, MiniLMEmbedder, TestEmbedder, default_embedder
     from ace.llm import LiteLLMModel, LocalModel, ModelRequestError, RoleSettings, infer_model
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from ace.reflector.recursive import RecursiveConfig, RecursiveReflector
     from ace.reflector.reflection import Reflection, SkillTag
     from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector, make_reflector
-    from ace.retrieval.rendering import render_skills_xml, retrieve_top_k
+    from ace.retrieval.top_k import retrieve_top_k
     from ace.skill_manager.manager import SkillManager, SMResult, SMSettings
 
 try:
@@ -64,8 +65,8 @@ _LAZY: dict[str, str] = {
     "SMResult": "ace.skill_manager.manager",
     "SMSettings": "ace.skill_manager.manager",
     "SkillManager": "ace.skill_manager.manager",
-    "render_skills_xml": "ace.retrieval.rendering",
-    "retrieve_top_k": "ace.retrieval.rendering",
+    "render_skills_xml": "ace.core.rendering",
+    "retrieve_top_k": "ace.retrieval.top_k",
     "LiteLLMModel": "ace.llm",
     "LocalModel": "ace.llm",
     "ModelRequestError": "ace.llm",

@@ -60,7 +60,7 @@ from ace.reflector.prompts import REFLECTOR_PROMPT
 from ace.reflector.reflection import Reflection
 from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector
 from ace.retrieval.index import search_index
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 from ace.skill_manager.manager import SkillManager, SMResult
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace.skill_manager.tools import SM_TOOLS, AppliedOperation, SMDeps

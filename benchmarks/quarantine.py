@@ -25,7 +25,7 @@ from _timing import call_times, median_time
 from ace import InsightSource, QuarantinePolicy, Skillbook
 from ace.core.effectiveness import evidence_ledger
 from ace.retrieval import search_index
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 
 
 def _source(i: int) -> InsightSource:

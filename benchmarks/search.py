@@ -32,7 +32,7 @@ from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import find_similar_pairs
 from ace.embeddings.minilm import MiniLMEmbedder
 from ace.retrieval import SkillSearchIndex, search_index, tokenize
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 
 T = TypeVar("T")
 

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from inline_snapshot import snapshot
 
 from ace import InsightSource, Skillbook
+from ace.core.rendering import render_skills_xml
 from ace.deduplication.prompts import DEDUP_PROMPT, dedup_task_prompt
 from ace.reflector.prompts import REFLECTOR_PROMPT, RR_PROMPT, reflector_task_prompt, rr_task_prompt
 from ace.reflector.reflection import Reflection, SkillTag
 from ace.reflector.trace_view import TraceView, skills_in_context
-from ace.retrieval.rendering import render_skills_xml
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.steps.export_markdown import export_markdown
 from ace_eval.cli import main

@@ -17,16 +17,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ace.core.skill import Skill
+from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookFormatError
-
-if TYPE_CHECKING:
-    from ace.core.skillbook import Skillbook
 
 __all__ = ["DELTA_KEYS", "JournalGapError", "SkillbookMark", "apply_deltas", "check_delta", "delta_since"]
 
 DELTA_KEYS: tuple[str, ...] = ("ops_before", "ops", "skills", "purged", "keep_pairs", "embedding_model")
+
+
+class Journaled(Protocol):
+    """What the journal reads of a skillbook (`ace.core.skillbook.Skillbook` is one)."""
+
+    @property
+    def operations_count(self) -> int: ...
+    @property
+    def keep_pairs(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def embedding_model(self) -> str | None: ...
+    def operations_since(self, position: int) -> tuple[UpdateOperation, ...]: ...
+    def get_skill(self, skill_id: str) -> Skill | None: ...
 
 
 class JournalGapError(SkillbookFormatError):
@@ -42,12 +54,12 @@ class SkillbookMark:
     keep_pairs: frozenset[tuple[str, str]]
 
     @classmethod
-    def of(cls, book: Skillbook) -> SkillbookMark:
+    def of(cls, book: Journaled) -> SkillbookMark:
         """The current position of `book` (take it under `book.locked()` when sessions may be editing)."""
         return cls(ops=book.operations_count, keep_pairs=frozenset(book.keep_pairs))
 
 
-def delta_since(book: Skillbook, mark: SkillbookMark) -> dict[str, Any]:
+def delta_since(book: Journaled, mark: SkillbookMark) -> dict[str, Any]:
     """What changed in `book` since `mark`, as JSON-ready data (see the module docstring)."""
     new_ops = book.operations_since(mark.ops)
     changed = list(dict.fromkeys(op.skill_id for op in new_ops if op.skill_id is not None))

@@ -10,42 +10,36 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, assert_never
 
-import numpy as np
-
 from ace.core.insight_source import InsightSource, OperationType, utc_now
-from ace.core.journal import apply_deltas
+from ace.core.mutations import checked_vector, created, quarantined, removed, tagged, updated
+from ace.core.rendering import render_prompt, skillbook_stats
+from ace.core.serialization import (
+    SCHEMA_VERSION,
+    SECTION_ORDER,
+    SkillbookDocument,
+    embedding_dim,
+    pair_key,
+    read_skillbook,
+    write_skillbook,
+)
 from ace.core.skill import (
     VALID_SECTIONS,
     Embedding,
-    Quarantine,
     Section,
     Skill,
-    embedding_input_hash,
     normalize_keywords,
     skill_summary,
-    validate_insight,
-    validate_issue,
     validate_section,
 )
-from ace.core.storage import (
-    atomic_write_many,
-    embeddings_writer,
-    gc_paused,
-    json_writer,
-    read_embeddings,
-    read_json_file,
-    sidecar_path,
-)
-from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, skill_id_number
+from ace.core.storage import gc_paused
+from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
 from ace.core.update_operation import UpdateOperation
-from ace.exceptions import SkillbookError, SkillbookFormatError, UnknownSkillError
+from ace.exceptions import SkillbookError, UnknownSkillError
 from ace.redaction import Redactor
 from ace.redaction.sink import redact_commit
 
 __all__ = ["SCHEMA_VERSION", "VALID_SECTIONS", "Skill", "Skillbook", "UpdateOperation"]
 
-SCHEMA_VERSION = "2"
-_SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
 _CHANGELOG_SIZE = 10_000
 
 
@@ -62,8 +56,8 @@ class Skillbook:
         """Cap on new issue / insight text; files are loaded whatever their length."""
         self._lock = threading.RLock()
         self._skills: dict[str, Skill] = {}
-        self._sections: dict[Section, dict[str, None]] = {s: {} for s in _SECTION_ORDER}
-        self._next_ids: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
+        self._sections: dict[Section, dict[str, None]] = {s: {} for s in SECTION_ORDER}
+        self._next_ids: dict[Section, int] = dict.fromkeys(SECTION_ORDER, 1)
         self._operations: list[UpdateOperation] = []
         self._version = 0
         self._active = 0
@@ -119,7 +113,7 @@ class Skillbook:
 
     def is_kept_pair(self, first_id: str, second_id: str) -> bool:
         """Whether a deduplication already decided to keep these two skills apart."""
-        return _pair_key(first_id, second_id) in self._keep_pairs
+        return pair_key(first_id, second_id) in self._keep_pairs
 
     def get_skill(self, skill_id: str) -> Skill | None:
         """The skill with this id, or `None`."""
@@ -265,7 +259,7 @@ class Skillbook:
         Not a content mutation: no occurrence or operation is logged. Returns `False` when already recorded.
         """
         with self._lock:
-            key = _pair_key(first_id, second_id)
+            key = pair_key(first_id, second_id)
             for skill_id in key:
                 self.require_skill(skill_id)
             if key in self._keep_pairs:
@@ -280,21 +274,9 @@ class Skillbook:
             if embedding is None:
                 object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
-            vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
-            dim = self._embedding_dim(exclude=skill_id)
-            if not np.isfinite(vector).all():
-                raise SkillbookError(
-                    f"embedding of {skill_id} contains NaN or infinite values: the embedder returned a broken vector; "
-                    "re-embed the skill (or check the embedding model)"
-                )
-            if dim is not None and vector.shape[0] != dim:
-                raise SkillbookError(
-                    f"embedding of {skill_id} has dimension {vector.shape[0]} but the skillbook's vectors have {dim}: "
-                    "clear all embeddings (set_embedding(id, None)) before switching embedding models"
-                )
+            vector = checked_vector(skill_id, embedding, embedding_dim(self._skills.values(), exclude=skill_id))
             object.__setattr__(skill, "embedding", vector)
 
-    # ---------------------------------------------------------------- internal
     def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
         """Validate and apply one operation, append its provenance, log it. Caller holds the lock."""
         op, source = redact_commit(self.redactor, op, source)
@@ -303,13 +285,15 @@ class Skillbook:
             case "ADD":
                 skill = self._build_new(op, now)
             case "UPDATE":
-                skill = self._build_update(op, now)
+                skill = updated(self._active_skill(op.skill_id, "updated"), op, now, max_chars=self.max_text_chars)
             case "TAG":
-                skill = self._build_tag(op, now)
+                skill = tagged(self._active_skill(op.skill_id, "tagged"), op, now)
             case "REMOVE":
-                skill = self._build_remove(op, now)
-            case "QUARANTINE" | "RELEASE":
-                skill = self._build_quarantine(op, now)
+                skill = removed(self._active_skill(op.skill_id, "removed again"), op, now)
+            case "QUARANTINE":
+                skill = quarantined(self._active_skill(op.skill_id, "quarantined"), op, now)
+            case "RELEASE":
+                skill = quarantined(self._active_skill(op.skill_id, "released"), op, now)
             case "PURGE":
                 skill = self.require_skill(op.skill_id or "")
                 del self._skills[skill.id]
@@ -347,25 +331,12 @@ class Skillbook:
 
     def _build_new(self, op: UpdateOperation, now: str) -> Skill:
         section = validate_section(op.section)
-        issue = validate_issue(op.issue, max_chars=self.max_text_chars)
-        if op.keywords is None:
-            raise SkillbookError("keywords are required when adding a skill: pass 1-5 short labels")
-        keywords = normalize_keywords(op.keywords)
-        insight = validate_insight(section, op.insight, max_chars=self.max_text_chars)
         number = self._next_ids[section]
         while f"{section}-{number:05d}" in self._skills:  # a new id never replaces a skill
             number += 1
-        skill_id = f"{section}-{number:05d}"
+        skill = created(op, f"{section}-{number:05d}", now, max_chars=self.max_text_chars)
         self._next_ids[section] = number + 1
-        return Skill(
-            id=skill_id,
-            section=section,
-            keywords=keywords,
-            issue=issue,
-            insight=insight,
-            created_at=now,
-            updated_at=now,
-        )
+        return skill
 
     def _active_skill(self, skill_id: str | None, verb: str) -> Skill:
         skill = self.require_skill(skill_id or "")
@@ -375,64 +346,6 @@ class Skillbook:
                 f"{verb}: add a new skill instead"
             )
         return skill
-
-    def _build_update(self, op: UpdateOperation, now: str) -> Skill:
-        old = self._active_skill(op.skill_id, "updated")
-        issue = validate_issue(op.issue, max_chars=self.max_text_chars)
-        keywords = normalize_keywords(op.keywords) if op.keywords is not None else list(old.keywords)
-        insight = (
-            old.insight
-            if op.insight is None
-            else validate_insight(old.section, op.insight, max_chars=self.max_text_chars)
-        )
-        changed = (issue, insight, keywords) != (old.issue, old.insight, old.keywords)
-        return dataclasses.replace(
-            old,
-            issue=issue,
-            insight=insight,
-            keywords=keywords,
-            embedding=None if changed else old.embedding,
-            updated_at=now,
-        )
-
-    def _build_tag(self, op: UpdateOperation, now: str) -> Skill:
-        old = self._active_skill(op.skill_id, "tagged")
-        delta = op.delta
-        if type(delta) is not int or delta not in (-1, 0, 1):  # not True, 1.0 or "1"
-            raise SkillbookError(
-                f"delta must be -1 (harmful), 0 (neutral) or 1 (helpful), as an integer; got {delta!r} "
-                f"({type(delta).__name__})"
-            )
-        return dataclasses.replace(
-            old,
-            used_count=old.used_count + 1,
-            helpful_count=old.helpful_count + (delta == 1),
-            harmful_count=old.harmful_count + (delta == -1),
-            neutral_count=old.neutral_count + (delta == 0),
-            updated_at=now,
-        )
-
-    def _build_remove(self, op: UpdateOperation, now: str) -> Skill:
-        old = self._active_skill(op.skill_id, "removed again")
-        if not isinstance(op.reason, str) or not op.reason.strip():
-            raise SkillbookError("reason is required to remove a skill: say why it is harmful or outdated")
-        return dataclasses.replace(old, active=False, updated_at=now)
-
-    def _build_quarantine(self, op: UpdateOperation, now: str) -> Skill:
-        quarantining = op.type == "QUARANTINE"
-        old = self._active_skill(op.skill_id, "quarantined" if quarantining else "released")
-        if not isinstance(op.reason, str) or not op.reason.strip():
-            verb = "quarantine" if quarantining else "release"
-            raise SkillbookError(f"reason is required to {verb} a skill: say why, for the audit log")
-        if quarantining and old.quarantine is not None:
-            raise SkillbookError(
-                f"skill {old.id} is already quarantined ({old.quarantine.reason}): release it first to quarantine "
-                "it again"
-            )
-        if not quarantining and old.quarantine is None:
-            raise SkillbookError(f"skill {old.id} is not quarantined, so there is nothing to release")
-        record = Quarantine(reason=op.reason.strip(), evidence=tuple(op.evidence or ()), timestamp=now)
-        return dataclasses.replace(old, quarantine=record if quarantining else None, updated_at=now)
 
     def _log(self, op: UpdateOperation, skill_id: str) -> None:
         self._operations.append(op)
@@ -466,127 +379,37 @@ class Skillbook:
         with self._lock:
             yield
 
-    # --------------------------------------------------------------- rendering
     def as_prompt(self) -> str:
-        """Visible skills (active, not quarantined) grouped by section, in the spec's prompt format; `""` when
-        there are none."""
-        lines: list[str] = []
+        """Visible skills grouped by section, in the spec's prompt format (`ace.core.rendering`); `""` if none."""
         with self._lock:
-            for section in _SECTION_ORDER:
-                active = [self._skills[i] for i in self._sections[section] if self._skills[i].visible]
-                if not active:
-                    continue
-                lines.append(f"## {section}")
-                for s in active:
-                    lines.append(f"- [{s.id}]")
-                    lines.append(f"Keywords: {', '.join(s.keywords)}")
-                    lines.append(f"Issue: {s.issue}")
-                    if s.insight:
-                        lines.append(f"Insight: {s.insight}")
-        return "\n".join(lines)
+            return render_prompt(list(self._skills.values()), SECTION_ORDER)
 
     def to_llm_dict(self) -> dict[str, Any]:
         """Visible skills as plain data for an LLM prompt or tool result."""
         return {"skills": [skill_summary(s) for s in self.skills()]}
 
     def stats(self) -> dict[str, Any]:
-        """Counts for dashboards and logs: skills by section and state, tags, occurrences, cached vectors."""
+        """Counts for dashboards and logs (`ace.core.rendering.skillbook_stats`)."""
         with self._lock:
-            all_skills = list(self._skills.values())
-        active = [s for s in all_skills if s.active]
-        return {
-            "skills": len(all_skills),
-            "active": len(active),
-            "inactive": len(all_skills) - len(active),
-            "quarantined": sum(1 for s in active if s.quarantine is not None),
-            "sections": {sec: sum(1 for s in active if s.section == sec) for sec in _SECTION_ORDER},
-            "tags": {
-                "helpful": sum(s.helpful_count for s in all_skills),
-                "harmful": sum(s.harmful_count for s in all_skills),
-                "neutral": sum(s.neutral_count for s in all_skills),
-            },
-            "occurrences": sum(len(s.occurrences) for s in all_skills),
-            "operations": len(self._operations),
-            "embedded": sum(1 for s in all_skills if s.embedding is not None),
-        }
+            return skillbook_stats(list(self._skills.values()), len(self._operations), SECTION_ORDER)
 
     # ----------------------------------------------------------------- storage
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (schema v2): stable key and skill order, no embeddings.
-
-        `dedup_keep_pairs` (pairs of skill ids a deduplication decided to keep apart) is only present when
-        there is at least one.
-        """
+        """The JSON document (schema v2, `ace.core.serialization`): stable key and skill order, no embeddings."""
         with self._lock:
-            doc: dict[str, Any] = {
-                "schema_version": SCHEMA_VERSION,
-                "embedding_model": self.embedding_model,
-                "embedding_dim": self._embedding_dim(),
-                "next_ids": dict(self._next_ids),
-                "skills": [s.to_dict() for s in self._skills.values()],
-                "operations": [op.to_dict() for op in self._operations],
-            }
-            if self._keep_pairs:
-                doc["dedup_keep_pairs"] = [list(k) for k in self._keep_pairs]
-            return doc
+            return self._document().to_dict()
 
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "skillbook") -> Skillbook:
         """Rebuild a skillbook from `to_dict` output, checking the schema version and every invariant."""
-        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-            raise SkillbookFormatError(
-                f"Skillbook format v2 required — regenerate ({source}: schema_version is {found!r})",
-                path=source,
-            )
-        unknown = set(data) - _TOP_KEYS
-        if unknown:
-            raise SkillbookFormatError(f"{source}: unknown top-level field(s) {sorted(unknown)}", path=source)
-        book = cls()
-        model = data.get("embedding_model")
-        if model is not None and not isinstance(model, str):
-            raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
-        book.embedding_model = model
-        raw_skills = data.get("skills", [])
-        if not isinstance(raw_skills, list):
-            raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
-        for i, raw in enumerate(raw_skills):
-            try:
-                skill = Skill.from_dict(raw)
-            except ValueError as e:
-                raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
-            if skill.id in book._skills:
-                raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
-            book._skills[skill.id] = skill
-            book._active += skill.active
-            book._sections[skill.section][skill.id] = None
-        raw_ops = data.get("operations", [])
-        if not isinstance(raw_ops, list):
-            raise SkillbookFormatError(f"{source}: 'operations' must be a list", path=source)
-        try:
-            book._operations = [UpdateOperation.from_dict(op) for op in raw_ops]
-        except ValueError as e:
-            raise SkillbookFormatError(f"{source}: operations: {e}", path=source) from None
-        book._next_ids = book._restore_next_ids(data.get("next_ids"), source)
-        book._keep_pairs = book._restore_keep_pairs(data.get("dedup_keep_pairs", []), source)
-        return book
+        return cls._from_document(SkillbookDocument.from_dict(data, source=source))
 
     def save_to_file(self, path: str | os.PathLike[str]) -> None:
         """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
-        with self._lock, gc_paused():
-            payload = self.to_dict()
-            embedded = [s for s in self._skills.values() if s.embedding is not None]
-            ids = [s.id for s in embedded]
-            hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
-            vectors = [s.embedding for s in embedded if s.embedding is not None]
-            model = self.embedding_model
-        sidecar = sidecar_path(path)
-        if vectors:
-            cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=model)
-            atomic_write_many([(sidecar, cache), (path, json_writer(payload, one_per_line=_LIST_FIELDS))])
-        else:
-            atomic_write_many([(path, json_writer(payload, one_per_line=_LIST_FIELDS))])
-            sidecar.unlink(missing_ok=True)
+        with self._lock:
+            doc = self._document()
+        with gc_paused():
+            write_skillbook(path, doc)
 
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> Skillbook:
@@ -596,82 +419,32 @@ class Skillbook:
         so the result is the skillbook after the last one (a checkpoint's snapshot + its journal).
         """
         with gc_paused():
-            data = read_json_file(path)
-            if journal and isinstance(data, dict):
-                data = apply_deltas(data, journal, source=str(path))
-            book = cls.from_dict(data, source=str(path))
-        stored_dim = data.get("embedding_dim")
-        dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
-        cached = read_embeddings(sidecar_path(path), model=book.embedding_model, dim=dim, max_rows=len(book))
-        if cached:
-            for skill in book._skills.values():
-                hit = cached.get(skill.id)
-                if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
-                    object.__setattr__(skill, "embedding", hit[1])
+            return cls._from_document(read_skillbook(path, journal=journal))
+
+    def _document(self) -> SkillbookDocument:
+        """The stored state, shallow-copied (skills are immutable). Caller holds the lock."""
+        return SkillbookDocument(
+            skills=dict(self._skills),
+            operations=list(self._operations),
+            next_ids=dict(self._next_ids),
+            keep_pairs=dict(self._keep_pairs),
+            embedding_model=self.embedding_model,
+        )
+
+    @classmethod
+    def _from_document(cls, doc: SkillbookDocument) -> Skillbook:
+        book = cls()
+        book.embedding_model = doc.embedding_model
+        book._skills = doc.skills
+        for skill in doc.skills.values():
+            book._active += skill.active
+            book._sections[skill.section][skill.id] = None
+        book._operations, book._next_ids, book._keep_pairs = doc.operations, doc.next_ids, doc.keep_pairs
         return book
-
-    def _embedding_dim(self, exclude: str | None = None) -> int | None:
-        for s in self._skills.values():
-            if s.embedding is not None and s.id != exclude:
-                return int(s.embedding.shape[0])
-        return None
-
-    def _restore_keep_pairs(self, raw: Any, source: str) -> dict[tuple[str, str], None]:
-        """Stored KEEP pairs: each two distinct ids of skills in this skillbook."""
-        if not isinstance(raw, list):
-            raise SkillbookFormatError(f"{source}: 'dedup_keep_pairs' must be a list of [id, id] pairs", path=source)
-        out: dict[tuple[str, str], None] = {}
-        for i, pair in enumerate(raw):
-            if (
-                not isinstance(pair, list)
-                or len(pair) != 2
-                or not all(isinstance(x, str) for x in pair)
-                or pair[0] == pair[1]
-            ):
-                raise SkillbookFormatError(
-                    f"{source}: dedup_keep_pairs[{i}] must be two different skill ids, got {pair!r}", path=source
-                )
-            missing = [x for x in pair if x not in self._skills]
-            if missing:
-                raise SkillbookFormatError(
-                    f"{source}: dedup_keep_pairs[{i}] names unknown skill(s) {missing}", path=source
-                )
-            out[_pair_key(pair[0], pair[1])] = None
-        return out
-
-    def _restore_next_ids(self, raw: Any, source: str) -> dict[Section, int]:
-        """Stored counters, raised past any id present so ids are never reused."""
-        out: dict[Section, int] = dict.fromkeys(_SECTION_ORDER, 1)
-        if raw is not None:
-            if not isinstance(raw, dict) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in raw.values()
-            ):
-                raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers")
-            for sec, value in raw.items():
-                out[validate_section(sec)] = value
-        used = [*self._skills, *(op.skill_id for op in self._operations if op.type == "ADD" and op.skill_id)]
-        for parsed in filter(None, map(skill_id_number, used)):
-            section, number = parsed
-            out[validate_section(section)] = max(out[validate_section(section)], number + 1)
-        return out
-
-
-def _pair_key(first_id: str, second_id: str) -> tuple[str, str]:
-    """Order-free identity of a pair of skill ids; refuses a skill paired with itself."""
-    if first_id == second_id:
-        raise SkillbookError(f"a pair needs two different skills, got {first_id!r} twice")
-    return (first_id, second_id) if first_id < second_id else (second_id, first_id)
 
 
 def _keyword_list(keywords: object) -> list[str]:
     """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
     if isinstance(keywords, str) or not isinstance(keywords, Iterable):
         return normalize_keywords(keywords)  # always raises, with the error that names the fix
-    items: list[str] = list(keywords)
-    return items
-
-
-_LIST_FIELDS = ("skills", "operations")
-_TOP_KEYS = frozenset(
-    {"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations", "dedup_keep_pairs"}
-)
+    return list(keywords)

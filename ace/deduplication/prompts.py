@@ -10,8 +10,8 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ace.core.rendering import render_skills_xml
 from ace.core.skill import Skill
-from ace.retrieval.rendering import render_skills_xml
 
 __all__ = [
     "DEDUP_DECISION_TYPES",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ace.core.rendering import render_skills_xml
 from ace.reflector.trace_view import (
     SkillsInContext,
     TraceView,
@@ -13,7 +14,6 @@ from ace.reflector.trace_view import (
     render_outcome,
     render_trace,
 )
-from ace.retrieval.rendering import render_skills_xml
 
 __all__ = [
     "REFLECTOR_PROMPT",

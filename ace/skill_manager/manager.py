@@ -21,13 +21,14 @@ from pydantic_ai.usage import RunUsage
 from ace.agents.instrumentation import Instrument, instrumentation
 from ace.agents.recursive import RecursiveAgent
 from ace.core.insight_source import InsightSource, OperationType
+from ace.core.rendering import render_skills_xml
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.llm import infer_model
 from ace.observability import AttributeInput
 from ace.reflector.reflection import Reflection
-from ace.retrieval.rendering import render_skills_xml, retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.skill_manager.refusals import ArgumentRefusals
 from ace.skill_manager.tools import SM_TOOLS, AppliedOperation, Refusal, SMDeps, SMSettings

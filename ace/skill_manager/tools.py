@@ -47,7 +47,7 @@ from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
 from ace.llm import DECODE_REQUIRED, TEXT_HINT, Label, Prose
 from ace.observability import AttributeInput, ace_span
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 
 __all__ = [
     "SKILL_ID_CHOICES",

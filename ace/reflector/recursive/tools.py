@@ -20,6 +20,7 @@ from opentelemetry.trace import Span
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.tools import Tool, ToolDefinition
 
+from ace.core.rendering import render_skills_xml
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
@@ -27,7 +28,7 @@ from ace.observability import AttributeInput, ace_span
 from ace.reflector.base import TagCheck
 from ace.reflector.recursive.config import RecursiveConfig
 from ace.reflector.trace_view import ToolCallView, TraceView, truncate
-from ace.retrieval.rendering import render_skills_xml, retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 from ace.sandbox.runner import run_code
 
 __all__ = [

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ace import InsightSource, Skillbook, SkillbookFormatError
-from ace.core import skillbook as skillbook_module
+from ace.core import serialization as skillbook_module
 from ace.core import storage
 from ace.core.storage import sidecar_path
 

@@ -15,7 +15,7 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings import EmbeddingError, EmbeddingMatrix, TestEmbedder
 from ace.exceptions import SkillbookError
 from ace.retrieval import rrf_fuse, tokenize
-from ace.retrieval.rendering import retrieve_top_k, search_index
+from ace.retrieval.top_k import retrieve_top_k, search_index
 
 
 def _book() -> Skillbook:

@@ -24,7 +24,7 @@ from ace.pipeline.phased import StepPipeline, StepRequest, build_pipeline
 from ace.pipeline.registry import StepConfigError, StepEnvironment
 from ace.reflector.reflection import Reflection
 from ace.retrieval.index import search_index
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 from ace.skill_manager.manager import SkillManager
 from ace.steps.export_markdown import export_markdown
 from ace_eval.benchmarks.tau_bench.agent import render_skills

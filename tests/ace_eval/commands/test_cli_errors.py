@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ace.core import skillbook, storage
+from ace.core import serialization, storage
 from ace_eval.benchmarks.tau_bench import fetch
 from ace_eval.cli import main
 from ace_eval.e2e import runner
@@ -260,7 +260,7 @@ def disk_full(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
         original([(path, refuse if Path(path).name == "skillbook.json" else w) for path, w in files])
 
     mp.setattr(storage, "atomic_write_many", full)
-    mp.setattr(skillbook, "atomic_write_many", full)
+    mp.setattr(serialization, "atomic_write_many", full)
     return _replay(tmp)
 
 

@@ -12,7 +12,7 @@ from pydantic_ai.settings import ModelSettings
 from ace.core.skill import Section, Skill
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
-from ace.retrieval.rendering import retrieve_top_k
+from ace.retrieval.top_k import retrieve_top_k
 from ace_eval.benchmarks.tau_bench.env import AirlineEnv
 from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
 

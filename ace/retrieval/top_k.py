@@ -1,4 +1,4 @@
-"""Skill search for agents (`retrieve_top_k`) and the XML-ish rendering of its results (`render_skills_xml`).
+"""Skill search for agents: `retrieve_top_k` (its results render with `ace.core.rendering.render_skills_xml`).
 
 Search is hybrid, as the spec says: an optional section pre-filter, BM25 over issue + insight + keywords,
 dense cosine over the skills' embeddings, and Reciprocal Rank Fusion (k=60), with the requested keywords
@@ -9,7 +9,6 @@ as a third fused ranking (see `retrieve_top_k`). The index behind it lives on th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from xml.sax.saxutils import escape, quoteattr
 
 from ace.core.skill import Section, Skill, validate_section
 from ace.core.skillbook import Skillbook
@@ -18,7 +17,7 @@ from ace.exceptions import SkillbookError
 from ace.retrieval.fusion import RRF_K
 from ace.retrieval.index import search_index
 
-__all__ = ["RRF_K", "render_skills_xml", "retrieve_top_k", "search_index"]
+__all__ = ["RRF_K", "retrieve_top_k", "search_index"]
 
 
 def retrieve_top_k(
@@ -59,38 +58,3 @@ def retrieve_top_k(
         raise SkillbookError(f"top_k must be a positive integer, got {top_k!r}")
     sec = validate_section(section) if section is not None else None
     return search_index(skillbook, embedder).search(skillbook, query, top_k=top_k, section=sec, keywords=keywords)
-
-
-def render_skills_xml(skills: Sequence[Skill]) -> str:
-    """Skills as `<skill>` elements inside `<skills>`, text escaped, for an agent's tool result or prompt.
-
-    ```
-    <skills count="1">
-    <skill id="context-00001" section="context" helpful="2" harmful="0" neutral="1" used="3">
-    <keywords>airline, booking_api</keywords>
-    <issue>...</issue>
-    <insight>...</insight>
-    </skill>
-    </skills>
-    ```
-    An absent insight (harness skills) renders no `<insight>` element; inactive skills carry `active="false"`,
-    quarantined ones `quarantined="true"`.
-    """
-    lines = [f'<skills count="{len(skills)}">']
-    for s in skills:
-        attrs = (
-            f'id={quoteattr(s.id)} section={quoteattr(s.section)} helpful="{s.helpful_count}" '
-            f'harmful="{s.harmful_count}" neutral="{s.neutral_count}" used="{s.used_count}"'
-        )
-        if not s.active:
-            attrs += ' active="false"'
-        elif s.quarantine is not None:
-            attrs += ' quarantined="true"'
-        lines.append(f"<skill {attrs}>")
-        lines.append(f"<keywords>{escape(', '.join(s.keywords))}</keywords>")
-        lines.append(f"<issue>{escape(s.issue)}</issue>")
-        if s.insight:
-            lines.append(f"<insight>{escape(s.insight)}</insight>")
-        lines.append("</skill>")
-    lines.append("</skills>")
-    return "\n".join(lines)

@@ -1,0 +1,195 @@
+"""The skillbook document (schema v2): its dict form, and the `skillbook.json` + `.embeddings.npz` pair on disk.
+
+`Skillbook.to_dict` / `from_dict` / `save_to_file` / `load_from_file` are thin wrappers over these functions; the
+skillbook keeps state, queries and mutations, this module owns the format and its checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ace.core.journal import apply_deltas
+from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
+from ace.core.storage import (
+    atomic_write_many,
+    embeddings_writer,
+    json_writer,
+    read_embeddings,
+    read_json_file,
+    sidecar_path,
+)
+from ace.core.text_rules import skill_id_number
+from ace.core.update_operation import UpdateOperation
+from ace.exceptions import SkillbookError, SkillbookFormatError
+
+__all__ = ["SCHEMA_VERSION", "SECTION_ORDER", "SkillbookDocument", "pair_key", "read_skillbook", "write_skillbook"]
+
+SCHEMA_VERSION = "2"
+SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
+_LIST_FIELDS = ("skills", "operations")
+_TOP_KEYS = frozenset(
+    {"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations", "dedup_keep_pairs"}
+)
+_REQUIRED_KEYS = ("schema_version", "skills")
+
+
+@dataclass(kw_only=True)
+class SkillbookDocument:
+    """A skillbook's stored state, checked: what `Skillbook.from_dict` builds a skillbook from."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    operations: list[UpdateOperation] = field(default_factory=list)
+    next_ids: dict[Section, int] = field(default_factory=lambda: dict.fromkeys(SECTION_ORDER, 1))
+    keep_pairs: dict[tuple[str, str], None] = field(default_factory=dict)
+    embedding_model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document: stable key and skill order, no embeddings; `dedup_keep_pairs` only when non-empty."""
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "embedding_model": self.embedding_model,
+            "embedding_dim": embedding_dim(self.skills.values()),
+            "next_ids": dict(self.next_ids),
+            "skills": [s.to_dict() for s in self.skills.values()],
+            "operations": [op.to_dict() for op in self.operations],
+        }
+        if self.keep_pairs:
+            doc["dedup_keep_pairs"] = [list(k) for k in self.keep_pairs]
+        return doc
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "skillbook") -> SkillbookDocument:
+        """Check `data` against schema v2 and every invariant of the stored state."""
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+            raise SkillbookFormatError(
+                f"Skillbook format v2 required — regenerate ({source}: schema_version is {found!r})", path=source
+            )
+        unknown = set(data) - _TOP_KEYS
+        if unknown:
+            raise SkillbookFormatError(f"{source}: unknown top-level field(s) {sorted(unknown)}", path=source)
+        missing = [key for key in _REQUIRED_KEYS if key not in data]
+        if missing:
+            raise SkillbookFormatError(
+                f'{source}: the required field {missing[0]!r} is missing (a skillbook with no skills has "skills": [])',
+                path=source,
+            )
+        model = data.get("embedding_model")
+        if model is not None and not isinstance(model, str):
+            raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
+        doc = cls(embedding_model=model)
+        raw_skills = data["skills"]
+        if not isinstance(raw_skills, list):
+            raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
+        for i, raw in enumerate(raw_skills):
+            try:
+                skill = Skill.from_dict(raw)
+            except ValueError as e:
+                raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
+            if skill.id in doc.skills:
+                raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
+            doc.skills[skill.id] = skill
+        raw_ops = data.get("operations", [])
+        if not isinstance(raw_ops, list):
+            raise SkillbookFormatError(f"{source}: 'operations' must be a list", path=source)
+        try:
+            doc.operations = [UpdateOperation.from_dict(op) for op in raw_ops]
+        except ValueError as e:
+            raise SkillbookFormatError(f"{source}: operations: {e}", path=source) from None
+        doc.next_ids = _next_ids(doc, data.get("next_ids"), source)
+        doc.keep_pairs = _keep_pairs(doc, data.get("dedup_keep_pairs", []), source)
+        return doc
+
+
+def write_skillbook(path: str | os.PathLike[str], doc: SkillbookDocument) -> None:
+    """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
+    payload = doc.to_dict()
+    embedded = [s for s in doc.skills.values() if s.embedding is not None]
+    vectors = [s.embedding for s in embedded if s.embedding is not None]
+    sidecar = sidecar_path(path)
+    writer = json_writer(payload, one_per_line=_LIST_FIELDS)
+    if vectors:
+        ids = [s.id for s in embedded]
+        hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
+        cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=doc.embedding_model)
+        atomic_write_many([(sidecar, cache), (path, writer)])
+    else:
+        atomic_write_many([(path, writer)])
+        sidecar.unlink(missing_ok=True)
+
+
+def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> SkillbookDocument:
+    """Read a skillbook file (schema v2 only), apply `journal` deltas, reuse every cached vector whose text is
+    unchanged."""
+    data = read_json_file(path)
+    if journal and isinstance(data, dict):
+        data = apply_deltas(data, journal, source=str(path))
+    doc = SkillbookDocument.from_dict(data, source=str(path))
+    stored_dim = data.get("embedding_dim")
+    dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
+    cached = read_embeddings(sidecar_path(path), model=doc.embedding_model, dim=dim, max_rows=len(doc.skills))
+    if cached:
+        for skill in doc.skills.values():
+            hit = cached.get(skill.id)
+            if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
+                object.__setattr__(skill, "embedding", hit[1])
+    return doc
+
+
+def embedding_dim(skills: Iterable[Skill], exclude: str | None = None) -> int | None:
+    """The dimension of the first cached vector (all vectors of a skillbook share it), or `None`."""
+    for s in skills:
+        if s.embedding is not None and s.id != exclude:
+            return int(s.embedding.shape[0])
+    return None
+
+
+def pair_key(first_id: str, second_id: str) -> tuple[str, str]:
+    """Order-free identity of a pair of skill ids; refuses a skill paired with itself."""
+    if first_id == second_id:
+        raise SkillbookError(f"a pair needs two different skills, got {first_id!r} twice")
+    return (first_id, second_id) if first_id < second_id else (second_id, first_id)
+
+
+def _keep_pairs(doc: SkillbookDocument, raw: Any, source: str) -> dict[tuple[str, str], None]:
+    """Stored KEEP pairs: each two distinct ids of skills in this skillbook."""
+    if not isinstance(raw, list):
+        raise SkillbookFormatError(f"{source}: 'dedup_keep_pairs' must be a list of [id, id] pairs", path=source)
+    out: dict[tuple[str, str], None] = {}
+    for i, pair in enumerate(raw):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(x, str) for x in pair)
+            or pair[0] == pair[1]
+        ):
+            raise SkillbookFormatError(
+                f"{source}: dedup_keep_pairs[{i}] must be two different skill ids, got {pair!r}", path=source
+            )
+        missing = [x for x in pair if x not in doc.skills]
+        if missing:
+            raise SkillbookFormatError(f"{source}: dedup_keep_pairs[{i}] names unknown skill(s) {missing}", path=source)
+        out[pair_key(pair[0], pair[1])] = None
+    return out
+
+
+def _next_ids(doc: SkillbookDocument, raw: Any, source: str) -> dict[Section, int]:
+    """Stored counters, raised past any id present so ids are never reused."""
+    out: dict[Section, int] = dict.fromkeys(SECTION_ORDER, 1)
+    if raw is not None:
+        if not isinstance(raw, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in raw.values()
+        ):
+            raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers", path=source)
+        for sec, value in raw.items():
+            out[validate_section(sec)] = value
+    used = [*doc.skills, *(op.skill_id for op in doc.operations if op.type == "ADD" and op.skill_id)]
+    for parsed in filter(None, map(skill_id_number, used)):
+        section, number = parsed
+        out[validate_section(section)] = max(out[validate_section(section)], number + 1)
+    return out
