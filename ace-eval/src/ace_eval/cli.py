@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import click
 
-from ace_eval._reporting import EXIT_CODES_HELP, ReportingGroup
+from ace_eval.reporting import EXIT_CODES_HELP, ReportingGroup
 
 __all__ = ["COMMANDS", "LazyCommand", "LazyGroup", "main"]
 

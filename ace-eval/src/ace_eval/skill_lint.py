@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ace.core.skill import Skill
-from ace_eval._text import tone
+from ace_eval.text import tone
 
 __all__ = ["DEFAULT_MIN_WORDS", "SkillWarning", "degenerate_reasons", "degenerate_skills"]
 

@@ -13,9 +13,9 @@ import pytest
 from _e2e_support import scripted_injections
 from click.testing import CliRunner
 
-from ace_eval._text import plural, tone
 from ace_eval.cli import COMMANDS, main
 from ace_eval.e2e import runner
+from ace_eval.text import plural, tone
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
 

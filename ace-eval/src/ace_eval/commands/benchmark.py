@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ace.exceptions import UserError
-from ace_eval._reporting import ReportingGroup
 from ace_eval.benchmarks.tau_bench.check import (
     PROVINCE_REVISION,
     GoldHashes,
@@ -18,6 +17,7 @@ from ace_eval.benchmarks.tau_bench.check import (
     load_trajectories,
 )
 from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, load_airline_data
+from ace_eval.reporting import ReportingGroup
 
 __all__ = ["DATA_DIR_ENV", "benchmark"]
 

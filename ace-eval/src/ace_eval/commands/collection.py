@@ -8,8 +8,6 @@ from pathlib import Path
 import click
 
 from ace_eval import __version__
-from ace_eval._reporting import ReportingGroup
-from ace_eval._text import plural
 from ace_eval.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
@@ -20,6 +18,8 @@ from ace_eval.collection import (
 )
 from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces
 from ace_eval.collection.stats import CollectionStats, collection_stats
+from ace_eval.reporting import ReportingGroup
+from ace_eval.text import plural
 
 __all__ = ["collection"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ace_eval._reporting import ReportingGroup
 from ace_eval.benchmarks.tau_bench.fetch import DEFAULT_REF, UPSTREAM_REPO, RemoteFile, fetch_airline_data
+from ace_eval.reporting import ReportingGroup
 
 __all__ = ["DEFAULT_DEST", "data"]
 

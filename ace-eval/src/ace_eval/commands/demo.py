@@ -15,9 +15,9 @@ from ace.llm import LocalModel
 from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.skill_manager.manager import SMSettings
 from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
-from ace_eval._text import plural
 from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
+from ace_eval.text import plural
 
 __all__ = [
     "DEMO_COLLECTION",

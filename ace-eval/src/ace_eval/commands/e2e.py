@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ace.pipeline.registry import parse_step_spec
-from ace_eval._text import plural
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
+from ace_eval.text import plural
 
 __all__ = ["e2e", "format_summary"]
 

@@ -11,10 +11,10 @@ from typing import Any
 import click
 
 from ace.exceptions import UserError
-from ace_eval._text import plural, tone
 from ace_eval.e2e.sample_text import operations_text
 from ace_eval.run.record import RunRecord, StepTiming
 from ace_eval.run.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
+from ace_eval.text import plural, tone
 
 __all__ = ["format_run_view", "inspect"]
 

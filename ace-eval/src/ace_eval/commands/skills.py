@@ -24,11 +24,11 @@ from ace.exceptions import AceError, SkillbookError, UserError
 from ace.pipeline.context import StepContext
 from ace.redaction import Redactor
 from ace.steps.export_markdown import ExportMarkdownStep
-from ace_eval._text import plural
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.checkpoint import SAMPLES_FILE, load_checkpoint, read_checkpoint, snapshot_of
 from ace_eval.run.folder import RUN_JSON
 from ace_eval.run.lock import folder_lock
+from ace_eval.text import plural
 
 __all__ = ["skills"]
 

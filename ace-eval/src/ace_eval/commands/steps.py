@@ -7,7 +7,7 @@ import json
 import click
 
 from ace.pipeline.registry import RegisteredStep, StepRegistry
-from ace_eval._reporting import ReportingGroup
+from ace_eval.reporting import ReportingGroup
 
 __all__ = ["steps"]
 

@@ -16,11 +16,11 @@ from ace.core.storage import load_sidecar, sidecar_path
 from ace.exceptions import SkillbookFormatError
 from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
-from ace_eval._text import plural, tone
 from ace_eval.e2e.training import SampleResult
 from ace_eval.run.folder import RunFolder, RunFolderError
 from ace_eval.run.record import RunRecordError, TrainingRecord, load_run_record
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
+from ace_eval.text import plural, tone
 
 __all__ = ["Check", "run_checks", "skill_warnings", "verify"]
 

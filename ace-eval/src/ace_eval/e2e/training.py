@@ -84,7 +84,6 @@ from ace.redaction import Redactor
 from ace.reflector.simple import Reflector, ReflectorError
 from ace.skill_manager.manager import SkillManager
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
-from ace_eval._reporting import describe_os_error
 from ace_eval.e2e.fail_fast import AbortWatch, RunAborted, first_cause
 from ace_eval.e2e.samples_plan import (
     PlannedSample,
@@ -94,6 +93,7 @@ from ace_eval.e2e.samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
+from ace_eval.reporting import describe_os_error
 from ace_eval.run.checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.run.checkpoint_step import CatchesUp, CheckpointStep
 from ace_eval.run.lock import folder_lock

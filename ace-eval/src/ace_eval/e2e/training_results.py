@@ -11,7 +11,7 @@ from pydantic_ai.usage import RunUsage
 
 from ace.core.skillbook import Skillbook
 from ace.reflector.reflection import Reflection
-from ace_eval._text import plural
+from ace_eval.text import plural
 
 __all__ = ["RoleUsage", "SampleResult", "TrainingResult"]
 

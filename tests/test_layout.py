@@ -1,9 +1,9 @@
-"""No two modules of `ace` or `ace_eval` import each other, directly or through others.
+"""The layout's rules: no import cycle, no private module imported across packages, small modules and folders.
 
 The imports are read with `ast` from the source files (nothing is imported): every `import` and `from ... import`,
-also those inside functions (a deferred import hides a cycle, it does not remove it); only the ones under
-`if TYPE_CHECKING:` are left out, since they never run. `from package import name` counts as an import of
-`package.name` when that is a module, else of `package`.
+also those inside functions (a deferred import hides a cycle, it does not remove it) and those under
+`if TYPE_CHECKING:` (a cycle of types is still a cycle of design). `from package import name` counts as an import
+of `package.name` when that is a module, else of `package`.
 """
 
 from __future__ import annotations
@@ -28,19 +28,8 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for other in child.orelse:
-                yield from _import_nodes(other)
-            continue
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
         yield from _import_nodes(child)
@@ -125,4 +114,52 @@ def test_the_walk_sees_cycles_and_deferred_imports() -> None:
     graph = import_graph()
     assert "ace.reflector.recursive" in graph["ace.reflector.simple"]  # make_reflector's deferred import
     assert "ace.core.skillbook" in graph["ace.core"]  # `from ace.core.skillbook import ...` in a package
-    assert "ace.deduplication.detector" not in graph["ace"]  # under `if TYPE_CHECKING:` (and lazy by name)
+    assert "ace.deduplication.detector" in graph["ace"]  # under `if TYPE_CHECKING:`: counted too
+
+
+def _package(name: str) -> str:
+    return name if modules()[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def private_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a private module (`_x`) from outside the package that holds it."""
+    found: list[str] = []
+    for name, imported in graph.items():
+        for target in imported:
+            parts = target.split(".")
+            private = next((k for k, part in enumerate(parts) if part.startswith("_")), None)
+            if private is not None and ".".join(parts[:private]) != _package(name):
+                found.append(f"{name} imports {target}")
+    return sorted(found)
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    found = private_imports(import_graph())
+    assert found == [], "make the module public, or move what is shared into it:\n" + "\n".join(found)
+
+
+def test_the_private_import_rule_sees_a_violation() -> None:
+    assert private_imports({"ace.steps.redact": {"ace.llm._errors"}}) == ["ace.steps.redact imports ace.llm._errors"]
+    assert private_imports({"ace.llm.routing": {"ace.llm._errors"}}) == []
+
+
+MAX_MODULE_LINES = 450
+MAX_FOLDER_MODULES = 20
+
+
+def test_modules_and_folders_stay_small() -> None:
+    long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in modules().items()}
+    assert {n: k for n, k in long.items() if k > MAX_MODULE_LINES} == {}, "split these modules"
+    folders: dict[Path, int] = {}
+    for path in modules().values():
+        folders[path.parent] = folders.get(path.parent, 0) + (path.name != "__init__.py")
+    assert {str(f): k for f, k in folders.items() if k > MAX_FOLDER_MODULES} == {}, "split these folders"
+
+
+def test_the_layout_names_the_stages_of_the_flow() -> None:
+    """A newcomer who reads the flow (trace -> redact -> reflect -> update -> skillbook -> export) finds each stage."""
+    for folder in ("core", "redaction", "reflector", "skill_manager", "agents", "sandbox", "pipeline", "steps"):
+        assert (ROOT / "ace" / folder / "__init__.py").exists(), folder
+    for folder in ("collection", "run", "e2e", "benchmarks", "commands"):
+        assert (ROOT / "ace-eval" / "src" / "ace_eval" / folder / "__init__.py").exists(), folder
+    assert not (ROOT / "ace" / "implementations").exists()
