@@ -1,5 +1,6 @@
 """The files of a maintained project: the MIT licence the pyprojects declare, a CI workflow (valid for actionlint)
-that runs `.ci/run` on Linux and macOS for every supported Python, and pre-commit hooks that run dev.py's checks."""
+that runs `.ci/run` on Linux and macOS for every supported Python, pre-commit hooks that run dev.py's checks, a
+CONTRIBUTING benchmark table that matches benchmarks/, and a changelog with an Unreleased section."""
 
 from __future__ import annotations
 
@@ -112,3 +113,25 @@ def test_the_pre_commit_hooks_run_the_checks_of_dev_py_test(monkeypatch: pytest.
         assert entry[0].startswith(".venv/bin/"), f"{hook['id']}: call the project's venv's tool, not one on PATH"
         assert hook["language"] == "system"
         assert hook["pass_filenames"] is False, f"{hook['id']}: dev.py checks the whole tree, not the staged files"
+
+
+def test_contributing_lists_every_benchmark_with_flags_it_takes() -> None:
+    rows = re.findall(
+        r"^\| `(\w+\.py)` \|[^|]*\| ([^|]*) \|", (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"), re.M
+    )
+    listed = dict(rows)
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")}
+    assert set(listed) == scripts, "CONTRIBUTING.md's benchmark table: one row per script of benchmarks/"
+    for script, flags in listed.items():
+        source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+        for flag in re.findall(r"--[a-z][a-z-]*", flags):
+            assert f'"{flag}"' in source, f"CONTRIBUTING.md names {flag} for {script}, which has no such flag"
+
+
+def test_the_changelog_has_an_unreleased_section_and_the_current_version() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d\d-\d\d))?$", text, re.M)
+    assert headings[0] == ("Unreleased", ""), "the first entry is `## [Unreleased]`"
+    assert headings[1][0] == version, f"the latest release entry is pyproject.toml's version, {version}"
+    assert headings[1][1], f"`## [{version}] - YYYY-MM-DD`: date the release"
