@@ -120,7 +120,7 @@ def install_local_model(python: Path) -> None:
             sys.exit(
                 "Compiling llama-cpp-python needs a C/C++ compiler and none is on PATH: install one (Debian/Ubuntu: "
                 "`apt-get install build-essential`, macOS: `xcode-select --install`) and run this again, or skip "
-                "the embedded model and use a hosted one (see README.md, Learning from traces)."
+                "the embedded model and use a hosted one (see README.md, Hosted models and their keys)."
             )
         require(
             pip(
