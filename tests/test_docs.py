@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _e2e_support import ScriptedReflector, scripted_injections
 from click.testing import CliRunner
-from test_e2e_support import ScriptedReflector, scripted_injections
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
