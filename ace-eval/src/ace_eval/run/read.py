@@ -74,7 +74,11 @@ class Run:
     def skillbook(self) -> RunSkillbook:
         """The learned skillbook: the published file, else (missing, damaged, or older than the journal: a resumed
         run still training) the checkpoint's snapshot with the journal replayed; raises `RunSkillbookError`."""
-        return _load_skillbook(self.folder, self.record)
+        return _load_skillbook(self.folder, self.step_output("persist", self.folder.skillbook.name))
+
+    def step_output(self, step: str, default: str) -> Path | None:
+        """The file the end-of-run `step` wrote (its `path` option), `None` when the run left the step out."""
+        return self.folder.step_output({"pipeline": self.record.pipeline}, step, default)
 
     def sample_lines(self) -> list[tuple[int, SampleResult]]:
         """Every line of the samples journal with its number, superseded attempts included; raises
@@ -110,8 +114,7 @@ def read_run(path: Path) -> Run:
     return Run(folder, load_run_record(folder.run_json), tuple(load_samples(folder.samples)))
 
 
-def _load_skillbook(folder: RunFolder, record: RunRecord) -> RunSkillbook:
-    published = folder.step_output({"pipeline": record.pipeline}, "persist", folder.skillbook.name)
+def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
     passed_over: str | None = None
     error: str | None = None
     if published is None:
