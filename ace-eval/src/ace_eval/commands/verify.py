@@ -77,7 +77,9 @@ def _skill_checks(book: Skillbook) -> list[Check]:
     ]
 
 
-def _sidecar_check(path: Path, book: Skillbook) -> Check:
+def _sidecar_check(path: Path, book: Skillbook, *, replayed: bool = False) -> Check:
+    """The vectors beside the skillbook file; `replayed`: the book is a snapshot plus its journal, so a skill added
+    since the snapshot has no vector in the snapshot's sidecar yet (a resume or the final save computes it)."""
     name = f"{path.name} present"
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
@@ -92,6 +94,9 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     shape = sidecar.matrix.shape
     dimension = shape[1] if len(shape) == 2 else "?"
     detail = f"{plural(len(sidecar.ids), 'vector')} of dimension {dimension} ({sidecar.model or 'unknown model'})"
+    if missing and replayed:
+        later = f"{detail}; none yet for {_ids(missing)}, added or changed by the journal (a resume computes them)"
+        return Check(name, True, later)
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
@@ -231,7 +236,7 @@ def _book_checks(file: Path, book: Skillbook, loaded: RunSkillbook | None = None
         shape += f", with {loaded.journal.name} replayed"
     return [
         Check(f"{file.name} conforms to the v2 shape", True, shape),
-        _sidecar_check(sidecar_path(file), book),
+        _sidecar_check(sidecar_path(file), book, replayed=loaded is not None and loaded.journal is not None),
         *_skill_checks(book),
     ]
 

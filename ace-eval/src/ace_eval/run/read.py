@@ -125,7 +125,7 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
         try:
             book = Skillbook.load_from_file(published)
         except _UNREADABLE as e:
-            error = _reason(e)
+            error = _reason(e).removeprefix(f"{published}: ")
             passed_over = f"{published.name} cannot be read: {error}"
         else:
             end = journal_end(folder.path)
@@ -134,7 +134,7 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
             passed_over = f"{published.name} is older than the journal: the run was resumed and has not finished"
     snapshot = snapshot_of(folder.path)
     if snapshot == published or not snapshot.is_file():
-        raise RunSkillbookError(_no_skillbook(folder, passed_over, damaged=error is not None))
+        raise RunSkillbookError(_no_skillbook(folder, published, passed_over, error))
     try:
         book = read_checkpoint(folder.path)
     except (CheckpointError, *_UNREADABLE) as e:
@@ -148,13 +148,13 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
     )
 
 
-def _no_skillbook(folder: RunFolder, passed_over: str | None, *, damaged: bool) -> str:
+def _no_skillbook(folder: RunFolder, published: Path | None, passed_over: str | None, error: str | None) -> str:
     """Why a run folder has no skillbook to read, and the fix."""
     snapshot = folder.snapshot.name
-    if damaged:
+    if published is not None and error is not None:
         return (
-            f"{folder.path}: {passed_over}, and there is no checkpoint snapshot ({snapshot}) to rebuild it from: "
-            "restore the file from a copy, or start a new run. Nothing was changed"
+            f"{published} cannot be read ({error}), and {folder.path} has no checkpoint snapshot ({snapshot}) to "
+            f"rebuild the skillbook from: restore {published.name} from a copy, or start a new run. Nothing was changed"
         )
     return (
         f"{folder.path} holds no skillbook yet ({passed_over}, and no {snapshot}): the run stopped before its first "
