@@ -109,6 +109,18 @@ def test_a_skillbook_not_published_yet_or_older_than_the_journal_is_read_from_th
     assert loaded.book.to_dict() == read_checkpoint(copy).to_dict()
 
 
+def test_a_folder_from_before_the_snapshot_had_its_own_name_replays_the_journal_over_its_skillbook(copy: Path) -> None:
+    learned = Skillbook.load_from_file(copy / "skillbook.json")
+    for name in ("skillbook.snapshot.json", "skillbook.snapshot.embeddings.npz"):
+        (copy / name).unlink()
+    Skillbook().save_to_file(copy / "skillbook.json")  # the checkpoint's file then, older than the journal
+    loaded = read_run(copy).skillbook
+    assert (loaded.source, loaded.journal) == (copy / "skillbook.json", copy / "samples.jsonl")
+    assert "older than the journal" in (loaded.passed_over or "") and loaded.published_error is None
+    assert loaded.book.operations_count == learned.operations_count > 0
+    assert [s.to_dict() for s in loaded.book.skills()] == [s.to_dict() for s in learned.skills()]
+
+
 def test_no_readable_skillbook_is_a_user_error_naming_the_file_and_the_fix(copy: Path) -> None:
     (copy / "skillbook.json").write_text("[", encoding="utf-8")
     (copy / "skillbook.snapshot.json").unlink()

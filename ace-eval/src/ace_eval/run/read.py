@@ -49,8 +49,8 @@ class RunSkillbook:
     """Why the published file cannot be read, when it is there but damaged."""
 
     def describe(self) -> str:
-        """Where the skillbook came from, e.g. `skillbook.snapshot.json + samples.jsonl (skillbook.json cannot be
-        read: ...)`, for a command's output."""
+        """Where the skillbook came from, e.g. `<run>/skillbook.snapshot.json + samples.jsonl (skillbook.json cannot
+        be read: ...)`, for a command's output."""
         text = str(self.source) + (f" + {self.journal.name}" if self.journal is not None else "")
         return text + (f" ({self.passed_over})" if self.passed_over else "")
 
@@ -132,8 +132,8 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
             if end is None or book.operations_count >= end:
                 return RunSkillbook(book=book, source=published, published=published)
             passed_over = f"{published.name} is older than the journal: the run was resumed and has not finished"
-    snapshot = snapshot_of(folder.path)
-    if snapshot == published or not snapshot.is_file():
+    snapshot = snapshot_of(folder.path)  # a folder from before the snapshot's own name: the published file itself
+    if not snapshot.is_file() or (snapshot == published and error is not None):
         raise RunSkillbookError(_no_skillbook(folder, published, passed_over, error))
     try:
         book = read_checkpoint(folder.path)
