@@ -19,7 +19,7 @@ redact = true                      # false (or --no-redact) keeps secrets and pe
 # review = true                    # stage edits as candidates of skillbook's review queue (needs skillbook)
 # skillbook = "prod/skillbook.json" # start from (with review: the published skillbook, never written by a run)
 
-[redaction]                        # on top of the built-in detectors (see the README's "Redaction")
+[redaction]                        # on top of the built-in detectors (see docs/redaction.md)
 patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
 allow = ["support@airline.example"]          # exact values never redacted
 allow_patterns = ['.*@airline\\.example']    # values a regular expression matches whole
