@@ -124,19 +124,22 @@ class RunRecordError(UserError, ValueError):
     """A `run.json` that cannot be read or does not have the shape `ace-eval e2e` writes; names the file and field."""
 
 
+_FIX = "restore run.json from a copy, or start a new run (nothing was changed)"
+
+
 def load_run_record(path: Path) -> RunRecord:
     """`path` (a run folder's `run.json`), checked; raises `RunRecordError` naming the file and the bad field."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         reason = "nested too deep" if isinstance(e, RecursionError) else str(e)
-        raise RunRecordError(f"{path} cannot be read ({reason}): the run folder is damaged") from None
+        raise RunRecordError(f"{path} cannot be read ({reason}): the run folder is damaged; {_FIX}") from None
     try:
         return RunRecord.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise RunRecordError(f"{path}: field {where!r}: {first['msg']}: the run folder is damaged") from None
+        raise RunRecordError(f"{path}: field {where!r}: {first['msg']}: the run folder is damaged; {_FIX}") from None
 
 
 def read_run_record(path: Path) -> RunRecord | None:
