@@ -88,7 +88,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     read_only = tuple(dict.fromkeys(roots + library))
     sys.path[:] = library
     sys.path_importer_cache.clear()
-    native = load_sibling("_sandbox_native").native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
+    native = load_sibling("_native").native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
     sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
     os.set_blocking(report_fd, True)

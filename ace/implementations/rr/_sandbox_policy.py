@@ -151,7 +151,7 @@ def make_audit_hook(
 
     Paths absolute and free of symbolic links (`os.path.realpath`). Refusals also go to `report_fd`, each line
     after the secret `token`. `native`: the only `(module, file)` pairs a C extension may load as
-    (`_sandbox_native.native_files`). `max_files` (0: none) bounds the files and folders the code makes in `home`.
+    (`_native.native_files`). `max_files` (0: none) bounds the files and folders the code makes in `home`.
     """
     import importlib._bootstrap_external as external
 

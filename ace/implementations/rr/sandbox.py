@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.implementations.rr._report import ReportReader
 from ace.implementations.rr._sandbox_confine import Quota, confine
-from ace.implementations.rr._sandbox_report import ReportReader
 
 __all__ = ["SandboxIsolation", "SandboxLimits", "SandboxResult", "run_code", "sandbox_environment"]
 
@@ -60,6 +60,7 @@ _READ_CHUNK = 65_536
 _DRAIN_GRACE_S = 1.0
 _MAX_REFUSALS = 20
 _PAGE = 4_096
+_DISK_POLL_S = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +131,8 @@ class SandboxResult:
     """The process's exit status; negative is the signal that ended it; `None` if it could not be reaped."""
     timed_out: bool
     memory_exceeded: bool
+    disk_exceeded: bool = False
+    """The working directory outgrew `max_disk_mb` or `max_files` (where it is no tmpfs) and the code was killed."""
     stdout_dropped: int = 0
     """Bytes of stdout beyond the cap that were dropped."""
     stderr_dropped: int = 0
@@ -157,6 +160,11 @@ class SandboxResult:
             status = (
                 f"Stopped: the code ran longer than the {self.limits.timeout_s:g} s time limit and was killed. "
                 "Compute less at once (smaller slices, no unbounded loops)."
+            )
+        elif self.disk_exceeded:
+            status = (
+                f"Stopped: the code wrote more than the {self.limits.max_disk_mb} MB or {self.limits.max_files} files "
+                "its working directory may hold, and was killed. Write less, or fewer files."
             )
         elif self.memory_exceeded:
             status = (
@@ -259,6 +267,8 @@ async def run_code(
         assert process.stdout is not None and process.stderr is not None
         out = asyncio.ensure_future(_read_capped(process.stdout, limits.max_output_bytes))
         err = asyncio.ensure_future(_read_capped(process.stderr, limits.max_output_bytes))
+        budget = ((limits.max_disk_mb << 20) + inputs, limits.max_files + 3)
+        disk = asyncio.ensure_future(_watch_disk(process, home, budget))
         try:
             timed_out = await _wait(process, limits.timeout_s)
         except BaseException:
@@ -266,19 +276,24 @@ async def run_code(
             err.cancel()
             raise
         finally:
+            disk.cancel()
             await _stop(process)
         duration = time.perf_counter() - started
         (stdout, stdout_dropped), (stderr, stderr_dropped) = await _finish(out, err)
         report.stop()
         isolation, refused = _read_report(report.lines, report.forged)
     exit_code = process.returncode
-    memory_exceeded = not timed_out and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
+    disk_exceeded = disk.done() and not disk.cancelled() and disk.result()
+    memory_exceeded = (
+        not timed_out and not disk_exceeded and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
+    )
     return SandboxResult(
         stdout=stdout,
         stderr=stderr,
         exit_code=exit_code,
         timed_out=timed_out,
         memory_exceeded=memory_exceeded,
+        disk_exceeded=disk_exceeded,
         stdout_dropped=stdout_dropped,
         stderr_dropped=stderr_dropped,
         duration_s=duration,
@@ -343,6 +358,36 @@ def _read_report(lines: list[str], forged: int) -> tuple[SandboxIsolation | None
 def _warn_once(note: str) -> None:
     """Log a missing isolation step once per process, not on every `execute_code`."""
     _log.warning("execute_code sandbox: %s", note)
+
+
+async def _watch_disk(process: asyncio.subprocess.Process, home: str, budget: tuple[int, int]) -> bool:
+    """Kill the process group once the working directory holds more than `budget` (bytes allocated, entries).
+
+    The checked budget where the directory is no tmpfs (macOS, no mount namespace): over by at most what the
+    code writes in one poll. On a tmpfs the host's folder holds the inputs only, and this never fires.
+    """
+    while process.returncode is None:
+        await asyncio.sleep(_DISK_POLL_S)
+        if _exceeds(home, *budget):
+            _kill_group(process.pid)
+            return True
+    return False
+
+
+def _exceeds(home: str, max_bytes: int, max_entries: int) -> bool:
+    """Whether the tree under `home` allocates more than `max_bytes` or has more than `max_entries` entries."""
+    used, entries, folders = 0, 0, [home]
+    while folders:
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as found:
+            for entry in found:
+                entries += 1
+                with contextlib.suppress(OSError):
+                    used += entry.stat(follow_symlinks=False).st_blocks * 512  # allocated: holes are free
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                if used > max_bytes or entries > max_entries:
+                    return True
+    return False
 
 
 async def _wait(process: asyncio.subprocess.Process, timeout_s: float) -> bool:
