@@ -151,7 +151,7 @@ def make_audit_hook(
 
     Paths absolute and free of symbolic links (`os.path.realpath`). Refusals also go to `report_fd`, each line
     after the secret `token`. `native`: the only `(module, file)` pairs a C extension may load as
-    (`_native.native_files`). `max_files` (0: none) bounds the files and folders the code makes in `home`.
+    (`_native.native_files`). `max_files` (0: none) bounds the files (a tenth: folders) the code makes in `home`.
     """
     import importlib._bootstrap_external as external
 
@@ -161,7 +161,7 @@ def make_audit_hook(
     if not had_gc:
         del sys.modules["gc"]
 
-    created: list[int] = []  # one item per file or folder the code made; reachable only through the hook
+    created: list[int] = []  # 1 per file, 2 per folder the code made; reachable only through the hook
     compile_bytecode = external._compile_bytecode.__code__  # type: ignore[attr-defined]  # the only caller allowed to `marshal.loads`
 
     def resolve(
@@ -197,7 +197,7 @@ def make_audit_hook(
         fd: int = report_fd,
         write: Any = os.write,
         oserror: Any = OSError,
-        prefix: str = token + "\t" if token else "",
+        prefix: str = "\n" + token + "\t" if token else "",  # a line of its own, whatever the code wrote before
     ) -> NoReturn:
         """Report the refusal on the report descriptor, then raise `error` with a reason the model can act on."""
         if not silent:
@@ -231,7 +231,7 @@ def make_audit_hook(
         max_files: int = max_files,
         add: Any = created.append,
         tally: Any = created.count,
-        forget: Any = created.pop,
+        forget: Any = created.remove,
         exists: Any = os.access,
     ) -> None:
         kind = type_(path)
@@ -251,20 +251,20 @@ def make_audit_hook(
             try:
                 mode = stat_(full).st_mode
             except missing:
-                if writing and max_files:
-                    if tally(1) >= max_files:
-                        what = f"at most {max_files} files and folders made by the code in the working directory"
-                        refuse(
-                            event, f"cannot create {full!r}: {what}; remove some, or write fewer, larger files", denied
-                        )
-                    add(1)
+                if writing and max_files:  # a folder is 2 (at most a tenth of them: slow to remove from a disk)
+                    folders, folder = tally(2), 2 if event == "os.mkdir" else 1
+                    if tally(1) + folders >= max_files or (folder == 2 and folders >= max_files // 10):
+                        what = f"at most {max_files} files and {max_files // 10} folders made by the code; remove some"
+                        refuse(event, f"cannot create {full!r}: {what}, or write fewer, larger files", denied)
+                    add(folder)
                 return None
             except oserror:
                 refuse(event, f"cannot {event.removeprefix('os.')} {full!r}", denied)
             if opening and not is_file(mode):
                 refuse(event, f"cannot open {full!r}: only regular files can be opened", denied)
-        elif (event == "os.remove" or event == "os.rmdir") and tally(1) and exists(full, 0):
-            forget()  # its place is free again
+        elif event == "os.remove" and tally(1) and exists(full.rpartition("/")[0] or "/", 3):  # its folder W_OK | X_OK
+            # stat raises what the removal would; a folder's place is never freed (rmdir fails unless it is empty)
+            forget(1) if is_file(stat_(full).st_mode) else None
         return None
 
     def trusted_bytecode(

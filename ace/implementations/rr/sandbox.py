@@ -78,7 +78,7 @@ class SandboxLimits:
     max_disk_mb: int = 64
     """All the files the code makes in its working directory together, in MiB (a tmpfs, so memory; Linux only)."""
     max_files: int = 1_000
-    """Files and folders the code may make in its working directory at a time."""
+    """Files the code may make in its working directory at a time; a folder counts as two, at most a tenth folders."""
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
@@ -91,8 +91,10 @@ class SandboxLimits:
             raise ValueError(f"SandboxLimits.max_file_mb must be at least 1 (MiB), got {self.max_file_mb}")
         if self.max_disk_mb < 1:
             raise ValueError(f"SandboxLimits.max_disk_mb must be at least 1 (MiB), got {self.max_disk_mb}")
-        if self.max_files < 1:
-            raise ValueError(f"SandboxLimits.max_files must be at least 1, got {self.max_files}")
+        if self.max_files < 10:
+            raise ValueError(
+                f"SandboxLimits.max_files must be at least 10 (a tenth may be folders), got {self.max_files}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
