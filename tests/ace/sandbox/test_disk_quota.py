@@ -177,3 +177,22 @@ def test_the_report_reader_keeps_split_lines_counts_the_rest_and_skips_overlong_
         report.stop()
         assert report.lines[:3] == ['{"uid": 1}', "os.remove\tone", "os.remove\ttwo"]
         assert len(report.lines) == 64 and report.more == 102 + 1 - 64 and report.forged == 2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_disk_mb": 0}, "max_disk_mb must be at least 1"),
+        ({"max_files": 9}, "max_files must be at least 10 (a tenth may be folders)"),
+    ],
+)
+def test_quota_limits_are_checked(kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        SandboxLimits(**kwargs)
+
+
+def test_a_big_trace_fits_beside_the_quota() -> None:
+    trace = {"messages": ["y" * (1 << 20)] * 40}  # 40 MiB of trace, 8 MiB of quota: the inputs are not counted
+    code = "print(len(trace['messages']))\nopen('out', 'wb').write(b'z' * (6 << 20))"
+    result = asyncio.run(run_code(code, trace, limits=SandboxLimits(timeout_s=20.0, memory_mb=512, max_disk_mb=8)))
+    assert result.ok and result.stdout == f"40\n{6 << 20}\n", result.as_text()
