@@ -76,7 +76,8 @@ class SandboxLimits:
     max_file_mb: int = 16
     """Largest file the code may write in its working directory, in MiB."""
     max_disk_mb: int = 64
-    """All the files the code makes in its working directory together, in MiB (a tmpfs, so memory; Linux only)."""
+    """All the files the code makes in its working directory together, in MiB: on Linux a tmpfs (memory, not disk),
+    elsewhere checked by the parent every 50 ms."""
     max_files: int = 1_000
     """Files the code may make in its working directory at a time; a folder counts as two, at most a tenth folders."""
 
