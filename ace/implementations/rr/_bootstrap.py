@@ -31,6 +31,7 @@ SANDBOX_FILENAME = "<sandbox>"
 TOKEN_FILE = "report.token"
 EXIT_ERROR = 1
 EXIT_MEMORY = 3
+OPEN_FILES = 256
 
 
 def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
@@ -39,6 +40,8 @@ def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    nofile = min(OPEN_FILES, *(n for n in resource.getrlimit(resource.RLIMIT_NOFILE) if n >= 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # files open at once, removed ones included
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file then fails with OSError instead of killing
     signal.alarm(alarm)  # a backstop should the parent die before it can kill us
 

@@ -56,7 +56,7 @@ DENIED_EVENTS = frozenset(
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
         "os.mknod", "os.mkfifo", "os.pidfd_open", "signal.pidfd_send_signal", "os.setpriority",
         "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin", "signal.signal",
-        "os.posix_fallocate",
+        "os.posix_fallocate", "os.memfd_create",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
@@ -72,11 +72,11 @@ UNAUDITED = {
     "os.sched_setparam": ("posix", "os"),
     "os.sched_setscheduler": ("posix", "os"),
     "os.posix_fallocate": ("posix", "os"),
+    "os.memfd_create": ("posix", "os"),
 }
-"""Functions (by the event their stub raises, and the modules holding them) that raise no audit event yet act
-outside the working directory (files, FIFOs, devices), on other processes (a pid descriptor's signal, priority,
-CPUs), reserve disk blocks unwritten (`posix_fallocate`) or hand the code a hook's frame (a signal handler):
-replaced by stubs that raise the event (refused and reported); the originals are left nowhere."""
+"""Functions (by the event their stub raises, and the modules holding them) that raise no audit event yet act on
+files outside the working directory, on other processes, past the disk and memory quotas (`posix_fallocate`,
+`memfd_create`) or hand the code a hook's frame (`signal`): replaced by refusing, reported stubs (no originals)."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})

@@ -35,6 +35,7 @@ import math
 import os
 import secrets
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -364,22 +365,25 @@ def _warn_once(note: str) -> None:
 
 
 async def _watch_disk(process: asyncio.subprocess.Process, home: str, budget: tuple[int, int]) -> bool:
-    """Kill the process group once the working directory holds more than `budget` (bytes allocated, entries).
-
-    The checked budget where the directory is no tmpfs (macOS, no mount namespace): over by at most what the
-    code writes in one poll. On a tmpfs the host's folder holds the inputs only, and this never fires.
-    """
+    """Kill the process group once its working directory holds more than `budget` (bytes allocated, entries): the
+    checked budget where it is no tmpfs (on a tmpfs the host's folder holds the inputs only)."""
     while process.returncode is None:
         await asyncio.sleep(_DISK_POLL_S)
-        if _exceeds(home, *budget):
+        if _exceeds(home, process.pid, *budget):
             _kill_group(process.pid)
             return True
     return False
 
 
-def _exceeds(home: str, max_bytes: int, max_entries: int) -> bool:
-    """Whether the tree under `home` allocates more than `max_bytes` or has more than `max_entries` entries."""
+def _exceeds(home: str, pid: int, max_bytes: int, max_entries: int) -> bool:
+    """Whether the tree under `home`, with the files `pid` holds open but removed (Linux), allocates more than
+    `max_bytes`, or the tree has more than `max_entries` entries."""
     used, entries, folders = 0, 0, [home]
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):  # no /proc (macOS): RLIMIT_NOFILE x RLIMIT_FSIZE bounds them
+            with contextlib.suppress(OSError):
+                held = os.stat(f"/proc/{pid}/fd/{fd}")
+                used += held.st_blocks * 512 if held.st_nlink == 0 and stat.S_ISREG(held.st_mode) else 0
     while folders:
         with contextlib.suppress(OSError), os.scandir(folders.pop()) as found:
             for entry in found:

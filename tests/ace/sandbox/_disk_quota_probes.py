@@ -119,6 +119,33 @@ DISK_PROBES = (
         FULL,
         None,
     ),
+    Probe(  # removed files still take their space while open: the tree alone does not show them
+        "fill-removed-but-open-files",
+        "import os\nkept, total = [], 0\ntry:\n    for i in range(10_000):\n        f = open(f'u{i}', 'wb')\n"
+        "        os.remove(f'u{i}')\n        kept.append(f)\n        for _ in range(16):\n"
+        "            f.write(b'u' * (1 << 20))\n            f.flush()\n            total += 1 << 20\n"
+        "except OSError as e:\n    print(f'stopped after {total >> 20} MiB: {e.strerror}')",
+        FULL,
+        None,
+    ),
+    Probe(  # anonymous memory files: on no quota at all, and no audit event
+        "memfd-fill",
+        "import os\nfor i in range(10_000):\n    os.write(os.memfd_create(f'm{i}'), b'm' * (16 << 20))",
+        "os.memfd_create is not allowed",
+        "os.memfd_create",
+    ),
+    Probe(
+        "unnamed-tmpfile",
+        "import os\nos.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)",
+        "only regular files can be opened",
+        "open",
+    ),
+    Probe(
+        "too-many-open-files",
+        "import os\nfds = [os.open('trace.json', os.O_RDONLY) for _ in range(100_000)]",
+        "Too many open files",
+        None,
+    ),
     # --- many small files and folders ---------------------------------------------------------------------------
     Probe(  # the audit's finding: 80,000 empty files in 5 s, 7 s for the host to clean up
         "hundred-thousand-small-files",

@@ -107,6 +107,7 @@ def test_without_a_tmpfs_the_file_count_and_the_checked_budget_hold(
 
     monkeypatch.setattr(_sandbox_confine, "_mount_quota", refused)
     names = {"fill-with-writes", "fill-with-copy-file-range", "fill-in-subfolders", "sparse-then-filled"}
+    names.add("fill-removed-but-open-files")
     for probe in DISK_PROBES:
         result, lost, aftermath = run(probe, host)
         assert result.isolation is not None and not result.isolation.disk_quota
