@@ -35,6 +35,8 @@ class Detector:
     """Searched only once a match of this kind was seen in the same text or session (a bare AWS secret)."""
     shapes: tuple[str, ...] = ()
     """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
+    shape_pattern: str = ""
+    """A regular expression searched in the text's shape like `shapes` (nine digits with no letter or digit around)."""
 
     shape_gate: re.Pattern[bytes] | None = field(init=False, default=None)
     literals: tuple[str, ...] = field(init=False, default=())
@@ -45,8 +47,11 @@ class Detector:
     def __post_init__(self) -> None:
         object.__setattr__(self, "literals", tuple(t for t in self.triggers if not t.isdigit()))
         object.__setattr__(self, "on_digit", any(t.isdigit() for t in self.triggers))
-        if self.shapes:
-            object.__setattr__(self, "shape_gate", re.compile(b"|".join(re.escape(s.encode()) for s in self.shapes)))
+        gates = [re.escape(s.encode()) for s in self.shapes] + (
+            [self.shape_pattern.encode()] if self.shape_pattern else []
+        )
+        if gates:
+            object.__setattr__(self, "shape_gate", re.compile(b"|".join(gates)))
 
     left: re.Pattern[str] | None = None
     """Extends a match to the left: searched in the 64 characters before it, ending where the match starts."""
@@ -181,6 +186,7 @@ def _d(
     group: int = 0,
     check: Check | None = None,
     shapes: tuple[str, ...] = (),
+    shape_pattern: str = "",
     after: str | None = None,
     left: str | None = None,
     normalize: Callable[[str], str] | None = None,
@@ -194,6 +200,7 @@ def _d(
         check=check,
         triggers=triggers,
         shapes=shapes,
+        shape_pattern=shape_pattern,
         after=after,
         left=re.compile(left) if left is not None else None,
         normalize=normalize,
@@ -358,7 +365,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=_ssn,
         normalize=_digits_only,
-        shapes=("000-00-0000", "000 00 0000", "000000000"),
+        shapes=("000-00-0000", "000 00 0000"),
+        shape_pattern=r"000000000(?<![A-Za-z0]000000000)(?![A-Za-z0])",  # not in a hex digest
         retry=True,
     ),
 )
