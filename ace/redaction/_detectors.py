@@ -169,7 +169,9 @@ _GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 _B64_40 = r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9+]|/[A-Za-z0-9/+])"
 """40 base64 characters, then no more of them (a `/` that ends the run is a boundary, as in a path)."""
 _B64_40_ALONE = r"(?<![A-Za-z0-9+])(?<![A-Za-z0-9/+]/)" + _B64_40
-_AWS_KEYWORD = r"(?i:secret[_ -]?access[_ -]?key|aws[_ -]?secret[\w -]{0,20}|aws[\w -]{0,20}(?:secret|key)[\w -]{0,10})"
+_AWS_KEYWORD = (  # also `aws.secretKey`, `aws.credentials.secret-key`
+    r"(?i:secret[_ .-]?access[_ .-]?key|aws[_ .-]?secret[\w .-]{0,20}|aws[\w .-]{0,20}(?:secret|key)[\w .-]{0,10})"
+)
 # a keyword, then `=`, `: `, `": "`, `\": \"` or a space (`export KEY=v`, `"KEY": "v"`, `KEY: v`, `--key v`)
 _SEPARATOR = r"[\"'\\\s:=]{1,8}"
 _NUMBER_START = r"(?<![A-Za-z0-9]{d})(?<!\d\.{d})"
@@ -275,7 +277,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "basic_auth",
-        r"(?i:(?<![A-Za-z0-9])authorization(?![A-Za-z0-9])[\"'\\:\s]{1,7}basic)\s+([A-Za-z0-9+/]{8,}=*)",
+        r"(?i:(?<![A-Za-z0-9])authorization(?![A-Za-z0-9])[\"'\\:=\s]{1,7}basic)\s+([A-Za-z0-9+/]{8,}=*)",
         "uthorization",
         "UTHORIZATION",
         group=1,
@@ -289,9 +291,9 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         left=r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}\Z",
         normalize=str.lower,
     ),
-    _d(  # PASSWORD=v, export DB_PASSWORD=v, "password": "v", passwd: v, PGPASSWORD=v, \"pwd\": \"v\"
+    _d(  # PASSWORD=v, export DB_PASSWORD=v, "password": "v", passwd: v, PGPASSWORD=v, \"pwd\": \"v\", pwd => v
         "password",
-        r"(?i:(?<![A-Za-z0-9])(?:pg)?(?:password|passwd|pwd)(?![A-Za-z0-9]))\\?[\"']?\s{0,3}[=:]\s{0,3}\\?[\"']?"
+        r"(?i:(?<![A-Za-z0-9])(?:pg)?(?:password|passwd|pwd)(?![A-Za-z0-9]))\\?[\"']?\s{0,3}[=:]>?\s{0,3}\\?[\"']?"
         r"([^\s\"'<>,;&\\\x00]{4,})",
         "assw",
         "ASSW",

@@ -25,6 +25,9 @@ AWS_KEYWORD_FORMS = (
     "--aws-secret-access-key {v}",
     "--aws-secret-access-key={v}",
     "SecretAccessKey={v}",
+    "aws.secretKey = {v}",
+    "spring.cloud.aws.credentials.secret-key={v}",
+    "$env:AWS_SECRET_ACCESS_KEY='{v}'",
 )
 PASSWORD = "hunter22x"
 PASSWORD_FORMS = (
@@ -33,6 +36,8 @@ PASSWORD_FORMS = (
     "export POSTGRES_PASSWORD={v}",
     "PGPASSWORD={v}",
     '"password": "{v}"',
+    '\\"password\\": \\"{v}\\"',
+    "'password' => '{v}'",
     "passwd: {v}",
     "--password {v}",
     "--db-password={v}",
