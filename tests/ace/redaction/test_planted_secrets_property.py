@@ -7,7 +7,7 @@ import string
 
 import pytest
 from _planted_secrets import BOUNDARIES, DIGIT_KINDS, PLANTS, Plant
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ace.redaction import Redactor
@@ -26,7 +26,7 @@ def _continues_the_number(plant: Plant, outside: str, boundary: str) -> bool:
     return plant.kind in DIGIT_KINDS and outside[-1:].isdigit() and boundary in ".- \n"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None)
 @given(
     plant=st.sampled_from(PLANTS),
     before=SURROUNDINGS,
