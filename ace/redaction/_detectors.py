@@ -1,6 +1,6 @@
 """The built-in detectors: one regular expression per kind of secret or personal datum, with its check.
 
-Hand-written because no offline library fits (see the README's "Redaction" section for the measurement):
+Hand-written because no offline library fits (see docs/performance.md, Redaction, for the measurement):
 detect-secrets' plugins cost ~120-270 ms per tau-bench trace, have no e-mail, phone, card or IBAN detector, and
 miss Anthropic, Google and current OpenAI keys. Where its regexes are good (AWS, GitHub, Slack, Stripe) ours
 follow them. Each detector has a cheap `trigger` substring so a text without it skips the regex entirely.

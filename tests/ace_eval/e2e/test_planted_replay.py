@@ -21,8 +21,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
+from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e import runner
-from ace_eval.e2e.collection import Trace, write_collection
 from ace_eval.e2e.runner import RunInjections
 
 EMAIL_ID = "user-x.y@mail.io-trial-0"
