@@ -3,7 +3,7 @@ results and tool answers (`render_skills_xml`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -12,11 +12,11 @@ from ace.core.skill import Section, Skill
 __all__ = ["render_prompt", "render_skills_xml", "skillbook_stats"]
 
 
-def render_prompt(skills: Sequence[Skill], sections: Sequence[Section]) -> str:
-    """Visible skills (active, not quarantined) grouped by section in the spec's prompt format; `""` when none."""
+def render_prompt(sections: Mapping[Section, Iterable[Skill]]) -> str:
+    """Visible skills (active, not quarantined) under their sections, in the spec's prompt format; `""` when none."""
     lines: list[str] = []
-    for section in sections:
-        shown = [s for s in skills if s.section == section and s.visible]
+    for section, skills in sections.items():
+        shown = [s for s in skills if s.visible]
         if not shown:
             continue
         lines.append(f"## {section}")

@@ -382,7 +382,7 @@ class Skillbook:
     def as_prompt(self) -> str:
         """Visible skills grouped by section, in the spec's prompt format (`ace.core.rendering`); `""` if none."""
         with self._lock:
-            return render_prompt(list(self._skills.values()), SECTION_ORDER)
+            return render_prompt({s: [self._skills[i] for i in ids] for s, ids in self._sections.items()})
 
     def to_llm_dict(self) -> dict[str, Any]:
         """Visible skills as plain data for an LLM prompt or tool result."""
