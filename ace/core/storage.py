@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ace.core import json_safe
 from ace.core.skill import Embedding
 from ace.exceptions import SkillbookFormatError
 
@@ -185,20 +186,18 @@ def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ())
 
 
 def read_json_file(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file; a syntax error names the file, line, column and character offset."""
+    """Parse a JSON file with the safe reader (`ace.core.json_safe`: size, depth and integer limits); a refusal
+    names the file, line, column and field."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
-    except UnicodeDecodeError as e:
-        raise SkillbookFormatError(f"{p}: not UTF-8 text (byte {e.start}): {e.reason}", path=str(p)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SkillbookFormatError(
-            f"{p}: malformed JSON at line {e.lineno}, column {e.colno} (char {e.pos}): {e.msg}", path=str(p)
-        ) from None
+        return json_safe.read_json(p)
+    except json_safe.JsonInputError as e:
+        if e.kind == "missing":
+            raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
+        if e.kind == "syntax" and e.column:
+            where = f"line {e.line}, column {e.column}"
+            raise SkillbookFormatError(f"{p}: malformed JSON at {where}: {e.reason}", path=str(p)) from None
+        raise SkillbookFormatError(str(e), path=str(p)) from None
 
 
 def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, model: str | None) -> Writer:

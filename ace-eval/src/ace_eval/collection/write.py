@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -10,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, BinaryIO, Literal
 
+from ace.core import json_safe
 from ace.core.storage import atomic_write, json_writer
 from ace_eval.collection.model import (
     MANIFEST_FILE,
@@ -210,23 +210,28 @@ class CollectionWriter:
 
     def _load_existing(self) -> None:
         path = self.traces_path
-        data = path.read_bytes() if path.exists() else b""
-        lines, tail = split_lines(data)
-        if tail.strip():
-            try:
-                json.loads(tail)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                # A kill mid-write: the trace was not finished, so dropping its partial line loses nothing.
-                with path.open("r+b") as f:
-                    f.truncate(len(data) - len(tail))
-                    os.fsync(f.fileno())
-                self.dropped_partial_line = True
-            else:
-                with path.open("ab") as f:
-                    f.write(b"\n")
-                lines.append((data.count(b"\n") + 1, tail))
-        for trace in parse_trace_lines(lines, file=str(path), source_system=self.source_system):
-            self._count(trace)
+        try:
+            data = json_safe.read_bytes(path) if path.exists() else b""
+            lines, tail = split_lines(data)
+            if tail.strip():
+                json_safe.loads(tail, file=str(path), line=data.count(b"\n") + 1)
+            partial = False
+        except json_safe.JsonInputError as e:
+            if e.kind not in ("syntax", "encoding"):
+                raise CollectionError.from_json(e) from None
+            partial = True
+        number = data.count(b"\n") + 1
+        complete = [*lines, (number, tail)] if tail.strip() and not partial else lines
+        for trace in parse_trace_lines(complete, file=str(path), source_system=self.source_system):
+            self._count(trace)  # every line checked before the file is touched
+        if tail.strip() and partial:  # a kill mid-write: the trace was not finished, dropping it loses nothing
+            with path.open("r+b") as f:
+                f.truncate(len(data) - len(tail))
+                os.fsync(f.fileno())
+            self.dropped_partial_line = True
+        elif tail.strip():
+            with path.open("ab") as f:
+                f.write(b"\n")
 
 
 def write_collection(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from ace.core import json_safe
 from ace.core.effectiveness import SkillKpis, skill_kpis
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
@@ -81,7 +82,7 @@ def _redactor(folder: Path | None) -> Redactor | None:
     run_json = folder / RUN_JSON if folder is not None else None
     if run_json is not None and run_json.is_file():
         try:
-            config = json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}
+            config = json_safe.read_json(run_json).get("config") or {}
             return E2ESettings.from_dict(config).redactor()
         except (ValueError, TypeError, AttributeError):
             pass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from ace.core import json_safe
 from ace.core.skillbook import Skillbook
 from ace.core.storage import load_sidecar, sidecar_path
 from ace.exceptions import SkillbookFormatError
@@ -193,7 +193,7 @@ def _samples_check(path: Path, run_json: Path) -> Check:
     superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
     detail = plural(len(latest), "sample") + superseded
     try:
-        recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
+        recorded = json_safe.read_json(run_json).get("training", {}).get("samples")
     except (OSError, ValueError, AttributeError):
         recorded = None
     if isinstance(recorded, int) and recorded != len(latest):
@@ -219,7 +219,7 @@ def _journal_records(path: Path) -> list[tuple[int, SampleResult]] | int:
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
+            data = json_safe.loads(raw)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
             data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result

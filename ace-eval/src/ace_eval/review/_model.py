@@ -17,6 +17,7 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ace.core import json_safe
 from ace.core.storage import atomic_write
 from ace.exceptions import UserError
 
@@ -149,9 +150,9 @@ def read_queue(path: Path, skillbook: Path) -> QueueFile:
     if not path.is_file():
         return QueueFile(review_queue_version=QUEUE_VERSION, skillbook=skillbook.name, next_number=1, candidates=[])
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise QueueFormatError(f"{path} cannot be read ({e}): restore it from a backup or move it away") from None
+        data = json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise QueueFormatError(f"{e}: the queue cannot be read; restore it from a backup or move it away") from None
     version = data.get("review_queue_version") if isinstance(data, dict) else None
     if version != QUEUE_VERSION:
         raise QueueFormatError(

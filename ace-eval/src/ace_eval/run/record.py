@@ -7,12 +7,12 @@ and every reader (`ace-eval e2e`'s summary, `ace-eval inspect`) reads it through
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 
 __all__ = [
@@ -120,9 +120,9 @@ class RunRecordError(UserError, ValueError):
 def load_run_record(path: Path) -> RunRecord:
     """`path` (a run folder's `run.json`), checked; raises `RunRecordError` naming the file and the bad field."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RunRecordError(f"{path} cannot be read ({e}): the run folder is damaged") from None
+        data = json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise RunRecordError(f"{e}: it cannot be read, the run folder is damaged") from None
     try:
         return RunRecord.model_validate(data)
     except ValidationError as e:

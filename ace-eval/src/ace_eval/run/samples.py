@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ace.core import json_safe
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["load_sample_lines", "load_samples", "merge_samples"]
@@ -27,10 +27,10 @@ def load_sample_lines(path: Path) -> list[SampleResult]:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                data = json_safe.loads(line)
                 data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
                 out.append(SampleResult.from_dict(data))
-            except (json.JSONDecodeError, AttributeError, ValueError):
+            except (AttributeError, ValueError):  # JsonInputError is a ValueError
                 continue  # a torn last line (the run was killed mid-write)
     return out
 
