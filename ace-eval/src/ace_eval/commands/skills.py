@@ -143,7 +143,8 @@ def _decide(path: Path, skill_id: str, reason: str, verb: str, by: str | None) -
     if not who.strip():
         raise _UsageFix(f"--by is blank: name who decides to {verb} {skill_id} (recorded in the audit log)")
     file, folder = _target(path)
-    clean, _ = (_redactor(folder) or Redactor()).redact_data({"by": who.strip(), "reason": reason.strip()}, numbered=False)
+    redactor = _redactor(folder) or Redactor()
+    clean, _ = redactor.redact_data({"by": who.strip(), "reason": reason.strip()}, numbered=False)
     who, reason = str(clean["by"]), str(clean["reason"])
     with _locked(folder):
         book = _load(file, folder, locked=True)
