@@ -63,8 +63,9 @@ def _load(file: Path, folder: Path | None, *, locked: bool) -> Skillbook:
         elif folder is not None:
             return read_checkpoint(folder)
         return Skillbook.load_from_file(file)
-    except (AceError, ValueError) as e:
-        raise click.ClickException(f"cannot read the skillbook {file}: {e}") from None
+    except (AceError, ValueError) as e:  # a damaged file (UserError) is the user's to fix: exit 2
+        error = _UsageFix if isinstance(e, UserError) else click.ClickException
+        raise error(f"cannot read the skillbook {file}: {e}") from None
 
 
 @contextmanager

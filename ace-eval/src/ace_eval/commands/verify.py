@@ -253,6 +253,8 @@ def run_checks(target: Path) -> list[Check]:
     run = _run_check(folder / "run.json")
     if run is not None:
         checks.append(run)
+    if skillbook_path.is_file():
+        json_safe.read_json(skillbook_path)  # not JSON within the reader's limits: nothing to check (exit 2)
     try:
         book = Skillbook.load_from_file(skillbook_path)
     except ValueError as e:
