@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.tmp")
+_COMMIT_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.commit")
 _MAX_DIM = 65_536
 _MAX_ID_CHARS = 256
 _MAX_MODEL_CHARS = 1_024
@@ -155,8 +156,14 @@ def commit_files(files: Sequence[tuple[str | os.PathLike[str], Writer]], *, inte
 
 def recover_commit(intent: Path) -> bool:
     """Finish the commit a killed `commit_files` left at `intent` (its process no longer runs); True when one was
-    finished. A damaged intent (never written whole: it is renamed into place) is refused."""
+    finished. Without an intent, the temporaries of commits killed before deciding are removed. A damaged intent
+    (never written whole: it is renamed into place) is refused."""
     if not intent.is_file():
+        for entry in os.scandir(intent.parent) if intent.parent.is_dir() else ():
+            match = _COMMIT_TEMP.fullmatch(entry.name)
+            if match and entry.is_file(follow_symlinks=False) and not _process_may_run(int(match["pid"])):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
         return False
     record = json_safe.read_json(intent)
     renames = record.get("renames") if isinstance(record, dict) else None

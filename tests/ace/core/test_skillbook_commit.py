@@ -93,3 +93,14 @@ def test_a_skillbook_without_a_required_key_is_refused_naming_it(tmp_path: Path,
     if key == "skills":
         with pytest.raises(SkillbookFormatError, match=r"the required field 'skills' is missing"):
             Skillbook.from_dict(data)
+
+
+def test_the_temporaries_of_a_commit_killed_before_deciding_go_on_the_next_read(tmp_path: Path) -> None:
+    path = tmp_path / "skillbook.json"
+    book_with("old").save_to_file(path)
+    dead = tmp_path / f".skillbook.json.{os.getpid() + 10**9}.ab_1.commit"
+    live = tmp_path / f".skillbook.json.{os.getppid()}.cd_2.commit"
+    for temp in (dead, live):
+        temp.write_text("half a skillbook", encoding="utf-8")
+    assert Skillbook.load_from_file(path).skills()[0].issue == "old"
+    assert not dead.exists() and live.exists()  # a running writer's temporaries are its own
