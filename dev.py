@@ -2,7 +2,7 @@
 """Set up the project's virtual environment and run its main jobs; the README's two commands call this.
 
     python3 dev.py demo    # install ACE with the embedded offline models, replay the demo trace collection
-    python3 dev.py test    # install ACE with the dev tools, then lint, type-check and run the tests (with coverage)
+    python3 dev.py test    # install ACE with the dev tools, then lint, type-check, build the docs and run the tests
 
 Only the Python standard library is used here, so it runs on a fresh machine with Python 3.11+.
 The virtual environment lives in `.venv/` (override with ACE_VENV); it is reinstalled only when a
@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import venv
@@ -119,7 +120,7 @@ def install_local_model(python: Path) -> None:
             sys.exit(
                 "Compiling llama-cpp-python needs a C/C++ compiler and none is on PATH: install one (Debian/Ubuntu: "
                 "`apt-get install build-essential`, macOS: `xcode-select --install`) and run this again, or skip "
-                "the embedded model and use a hosted one (see README.md, Learning from traces)."
+                "the embedded model and use a hosted one (see README.md, Hosted models and their keys)."
             )
         require(
             pip(
@@ -190,6 +191,9 @@ def main(argv: list[str]) -> None:
     run([str(bindir / "ruff"), "check", "."])
     run([str(bindir / "ruff"), "format", "--check", "."])
     run([str(bindir / "mypy")])
+    # The docs site (mkdocs.yml, docs/): a broken link or anchor, or a page left out of the nav, fails the build.
+    with tempfile.TemporaryDirectory(prefix="ace-site-") as site:
+        run([str(bindir / "mkdocs"), "build", "--strict", "--site-dir", site], env={"NO_MKDOCS_2_WARNING": "1"})
     # Coverage of ace and ace_eval, by file; the whole suite (no arguments) must keep COVERAGE_FLOOR percent.
     floor = COVERAGE_FLOOR if SHARED_DATA.is_dir() else COVERAGE_FLOOR_WITHOUT_DATA
     coverage = ["--cov", "--cov-report=term"] + ([] if rest else [f"--cov-fail-under={floor}"])

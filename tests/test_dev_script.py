@@ -99,3 +99,13 @@ def test_pip_output_is_cut_to_downloads_builds_and_errors(dev: ModuleType) -> No
         "Requirement already satisfied: anyio>=4 in ./.venv/lib/python3.11/site-packages",
     ]
     assert [line for line in shown + hidden if dev.SHOWN.match(line)] == shown
+
+
+def test_the_test_job_builds_the_docs_strictly_before_pytest(dev: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[list[str]] = []
+    monkeypatch.setattr(dev, "ensure_venv", lambda job: Path("/venv/bin/python"))
+    monkeypatch.setattr(dev, "run", lambda cmd, env=None: ran.append(cmd))
+    dev.main(["test", "-q"])
+    [build] = [cmd for cmd in ran if cmd[0].endswith("mkdocs")]
+    assert build[1:3] == ["build", "--strict"] and ran.index(build) == len(ran) - 2
+    assert ran[-1][1:3] == ["-m", "pytest"]

@@ -9,7 +9,6 @@ import pytest
 
 import ace
 
-
 # `ace.__all__` as of 0.1.0 (before the layout change): each name must stay importable from `ace`.
 PUBLIC_0_1 = [
     "SCHEMA_VERSION",

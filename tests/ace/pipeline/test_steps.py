@@ -12,7 +12,7 @@ import pytest
 from _ace_scripts import make_trace, scripted_roles
 from pydantic_ai.usage import RunUsage
 
-import ace.core.skillbook as skillbook_module
+import ace.core.serialization as skillbook_module
 from ace import Skillbook
 from ace.pipeline.context import StepContext, insight_source
 from ace.pipeline.pipeline import Pipeline, PipelineError
