@@ -238,8 +238,14 @@ OTHER_EXIT: dict[tuple[str, str], tuple[tuple[int, ...], str]] = {
     ("scan", "duplicate"): ((0, 1), "scan searches values, it does not validate a collection"),
     ("scan", "missing"): ((0, 1), "scan searches values, it does not validate a collection"),
     ("inspect", "empty"): ((0,), "a run stopped before its first span has an empty spans.jsonl: nothing to show"),
-    ("verify", "duplicate"): ((1,), "a skillbook that is JSON but breaks the v2 shape is what verify reports: FAIL"),
-    ("verify", "missing"): ((1,), "a skillbook that is JSON but breaks the v2 shape is what verify reports: FAIL"),
+    **{
+        ("verify", kind): (
+            (1,),
+            "verify reports a damaged skillbook as its failed v2-shape check (exit 1: a check "
+            "found something), naming the file and the reader's reason",
+        )
+        for kind in KINDS
+    },
 }
 """Cells where exit 2 would be wrong, with the statuses they have and why; still no traceback, nothing written."""
 
