@@ -159,10 +159,10 @@ def recover_commit(intent: Path) -> bool:
     finished. Without an intent, the temporaries of commits killed before deciding are removed. A damaged intent
     (never written whole: it is renamed into place) is refused."""
     if not intent.is_file():
-        for entry in os.scandir(intent.parent) if intent.parent.is_dir() else ():
-            match = _COMMIT_TEMP.fullmatch(entry.name)
-            if match and entry.is_file(follow_symlinks=False) and not _process_may_run(int(match["pid"])):
-                with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # a folder this reader may not list or write: leave it as it is
+            for entry in os.scandir(intent.parent):
+                match = _COMMIT_TEMP.fullmatch(entry.name)
+                if match and entry.is_file(follow_symlinks=False) and not _process_may_run(int(match["pid"])):
                     os.unlink(entry.path)
         return False
     record = json_safe.read_json(intent)
