@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,4 +130,31 @@ def test_a_kill_between_the_writes_of_an_accept_leaves_both_files_consistent(
     assert state(published) == ("accepted", True)
     ops = [op for op in Skillbook.load_from_file(published).operations if op.skill_id == "context-00001"]
     assert sum(op.type == "UPDATE" for op in ops) == 1  # applied once
+    assert not [p for p in published.parent.iterdir() if p.name.endswith((".commit", ".tmp"))]
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+def test_a_real_sigkill_between_the_writes_of_an_accept_leaves_both_files_consistent(
+    published: Path, kill_at: int
+) -> None:
+    """The same, with the process killed by SIGKILL at its `kill_at`-th rename (no handler, no `finally` runs)."""
+    code = f"""
+import os, signal
+real, calls = os.replace, []
+def replace(src, dst):
+    calls.append(dst)
+    if len(calls) == {kill_at}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(src, dst)
+os.replace = replace
+from ace_eval.cli import main
+main(["review", "accept", {str(published)!r}, "c00002", "--reviewer", "ana"])
+"""
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert review("list", published, "--status", "all").exit_code == 0
+    status, applied = state(published)
+    assert (status, applied) == (("accepted", True) if kill_at > 1 else ("pending", False))
+    assert review("accept", published, "c00002", "--reviewer", "ana").exit_code == (2 if kill_at > 1 else 0)
+    assert state(published) == ("accepted", True)
     assert not [p for p in published.parent.iterdir() if p.name.endswith((".commit", ".tmp"))]
