@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 from ace.redaction import Redactor
 
@@ -302,14 +303,32 @@ class JsonlSpanExporter(SpanExporter):
 
 
 def read_spans_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The spans a `JsonlSpanExporter` wrote, in the order they finished; a torn (non-JSON) line is skipped."""
+    """The spans a `JsonlSpanExporter` wrote, in the order they finished; a torn (non-JSON) line is skipped. A line
+    the safe reader refuses (nested too deep, a too long integer) raises `JsonInputError`, a span without a `name`
+    or `span_id`, or with the `span_id` of an earlier one, `ObservabilityError`, each naming the file and line."""
     out: list[dict[str, Any]] = []
-    with Path(path).open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    seen: dict[str, int] = {}
+    data = json_safe.read_bytes(path)
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            span = json_safe.loads(line, file=str(path), line=number)
+        except json_safe.JsonInputError as e:
+            if e.kind not in ("syntax", "encoding"):
+                raise
+            continue
+        where = f"{path}, line {number}"
+        missing = [k for k in ("name", "span_id") if not isinstance(span, dict) or not isinstance(span.get(k), str)]
+        if missing:
+            raise ObservabilityError(f"{where}: field '{missing[0]}': missing, so this is no span ACE wrote")
+        if span["span_id"] in seen:
+            raise ObservabilityError(
+                f"{where}: field 'span_id': {span['span_id']!r} repeats line {seen[span['span_id']]}: the file was "
+                "edited or two runs wrote it; restore it or move it away"
+            )
+        seen[span["span_id"]] = number
+        out.append(span)
     return out
 
 

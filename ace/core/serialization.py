@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,18 +17,30 @@ import numpy as np
 from ace.core.journal import apply_deltas
 from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
 from ace.core.storage import (
+    PathLike,
+    Writer,
     atomic_write_many,
+    commit_files,
     embeddings_writer,
     json_writer,
     read_embeddings,
     read_json_file,
+    recover_commit,
     sidecar_path,
 )
 from ace.core.text_rules import skill_id_number
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, SkillbookFormatError
 
-__all__ = ["SCHEMA_VERSION", "SECTION_ORDER", "SkillbookDocument", "pair_key", "read_skillbook", "write_skillbook"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "SECTION_ORDER",
+    "SkillbookDocument",
+    "commit_intent",
+    "pair_key",
+    "read_skillbook",
+    "write_skillbook",
+]
 
 SCHEMA_VERSION = "2"
 SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
@@ -106,26 +119,42 @@ class SkillbookDocument:
         return doc
 
 
-def write_skillbook(path: str | os.PathLike[str], doc: SkillbookDocument) -> None:
-    """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
+def write_skillbook(
+    path: str | os.PathLike[str], doc: SkillbookDocument, *, also: Sequence[tuple[PathLike, Writer]] = ()
+) -> None:
+    """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors.
+
+    `also`: more files of the same folder (a review queue) committed with them by `commit_files`, all or nothing
+    even against a kill; the next `read_skillbook` finishes a commit a kill interrupted.
+    """
     payload = doc.to_dict()
     embedded = [s for s in doc.skills.values() if s.embedding is not None]
     vectors = [s.embedding for s in embedded if s.embedding is not None]
     sidecar = sidecar_path(path)
-    writer = json_writer(payload, one_per_line=_LIST_FIELDS)
+    files: list[tuple[str | os.PathLike[str], Writer]] = [(path, json_writer(payload, one_per_line=_LIST_FIELDS))]
     if vectors:
         ids = [s.id for s in embedded]
         hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
         cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=doc.embedding_model)
-        atomic_write_many([(sidecar, cache), (path, writer)])
+        files.insert(0, (sidecar, cache))
+    if also:
+        commit_files([*files, *also], intent=commit_intent(path))
     else:
-        atomic_write_many([(path, writer)])
+        atomic_write_many(files)
+    if not vectors:
         sidecar.unlink(missing_ok=True)
+
+
+def commit_intent(path: str | os.PathLike[str]) -> Path:
+    """`skillbook.json` -> `.skillbook.json.commit`: the record of a commit of the skillbook with other files."""
+    p = Path(path)
+    return p.with_name(f".{p.name}.commit")
 
 
 def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> SkillbookDocument:
     """Read a skillbook file (schema v2 only), apply `journal` deltas, reuse every cached vector whose text is
     unchanged."""
+    recover_commit(commit_intent(path))  # a kill interrupted a commit with other files: finish it first
     data = read_json_file(path)
     if journal and isinstance(data, dict):
         data = apply_deltas(data, journal, source=str(path))

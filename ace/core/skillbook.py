@@ -31,7 +31,7 @@ from ace.core.skill import (
     skill_summary,
     validate_section,
 )
-from ace.core.storage import gc_paused
+from ace.core.storage import PathLike, Writer, gc_paused
 from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UnknownSkillError
@@ -404,12 +404,12 @@ class Skillbook:
         """Rebuild a skillbook from `to_dict` output, checking the schema version and every invariant."""
         return cls._from_document(SkillbookDocument.from_dict(data, source=source))
 
-    def save_to_file(self, path: str | os.PathLike[str]) -> None:
-        """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors."""
+    def save_to_file(self, path: str | os.PathLike[str], *, also: Sequence[tuple[PathLike, Writer]] = ()) -> None:
+        """Write `path` and its `.embeddings.npz` sidecar atomically; `also`: files beside it, committed with them."""
         with self._lock:
             doc = self._document()
         with gc_paused():
-            write_skillbook(path, doc)
+            write_skillbook(path, doc, also=also)
 
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> Skillbook:

@@ -27,26 +27,31 @@ from typing import IO, Any
 
 import numpy as np
 
+from ace.core import json_safe
 from ace.core.skill import Embedding
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
+    "PathLike",
     "Sidecar",
     "Writer",
     "atomic_write",
     "atomic_write_many",
+    "commit_files",
     "embeddings_writer",
     "gc_paused",
     "json_writer",
     "load_sidecar",
     "read_embeddings",
     "read_json_file",
+    "recover_commit",
     "remove_stale_temps",
     "sidecar_path",
     "sidecar_problem",
 ]
 
 _TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.tmp")
+_COMMIT_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.commit")
 _MAX_DIM = 65_536
 _MAX_ID_CHARS = 256
 _MAX_MODEL_CHARS = 1_024
@@ -73,6 +78,7 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
 
 
 Writer = Callable[[IO[bytes]], None]
+PathLike = str | os.PathLike[str]
 
 
 def atomic_write(path: str | os.PathLike[str], write: Writer) -> None:
@@ -88,21 +94,7 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
     pending: list[tuple[str, Path]] = []
     try:
         for path, write in files:
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_temps(target.parent, target.name)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-            pending.append((tmp, target))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
-                    write(f)
-                    f.flush()
-                    os.fsync(f.fileno())
-            except OSError as e:  # a full disk fails a write(), which names no file: name the one being saved
-                if e.filename is None and e.errno is not None:
-                    e.filename = str(target)
-                raise
+            _write_temp(Path(path), write, ".tmp", pending)
         while pending:
             tmp, target = pending[0]
             os.replace(tmp, target)
@@ -111,6 +103,90 @@ def atomic_write_many(files: Sequence[tuple[str | os.PathLike[str], Writer]]) ->
         for tmp, _ in pending:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _write_temp(target: Path, write: Writer, suffix: str, pending: list[tuple[str, Path]]) -> None:
+    """Write `target`'s content to a new fsynced temporary beside it, appended to `pending` as (temporary, target)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(target.parent, target.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=suffix, dir=target.parent)
+    pending.append((tmp, target))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _default_mode())  # mkstemp makes 0600; a saved file is an ordinary file
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:  # a full disk fails a write(), which names no file: name the one being saved
+        if e.filename is None and e.errno is not None:
+            e.filename = str(target)
+        raise
+
+
+def commit_files(files: Sequence[tuple[str | os.PathLike[str], Writer]], *, intent: Path) -> None:
+    """All or nothing across files of one folder, even against a kill between the renames.
+
+    Every file is written to a temporary (`.<name>.<pid>.<random>.commit`, which `remove_stale_temps` leaves alone),
+    then `intent` lists the renames (written atomically: from here the commit is decided), then the renames run and
+    `intent` goes. A kill before `intent` leaves every target as it was; after it, `recover_commit(intent)` (run by
+    the next reader) finishes the renames.
+    """
+    if any(Path(path).parent != intent.parent for path, _ in files):
+        raise ValueError(f"commit_files writes into the folder of its intent record ({intent.parent}) only")
+    pending: list[tuple[str, Path]] = []
+    decided = False
+    try:
+        for path, write in files:
+            _write_temp(Path(path), write, ".commit", pending)
+        renames = [[Path(tmp).name, target.name] for tmp, target in pending]
+        record = json.dumps({"pid": os.getpid(), "renames": renames}).encode("utf-8")
+
+        def write_record(f: IO[bytes]) -> None:
+            f.write(record)
+
+        atomic_write(intent, write_record)
+        decided = True
+        _finish(intent, renames)
+    finally:
+        if not decided:
+            for tmp, _ in pending:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+
+
+def recover_commit(intent: Path) -> bool:
+    """Finish the commit a killed `commit_files` left at `intent` (its process no longer runs); True when one was
+    finished. Without an intent, the temporaries of commits killed before deciding are removed. A damaged intent
+    (never written whole: it is renamed into place) is refused."""
+    if not intent.is_file():
+        with contextlib.suppress(OSError):  # a folder this reader may not list or write: leave it as it is
+            for entry in os.scandir(intent.parent):
+                match = _COMMIT_TEMP.fullmatch(entry.name)
+                if match and entry.is_file(follow_symlinks=False) and not _process_may_run(int(match["pid"])):
+                    os.unlink(entry.path)
+        return False
+    record = json_safe.read_json(intent)
+    renames = record.get("renames") if isinstance(record, dict) else None
+    pid = record.get("pid") if isinstance(record, dict) else None
+    if not isinstance(renames, list) or not all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(n, str) and "/" not in n for n in r) for r in renames
+    ):
+        raise json_safe.JsonInputError(
+            "not a commit record of ace: move it away (the commit it describes is then lost)", kind="syntax",
+            file=str(intent),
+        )  # fmt: skip
+    if isinstance(pid, int) and pid != os.getpid() and _process_may_run(pid):
+        return False  # its writer is still renaming
+    _finish(intent, renames)
+    return True
+
+
+def _finish(intent: Path, renames: list[list[str]]) -> None:
+    for tmp, target in renames:
+        with contextlib.suppress(FileNotFoundError):  # renamed already (before a kill, or by a concurrent recovery)
+            os.replace(intent.parent / tmp, intent.parent / target)
+    with contextlib.suppress(FileNotFoundError):
+        intent.unlink()
 
 
 def remove_stale_temps(folder: str | os.PathLike[str], target: str | None = None) -> list[Path]:
@@ -185,20 +261,18 @@ def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ())
 
 
 def read_json_file(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file; a syntax error names the file, line, column and character offset."""
+    """Parse a JSON file with the safe reader (`ace.core.json_safe`: size, depth and integer limits); a refusal
+    names the file, line, column and field."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
-    except UnicodeDecodeError as e:
-        raise SkillbookFormatError(f"{p}: not UTF-8 text (byte {e.start}): {e.reason}", path=str(p)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SkillbookFormatError(
-            f"{p}: malformed JSON at line {e.lineno}, column {e.colno} (char {e.pos}): {e.msg}", path=str(p)
-        ) from None
+        return json_safe.read_json(p)
+    except json_safe.JsonInputError as e:
+        if e.kind == "missing":
+            raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
+        if e.kind == "syntax" and e.column:
+            where = f"line {e.line}, column {e.column}"
+            raise SkillbookFormatError(f"{p}: malformed JSON at {where}: {e.reason}", path=str(p)) from None
+        raise SkillbookFormatError(str(e), path=str(p)) from None
 
 
 def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, model: str | None) -> Writer:

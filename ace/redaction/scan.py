@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ace.core import json_safe
 from ace.redaction._redactor import Finding, Redactor
 
 __all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]
@@ -53,6 +53,8 @@ class ScanResult:
     locations: list[SecretLocation]
     files: int
     skipped: list[Path]
+    refused: list[str] = field(default_factory=list[str])
+    """JSON the safe reader refuses (too deep, a too long integer): searched as plain text, named here."""
 
 
 def scan_path(path: Path, redactor: Redactor | None = None) -> ScanResult:
@@ -67,6 +69,7 @@ def scan_path(path: Path, redactor: Redactor | None = None) -> ScanResult:
     files = [path] if path.is_file() else sorted(p for p in _walk(path) if p.is_file())
     locations: list[SecretLocation] = []
     skipped: list[Path] = []
+    refused: list[str] = []
     for file in files:
         try:
             data = file.read_bytes()
@@ -81,8 +84,8 @@ def scan_path(path: Path, redactor: Redactor | None = None) -> ScanResult:
         if text is None:
             skipped.append(file)
             continue
-        locations.extend(_scan_text(file, text, redactor, suffix))
-    return ScanResult(locations=locations, files=len(files) - len(skipped), skipped=skipped)
+        locations.extend(_scan_text(file, text, redactor, suffix, refused))
+    return ScanResult(locations=locations, files=len(files) - len(skipped), skipped=skipped, refused=refused)
 
 
 def _gunzip(data: bytes) -> bytes | None:
@@ -110,22 +113,28 @@ def _walk(folder: Path) -> Iterator[Path]:
             yield Path(root) / name
 
 
-def _scan_text(file: Path, text: str, redactor: Redactor, suffix: str) -> Iterator[SecretLocation]:
+def _parse(text: str, file: Path, line: int | None, refused: list[str]) -> tuple[bool, object]:
+    """(parsed, value) of JSON text; text the safe reader refuses for its depth or an integer is noted in `refused`
+    (it is then searched as plain text, like malformed JSON)."""
+    try:
+        return True, json_safe.loads(text, file=str(file), line=line)
+    except json_safe.JsonInputError as e:
+        if e.kind not in ("syntax", "encoding"):
+            refused.append(str(e))
+        return False, None
+
+
+def _scan_text(file: Path, text: str, redactor: Redactor, suffix: str, refused: list[str]) -> Iterator[SecretLocation]:
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            pass
-        else:
+        parsed, data = _parse(text, file, None, refused)
+        if parsed:
             yield from _located(file, None, redactor.find_data(data, skip_keys=ID_KEYS))
             return
     for number, line in enumerate(text.splitlines(), 1):
         findings: list[Finding] | None = None
         if suffix == ".jsonl" and line.strip():
-            try:
-                findings = redactor.find_data(json.loads(line), skip_keys=ID_KEYS)
-            except (json.JSONDecodeError, RecursionError):
-                findings = None
+            parsed, data = _parse(line, file, number, refused)
+            findings = redactor.find_data(data, skip_keys=ID_KEYS) if parsed else None
         if findings is None:
             findings = redactor.find(line)
         yield from _located(file, number, findings)

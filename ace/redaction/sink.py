@@ -42,6 +42,7 @@ def _redacted(
         "sample_question": source.sample_question if source is not None else None,
         "error_identification": source.error_identification if source is not None else None,
         "learning_text": source.learning_text if source is not None else None,
+        "reviewer": source.reviewer if source is not None else None,  # a person's name or e-mail
     }
     clean, findings = redactor.redact_data(texts, numbered=False)
     if not findings:
@@ -55,5 +56,6 @@ def _redacted(
             sample_question=clean["sample_question"],
             error_identification=clean["error_identification"],
             learning_text=clean["learning_text"],
+            reviewer=clean["reviewer"],
         )
     return op, source

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ace.core import json_safe
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError
@@ -349,8 +350,8 @@ def _json_value(text: str) -> object:
     if not stripped.startswith(("{", "[")):
         return None
     try:
-        value: object = json.loads(stripped)
-    except json.JSONDecodeError:
+        value: object = json_safe.loads(stripped)
+    except json_safe.JsonInputError:  # not JSON, or nested too deep / too long an integer to look into
         return None
     return value
 

@@ -404,7 +404,7 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
         _edit_manifest(lambda m: m["counts"].update(successes=3)),
         r"field 'counts.successes': the manifest says 3 but traces.jsonl holds 2",
     ),
-    ("manifest not JSON", lambda f: (f / MANIFEST_FILE).write_text('{"format": '), r"manifest.json line 1: not valid"),
+    ("manifest not JSON", lambda f: (f / MANIFEST_FILE).write_text('{"format": '), r"manifest.json line 1, column 12"),
     ("no traces file", lambda f: (f / TRACES_FILE).unlink(), r"traces.jsonl: missing"),
     ("no manifest", lambda f: (f / MANIFEST_FILE).unlink(), r"not a trace collection: no manifest.json"),
 ]

@@ -334,7 +334,7 @@ CASES = [
     Case("collection stats: not a collection", collection_stats, 2, ("not a trace collection",)),
     Case("collection import over one", collection_import_over_a_collection, 2, ("already holds a trace collection",)),
     Case("collection repair: not a collection", collection_repair, 2, ("not a trace collection: no manifest.json",)),
-    Case("collection import: not JSON", collection_import_bad_json, 2, ("runs.json line 1: not valid JSON",)),
+    Case("collection import: not JSON", collection_import_bad_json, 2, ("runs.json line 1, column 2: not valid JSON",)),
     Case("collection import: --model", collection_import_model_flag, 2, ("write ROLE=MODEL",)),
     Case("resume: no such folder", resume_missing_folder, 2, ("is not a run folder (the folder does not exist)",)),
     Case("flag out of range", bad_flag_value, 2, ("Invalid value for '--epochs'",)),

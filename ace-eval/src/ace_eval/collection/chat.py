@@ -10,6 +10,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 
 __all__ = [
@@ -70,8 +71,8 @@ class ToolCallFunction(BaseModel):
     @classmethod
     def _arguments_are_a_json_object(cls, value: str) -> str:
         try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError as e:
+            parsed = json_safe.loads(value)
+        except json_safe.JsonInputError as e:
             raise PydanticCustomError("json_arguments", "not valid JSON ({error})", {"error": str(e)}) from None
         if not isinstance(parsed, dict):
             raise PydanticCustomError(
@@ -153,8 +154,8 @@ def tool_arguments(raw: str | Mapping[str, object] | None) -> str:
     if isinstance(raw, Mapping):
         return json.dumps(dict(raw), ensure_ascii=False)
     try:
-        parsed = json.loads(raw)
-    except json.JSONDecodeError:
+        parsed = json_safe.loads(raw)
+    except json_safe.JsonInputError:
         parsed = None
     return raw if isinstance(parsed, dict) else json.dumps({UNPARSED_ARGUMENTS: raw}, ensure_ascii=False)
 

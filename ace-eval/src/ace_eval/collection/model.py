@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ace.core.json_safe import JsonInputError
 from ace.exceptions import UserError
 from ace_eval.collection.chat import (
     AssistantMessage,
@@ -48,13 +49,27 @@ def utc_now() -> datetime:
 class CollectionError(UserError, ValueError):
     """A trace collection that cannot be read or written; the message names the file, line, field and fix."""
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        column: int | None = None,
+    ):
         self.file = file
         self.line = line
         self.field = field
-        where = " ".join(part for part in (file, f"line {line}" if line is not None else None) if part)
+        at = f"line {line}" + (f", column {column}" if column else "") if line is not None else None
+        where = " ".join(part for part in (file, at) if part)
         what = f"field '{field}': " if field else ""
         super().__init__(f"{where}: {what}{message}" if where else f"{what}{message}")
+
+    @classmethod
+    def from_json(cls, e: JsonInputError) -> CollectionError:
+        """The same refusal of the safe JSON reader, as a collection error."""
+        return cls(e.reason, file=e.file, line=e.line, field=e.field, column=e.column)
 
 
 class Trace(BaseModel):

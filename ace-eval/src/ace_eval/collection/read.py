@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ace.core import json_safe
 from ace_eval.collection.chat import describe_error, field_path
 from ace_eval.collection.model import (
     FORMAT_VERSION,
@@ -31,9 +32,8 @@ __all__ = [
     "split_lines",
 ]
 
-MAX_JSON_DEPTH = 100
-"""Deepest nesting of objects and arrays a trace line may have (real traces nest about ten levels); deeper data
-would exhaust Python's recursion limit wherever the trace is processed later."""
+MAX_JSON_DEPTH = json_safe.MAX_DEPTH
+"""Deepest nesting of objects and arrays a trace line may have (the safe reader's limit, `ace.core.json_safe`)."""
 
 
 def _key_line(text: str, loc: tuple[int | str, ...]) -> int | None:
@@ -60,12 +60,11 @@ def read_manifest(directory: str | os.PathLike[str]) -> CollectionManifest:
             file=str(folder),
         )
     try:
-        text = path.read_text(encoding="utf-8")
-        raw = json.loads(text)
-    except UnicodeDecodeError as e:
-        raise CollectionError(f"not UTF-8 text (byte {e.start})", file=name) from None
-    except json.JSONDecodeError as e:
-        raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=name, line=e.lineno) from None
+        data = json_safe.read_bytes(path)
+        raw = json_safe.loads(data, file=name)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
+    text = data.decode("utf-8")
     if not isinstance(raw, dict):
         raise CollectionError(f"the manifest must be a JSON object, got {type(raw).__name__}", file=name, line=1)
     version = raw.get("format_version")
@@ -108,20 +107,9 @@ def describe_trace_error(e: ValidationError) -> tuple[str, str]:
 def parse_trace_line(line: bytes, *, file: str, number: int) -> Trace:
     """Validate one line of `traces.jsonl`; errors name `file`, the line `number` and the field."""
     try:
-        raw = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise CollectionError(f"not UTF-8 text (byte {e.start})", file=file, line=number) from None
-    except json.JSONDecodeError as e:
-        raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=file, line=number) from None
-    except RecursionError:
-        raw = None  # nested deeper than the parser goes: refused below
-    if raw is None or _too_deep(raw):
-        raise CollectionError(
-            f"nested more than {MAX_JSON_DEPTH} levels deep: no trace needs that; flatten the field (or store it as "
-            "a JSON string), or drop the line",
-            file=file,
-            line=number,
-        )
+        raw = json_safe.loads(line, file=file, line=number)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
     if not isinstance(raw, dict):
         raise CollectionError(f"a trace must be a JSON object, got {type(raw).__name__}", file=file, line=number)
     try:
@@ -129,20 +117,6 @@ def parse_trace_line(line: bytes, *, file: str, number: int) -> Trace:
     except ValidationError as e:
         field, reason = describe_trace_error(e)
         raise CollectionError(reason, file=file, line=number, field=field) from None
-
-
-def _too_deep(value: object) -> bool:
-    """Whether objects and arrays nest more than `MAX_JSON_DEPTH` levels in `value` (without recursing)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > MAX_JSON_DEPTH:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def split_lines(data: bytes) -> tuple[list[tuple[int, bytes]], bytes]:
@@ -172,7 +146,10 @@ def _read(directory: str | os.PathLike[str], *, lazy: bool) -> tuple[CollectionM
     path = Path(directory) / TRACES_FILE
     if not path.is_file():
         raise CollectionError(f"missing: the manifest is there but not {TRACES_FILE}", file=str(path))
-    data = path.read_bytes()
+    try:
+        data = json_safe.read_bytes(path)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
     traces = _traces(manifest, data, str(path))
     if lazy:
         return manifest, traces
@@ -208,8 +185,10 @@ def _traces(manifest: CollectionManifest, data: bytes, file: str) -> Iterator[Tr
     if tail.strip():
         number = data.count(b"\n") + 1
         try:
-            json.loads(tail)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            json_safe.loads(tail, file=file, line=number)
+        except json_safe.JsonInputError as e:
+            if e.kind not in ("syntax", "encoding"):
+                raise CollectionError.from_json(e) from None
             raise CollectionError(
                 "truncated (no line end and not complete JSON): the run writing it was stopped mid-line; "
                 "`ace-eval collection repair DIR` drops the partial line",

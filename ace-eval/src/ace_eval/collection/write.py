@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -10,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, BinaryIO, Literal
 
+from ace.core import json_safe
 from ace.core.storage import atomic_write, json_writer
 from ace_eval.collection.model import (
     MANIFEST_FILE,
@@ -210,23 +210,35 @@ class CollectionWriter:
 
     def _load_existing(self) -> None:
         path = self.traces_path
-        data = path.read_bytes() if path.exists() else b""
+        data, tail, partial, traces = _read_existing(path, self.source_system)
+        for trace in traces:
+            self._count(trace)
+        if partial:  # a kill mid-write: the trace was not finished, dropping it loses nothing
+            with path.open("r+b") as f:
+                f.truncate(len(data) - len(tail))
+                os.fsync(f.fileno())
+            self.dropped_partial_line = True
+        elif tail.strip():
+            with path.open("ab") as f:
+                f.write(b"\n")
+
+
+def _read_existing(path: Path, source_system: str) -> tuple[bytes, bytes, bool, list[Trace]]:
+    """(bytes, unterminated tail, whether the tail is a partial line, the traces) of a collection's `traces.jsonl`,
+    every complete line checked; writes nothing."""
+    try:
+        data = json_safe.read_bytes(path) if path.exists() else b""
         lines, tail = split_lines(data)
         if tail.strip():
-            try:
-                json.loads(tail)
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                # A kill mid-write: the trace was not finished, so dropping its partial line loses nothing.
-                with path.open("r+b") as f:
-                    f.truncate(len(data) - len(tail))
-                    os.fsync(f.fileno())
-                self.dropped_partial_line = True
-            else:
-                with path.open("ab") as f:
-                    f.write(b"\n")
-                lines.append((data.count(b"\n") + 1, tail))
-        for trace in parse_trace_lines(lines, file=str(path), source_system=self.source_system):
-            self._count(trace)
+            json_safe.loads(tail, file=str(path), line=data.count(b"\n") + 1)
+        partial = False
+    except json_safe.JsonInputError as e:
+        if e.kind not in ("syntax", "encoding"):
+            raise CollectionError.from_json(e) from None
+        partial = True
+    complete = [*lines, (data.count(b"\n") + 1, tail)] if tail.strip() and not partial else lines
+    traces = list(parse_trace_lines(complete, file=str(path), source_system=source_system))
+    return data, tail, partial and bool(tail.strip()), traces
 
 
 def write_collection(
@@ -253,8 +265,24 @@ def write_collection(
     return writer.manifest
 
 
-def repair_collection(directory: str | os.PathLike[str]) -> tuple[CollectionManifest, bool]:
-    """Drop a line cut off by a killed writer and recount the manifest; returns (manifest, dropped a line)."""
+def repair_collection(
+    directory: str | os.PathLike[str], *, allow_empty: bool = False
+) -> tuple[CollectionManifest, bool]:
+    """Drop a line cut off by a killed writer and recount the manifest; returns (manifest, dropped a line).
+
+    A repair that would leave no trace of a manifest that counts some is refused (nothing written) unless
+    `allow_empty`: an emptied `traces.jsonl` is more likely a mistake than an interrupted write.
+    """
+    if not allow_empty:
+        old = read_manifest(directory)
+        path = Path(directory) / TRACES_FILE
+        _, _, _, traces = _read_existing(path, old.source_system)
+        if not traces and old.counts.traces:
+            raise CollectionError(
+                f"holds no complete trace, while the manifest counts {old.counts.traces}: a repair would empty the "
+                "collection. Restore traces.jsonl from a backup, or pass --allow-empty to recount it as empty",
+                file=str(path),
+            )
     with CollectionWriter(directory, mode="append") as writer:
         pass
     return writer.manifest, writer.dropped_partial_line

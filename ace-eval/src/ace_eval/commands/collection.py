@@ -11,6 +11,7 @@ from ace_eval import __version__
 from ace_eval.collection import (
     MANIFEST_FILE,
     TRACES_FILE,
+    CollectionError,
     CollectionManifest,
     read_collection,
     repair_collection,
@@ -46,6 +47,7 @@ def collection() -> None:
 @click.option("--source-system", help="Name of the source (default: from the data, e.g. tau-bench-airline).")
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
 @click.option("--model", "models", multiple=True, metavar="ROLE=MODEL", help="A model that produced the traces.")
+@click.option("--allow-empty", is_flag=True, help="Write the collection even when SRC holds no trace.")
 def import_command(
     src: Path,
     fmt: ImportFormat,
@@ -53,6 +55,7 @@ def import_command(
     source_system: str | None,
     benchmark: str | None,
     models: tuple[str, ...],
+    allow_empty: bool,
 ) -> None:
     """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
     model_map = _parse_models(models)
@@ -62,6 +65,12 @@ def import_command(
             param_hint="--out",
         )
     imported = import_traces(fmt, src, source_system=source_system)
+    if not imported.traces and not allow_empty:
+        raise CollectionError(
+            f"holds no trace (read as {fmt}): check the file and --format, or pass --allow-empty to write an empty "
+            "collection",
+            file=str(src),
+        )
     manifest = write_collection(
         out,
         imported.traces,
@@ -128,9 +137,10 @@ def stats_command(directory: Path, as_json: bool) -> None:
 
 @collection.command("repair")
 @click.argument("directory", type=click.Path(path_type=Path))
-def repair_command(directory: Path) -> None:
+@click.option("--allow-empty", is_flag=True, help="Recount even when no complete trace is left (the manifest says 0).")
+def repair_command(directory: Path, allow_empty: bool) -> None:
     """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest."""
-    manifest, dropped = repair_collection(directory)
+    manifest, dropped = repair_collection(directory, allow_empty=allow_empty)
     if dropped:
         click.echo("Dropped the unfinished last line (a trace the interrupted run had not finished writing).")
     click.echo(f"Manifest recounted: traces {manifest.counts.traces}, successes {manifest.counts.successes}.")

@@ -36,8 +36,8 @@ def scan(path: Path, config_file: Path | None) -> None:
 
     One line per value: file, line, JSON path, kind and a masked preview (never the value). Text files may be
     UTF-8, latin-1 or UTF-16 (with its byte-order mark), or gzip-compressed; binary files are skipped. Exit status
-    1 when something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read or no file in PATH
-    is text.
+    1 when something is found, 0 when PATH is clean, 2 when PATH or the config cannot be read, no file in PATH
+    is text, or a JSON file is nested too deep or holds a too long integer (it is still searched as text).
     """
     redactor = scan_redactor(config_file)
     if not path.exists():
@@ -53,11 +53,15 @@ def scan(path: Path, config_file: Path | None) -> None:
         what = f"all {len(result.skipped)} file(s) under it are binary" if result.skipped else "it holds no file"
         click.echo(f"Error: nothing was searched in {path}: {what}; pass a folder or file of text", err=True)
         sys.exit(2)
+    for refusal in result.refused:
+        click.echo(f"Error: {refusal} (its text was still searched)", err=True)
     if result.locations:
         kinds: dict[str, int] = {}
         for location in result.locations:
             kinds[location.kind] = kinds.get(location.kind, 0) + 1
         summary = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
         click.echo(f"scan: {len(result.locations)} found in {result.files} file(s) under {path}: {summary}", err=True)
-        sys.exit(1)
-    click.echo(f"scan: no secret found in {result.files} file(s) under {path}")
+    else:
+        click.echo(f"scan: no secret found in {result.files} file(s) under {path}")
+    if result.refused or result.locations:
+        sys.exit(2 if result.refused else 1)

@@ -11,6 +11,7 @@ it is exported again.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -19,7 +20,7 @@ from pathlib import Path
 import click
 
 from ace.core.effectiveness import SkillKpis, skill_kpis
-from ace.core.insight_source import InsightSource
+from ace.core.insight_source import InsightSource, utc_now
 from ace.core.skillbook import Skillbook
 from ace.exceptions import AceError, SkillbookError, UserError
 from ace.pipeline.context import StepContext
@@ -57,8 +58,9 @@ def _target(path: Path) -> Path | Run:
 def _load_file(file: Path) -> Skillbook:
     try:
         return Skillbook.load_from_file(file)
-    except (AceError, ValueError, RecursionError) as e:
-        raise click.ClickException(f"cannot read the skillbook {file}: {e}") from None
+    except (AceError, ValueError, RecursionError) as e:  # a damaged file (UserError) is the user's to fix: exit 2
+        error = _UsageFix if isinstance(e, UserError) else click.ClickException
+        raise error(f"cannot read the skillbook {file}: {e}") from None
 
 
 @contextmanager
@@ -121,16 +123,38 @@ def _table(rows: list[SkillKpis]) -> str:
     return "\n".join(lines)
 
 
-def _decide(path: Path, skill_id: str, reason: str, verb: str) -> None:
-    """Apply a person's QUARANTINE / RELEASE to the skillbook at `path`, then rewrite its files."""
+def _who(by: str | None) -> str:
+    """`--by`, else the login name (`unknown` where there is none)."""
+    if by is not None:
+        return by
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def _decide(path: Path, skill_id: str, reason: str, verb: str, by: str | None) -> None:
+    """Apply a person's QUARANTINE / RELEASE to the skillbook at `path`, then rewrite its files; the person
+    (`--by`, default the login name) and the reason pass the run's redaction first."""
     if not reason.strip():
         raise _UsageFix(f"--reason must say why you {verb} {skill_id}: it goes into the audit log")
+    who = _who(by)
+    if not who.strip():
+        raise _UsageFix(f"--by is blank: name who decides to {verb} {skill_id} (recorded in the audit log)")
     target = _target(path)
+    redactor = _redactor(target if isinstance(target, Run) else None) or Redactor()
+    clean, _ = redactor.redact_data({"by": who.strip(), "reason": reason.strip()}, numbered=False)
+    who, reason = str(clean["by"]), str(clean["reason"])
     with _locked(target.path if isinstance(target, Run) else None):
         run = read_run(target.path) if isinstance(target, Run) else None  # again, now that no run can change it
         book = run.skillbook.book if run is not None else _load_file(path)
         source = InsightSource(
-            trace_uid="manual", source_system="ace-eval skills", trace_id=verb, learning_text=reason.strip()
+            trace_uid="manual",
+            source_system="ace-eval skills",
+            trace_id=verb,
+            learning_text=reason,
+            reviewer=who,
+            reviewed_at=utc_now(),
         )
         try:
             if verb == "quarantine":
@@ -170,15 +194,17 @@ def _save(book: Skillbook, run: Run | None, file: Path) -> list[Path]:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.argument("skill_id")
 @click.option("--reason", required=True, help="Why the skill must stay out of prompts (recorded in the audit log).")
-def quarantine(path: Path, skill_id: str, reason: str) -> None:
+@click.option("--by", help="Who decides (recorded in the audit log, redacted; default: the login name).")
+def quarantine(path: Path, skill_id: str, reason: str, by: str | None) -> None:
     """Quarantine SKILL_ID in PATH (a run folder or a skillbook file): kept, but out of every prompt and search."""
-    _decide(path, skill_id, reason, "quarantine")
+    _decide(path, skill_id, reason, "quarantine", by)
 
 
 @skills.command("release")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.argument("skill_id")
 @click.option("--reason", required=True, help="Why the skill may come back (recorded in the audit log).")
-def release(path: Path, skill_id: str, reason: str) -> None:
+@click.option("--by", help="Who decides (recorded in the audit log, redacted; default: the login name).")
+def release(path: Path, skill_id: str, reason: str, by: str | None) -> None:
     """Release the quarantined SKILL_ID in PATH: visible again; only evidence after the release can quarantine it."""
-    _decide(path, skill_id, reason, "release")
+    _decide(path, skill_id, reason, "release", by)

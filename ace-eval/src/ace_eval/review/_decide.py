@@ -13,7 +13,7 @@ from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UserError
 from ace.redaction import Redactor
-from ace_eval.review._model import Candidate, Decision, QueueFile
+from ace_eval.review._model import Candidate, Decision, QueueFile, queue_writer
 from ace_eval.review._provenance import CollectionHashes, provenance_problems
 from ace_eval.review._queue import ReviewQueue
 
@@ -94,7 +94,12 @@ def apply_candidate(cand: Candidate, book: Skillbook, *, reviewer: str, decided_
 
 
 def _clean(redactor: Redactor, reviewer: str, reason: str | None) -> tuple[str, str | None]:
-    clean, _ = redactor.redact_data({"reviewer": reviewer, "reason": reason}, numbered=False)
+    """The reviewer's name and the reason through the redaction sink; refuses a blank one (nothing is written)."""
+    if not reviewer.strip():
+        raise ReviewError("the reviewer's name is blank: pass --reviewer NAME (it is recorded with the decision)")
+    if reason is not None and not reason.strip():
+        raise ReviewError("--reason is blank: say why (it is recorded with the decision), or leave --reason out")
+    clean, _ = redactor.redact_data({"reviewer": reviewer.strip(), "reason": reason and reason.strip()}, numbered=False)
     return str(clean["reviewer"]), clean["reason"]
 
 
@@ -150,8 +155,8 @@ def accept_candidates(
             )
             cand.updated_at = now
             done.append(Accepted(cand.id, changed, problems[cand.id]))
-        published.save_to_file(rq.skillbook)  # the skillbook first: a crash before the queue leaves it pending
-        rq.save(queue)
+        # One commit: a kill between the files leaves a record the next reader finishes (`recover_commit`).
+        published.save_to_file(rq.skillbook, also=[(rq.path, queue_writer(queue))])
     return done
 
 

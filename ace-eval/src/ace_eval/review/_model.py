@@ -15,9 +15,10 @@ import json
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ace.core.storage import atomic_write
+from ace.core import json_safe
+from ace.core.storage import Writer, atomic_write
 from ace.exceptions import UserError
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "SkillText",
     "SourceRef",
     "queue_path",
+    "queue_writer",
     "read_queue",
     "write_queue",
 ]
@@ -134,6 +136,18 @@ class QueueFile(_Strict):
     next_number: int = Field(ge=1)
     candidates: list[Candidate]
 
+    @model_validator(mode="after")
+    def _unique_ids(self) -> QueueFile:
+        seen: dict[str, int] = {}
+        for i, cand in enumerate(self.candidates):
+            if cand.id in seen:
+                raise ValueError(
+                    f"candidate id {cand.id!r} of candidates[{i}] repeats candidates[{seen[cand.id]}]: a decision "
+                    "would apply to both"
+                )
+            seen[cand.id] = i
+        return self
+
 
 def queue_path(skillbook: Path) -> Path:
     """`skillbook.json` -> `skillbook.review.json`, in the same folder."""
@@ -149,9 +163,9 @@ def read_queue(path: Path, skillbook: Path) -> QueueFile:
     if not path.is_file():
         return QueueFile(review_queue_version=QUEUE_VERSION, skillbook=skillbook.name, next_number=1, candidates=[])
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise QueueFormatError(f"{path} cannot be read ({e}): restore it from a backup or move it away") from None
+        data = json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise QueueFormatError(f"{e}: the queue cannot be read; restore it from a backup or move it away") from None
     version = data.get("review_queue_version") if isinstance(data, dict) else None
     if version != QUEUE_VERSION:
         raise QueueFormatError(
@@ -162,17 +176,22 @@ def read_queue(path: Path, skillbook: Path) -> QueueFile:
         return QueueFile.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = ".".join(str(p) for p in first["loc"]) or "candidates"  # the one check of the whole file
         raise QueueFormatError(
             f"{path}: field {where!r}: {first['msg']}: the queue is damaged; restore it or move it away"
         ) from None
 
 
-def write_queue(path: Path, queue: QueueFile) -> None:
-    """Replace the queue file atomically (a temporary file renamed over it)."""
+def queue_writer(queue: QueueFile) -> Writer:
+    """A writer of the queue file's content (for `atomic_write`, or a commit with the skillbook)."""
     data = (json.dumps(queue.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
     def write(f: IO[bytes]) -> None:
         f.write(data)
 
-    atomic_write(path, write)
+    return write
+
+
+def write_queue(path: Path, queue: QueueFile) -> None:
+    """Replace the queue file atomically (a temporary file renamed over it)."""
+    atomic_write(path, queue_writer(queue))

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.core.serialization import commit_intent
+from ace.core.storage import recover_commit
 from ace.exceptions import UserError
 from ace_eval.review._model import QueueFile, queue_path, read_queue, write_queue
 from ace_eval.run.lock import file_lock
@@ -37,7 +39,9 @@ class ReviewQueue:
         return self.skillbook.with_name(f".{self.skillbook.stem}.review.lock")
 
     def read(self) -> QueueFile:
-        """The queue as it is now (an empty one when there is no file yet), without the lock."""
+        """The queue as it is now (an empty one when there is no file yet), without the lock; an accept a kill
+        interrupted is finished first."""
+        recover_commit(commit_intent(self.skillbook))
         return read_queue(self.path, self.skillbook)
 
     @contextmanager
@@ -45,6 +49,7 @@ class ReviewQueue:
         """The queue, under its lock, for a read-modify-write; `save` inside the block writes it."""
         self.skillbook.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(self.lock_path, self._busy, wait_s=_WAIT_S):
+            recover_commit(commit_intent(self.skillbook))
             yield read_queue(self.path, self.skillbook)
 
     def save(self, queue: QueueFile) -> None:

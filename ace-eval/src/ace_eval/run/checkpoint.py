@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ace.core import json_safe
 from ace.core.journal import check_delta
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
@@ -104,7 +105,7 @@ def _read_journal(path: Path) -> tuple[list[_Line], int]:
         if line_end > len(data):  # no newline: the last write was cut short
             break
         try:
-            obj = json.loads(raw)
+            obj = json_safe.loads(raw, file=str(path), line=number)
             delta = check_delta(obj.pop("checkpoint"))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             if line_end >= len(data):

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ace.core import json_safe
 from ace.core.insight_source import utc_now
 from ace.exceptions import UserError
 
@@ -139,7 +140,7 @@ def _read_holder(fd: int) -> dict[str, object]:
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         data = os.read(fd, 4096)
-        record = json.loads(data.decode("utf-8")) if data.strip() else {}
+        record = json_safe.loads(data) if data.strip() else {}
     except (OSError, ValueError):
         return {}
     return record if isinstance(record, dict) else {}

@@ -7,13 +7,13 @@ and every reader (`ace-eval e2e`'s summary, `ace-eval inspect`) reads it through
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 
 __all__ = [
@@ -130,10 +130,9 @@ _FIX = "restore run.json from a copy, or start a new run (nothing was changed)"
 def load_run_record(path: Path) -> RunRecord:
     """`path` (a run folder's `run.json`), checked; raises `RunRecordError` naming the file and the bad field."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        reason = "nested too deep" if isinstance(e, RecursionError) else str(e)
-        raise RunRecordError(f"{path} cannot be read ({reason}): the run folder is damaged; {_FIX}") from None
+        data = json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise RunRecordError(f"{e}: it cannot be read, the run folder is damaged; {_FIX}") from None
     try:
         return RunRecord.model_validate(data)
     except ValidationError as e:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 from ace_eval.e2e.training_results import SampleResult
 
@@ -47,7 +47,7 @@ def numbered_sample_lines(path: Path) -> list[tuple[int, SampleResult]]:
     """`(line number, result)` for every line of `samples.jsonl`, a torn last line skipped; raises
     `SamplesJournalError` naming the first damaged line before the last."""
     records: list[tuple[int, SampleResult]] = []
-    lines = path.read_bytes().split(b"\n")
+    lines = json_safe.read_bytes(path).split(b"\n")
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -63,7 +63,7 @@ def numbered_sample_lines(path: Path) -> list[tuple[int, SampleResult]]:
 def _sample(raw: str | bytes) -> SampleResult:
     """One journal line as a result; `ValueError` for anything that is not a sample record."""
     try:
-        data = json.loads(raw)
+        data = json_safe.loads(raw)  # a JsonInputError is a ValueError
         if not isinstance(data, dict):
             raise ValueError("not an object")
         data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
+from ace.core import json_safe
 from ace_eval.benchmarks.tau_bench.data import AirlineData, DataFolderError, Table
 from ace_eval.benchmarks.tau_bench.env import gold_data_hash
 from ace_eval.benchmarks.tau_bench.replay import replay_messages
@@ -55,11 +55,11 @@ def load_trajectories(path: str | Path) -> list[RecordedRun]:
     """Read a tau-bench results file (a JSON list of runs); errors name the file and the run."""
     p = Path(path)
     try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFolderError(f"{p}: no such trajectories file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataFolderError(f"{p} is not valid JSON: {e}") from None
+        raw = json_safe.read_json(p)
+    except json_safe.JsonInputError as e:
+        if e.kind == "missing":
+            raise DataFolderError(f"{p}: no such trajectories file") from None
+        raise DataFolderError(str(e)) from None
     if not isinstance(raw, list):
         raise DataFolderError(f"{p} must hold a JSON list of runs ({{task_id, reward, traj, trial, info}})")
     runs: list[RecordedRun] = []

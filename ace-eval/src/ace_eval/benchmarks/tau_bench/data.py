@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ace.core import json_safe
 from ace.exceptions import UserError
 
 __all__ = [
@@ -119,9 +119,9 @@ def _require(folder: Path, name: str) -> Path:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataFolderError(f"{path} is not valid JSON ({e}); {FETCH_HINT} to get a fresh copy") from None
+        return json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise DataFolderError(f"{e}; {FETCH_HINT} to get a fresh copy") from None
 
 
 def _read_table(folder: Path, name: str) -> Table:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
+from ace.core import json_safe
 from ace_eval.collection.chat import describe_error, field_path
 from ace_eval.collection.model import CollectionError, Trace
 from ace_eval.collection.read import describe_trace_error
@@ -43,18 +42,11 @@ def json_objects(value: JsonValue) -> list[dict[str, JsonValue]]:
 
 
 def load_json(path: str | os.PathLike[str]) -> object:
-    """Parse a JSON file; errors name the file, the line and the column."""
-    p = Path(path)
+    """Parse a JSON file with the safe reader (`ace.core.json_safe`); errors name the file, the line and the field."""
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CollectionError("no such file", file=str(p)) from None
-    except UnicodeDecodeError as e:
-        raise CollectionError(f"not UTF-8 text (byte {e.start})", file=str(p)) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=str(p), line=e.lineno) from None
+        return json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
 
 
 def validate_source(model: type[M], raw: object, *, file: str, where: str = "", line: int | None = None) -> M:

@@ -1,0 +1,234 @@
+"""The one JSON reader for every file ACE and ace-eval read: bounded in size, nesting depth and integer digits.
+
+Collections, importers' sources, skillbooks, review queues, `run.json`, `samples.jsonl` and the checkpoint journal
+are all read here. A file over `max_bytes`, objects and arrays nested deeper than `max_depth` (deeper data would
+exhaust Python's recursion limit wherever it is processed later) and an integer of more than `max_int_digits`
+digits (Python refuses to convert one of over 4,300 with a ValueError) are refused like malformed JSON: a
+`JsonInputError`, a `UserError` naming the file, the line, the column and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ace.exceptions import UserError
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "JsonInputError",
+    "iter_json_lines",
+    "loads",
+    "max_bytes",
+    "read_bytes",
+    "read_json",
+]
+
+MAX_DEPTH = 100
+"""Deepest nesting of objects and arrays (real files nest about ten levels)."""
+MAX_INT_DIGITS = 100
+"""Most digits of an integer (counts, seeds, timestamps have under 20)."""
+MAX_BYTES = 1 << 30
+"""Largest file read (1 GiB); the environment variable `ACE_JSON_MAX_BYTES` changes it."""
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?\d+(?P<real>\.\d*)?(?P<exp>[eE][+-]?\d+)?|[^\s{}\[\]:,"]+')
+
+
+class JsonInputError(UserError, ValueError):
+    """A JSON file that is refused: unreadable, malformed, too large, too deep or with a too long integer.
+
+    `kind` says which: `missing`, `size`, `encoding`, `syntax` (malformed or empty), `depth` or `integer`.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        kind: str,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.reason, self.kind, self.file, self.line, self.column, self.field = reason, kind, file, line, column, field
+        where = ", ".join(
+            p for p in (file, f"line {line}" if line else None, f"column {column}" if column else None) if p
+        )
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}: {what}{reason}" if where else f"{what}{reason}")
+
+
+def max_bytes() -> int:
+    """`MAX_BYTES`, or the `ACE_JSON_MAX_BYTES` environment variable when it holds a positive integer."""
+    value = os.environ.get("ACE_JSON_MAX_BYTES", "").strip()
+    return int(value) if value.isdigit() and 0 < len(value) < 19 and int(value) > 0 else MAX_BYTES
+
+
+def read_bytes(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:
+    """The bytes of `path`, refusing a file over `limit` (default `max_bytes()`) before reading it."""
+    limit = max_bytes() if limit is None else limit
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(size + 1) if size <= limit else b""  # +1: a file that grew since is seen
+    except FileNotFoundError:
+        raise JsonInputError("no such file", kind="missing", file=str(p)) from None
+    except IsADirectoryError:
+        raise JsonInputError("a folder where a JSON file goes: pass the file", kind="missing", file=str(p)) from None
+    if size > limit or len(data) > limit:
+        raise JsonInputError(
+            f"{max(size, len(data)):,} bytes, over the {limit:,}-byte limit of a JSON file: split it, or raise the "
+            "limit with the environment variable ACE_JSON_MAX_BYTES",
+            kind="size",
+            file=str(p),
+        )
+    return data
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    max_depth: int = MAX_DEPTH,
+    max_int_digits: int = MAX_INT_DIGITS,
+) -> Any:
+    """Parse the JSON file at `path` within the limits; an empty file is malformed JSON."""
+    p = str(path)
+    return loads(read_bytes(path, limit=limit), file=p, max_depth=max_depth, max_int_digits=max_int_digits)
+
+
+def iter_json_lines(
+    data: bytes, *, file: str, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS
+) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON Lines file's bytes (read with `read_bytes`)."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            yield number, loads(line, file=file, line=number, max_depth=max_depth, max_int_digits=max_int_digits)
+
+
+def loads(
+    text: str | bytes,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    max_depth: int = MAX_DEPTH,
+    max_int_digits: int = MAX_INT_DIGITS,
+) -> Any:
+    """Parse `text` (the whole of `file`, or its line number `line`) within the depth and integer limits."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise JsonInputError(f"not UTF-8 text (byte {e.start})", kind="encoding", file=file, line=line) from None
+
+    def parse_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > max_int_digits:
+            raise JsonInputError("an integer too long", kind="integer")  # located by the handler below
+        return int(digits)
+
+    try:
+        value = json.loads(text, parse_int=parse_int)
+    except json.JSONDecodeError as e:
+        reason = "empty: a JSON document was expected" if not text.strip() else f"not valid JSON ({e.msg})"
+        blank = not text.strip()
+        here = line if line is not None or blank else e.lineno
+        column = None if blank else e.colno
+        raise JsonInputError(reason, kind="syntax", file=file, line=here, column=column) from None
+    except RecursionError:
+        _refuse_deep(text, file=file, line=line, max_depth=max_depth)
+        raise  # pragma: no cover - the scan always finds what the parser choked on
+    except JsonInputError:
+        _refuse_long_int(text, file=file, line=line, max_int_digits=max_int_digits)
+        raise  # pragma: no cover
+    if text.count("[") + text.count("{") > max_depth and _too_deep(value, max_depth):
+        _refuse_deep(text, file=file, line=line, max_depth=max_depth)
+    return value
+
+
+def _too_deep(value: object, max_depth: int) -> bool:
+    """Whether objects and arrays nest more than `max_depth` levels in `value` (without recursing)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _refuse_deep(text: str, *, file: str | None, line: int | None, max_depth: int) -> None:
+    pos, field = _scan(text, lambda m, depth: depth > max_depth)
+    raise JsonInputError(
+        f"nested more than {max_depth} levels deep: no file needs that; flatten the field (or store it as a JSON "
+        "string), or remove it",
+        kind="depth",
+        **_where(text, pos, file=file, line=line, field=field),
+    )
+
+
+def _refuse_long_int(text: str, *, file: str | None, line: int | None, max_int_digits: int) -> None:
+    def long_int(m: re.Match[str], depth: int) -> bool:
+        return m.group()[0] in "-0123456789" and not m["real"] and not m["exp"] and len(m.group()) > max_int_digits
+
+    pos, field = _scan(text, long_int)
+    raise JsonInputError(
+        f"an integer of more than {max_int_digits} digits: no field needs that; correct the value",
+        kind="integer",
+        **_where(text, pos, file=file, line=line, field=field),
+    )
+
+
+def _where(text: str, pos: int, *, file: str | None, line: int | None, field: str | None) -> dict[str, Any]:
+    """File, line, column and field of character `pos` (`line` given: `text` is that one line of the file)."""
+    column = pos - text.rfind("\n", 0, pos)
+    return {"file": file, "line": line or text.count("\n", 0, pos) + 1, "column": column, "field": field}
+
+
+def _scan(text: str, hit: Any) -> tuple[int, str | None]:
+    """Position and field path of the first token for which `hit(match, depth)` holds (depth counts the token's
+    own bracket); walks the tokens without recursing."""
+    path: list[str | int | None] = []  # per open container: the current key (object) or index (array)
+    expect_key = False
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "{[":
+            path.append(None if tok == "{" else 0)
+            expect_key = tok == "{"
+            if hit(m, len(path)):
+                return m.start(), _field(path[:-1])
+        elif tok in "}]":
+            if path:
+                path.pop()
+            expect_key = False
+        elif tok == ",":
+            if path and isinstance(path[-1], int):
+                path[-1] += 1
+            expect_key = bool(path) and not isinstance(path[-1], int)
+        elif tok == ":":
+            expect_key = False
+        elif expect_key and tok.startswith('"'):
+            path[-1] = tok[1:-1]
+        elif hit(m, len(path)):
+            return m.start(), _field(path)
+    return 0, None
+
+
+def _field(path: list[str | int | None], shown: int = 6) -> str | None:
+    """`a.b[2]`: the path of keys and indexes, its first `shown` parts then `...` when longer."""
+    out = ""
+    for part in path[:shown]:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part is not None:
+            out += f".{part}" if out else part
+    return (out + ("..." if len(path) > shown else "")) or None
