@@ -80,6 +80,13 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     by_name = {row["name"]: row for row in rows}
     assert by_name["deduplicate"]["options"]["threshold"]["default"] == 0.85
     assert by_name["quarantine"]["options"]["min_harmful_traces"]["default"] == 2
+    assert by_name["review"]["options"]["skillbook"]["required"] is True
+    assert "default" not in by_name["review"]["options"]["skillbook"]
+    assert any(
+        line.startswith("    option skillbook (required): The published skillbook")
+        for line in result.stdout.splitlines()
+    )
+    assert "PydanticUndefined" not in result.stdout
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(
