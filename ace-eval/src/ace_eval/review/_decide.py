@@ -13,6 +13,7 @@ from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UserError
 from ace.redaction import Redactor
+from ace.steps.export_markdown import write_markdown
 from ace_eval.review._model import Candidate, Decision, QueueFile
 from ace_eval.review._provenance import CollectionHashes, provenance_problems
 from ace_eval.review._queue import ReviewQueue
@@ -151,6 +152,7 @@ def accept_candidates(
             cand.updated_at = now
             done.append(Accepted(cand.id, changed, problems[cand.id]))
         published.save_to_file(rq.skillbook)  # the skillbook first: a crash before the queue leaves it pending
+        write_markdown(published, rq.skillbook.with_suffix(".md"), redactor=redactor)
         rq.save(queue)
     return done
 
