@@ -1,0 +1,95 @@
+"""`ace-eval report`: the page's sections and data from a scripted run, comparison, redaction, size."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from _report_support import CARD, EMAIL, OPENAI, page_json, planted_collection, scripted_run
+from click.testing import CliRunner
+
+from ace.redaction.scan import scan_path
+from ace_eval.cli import main
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return scripted_run(tmp_path_factory.mktemp("runs"))
+
+
+def _report(tmp_path: Path, *runs: Path) -> str:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", *map(str, runs), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out} (" in result.output
+    return out.read_text(encoding="utf-8")
+
+
+def test_the_page_is_self_contained_and_holds_every_section(demo_run: Path, tmp_path: Path) -> None:
+    html = _report(tmp_path, demo_run)
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)  # no script, style or image fetched
+    assert "<link" not in html and "@import" not in html
+    for heading in ("Pipeline", "Models per role", "Tokens and cost per role", "Time per step", "Skills over samples"):
+        assert f">{heading}<" in html
+    assert html.count('<polyline class="series') == 4  # added, updated, removed, quarantined
+    [run] = page_json(html, "run-data")
+    assert run["status"] == "completed" and len(run["samples"]) == 10
+    assert {u["role"] for u in run["usage"]} == {"reflector", "skill_manager"}
+    assert [s["name"] for s in run["pipeline"]][:3] == ["redact", "reflect", "update"]
+    assert run["benchmark"] is None  # --no-benchmark: no benchmark section
+    assert 'data-tab="benchmark"' not in html
+
+
+def test_every_occurrence_of_a_skill_leads_to_its_sample_reflection_session_and_trace(
+    demo_run: Path, tmp_path: Path
+) -> None:
+    html = _report(tmp_path, demo_run)
+    [run] = page_json(html, "run-data")
+    details = [d for chunk in page_json(html, "detail-chunk") for d in chunk]
+    traces = {uid: t for chunk in page_json(html, "trace-chunk") for uid, t in chunk.items()}
+    assert len(details) == 10 and len(traces) == 10
+    skill = next(s for s in run["skills"] if len(s["occurrences"]) > 1)
+    for occurrence in skill["occurrences"]:
+        sample = details[occurrence["sample"]]
+        assert (sample["trace_uid"], sample["epoch"]) == (occurrence["trace_uid"], occurrence["epoch"])
+        assert sample["reflection"]["key_insight"].startswith("Check the policy first")
+        [sm] = [s for s in sample["sessions"] if s["kind"] == "sm"]
+        assert any(c["tool"] in ("add_skill", "update_skill") and c["skill_id"] == skill["id"] for c in sm["calls"])
+        assert traces[occurrence["trace_uid"]]["messages"]
+    assert skill["issue"] and skill["keywords"] and skill["status"] == "active"
+
+
+def test_two_runs_are_compared(demo_run: Path, tmp_path: Path) -> None:
+    other = scripted_run(tmp_path / "other", traces=planted_collection(tmp_path / "planted"))
+    html = _report(tmp_path, demo_run, other)
+    assert 'data-tab="compare"' in html and "Comparison of 2 runs" in html
+    runs = page_json(html, "run-data")
+    assert [r["id"] for r in runs] == [demo_run.name, other.name]
+    assert ">Skills that changed (" in html and ">Skills in some runs only (" in html
+
+
+def _found(path: Path) -> set[tuple[str, str]]:
+    return {(loc.kind, loc.preview) for loc in scan_path(path).locations}
+
+
+@pytest.mark.parametrize("redact", [True, False], ids=["redacted", "not-redacted"])
+def test_scan_finds_nothing_in_the_page_that_it_does_not_find_in_the_folder(tmp_path: Path, redact: bool) -> None:
+    folder = scripted_run(tmp_path / "runs", traces=planted_collection(tmp_path / "planted"), redact=redact)
+    html = _report(tmp_path, folder)
+    in_page, in_folder = _found(tmp_path / "report.html"), _found(folder)
+    assert in_page <= in_folder
+    if redact:
+        assert in_page == set() and EMAIL not in html and OPENAI not in html and CARD not in html
+        assert "[REDACTED:email#1]" in html  # the transcript is there, redacted as the reflector saw it
+    else:
+        assert EMAIL in html and in_page  # the run kept the raw text: so does the page, nothing more
+
+
+def test_a_100_sample_run_makes_a_page_under_2_mb(tmp_path: Path) -> None:
+    folder = scripted_run(tmp_path / "runs", epochs=10)
+    html = _report(tmp_path, folder)
+    [run] = page_json(html, "run-data")
+    assert sum(row[3] == "ok" for row in run["samples"]) == 100  # ten epochs of ten traces
+    assert len(html.encode("utf-8")) < 2_000_000
