@@ -28,7 +28,7 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
         "config": {k: config.get(k) for k in _CONFIG_SHOWN if k in config},
         "pipeline": [
             {"name": s.get("name"), "phase": s.get("phase"), "options": s.get("options") or {}}
-            for s in ((extra.get("pipeline") or {}).get("steps") or [])
+            for s in ((record.pipeline or {}).get("steps") or [])
         ],
         "models": {**(record.models or {}), **(extra.get("resolved_models") or {})},
         "usage": [{"role": role, **u.model_dump(mode="json")} for role, u in sorted(record.usage.items())],

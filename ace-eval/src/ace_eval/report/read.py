@@ -1,8 +1,8 @@
 """Everything the report shows about one run folder, read in one place (`read_report_run`).
 
-The page holds only what the folder holds: `run.json`, `samples.jsonl`, `spans.jsonl` (through the sessions of
-`ace_eval.run.sessions`), the learned skillbook, and the collections trained on and evaluated, whose traces are
-shown redacted exactly as the run's `redact` step redacted them for the reflector.
+The page holds only what the folder holds, read through `ace_eval.run.read.read_run`: `run.json`, `samples.jsonl`,
+the sessions rebuilt from `spans.jsonl`, the learned skillbook, and the collections trained on and evaluated,
+whose traces are shown redacted exactly as the run's `redact` step redacted them for the reflector.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from ace.exceptions import UserError
 from ace.redaction import Redactor
 from ace.steps.redact import TRACE_ID_FIELDS
 from ace_eval.collection import MANIFEST_FILE, Trace, iter_collection
-from ace_eval.run.folder import RunFolder
-from ace_eval.run.record import RunRecord, RunRecordError, load_run_record
-from ace_eval.run.sessions import RunView, load_run_view
+from ace_eval.run.folder import RunFolderError
+from ace_eval.run.read import RunSkillbookError, read_run
+from ace_eval.run.record import RunRecord
+from ace_eval.run.sessions import RunView
 
 __all__ = ["ReportRun", "read_report_run"]
 
@@ -43,30 +44,25 @@ class ReportRun:
 
 
 def read_report_run(path: Path) -> ReportRun:
-    """Read a run folder for the report; raises `UserError` naming the fix when it is not one."""
-    folder = RunFolder(path)
-    if not folder.run_json.is_file():
-        raise UserError(
-            f"{path} is not a run folder (it has no run.json): pass a folder written by `ace-eval e2e`, "
-            "e.g. results/e2e/run_0123456789ab (`ace-eval runs` lists them)"
-        )
+    """Read a run folder for the report (through `read_run`); raises `UserError` naming the fix when it is not one."""
     try:
-        record = load_run_record(folder.run_json)
-    except RunRecordError as e:
-        raise UserError(str(e)) from None
-    data = record.model_dump(mode="json", exclude_unset=True)
-    book_path = folder.learned_skillbook(data)
-    skillbook = Skillbook.load_from_file(book_path) if book_path.is_file() else None
-    config = record.config.model_dump(mode="json")
+        run = read_run(path)
+    except RunFolderError as e:
+        raise UserError(f"{e} (`ace-eval runs` lists the run folders)") from None
+    try:
+        skillbook: Skillbook | None = run.skillbook.book
+    except RunSkillbookError:
+        skillbook = None  # a run stopped before its first snapshot: the page shows its samples without skills
+    config = run.record.config.model_dump(mode="json")
     redactor = _redactor(config) if config.get("redact", True) else None
     return ReportRun(
         path=path,
-        record=record,
-        view=load_run_view(path),
+        record=run.record,
+        view=run.view(),
         skillbook=skillbook,
-        traces=_traces(_episodes(folder.collection), redactor),
-        baseline=list(_episodes(folder.baseline)),
-        evaluation=list(_episodes(folder.evaluation)),
+        traces=_traces(_episodes(run.folder.collection), redactor),
+        baseline=list(_episodes(run.folder.baseline)),
+        evaluation=list(_episodes(run.folder.evaluation)),
     )
 
 
