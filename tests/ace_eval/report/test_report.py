@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from click.testing import CliRunner
 
 from ace.redaction.scan import scan_path
 from ace_eval.cli import main
+from ace_eval.collection import Trace, write_collection
+from ace_eval.report.scores import pass_hat_k_interval
+
+HELLO = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +98,44 @@ def test_a_100_sample_run_makes_a_page_under_2_mb(tmp_path: Path) -> None:
     [run] = page_json(html, "run-data")
     assert len(run["samples"]) == 100 and {row[3] for row in run["samples"]} == {"ok"}  # ten epochs of ten traces
     assert len(html.encode("utf-8")) < 2_000_000
+
+
+def _episodes(folder: Path, rewards: dict[str, list[float]]) -> None:
+    traces = [
+        Trace(source_system="tau", trace_id=f"{task}-{i}", task_id=task, question=task, messages=HELLO, reward=r)
+        for task, values in rewards.items()
+        for i, r in enumerate(values)
+    ]
+    write_collection(folder, traces, source_system="tau")
+
+
+def test_pass_hat_k_with_its_interval_over_tasks() -> None:
+    def episode(task: str, reward: float) -> Trace:
+        return Trace(source_system="tau", trace_id=f"{task}-{reward}", task_id=task, question=task, messages=HELLO,
+                     reward=reward)  # fmt: skip
+
+    episodes = [episode("a", 1.0), episode("a", 1.0), episode("b", 1.0), episode("b", 0.0)]
+    one = pass_hat_k_interval(episodes, 1)
+    assert one is not None and one["value"] == pytest.approx(0.75) and one["tasks"] == 2
+    assert 0.0 <= one["low"] < 0.75 < one["high"] <= 1.0
+    two = pass_hat_k_interval(episodes, 2)
+    assert two is not None and two["value"] == pytest.approx(0.5)  # C(2,2)/C(2,2) and C(1,2)/C(2,2)
+    assert pass_hat_k_interval(episodes, 3) is None  # too few trials
+
+
+def test_the_benchmark_section_shows_pass_hat_k_before_and_after_and_per_task_deltas(
+    demo_run: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run, copy)
+    _episodes(copy / "baseline", {"t1": [0.0, 0.0], "t2": [1.0, 0.0]})
+    _episodes(copy / "evaluation", {"t1": [1.0, 1.0], "t2": [1.0, 0.0]})
+    html = _report(tmp_path, copy)
+    [run] = page_json(html, "run-data")
+    rows = {row["k"]: row for row in run["benchmark"]["pass_hat_k"]}
+    assert rows[1]["before"]["value"] == pytest.approx(0.25) and rows[1]["after"]["value"] == pytest.approx(0.75)
+    assert rows[2]["before"]["value"] == pytest.approx(0.0) and rows[2]["after"]["value"] == pytest.approx(0.5)
+    deltas = {t["task"]: t["delta"] for t in run["benchmark"]["tasks"]}
+    assert deltas == {"t1": pytest.approx(1.0), "t2": pytest.approx(0.0)}
+    assert len(run["benchmark"]["episodes"]) == 8
+    assert 'data-tab="benchmark"' in html and "+0.500" in html  # pass^1's change, in the table
