@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from ace_eval.cli import main
 from ace_eval.collection import Trace, write_collection
 from ace_eval.report.scores import pass_hat_k_interval
 
+ROOT = Path(__file__).resolve().parents[3]
 HELLO = [{"role": "user", "content": "hello"}]
 
 
@@ -139,3 +141,13 @@ def test_the_benchmark_section_shows_pass_hat_k_before_and_after_and_per_task_de
     assert deltas == {"t1": pytest.approx(1.0), "t2": pytest.approx(0.0)}
     assert len(run["benchmark"]["episodes"]) == 8
     assert 'data-tab="benchmark"' in html and "+0.500" in html  # pass^1's change, in the table
+
+
+def test_the_templates_ship_as_package_data() -> None:
+    """The wheel packages the whole `src/ace_eval` folder (hatch keeps non-Python files), templates included."""
+    config = tomllib.loads((ROOT / "ace-eval" / "pyproject.toml").read_text(encoding="utf-8"))
+    wheel = config["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["src/ace_eval"] and not {"exclude", "only-include", "artifacts"} & set(wheel)
+    shipped = {p.name for p in (ROOT / "ace-eval" / "src" / "ace_eval" / "report" / "templates").iterdir()}
+    assert {"report.html.j2", "report.css", "report.js"} <= shipped
+    assert "jinja2>=3.1" in config["project"]["dependencies"]
