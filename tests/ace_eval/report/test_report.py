@@ -66,6 +66,8 @@ def test_every_occurrence_of_a_skill_leads_to_its_sample_reflection_session_and_
         assert any(c["tool"] in ("add_skill", "update_skill") and c["skill_id"] == skill["id"] for c in sm["calls"])
         assert traces[occurrence["trace_uid"]]["messages"]
     assert skill["issue"] and skill["keywords"] and skill["status"] == "active"
+    assert html.count("# Airline customer service policy (demo)") == 1  # the system prompt all 10 traces share
+    assert all(t["messages"][0]["content"] == {"shared": 0} for t in traces.values())
 
 
 def test_two_runs_are_compared(demo_run: Path, tmp_path: Path) -> None:

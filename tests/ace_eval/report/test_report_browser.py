@@ -100,6 +100,7 @@ def test_a_click_on_a_skill_shows_its_trace_and_session_offline(browser: Any, re
     session = sample.locator(".session", has_text="sm.session")
     assert session.count() == 1 and "add_skill(" in session.inner_text()  # the tool call with its arguments
     assert "li_wei_2093" in sample.locator(".transcript").inner_text()  # the trace: the task as the user put it
+    assert "Airline customer service policy (demo)" in sample.locator(".transcript").inner_text()  # a shared text
     page.locator(".skill-detail").evaluate("box => { box.scrollTop = 330; }")  # the session and the trace
     _shot(page, "report-skill.png", height=1100)
 

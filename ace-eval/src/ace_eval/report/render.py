@@ -7,6 +7,7 @@ and the SVG chart are inline; a Content-Security-Policy forbids every request, s
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ __all__ = ["CHUNK", "render_report", "write_report"]
 
 CHUNK = 100
 """Samples (and traces) per lazily parsed JSON block."""
+_SHARED_MIN = 200
+"""Message texts at least this long that several traces hold are kept once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +39,8 @@ class _RunPage:
     chart: Chart
     detail_chunks: list[list[dict[str, Any]]]
     trace_chunks: list[dict[str, dict[str, Any]]]
+    shared: list[str]
+    """Message texts several traces hold (a system prompt), kept once; a message names one as `{"shared": i}`."""
 
 
 def _environment() -> jinja2.Environment:
@@ -54,15 +59,40 @@ def _chunks(items: Sequence[Any]) -> list[list[Any]]:
     return [list(items[i : i + CHUNK]) for i in range(0, len(items), CHUNK)]
 
 
+def _share_texts(traces: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The traces with each long message text that more than one of them holds replaced by `{"shared": i}`, and
+    those texts (a benchmark's system prompt is in every trace: kept once, the page stays small)."""
+    counts = Counter(
+        m["content"]
+        for t in traces.values()
+        for m in t.get("messages") or []
+        if isinstance(m.get("content"), str) and len(m["content"]) >= _SHARED_MIN
+    )
+    index = {text: i for i, text in enumerate(text for text, n in counts.items() if n > 1)}
+    if not index:
+        return traces, []
+    out: dict[str, dict[str, Any]] = {}
+    for uid, trace in traces.items():
+        messages = [
+            {**m, "content": {"shared": index[m["content"]]}} if isinstance(m.get("content"), str)
+            and m["content"] in index else m
+            for m in trace.get("messages") or []
+        ]  # fmt: skip
+        out[uid] = {**trace, "messages": messages}
+    return out, list(index)
+
+
 def _run_page(run: ReportRun) -> _RunPage:
     payload = run_payload(run)
-    uids = list(run.traces)
+    traces, shared = _share_texts(run.traces)
+    uids = list(traces)
     payload["trace_chunk"] = {uid: i // CHUNK for i, uid in enumerate(uids)}
     return _RunPage(
         payload=payload,
         chart=skill_chart(run.view.samples),
         detail_chunks=_chunks(sample_details(run)),
-        trace_chunks=[{uid: run.traces[uid] for uid in chunk} for chunk in _chunks(uids)],
+        trace_chunks=[{uid: traces[uid] for uid in chunk} for chunk in _chunks(uids)],
+        shared=shared,
     )
 
 

@@ -47,6 +47,14 @@
     var chunk = this.chunk("detail", Math.floor(i / CHUNK));
     return chunk ? chunk[i % CHUNK] : null;
   };
+  Run.prototype.text = function (content) {
+    // a text several traces share is kept once in the page: {"shared": i}
+    if (content && typeof content === "object" && typeof content.shared === "number") {
+      if (!this.shared) { this.shared = JSON.parse(this.root.querySelector("script.shared-text").textContent); }
+      return this.shared[content.shared];
+    }
+    return typeof content === "string" ? content : JSON.stringify(content);
+  };
   Run.prototype.trace = function (uid) {
     var n = this.data.trace_chunk[uid];
     if (n === undefined) { return null; }
@@ -55,14 +63,14 @@
   };
 
   // ---------------------------------------------------------------- a sample: transcript, reflection, sessions
-  function transcript(trace) {
+  function transcript(trace, text) {
     var box = el("div", { cls: "transcript" });
     if (!trace) { box.appendChild(el("p", { cls: "muted", text: "The run folder holds no copy of this trace." })); return box; }
     put(box, field("Task", trace.question));
     if (trace.reward !== null && trace.reward !== undefined) { put(box, field("Reward", trace.reward)); }
     (trace.messages || []).forEach(function (m) {
       var role = String(m.role || "?");
-      var body = typeof m.content === "string" ? m.content : JSON.stringify(m.content);
+      var body = text(m.content);
       var msg = el("div", { cls: "msg " + role }, el("div", { cls: "role", text: role + (m.name ? " · " + m.name : "") }));
       if (body && body !== "null") { msg.appendChild(el("pre", { text: body })); }
       (m.tool_calls || []).forEach(function (c) {
@@ -120,7 +128,7 @@
     var redacted = Object.keys(d.redactions || {});
     if (redacted.length) { put(target, field("Redacted", redacted.map(function (k) { return k + " ×" + d.redactions[k]; }).join(", "))); }
     var tr = el("div", { cls: "trace" }, el("h4", { text: "Transcript (redacted trace)" }));
-    tr.appendChild(transcript(this.trace(row[1])));
+    tr.appendChild(transcript(this.trace(row[1]), this.text.bind(this)));
     target.appendChild(tr);
   };
 
