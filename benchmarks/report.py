@@ -36,8 +36,9 @@ def scripted_run(out: Path, samples: int) -> Path:
     return runner.run_e2e(settings, injections=scripted_injections()).folder.path
 
 
-def browser_seconds(page_path: Path) -> tuple[float, float] | str:
-    """Seconds until the page is interactive, and until a click on the first skill shows its trace."""
+def browser_seconds(page_path: Path) -> tuple[float, float, float] | str:
+    """Seconds until the page is interactive, until a click on a sample shows its transcript, and until a click
+    on a skill shows its evidence."""
     chromium = shutil.which("chromium")
     if chromium is None:
         return "no chromium (apt-get install -y chromium)"
@@ -52,13 +53,18 @@ def browser_seconds(page_path: Path) -> tuple[float, float] | str:
         page.goto(page_path.as_uri(), wait_until="load")
         page.wait_for_selector("table.samples tbody tr", state="attached")
         loaded = time.perf_counter() - start
+        page.click("#tabs button[data-tab=samples]")
+        start = time.perf_counter()
+        page.locator("table.samples tbody tr").last.click()
+        page.wait_for_selector(".sample-detail .transcript")
+        sample = time.perf_counter() - start
         page.click("#tabs button[data-tab=learning]")
         start = time.perf_counter()
-        page.locator(".skill-item").first.click()
-        page.wait_for_selector(".occurrence-sample .transcript")
-        clicked = time.perf_counter() - start
+        page.locator(".skill-item").last.click()
+        page.wait_for_selector(".skill-detail .occurrences")
+        skill = time.perf_counter() - start
         browser.close()
-    return loaded, clicked
+    return loaded, sample, skill
 
 
 def main() -> None:
@@ -89,7 +95,8 @@ def main() -> None:
             print(f"{'chromium':<34} {opened}")
         else:
             print(f"{'chromium: open until interactive':<34} {opened[0]:>10.2f} s")
-            print(f"{'chromium: click a skill -> trace':<34} {opened[1]:>10.2f} s")
+            print(f"{'chromium: click a sample -> trace':<34} {opened[1]:>10.2f} s")
+            print(f"{'chromium: click a skill -> evidence':<34} {opened[2]:>10.2f} s")
 
 
 if __name__ == "__main__":
