@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tomllib
@@ -153,3 +154,18 @@ def test_the_templates_ship_as_package_data() -> None:
     shipped = {p.name for p in (ROOT / "ace-eval" / "src" / "ace_eval" / "report" / "templates").iterdir()}
     assert {"report.html.j2", "report.css", "report.js"} <= shipped
     assert "jinja2>=3.1" in config["project"]["dependencies"]
+
+
+def test_text_that_looks_like_markup_stays_text(demo_run: Path, tmp_path: Path) -> None:
+    """A skill's text closing the JSON block or opening a tag is data in the page, never markup."""
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run, copy)
+    hostile = "</script><img src=x onerror=alert(1)> & 'quotes' <!--"
+    for name in ("skillbook.json", "skillbook.snapshot.json"):
+        book = json.loads((copy / name).read_text(encoding="utf-8"))
+        book["skills"][0]["issue"] = hostile
+        (copy / name).write_text(json.dumps(book), encoding="utf-8")
+    html = _report(tmp_path, copy)
+    assert "<img src=x" not in html and "</script><img" not in html
+    [run] = page_json(html, "run-data")
+    assert run["skills"][0]["issue"] == hostile
