@@ -169,3 +169,18 @@ def test_text_that_looks_like_markup_stays_text(demo_run: Path, tmp_path: Path) 
     assert "<img src=x" not in html and "</script><img" not in html
     [run] = page_json(html, "run-data")
     assert run["skills"][0]["issue"] == hostile
+
+
+def test_a_run_that_collected_its_traces_scores_them_as_before(demo_run: Path, tmp_path: Path) -> None:
+    """Without `--traces` the agent's collected episodes are the benchmark's "before" (no baseline/ is run)."""
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run, copy)
+    record = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    record["config"]["traces"] = None
+    (copy / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    _episodes(copy / "evaluation", {"cancel-business": [1.0]})
+    [run] = page_json(_report(tmp_path, copy), "run-data")
+    [row] = run["benchmark"]["pass_hat_k"]
+    assert row["before"]["tasks"] == len({t["task"] for t in run["benchmark"]["tasks"] if t["before"] is not None})
+    assert row["before"]["tasks"] > 1 and row["after"]["tasks"] == 1
+    assert sum(e["phase"] == "before" for e in run["benchmark"]["episodes"]) == 10  # the demo's ten episodes

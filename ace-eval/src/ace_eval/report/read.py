@@ -17,7 +17,7 @@ from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError
 from ace_eval.collection import MANIFEST_FILE, TRACES_FILE, Trace, iter_collection
 from ace_eval.run.folder import RunFolderError
-from ace_eval.run.read import RunSkillbookError, read_run
+from ace_eval.run.read import Run, RunSkillbookError, read_run
 from ace_eval.run.record import RunRecord
 from ace_eval.run.sessions import RunView
 
@@ -38,7 +38,8 @@ class ReportRun:
     """The traces trained on, by `trace_uid` as the samples name them (as the folder holds them: redacted when the
     run redacted)."""
     baseline: list[Trace]
-    """The benchmark episodes before learning (empty when the agent did not run)."""
+    """The benchmark episodes before learning: `baseline/`, or the collected episodes of a run without `--traces`
+    (empty when the agent did not run)."""
     evaluation: list[Trace]
     """The benchmark episodes after learning."""
 
@@ -59,9 +60,15 @@ def read_report_run(path: Path) -> ReportRun:
         view=run.view(),
         skillbook=skillbook,
         traces=_traces(run.folder.collection),
-        baseline=list(_episodes(run.folder.baseline)),
+        baseline=list(_episodes(run.folder.baseline)) or _collected(run),
         evaluation=list(_episodes(run.folder.evaluation)),
     )
+
+
+def _collected(run: Run) -> list[Trace]:
+    """The episodes the agent ran to collect the traces (a run without `--traces`): the benchmark's "before"."""
+    replayed = (run.record.config.model_extra or {}).get("traces") is not None
+    return [] if replayed else list(_episodes(run.folder.collection))
 
 
 def _episodes(directory: Path) -> Iterable[Trace]:
