@@ -41,7 +41,9 @@ __all__ = [
     "ace_span",
     "clean_attributes",
     "configure_observability",
+    "current_span",
     "find_logfire_target",
+    "open_span",
     "read_spans_jsonl",
     "span_to_dict",
 ]
@@ -240,6 +242,22 @@ def ace_span(
             span.record_exception(e, {"exception.message": redact(str(e)), "exception.stacktrace": trace_text})
             span.set_status(Status(StatusCode.ERROR, redact(f"{type(e).__name__}: {e}")))
             raise
+
+
+def open_span(name: str, attributes: Mapping[str, AttributeInput]) -> Span:
+    """A span from the `ace` tracer under the current one, not made current and not ended: for a span that outlives
+    one `with` block (an epoch whose samples run as concurrent tasks). End it with `span.end()`."""
+    provider = trace.get_tracer_provider()
+    if type(provider) is trace.ProxyTracerProvider:
+        return INVALID_SPAN
+    return provider.get_tracer(TRACER_NAME).start_span(name, attributes=clean_attributes(attributes))
+
+
+@contextmanager
+def current_span(span: Span) -> Iterator[Span]:
+    """Make `span` (from `open_span`) the parent of the spans started inside, without ending it."""
+    with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+        yield span
 
 
 # --------------------------------------------------------------------------------------- local export

@@ -391,6 +391,7 @@ def test_markdown_export() -> None:
 - **Keywords:** `airline`, `cancellation`
 - **Issue:** In tau-airline cancellations, a business-class ticket is refundable whatever its age.
 - **Insight:** Check the cabin class before refusing a cancellation.
+- **Taught by:** demo-airline:cancel-business-trial-0 (epoch 1)
 - **Counters:** used 1 · helpful 1 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 2
 
 ### `context-00002`
@@ -398,6 +399,7 @@ def test_markdown_export() -> None:
 - **Keywords:** `airline`, `cabin_class`
 - **Issue:** Changing a reservation's cabin applies to every passenger and every flight of it.
 - **Insight:** Say that cabin changes are all-or-nothing before offering options.
+- **Taught by:** demo-airline:cancel-business-trial-0 (epoch 1)
 - **Counters:** used 0 · helpful 0 · harmful 0 · neutral 0 · harmful traces 0 · occurrences 1
 
 ## Harness (1)

@@ -2,9 +2,10 @@
 
 Layout: a title and a stats line, one `##` section per skillbook section (`context`, `harness`) with a `###`
 heading per visible skill and its fields as a bold-labelled list (its KPIs among them: uses, helpful / harmful /
-neutral tags, distinct harmful traces), then the quarantined skills with the reason and the harmful traces, then
-the inactive skills with the reason they were removed. Skill text, ids and keywords are
-escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders as written.
+neutral tags, distinct harmful traces; the traces that taught it, by uid and epoch), then the quarantined skills
+with the reason and the harmful traces, then the inactive skills with the reason they were removed. Skill text,
+ids and keywords are escaped, so an issue containing `*`, `_`, `|`, `<tag>` or a line starting with `#` renders
+as written.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ace.pipeline.context import StepContext
 from ace.pipeline.registry import StepEnvironment, StepFactory
 from ace.redaction import Redactor
 
-__all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown"]
+__all__ = ["ExportMarkdownStep", "escape_markdown", "export_markdown", "write_markdown"]
 
 _SECTIONS = (("context", "Context"), ("harness", "Harness"))
 _ESCAPED = "\\`*_[]|~"
@@ -108,11 +109,36 @@ def _skill_block(skill: Skill, harmful_traces: int) -> list[str]:
     rows.append(f"- **Issue:** {escape_markdown(skill.issue)}")
     if skill.insight:
         rows.append(f"- **Insight:** {escape_markdown(skill.insight)}")
+    taught = _taught_by(skill)
+    if taught:
+        rows.append(f"- **Taught by:** {taught}")
     rows.append(
         f"- **Counters:** used {skill.used_count} · helpful {skill.helpful_count} · harmful {skill.harmful_count} · "
         f"neutral {skill.neutral_count} · harmful traces {harmful_traces} · occurrences {len(skill.occurrences)}"
     )
     return rows
+
+
+def write_markdown(
+    skillbook: Skillbook, path: Path, *, title: str = "Skillbook", redactor: Redactor | None = None
+) -> None:
+    """Write `export_markdown(skillbook)` to `path` atomically, redacted with `redactor` when given."""
+    markdown = export_markdown(skillbook, title=title)
+    data = (redactor.redact_text(markdown) if redactor is not None else markdown).encode("utf-8")
+
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    atomic_write(path, write)
+
+
+def _taught_by(skill: Skill) -> str:
+    """The traces whose reflections added or rewrote the skill, as `uid` (epoch N), each once, in order."""
+    seen: dict[tuple[str, int | None], None] = {}
+    for source in skill.occurrences:
+        if source.operation_type in (None, "ADD", "UPDATE") and source.trace_uid != "manual":
+            seen.setdefault((source.trace_uid, source.epoch), None)
+    return ", ".join(_code(uid) + (f" (epoch {epoch})" if epoch is not None else "") for uid, epoch in seen)
 
 
 class ExportMarkdownStep:
@@ -132,13 +158,7 @@ class ExportMarkdownStep:
 
     async def __call__(self, ctx: StepContext) -> StepContext:
         """Export and return `ctx` unchanged."""
-        markdown = export_markdown(ctx.skillbook, title=self.title)
-        data = (self.redactor.redact_text(markdown) if self.redactor is not None else markdown).encode("utf-8")
-
-        def write(f: IO[bytes]) -> None:
-            f.write(data)
-
-        atomic_write(self.path, write)
+        write_markdown(ctx.skillbook, self.path, title=self.title, redactor=self.redactor)
         return ctx
 
 

@@ -50,16 +50,31 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
         ),
         "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
+        "export": LazyCommand(
+            "ace_eval.commands.export",
+            "export",
+            "Write a skillbook (`skillbook.json`) as markdown: each skill, its evidence and the traces that taught it.",
+        ),
         "inspect": LazyCommand(
             "ace_eval.commands.inspect",
             "inspect",
             "Show each session of a run: which trace, which reflection (key insight), which tool calls with their "
             "atomic signature, which skills changed.",
         ),
+        "report": LazyCommand(
+            "ace_eval.commands.report",
+            "report",
+            "Write one self-contained HTML page about one or more run folders (no network needed to open it).",
+        ),
         "review": LazyCommand(
             "ace_eval.commands.review",
             "review",
             "Decide the candidates of a review run (`ace-eval e2e --review --skillbook PATH`).",
+        ),
+        "runs": LazyCommand(
+            "ace_eval.commands.runs",
+            "runs",
+            "List the run folders under DIR (default results/): status, date, samples, skills, score; newest first.",
         ),
         "scan": LazyCommand(
             "ace_eval.commands.scan",

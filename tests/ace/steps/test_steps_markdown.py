@@ -43,6 +43,7 @@ EXPECTED = """\
 - **Keywords:** `airline`, `cabin_class`
 - **Issue:** In tau-airline's update\\_reservation\\_flights, cabin class applies to \\*all\\* legs.
 - **Insight:** Tell the user upgrades are all-or-nothing.
+- **Taught by:** demo:t1 (epoch 0)
 - **Counters:** used 2 · helpful 1 · harmful 0 · neutral 1 · harmful traces 0 · occurrences 3
 
 ## Harness (1)

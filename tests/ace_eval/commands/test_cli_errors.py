@@ -314,6 +314,44 @@ def interrupted(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return _replay(tmp)
 
 
+def report_not_a_run(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    return ["report", str(tmp), "-o", str(tmp / "r.html")]
+
+
+def report_output_folder(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "run").mkdir()
+    (tmp / "run" / "run.json").write_text('{"config": {}}', encoding="utf-8")
+    return ["report", str(tmp / "run"), "-o", str(tmp)]
+
+
+def report_output_parent(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    return ["report", str(tmp), "-o", str(tmp / "missing" / "r.html")]
+
+
+def report_damaged_run(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "run").mkdir()
+    (tmp / "run" / "run.json").write_text('{"config": {}, "usage": []}', encoding="utf-8")
+    return ["report", str(tmp / "run")]
+
+
+def runs_not_a_folder(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    return ["runs", str(tmp / "nowhere")]
+
+
+def export_missing(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    return ["export", str(tmp / "skillbook.json")]
+
+
+def export_not_a_skillbook(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "skillbook.json").write_text('{"hello": 1}', encoding="utf-8")
+    return ["export", str(tmp / "skillbook.json")]
+
+
+def export_onto_itself(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "book.md").write_text("{}", encoding="utf-8")
+    return ["export", str(tmp / "book.md")]
+
+
 RESUME = "continue it with: ace-eval e2e --resume "
 
 CASES = [
@@ -353,6 +391,16 @@ CASES = [
     Case("download failed", download_failed, 1, ("could not download", "check the connection and retry")),
     Case("tasks module", tasks_not_a_list, 1, ("cannot read the tasks", "TASKS must be a list literal")),
     Case("interrupted", interrupted, 130, ("interrupted", RESUME)),
+    Case(
+        "report: not a run folder", report_not_a_run, 2, ("is not a run folder (it has no run.json)", "ace-eval runs")
+    ),
+    Case("report: output is a folder", report_output_folder, 2, ("is a folder: pass a file name",)),
+    Case("report: output folder missing", report_output_parent, 2, ("does not exist; create it first",)),
+    Case("report: damaged run.json", report_damaged_run, 2, ("field 'usage'", "the run folder is damaged")),
+    Case("runs: not a folder", runs_not_a_folder, 2, ("is not a folder: pass the folder holding your runs",)),
+    Case("export: missing skillbook", export_missing, 2, ("is not a file: pass a skillbook",)),
+    Case("export: not a skillbook", export_not_a_skillbook, 2, ("is not a skillbook", "skillbook.json written by ACE")),
+    Case("export: onto itself", export_onto_itself, 2, ("is the skillbook itself",)),
 ]
 
 

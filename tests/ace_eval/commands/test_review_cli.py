@@ -125,6 +125,9 @@ def test_accept_applies_exactly_the_candidates_edits_with_provenance(
     assert decided["c00001"]["decision"]["reviewer"] == "ana"
     assert decided["c00001"]["decision"]["applied_skill_ids"] == ["context-00003"]
     assert decided["c00003"]["decision"] is None
+    markdown = published.with_suffix(".md").read_text(encoding="utf-8")  # written beside the published skillbook
+    assert "### `context-00003`" in markdown
+    assert "cancel-business-trial-0 (epoch 0)" in markdown.split("### `context-00003`")[1].split("###")[0]
     again = review("accept", published, "c00001")
     assert again.exit_code == 2 and "already accepted by ana" in again.output
     assert review("list", published).stdout.split()[0] == "c00003"

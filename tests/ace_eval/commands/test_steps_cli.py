@@ -80,6 +80,13 @@ def test_steps_list_shows_the_built_ins_with_their_distribution() -> None:
     by_name = {row["name"]: row for row in rows}
     assert by_name["deduplicate"]["options"]["threshold"]["default"] == 0.85
     assert by_name["quarantine"]["options"]["min_harmful_traces"]["default"] == 2
+    assert by_name["review"]["options"]["skillbook"]["required"] is True
+    assert "default" not in by_name["review"]["options"]["skillbook"]
+    assert any(
+        line.startswith("    option skillbook (required): The published skillbook")
+        for line in result.stdout.splitlines()
+    )
+    assert "PydanticUndefined" not in result.stdout
 
 
 def test_default_run_writes_the_skillbook_files_through_the_export_and_persist_steps(
@@ -171,6 +178,9 @@ def test_dedup_runs_at_the_end_of_each_epoch(monkeypatch: pytest.MonkeyPatch, tm
     # the dedup spans come after each epoch's last sample: epoch 0's before any sample of epoch 1
     order = [n for n in names if n in ("step.deduplicate", "train.sample")]
     assert order == ["train.sample"] * 4 + ["step.deduplicate"] + ["train.sample"] * 4 + ["step.deduplicate"]
+    spans = {row["span_id"]: row for row in map(json.loads, (folder / "spans.jsonl").read_text().splitlines())}
+    epochs = [spans[row["parent_span_id"]] for row in spans.values() if row["name"] == "step.deduplicate"]
+    assert [(e["name"], e["attributes"]["ace.epoch"]) for e in epochs] == [("train.epoch", 0), ("train.epoch", 1)]
     book = Skillbook.load_from_file(folder / "skillbook.json")  # written by persist, after the last dedup
     merged_away = judge.pairs[0][1]
     assert not book.require_skill(merged_away).active

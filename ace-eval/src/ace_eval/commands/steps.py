@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+from pydantic.fields import FieldInfo
 
 from ace.pipeline.registry import RegisteredStep, StepRegistry
 from ace_eval.reporting import ReportingGroup
@@ -21,12 +22,26 @@ def _row(step: RegisteredStep) -> dict[str, object]:
         "provides": sorted(factory.provides),
         "distribution": step.distribution,
         "version": step.version,
-        "options": {
-            name: {"default": info.get_default(call_default_factory=True), "help": info.description or ""}
-            for name, info in factory.options.model_fields.items()
-        },
+        "options": {name: _option(info) for name, info in factory.options.model_fields.items()},
         "description": factory.description,
     }
+
+
+def _option(info: FieldInfo) -> dict[str, object]:
+    """An option as JSON: `required` true and no default, or its default."""
+    if info.is_required():
+        return {"required": True, "help": info.description or ""}
+    return {"required": False, "default": info.get_default(call_default_factory=True), "help": info.description or ""}
+
+
+def _option_text(name: str, info: FieldInfo) -> str:
+    """`option NAME (required)` or `option NAME=DEFAULT`, then its help."""
+    head = (
+        f"option {name} (required)"
+        if info.is_required()
+        else f"option {name}={info.get_default(call_default_factory=True)!r}"
+    )
+    return head + (f": {info.description}" if info.description else "")
 
 
 @click.group("steps", cls=ReportingGroup)
@@ -49,5 +64,4 @@ def list_steps(as_json: bool) -> None:
         requires, provides = ", ".join(sorted(factory.requires)) or "-", ", ".join(sorted(factory.provides)) or "-"
         click.echo(f"    requires: {requires}   provides: {provides}")
         for name, info in factory.options.model_fields.items():
-            default = info.get_default(call_default_factory=True)
-            click.echo(f"    option {name}={default!r}" + (f": {info.description}" if info.description else ""))
+            click.echo(f"    {_option_text(name, info)}")

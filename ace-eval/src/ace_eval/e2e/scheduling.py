@@ -38,15 +38,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from opentelemetry.trace import Span
+
 from ace.core.journal import SkillbookMark
 from ace.core.skillbook import Skillbook
 from ace.llm.retry import failure_kind
-from ace.observability import AttributeInput, ace_span
 from ace.pipeline.context import StepContext
 from ace.pipeline.pipeline import Pipeline, StepFailed
 from ace.reflector.simple import ReflectorError
 from ace_eval.e2e.fail_fast import first_cause
 from ace_eval.e2e.samples_plan import PlannedSample
+from ace_eval.e2e.span_tree import EpochSpans
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions
 
 __all__ = ["Commit", "SampleScheduler"]
@@ -96,21 +98,26 @@ class SampleScheduler:
         self.max_workers = max_workers
         self.sm_sessions = sm_sessions
 
-    async def run(self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit) -> None:
-        """Run and commit every pending sample on `book`."""
+    async def run(self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit, spans: EpochSpans) -> None:
+        """Run and commit every pending sample on `book`, each in its `train.sample` span (`spans`)."""
         if self.max_workers == 1:
-            await self._sequential(pending, book, commit)
+            await self._sequential(pending, book, commit, spans)
         elif self.sm_sessions == "ordered":
-            await self._ordered(pending, book, commit)
+            await self._ordered(pending, book, commit, spans)
         else:
-            await self._concurrent(pending, book, commit)
+            await self._concurrent(pending, book, commit, spans)
 
-    async def _sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit) -> None:
+    async def _sequential(
+        self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit, spans: EpochSpans
+    ) -> None:
         for item in pending:
-            reflected = await self._reflect_phase(item, book)
-            await self._serial_phase(reflected, book, commit)
+            with spans.sample(item) as span:
+                reflected = await self._reflect_phase(item, book)
+                await self._serial_phase(reflected, book, commit, span)
 
-    async def _ordered(self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit) -> None:
+    async def _ordered(
+        self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit, spans: EpochSpans
+    ) -> None:
         workers = self.max_workers
         reflecting = asyncio.Semaphore(workers)
         window = asyncio.Semaphore(2 * workers)
@@ -118,10 +125,11 @@ class SampleScheduler:
 
         async def one(ticket: int, item: PlannedSample) -> None:
             try:
-                async with reflecting:
-                    reflected = await self._reflect_phase(item, book)
-                async with ordered.turn(ticket):
-                    await self._serial_phase(reflected, book, commit)
+                with spans.sample(item) as span:
+                    async with reflecting:
+                        reflected = await self._reflect_phase(item, book)
+                    async with ordered.turn(ticket):
+                        await self._serial_phase(reflected, book, commit, span)
             finally:
                 window.release()
 
@@ -133,7 +141,9 @@ class SampleScheduler:
         except BaseExceptionGroup as group_error:
             raise first_cause(group_error) from None
 
-    async def _concurrent(self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit) -> None:
+    async def _concurrent(
+        self, pending: Sequence[PlannedSample], book: Skillbook, commit: Commit, spans: EpochSpans
+    ) -> None:
         workers = self.max_workers
         slots = asyncio.Semaphore(workers)
         window = asyncio.Semaphore(2 * workers)
@@ -145,8 +155,9 @@ class SampleScheduler:
                 if after is not None:
                     await after.wait()
                 async with slots:
-                    reflected = await self._reflect_phase(item, book)
-                    await self._serial_phase(reflected, book, commit, lock=committing)
+                    with spans.sample(item) as span:
+                        reflected = await self._reflect_phase(item, book)
+                        await self._serial_phase(reflected, book, commit, span, lock=committing)
             finally:
                 finished.set()
                 window.release()
@@ -174,53 +185,47 @@ class SampleScheduler:
             return _Reflected(item, ctx, e.cause, time.perf_counter() - start, e.step)
 
     async def _serial_phase(
-        self, reflected: _Reflected, book: Skillbook, commit: Commit, *, lock: asyncio.Lock | None = None
+        self, reflected: _Reflected, book: Skillbook, commit: Commit, span: Span, *, lock: asyncio.Lock | None = None
     ) -> None:
         """Update (+ deduplicate, extra steps), then commit. `lock`: sessions run concurrently; only the commit
         is serialised, and the sample's operations are picked out of the shared audit log by its trace."""
         item, ctx, error, failed_step = reflected.item, reflected.ctx, reflected.error, reflected.step
         start = time.perf_counter()
         mark = SkillbookMark.of(book)
-        attrs: dict[str, AttributeInput] = {
-            "ace.trace_uid": item.trace_uid,
-            "ace.epoch": item.epoch,
-            "ace.sample_index": item.index,
-        }
-        with ace_span("train.sample", attrs) as span:
-            if error is None:
-                try:
-                    ctx = await self._update.run(ctx)
-                except StepFailed as e:  # keep what the update and earlier steps did (usage, the session)
-                    error, failed_step, ctx = e.cause, e.step, e.ctx or ctx
-            message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
-            ops = book.operations_since(mark.ops)
-            if lock is not None:
-                ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
-            result = SampleResult(
-                trace_uid=item.trace_uid,
-                trace_id=item.trace_id,
-                epoch=item.epoch,
-                index=item.index,
-                error=message,
-                reflection=ctx.reflections[0] if ctx.reflections else None,
-                operations=tuple(op.to_dict() for op in ops),
-                changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
-                usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
-                redactions=dict(ctx.redactions),
-                duration_s=reflected.seconds + time.perf_counter() - start,
-                skipped=ctx.skipped,
-                refusals=_refusals(ctx),
-                error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
-                attempt=item.attempt,
-            )
-            span.set_attribute("ace.operations_count", len(ops))
-            if message is not None:
-                span.set_attribute("ace.error", message)
-            if lock is None:
+        if error is None:
+            try:
+                ctx = await self._update.run(ctx)
+            except StepFailed as e:  # keep what the update and earlier steps did (usage, the session)
+                error, failed_step, ctx = e.cause, e.step, e.ctx or ctx
+        message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
+        ops = book.operations_since(mark.ops)
+        if lock is not None:
+            ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
+        result = SampleResult(
+            trace_uid=item.trace_uid,
+            trace_id=item.trace_id,
+            epoch=item.epoch,
+            index=item.index,
+            error=message,
+            reflection=ctx.reflections[0] if ctx.reflections else None,
+            operations=tuple(op.to_dict() for op in ops),
+            changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
+            usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
+            redactions=dict(ctx.redactions),
+            duration_s=reflected.seconds + time.perf_counter() - start,
+            skipped=ctx.skipped,
+            refusals=_refusals(ctx),
+            error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
+            attempt=item.attempt,
+        )
+        span.set_attribute("ace.operations_count", len(ops))
+        if message is not None:
+            span.set_attribute("ace.error", message)
+        if lock is None:
+            await commit(result)
+        else:
+            async with lock:
                 await commit(result)
-            else:
-                async with lock:
-                    await commit(result)
 
 
 def _error_text(error: BaseException, step: str | None) -> str:

@@ -22,7 +22,7 @@ from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
 from ace.embeddings.base import Embedder
 from ace.llm import infer_model
-from ace.observability import Observability, configure_observability
+from ace.observability import AttributeInput, Observability, ace_span, configure_observability
 from ace.skill_manager.deps import SMSettings
 from ace.skill_manager.manager import SkillManager
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
@@ -154,7 +154,8 @@ class SegmentRun:
         )
         self._record_logfire(obs)
         try:
-            skillbook = asyncio.run(self._phases())
+            with ace_span("ace.run", {**self._span_attributes, "ace.resumed": self.segment.resumed}):
+                skillbook = asyncio.run(self._phases())
         except BaseException as e:
             interrupted = isinstance(e, KeyboardInterrupt)
             self.segment.status = "interrupted" if interrupted else "failed"
@@ -168,6 +169,12 @@ class SegmentRun:
         self.segment.status = "completed"
         self._close(obs, status="completed")
         return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook, observability=obs)
+
+    @property
+    def _span_attributes(self) -> dict[str, AttributeInput]:
+        """The run's id and folder, on its `ace.run` span and each epoch and sample span (a Logfire search finds
+        a run's samples by them)."""
+        return {"ace.run_id": self.folder.run_id, "ace.run_dir": str(self.folder.path)}
 
     def _record_logfire(self, obs: Observability) -> None:
         """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
@@ -251,6 +258,7 @@ class SegmentRun:
                 seed=s.seed,
                 retry_failed=s.retry_failed,
                 abort_after=s.abort_after,
+                span_attributes=self._span_attributes,
             ),
         )
         done = [d for d in load_samples(self.folder.samples) if not (s.retry_failed and retries_on_resume(d))]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.core.trace import TraceInput
 from ace.exceptions import RunError
+from ace.observability import AttributeInput
 from ace.pipeline.context import StepContext
 from ace.pipeline.phased import StepPipeline, StepRequest, build_pipeline
 from ace.pipeline.pipeline import Pipeline, StepFailed
@@ -65,6 +66,7 @@ from ace_eval.e2e.samples_plan import (
     retried_samples,
 )
 from ace_eval.e2e.scheduling import SampleScheduler
+from ace_eval.e2e.span_tree import EpochSpans
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 from ace_eval.reporting import describe_os_error
 from ace_eval.run.checkpoint import Checkpoint, CheckpointError, journal_start
@@ -120,6 +122,9 @@ class TrainingConfig:
     """On resume, run again the recorded samples that failed without applying an operation."""
     abort_after: int = 3
     """Stop after this many samples in a row failed with the same error no retry fixes; 0 never stops."""
+    span_attributes: Mapping[str, AttributeInput] = field(default_factory=dict[str, AttributeInput])
+    """Added to every `train.epoch` and `train.sample` span: an e2e run puts its id and folder here, so a search
+    in Logfire finds a run's samples."""
 
     def __post_init__(self) -> None:
         for name in ("epochs", "max_workers"):
@@ -270,20 +275,27 @@ class Trainer:
         pending = [retried.get(p.index, p) for p in plan if p.index not in results]
 
         phase_usage: dict[str, RoleUsage] = {}
+        by_epoch = bool(self.pipeline.end_of_epoch.steps)
+        spans = EpochSpans(pending, attributes=self.config.span_attributes, hold=by_epoch)
         try:
-            if not self.pipeline.end_of_epoch.steps:
-                await self._scheduler.run(pending, book, commit)
+            if not by_epoch:
+                await self._scheduler.run(pending, book, commit, spans)
             else:
                 ended = {e for e in range(self.config.epochs) if any(s.epoch > e for s in done.values())}
                 for epoch in range(self.config.epochs):
-                    await self._scheduler.run([p for p in pending if p.epoch == epoch], book, commit)
+                    await self._scheduler.run([p for p in pending if p.epoch == epoch], book, commit, spans)
                     if epoch not in ended:
-                        used = await self._run_phase("end_of_epoch", book, epoch, checkpointed=checkpoint is not None)
+                        with spans.epoch_end(epoch):
+                            used = await self._run_phase(
+                                "end_of_epoch", book, epoch, checkpointed=checkpoint is not None
+                            )
                         _add_usage(phase_usage, used)
         except BaseException:
             if checkpoint is not None:
                 checkpoint.abandon()
             raise
+        finally:
+            spans.close()
         if checkpoint is not None:
             await checkpoint.close(book)
         used = await self._run_phase("end_of_run", book, self.config.epochs - 1, checkpointed=checkpoint is not None)

@@ -13,6 +13,7 @@ from ace.core.skillbook import Skillbook
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UserError
 from ace.redaction import Redactor
+from ace.steps.export_markdown import write_markdown
 from ace_eval.review._model import Candidate, Decision, QueueFile, queue_writer
 from ace_eval.review._provenance import CollectionHashes, provenance_problems
 from ace_eval.review._queue import ReviewQueue
@@ -157,6 +158,8 @@ def accept_candidates(
             done.append(Accepted(cand.id, changed, problems[cand.id]))
         # One commit: a kill between the files leaves a record the next reader finishes (`recover_commit`).
         published.save_to_file(rq.skillbook, also=[(rq.path, queue_writer(queue))])
+        # The markdown is derived from the committed skillbook (`ace-eval export` rewrites it if a kill skips it).
+        write_markdown(published, rq.skillbook.with_suffix(".md"), redactor=redactor)
     return done
 
 

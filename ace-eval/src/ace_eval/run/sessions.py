@@ -180,6 +180,19 @@ def _is_session(name: str) -> bool:
     return name.endswith(_SESSION_SUFFIX) or name in _SESSION_NAMES
 
 
+def _inherited(by_id: Mapping[str, dict[str, Any]], span: Mapping[str, Any], key: str) -> Any:
+    """`key` of the span's attributes, else of its nearest ancestor's (a reflector's span sits under the sample's
+    `train.sample`, which carries the epoch)."""
+    hops: int = 0
+    current: Mapping[str, Any] | None = span
+    while current is not None and hops < 100:
+        value = (current.get("attributes") or {}).get(key)
+        if value is not None:
+            return value
+        current, hops = by_id.get(str(current.get("parent_span_id"))), hops + 1
+    return None
+
+
 def _sessions(spans: list[dict[str, Any]]) -> list[SessionView]:
     by_id = {s["span_id"]: s for s in spans if s.get("span_id")}
     session_ids = {sid for sid, s in by_id.items() if _is_session(str(s.get("name", "")))}
@@ -197,7 +210,7 @@ def _sessions(spans: list[dict[str, Any]]) -> list[SessionView]:
     for sid in session_ids:
         span = by_id[sid]
         attrs = dict(span.get("attributes") or {})
-        epoch = attrs.get("ace.epoch")
+        epoch = _inherited(by_id, span, "ace.epoch")
         tool_calls = [
             ToolCallView(
                 tool=str(c.get("name")),

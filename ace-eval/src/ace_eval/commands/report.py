@@ -1,0 +1,40 @@
+"""`ace-eval report RUN_DIR [RUN_DIR ...]`: one self-contained HTML page about the runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from ace.exceptions import UserError
+
+__all__ = ["report"]
+
+
+@click.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
+              help="The HTML file to write.")  # fmt: skip
+def report(run_dirs: tuple[Path, ...], output: Path) -> None:
+    """Write one self-contained HTML page about one or more run folders (no network needed to open it).
+
+    Overview (status, pipeline, models, tokens and cost per role, time per step, errors), learning (skills over
+    samples, every skill with its evidence and the traces, reflections and sessions that taught it), samples (a
+    filterable, sortable table with each transcript), the benchmark when the agent ran, and, for two or more
+    folders, a comparison. The page holds only what the folders hold.
+    """
+    from ace_eval.report import read_report_run, write_report
+
+    if output.is_dir():
+        raise UserError(f"-o {output} is a folder: pass a file name, e.g. -o {output / 'report.html'}")
+    if not output.parent.is_dir():
+        raise UserError(f"-o {output}: the folder {output.parent} does not exist; create it first")
+    started = time.perf_counter()
+    runs = [read_report_run(path) for path in run_dirs]
+    size = write_report(runs, output)
+    samples = sum(len(run.view.samples) for run in runs)
+    click.echo(
+        f"wrote {output} ({size / 1e6:.2f} MB, {len(runs)} run{'s' if len(runs) != 1 else ''}, {samples} samples) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )

@@ -1,0 +1,113 @@
+"""One run as the page's data: the overview, the samples table and each sample's details (parsed on demand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ace_eval.report.learning import skill_rows
+from ace_eval.report.read import ReportRun
+from ace_eval.report.scores import benchmark_scores
+from ace_eval.run.sessions import SampleView, SessionView
+
+__all__ = ["run_payload", "sample_details"]
+
+
+def run_payload(run: ReportRun) -> dict[str, Any]:
+    """Everything the page renders up front about `run` (sample details are separate: `sample_details`)."""
+    record = run.record
+    extra = record.model_extra or {}
+    samples = run.view.samples
+    config = record.config.model_dump(mode="json")
+    return {
+        "id": record.run_id or run.path.name,
+        "status": record.status or "unknown",
+        "error": record.error,
+        "created_at": extra.get("created_at"),
+        "updated_at": extra.get("updated_at"),
+        "versions": extra.get("versions") or {},
+        "config": {k: config.get(k) for k in _CONFIG_SHOWN if k in config},
+        "pipeline": [
+            {"name": s.get("name"), "phase": s.get("phase"), "options": s.get("options") or {}}
+            for s in ((record.pipeline or {}).get("steps") or [])
+        ],
+        "models": {**(record.models or {}), **(extra.get("resolved_models") or {})},
+        "usage": [{"role": role, **u.model_dump(mode="json")} for role, u in sorted(record.usage.items())],
+        "cost_usd": extra.get("cost_usd"),
+        "steps": [{"name": n, "calls": t.calls, "seconds": t.seconds} for n, t in record.step_timings.items()],
+        "timings": extra.get("timings") or {},
+        "training": (record.training.model_dump(mode="json") if record.training is not None else {}),
+        "samples": [_sample_row(i, v) for i, v in enumerate(samples)],
+        "skills": skill_rows(run.skillbook, samples),
+        "benchmark": benchmark_scores(run),
+    }
+
+
+_CONFIG_SHOWN = ("benchmark", "reflector_type", "epochs", "max_workers", "sm_sessions", "seed", "limit", "redact")
+
+
+def _state(view: SampleView) -> str:
+    if view.sample is None:
+        return "interrupted"
+    if view.sample.error is not None:
+        return "error"
+    return "skipped" if view.sample.skipped else "ok"
+
+
+def _sample_row(i: int, view: SampleView) -> list[Any]:
+    """A compact row (a list, not a dict: a 10,000-sample page carries it 10,000 times); `SAMPLE_COLUMNS` names it."""
+    sample = view.sample
+    tokens = sum(u.input_tokens + u.output_tokens for u in sample.usage.values()) if sample is not None else 0
+    return [
+        i,
+        view.trace_uid,
+        view.epoch,
+        _state(view),
+        view.key_insight or "",
+        len(sample.operations) if sample is not None else 0,
+        view.changed_ids,
+        round(sample.duration_s, 3) if sample is not None else None,
+        tokens,
+        len(sample.refusals) if sample is not None else 0,
+        sample.error if sample is not None else None,
+    ]
+
+
+def sample_details(run: ReportRun) -> list[dict[str, Any]]:
+    """Per sample: the reflection, the sessions with their tool calls, the operations, refusals and errors."""
+    out: list[dict[str, Any]] = []
+    for view in run.view.samples:
+        sample = view.sample
+        out.append(
+            {
+                "trace_uid": view.trace_uid,
+                "epoch": view.epoch,
+                "has_trace": view.trace_uid in run.traces,
+                "reflection": sample.reflection.model_dump(mode="json")
+                if sample is not None and sample.reflection is not None
+                else None,
+                "sessions": [_session(s) for s in view.sessions],
+                "operations": list(sample.operations) if sample is not None else [],
+                "refusals": list(sample.refusals) if sample is not None else [],
+                "error": sample.error if sample is not None else "not recorded (the run was interrupted)",
+                "error_kind": sample.error_kind if sample is not None else None,
+                "skipped": sample.skipped if sample is not None else None,
+                "redactions": dict(sample.redactions) if sample is not None else {},
+                "usage": {r: vars(u) for r, u in sample.usage.items()} if sample is not None else {},
+            }
+        )
+    return out
+
+
+def _session(session: SessionView) -> dict[str, Any]:
+    return {
+        "name": session.name,
+        "kind": session.kind,
+        "duration_ms": session.duration_ms,
+        "status": session.status,
+        "usage": session.usage,
+        "changed": session.changed_ids,
+        "calls": [
+            {"signature": c.signature, "tool": c.tool, "result": c.result, "skill_id": c.skill_id, "refusal": c.refusal}
+            for c in session.tool_calls
+        ],
+    }
