@@ -6,7 +6,9 @@ operations appended since its last look), so a check after every sample costs th
 
 Evidence counts by trace: a trace that tagged a skill harmful in three epochs is one harmful trace, and a tag
 made by hand (`InsightSource.manual()`, trace `manual`) is no trace at all. A `RELEASE` starts the evidence over:
-what a person weighed before releasing a skill does not quarantine it again.
+what a person weighed before releasing a skill does not quarantine it again. So does an `UPDATE` that changes the
+insight (the action the agent was told to take, which the tags judged); one that only widens the issue or the
+keywords keeps the evidence, so a harmful skill the skill manager keeps widening is still quarantined.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class SkillKpis:
     harmful_traces: int
     """Distinct traces with harmful evidence, over the skill's whole life."""
     window_harmful_traces: tuple[str, ...]
-    """The harmful traces since the skill's creation or last release (what the gate weighs)."""
+    """The harmful traces since the skill's creation, last release or last new insight (what the gate weighs)."""
     window_helpful_traces: int
     status: str
     """`active`, `quarantined` or `removed`."""
@@ -94,9 +96,11 @@ class EvidenceLedger:
         self._position = 0
         self._last: UpdateOperation | None = None
         self._skills: dict[str, SkillEvidence] = {}
+        self._insights: dict[str, str | None] = {}
+        """Each skill's insight as the log last set it: a rewrite of the action starts its evidence over."""
 
     def _reset(self) -> None:
-        self._position, self._last, self._skills = 0, None, {}
+        self._position, self._last, self._skills, self._insights = 0, None, {}, {}
 
     def sync(self, book: Skillbook) -> None:
         """Fold in the operations appended since the last call (start over if the log was rolled back)."""
@@ -126,7 +130,11 @@ class EvidenceLedger:
                 continue
             if op.type == "PURGE":
                 self._skills.pop(op.skill_id, None)
-            elif op.type == "RELEASE":
+            elif op.type == "ADD":
+                self._insights[op.skill_id] = op.insight
+            elif op.type == "RELEASE" or (op.type == "UPDATE" and op.insight != self._insights.get(op.skill_id)):
+                # a person's release, or a new action: the old verdicts judged another skill (`harmful_ever` stays)
+                self._insights[op.skill_id] = op.insight if op.type == "UPDATE" else self._insights.get(op.skill_id)
                 old = self._skills.get(op.skill_id)
                 self._skills[op.skill_id] = SkillEvidence(harmful_ever=old.harmful_ever if old else {})
             elif op.type == "TAG" and (op.trace_uid or "") not in _NO_TRACE:

@@ -291,3 +291,19 @@ def test_the_agent_never_sees_a_quarantined_skill(injection: str) -> None:
     book.quarantine_skill(sid, "harmful on two traces")
     shown = render_skills(book, injection, query=query, top_k=5, embedder=EMBEDDER)  # type: ignore[arg-type]
     assert shown.skill_ids == (other.id,) and sid not in shown.text
+
+
+def test_a_new_insight_starts_the_evidence_over_and_a_widening_does_not() -> None:
+    """Issue #24: tags before an UPDATE of the insight judged another action, so they no longer count."""
+    book, sid = _seeded()
+    book.tag_skill(sid, -1, insight_source=_source("t:1"))
+    book.tag_skill(sid, -1, insight_source=_source("t:2"))
+    skill = book.require_skill(sid)
+    book.update_skill(sid, skill.issue + " Also for vouchers.", ["refunds", "vouchers"], insight_source=_source("t:3"))
+    assert list(evidence_ledger(book).evidence(sid).harmful) == ["t:1", "t:2"]  # a widening keeps the evidence
+    book.update_skill(sid, skill.issue, insight="Read the fare rules aloud first.", insight_source=_source("t:4"))
+    evidence = evidence_ledger(book).evidence(sid)
+    assert (list(evidence.harmful), list(evidence.harmful_ever)) == ([], ["t:1", "t:2"])
+    book.tag_skill(sid, -1, insight_source=_source("t:5"))
+    (kpis,) = skill_kpis(book)
+    assert (kpis.harmful_traces, kpis.window_harmful_traces, kpis.status) == (3, ("t:5",), "active")
