@@ -31,7 +31,7 @@ _SUCCESS_TOLERANCE = 1e-6  # tau2.metrics.agent_metrics.is_successful
 
 @dataclass(frozen=True, kw_only=True)
 class GoldResult:
-    """One task's gold replay: tau2's reward and, below 1.0, what failed."""
+    """One task's gold replay: tau2's reward, what failed below 1.0, and any gold action the environment refused."""
 
     task_id: str
     reward: float
@@ -120,7 +120,7 @@ def replay_gold(domain: str, task: Any) -> GoldResult:
         return GoldResult(task_id=task.id, reward=0.0, reasons=(*errors, f"tau2's evaluator refused: {error}"))
     reward = float(reward_info.reward)
     passed = abs(reward - 1.0) <= _SUCCESS_TOLERANCE
-    reasons = [] if passed else [*errors, *_reasons(reward_info, task.evaluation_criteria)]
+    reasons = errors if passed else [*errors, *_reasons(reward_info, task.evaluation_criteria)]
     return GoldResult(task_id=task.id, reward=reward, reasons=tuple(reasons))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM
 
-__all__ = ["PROVIDER", "Reply", "ScriptFn", "call", "say", "scripted_model"]
+__all__ = ["PROVIDER", "Reply", "ScriptFn", "ScriptInfo", "call", "last_user_text", "say", "scripted_model"]
 
 PROVIDER = "ace-scripted"
 
@@ -30,8 +30,19 @@ class Reply:
     tool_calls: tuple[tuple[str, Mapping[str, Any]], ...] = field(default=())
 
 
-ScriptFn = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Reply]
-"""`fn(messages, tools)`: the OpenAI-format conversation (system prompt first) and tool schemas -> the next turn."""
+@dataclass(frozen=True)
+class ScriptInfo:
+    """What a script sees besides the conversation (as pydantic-ai's `AgentInfo` for a `FunctionModel`)."""
+
+    model: str
+    tools: list[dict[str, Any]]
+    """The OpenAI-format tool schemas offered."""
+    seed: int | None
+    """The seed tau2 set for this episode's trial (`set_seed`), None when unset."""
+
+
+ScriptFn = Callable[[list[dict[str, Any]], ScriptInfo], Reply]
+"""`fn(messages, info)`: the OpenAI-format conversation (system prompt first) -> the next turn."""
 
 
 def say(text: str) -> Reply:
@@ -56,8 +67,12 @@ class _ScriptedLLM(CustomLLM):
         script = self.scripts.get(name)
         if script is None:
             raise ValueError(f"no scripted model {name!r}; register it with scripted_model({name!r}, fn)")
-        tools: list[dict[str, Any]] = list((kwargs.get("optional_params") or {}).get("tools") or [])
-        reply = script(messages, tools)
+        params: dict[str, Any] = kwargs.get("optional_params") or {}
+        seed = params.get("seed")
+        info = ScriptInfo(
+            model=name, tools=list(params.get("tools") or []), seed=seed if isinstance(seed, int) else None
+        )
+        reply = script(messages, info)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             message["tool_calls"] = [
@@ -81,7 +96,7 @@ _lock = threading.Lock()
 
 
 def scripted_model(name: str, fn: ScriptFn) -> str:
-    """Register `fn` as the model `ace-scripted/<name>` (replacing an earlier one); returns the model string."""
+    """Register `fn(messages, info)` as the model `ace-scripted/<name>` (replacing an earlier one); returns its name."""
     with _lock:
         _handler.scripts[name] = fn
         if not any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
