@@ -21,11 +21,11 @@ from ace_eval.benchmarks.tau2 import (
     run_episodes,
     task_deltas,
     task_splits,
-    to_collection,
     trial_seeds,
     usage_by_role,
 )
 from ace_eval.benchmarks.tau2 import metrics as metrics_module
+from ace_eval.e2e.importers import import_tau2  # moves to ace_eval.collection.importers (#22)
 
 LEARN = ["11", "15"]
 EVALUATE = ["16", "19"]
@@ -41,7 +41,7 @@ def test_airline_learn_then_evaluate_without_and_with_the_skillbook(tmp_path: Pa
     agent_model, user_model = player.models("airline")
     common = {"domain": "airline", "agent_model": agent_model, "user_model": user_model, "num_trials": 2}
     learn = run_episodes(EpisodeConfig(**common, max_workers=2), LEARN, tmp_path / "learn")  # type: ignore[arg-type]
-    collection = to_collection(learn)
+    collection = import_tau2(learn)
     assert collection.benchmark == "tau2-bench-airline"
     assert [t.reward for t in collection.traces] == [0.0] * 4  # the write is skipped without the skill
     assert all(t.feedback and "database differs" in t.feedback for t in collection.traces)

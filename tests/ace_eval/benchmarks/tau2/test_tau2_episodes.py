@@ -22,11 +22,11 @@ from ace_eval.benchmarks.tau2 import (
     load_tasks,
     pass_hat_k,
     run_episodes,
-    to_collection,
     trial_seeds,
 )
 from ace_eval.benchmarks.tau2._tau2 import Results
 from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, scripted_model
+from ace_eval.e2e.importers import import_tau2  # moves to ace_eval.collection.importers (#22)
 
 TASKS = ["create_task_1", "update_task_1"]
 
@@ -55,7 +55,7 @@ def test_mock_episodes_score_as_scripted_and_match_tau2_metrics(tmp_path: Path) 
     assert [(row.k, row.value) for row in table] == [(1, 0.5), (2, 0.0)]
     assert check_against_tau2(results_path) == {1: 0.5, 2: 0.0}
 
-    collection = to_collection(results_path)
+    collection = import_tau2(results_path)
     assert collection.source_system == "tau2-mock"
     assert sorted((t.trace_id, t.reward) for t in collection.traces) == [
         ("task-create_task_1-trial-0", 1.0),

@@ -3,14 +3,14 @@
 tau2's own orchestrator, user simulator and evaluator run the episodes (`run_episodes`); the agent is tau2's LLM
 agent with the skillbook in its instructions (`AceAgent`, registered as `ace_agent`); `check_gold` replays each
 task's gold actions; `pass_hat_k` scores a results file. Importing this package without the extra raises
-`Tau2NotInstalledError` naming `pip install "ace-eval[tau2]"`.
+`Tau2NotInstalledError` naming `pip install "ace-eval[tau2]"`. The harness turns a run's `results.json` into
+traces with its tau2 importer (`import_tau2`), which reads the file as written here.
 """
 
 from __future__ import annotations
 
 from ace_eval.benchmarks.tau2._tau2 import INSTALL_HINT, Tau2NotInstalledError, tau2_version
 from ace_eval.benchmarks.tau2.agent import AGENT_NAME, AceAgent, register_ace_agent, skill_args
-from ace_eval.benchmarks.tau2.convert import to_collection
 from ace_eval.benchmarks.tau2.domains import (
     BENCHMARKS,
     DEFAULT_EVAL_SPLIT,
@@ -76,7 +76,6 @@ __all__ = [
     "task_outcomes",
     "task_splits",
     "tau2_version",
-    "to_collection",
     "trial_seeds",
     "usage_by_role",
 ]
