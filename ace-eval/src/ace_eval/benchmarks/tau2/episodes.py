@@ -64,7 +64,8 @@ class EpisodeConfig:
     max_workers: int = 1
     seed: int = 300
     skillbook: Path | None = None
-    injection: SkillInjection = "none"
+    injection: SkillInjection = "prompt"
+    """How `skillbook` reaches the agent (ignored without one)."""
     top_k: int = 5
     user: str = "user_simulator"
     """The tau2 user implementation (a registered name)."""

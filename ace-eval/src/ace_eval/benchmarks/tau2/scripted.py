@@ -2,7 +2,7 @@
 
 tau2's agent and user simulator call `litellm.completion`; registering a litellm `CustomLLM` provider makes those
 calls reach `fn(messages, tools)` instead of the network, so tests run tau2's real orchestrator, environments and
-evaluator end to end. Token counts are estimated at four characters a token, for cost projections.
+evaluator end to end. Token counts (messages and tool schemas) are estimated at four characters a token.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class _ScriptedLLM(CustomLLM):
                 }
                 for tool, arguments in reply.tool_calls
             ]
-        prompt, completion = _tokens(messages), _tokens(message)
+        prompt, completion = _tokens(messages) + (_tokens(info.tools) if info.tools else 0), _tokens(message)
         return litellm.ModelResponse(
             model=model,
             choices=[{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
