@@ -58,6 +58,8 @@ RESUME_KEYS: tuple[str, ...] = (
     "epochs",
     "seed",
     "limit",
+    "train_split",
+    "eval_split",
     "num_trials",
     "max_num_steps",
     "skill_injection",
@@ -68,7 +70,9 @@ RESUME_KEYS: tuple[str, ...] = (
     "skillbook",
 )
 """Settings a resumed run must keep: changing one would mix two different runs in one folder."""
-_AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k"})
+_AGENT_ONLY = frozenset(
+    {"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k", "eval_split"}
+)
 
 
 class RunFolderError(UserError, ValueError):

@@ -25,7 +25,7 @@ from ace_eval.benchmarks.tau2 import (
     usage_by_role,
 )
 from ace_eval.benchmarks.tau2 import metrics as metrics_module
-from ace_eval.e2e.importers import import_tau2  # moves to ace_eval.collection.importers (#22)
+from ace_eval.collection.importers import import_tau2
 
 LEARN = ["11", "15"]
 EVALUATE = ["16", "19"]

@@ -26,7 +26,7 @@ from ace_eval.benchmarks.tau2 import (
 )
 from ace_eval.benchmarks.tau2._tau2 import Results
 from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, scripted_model
-from ace_eval.e2e.importers import import_tau2  # moves to ace_eval.collection.importers (#22)
+from ace_eval.collection.importers import import_tau2
 
 TASKS = ["create_task_1", "update_task_1"]
 

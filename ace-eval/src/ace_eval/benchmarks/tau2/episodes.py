@@ -22,6 +22,7 @@ from ace.exceptions import RunError, UserError
 from ace_eval.benchmarks.tau2._tau2 import Results, SimulationRun, get_info, run_task, tau2_version
 from ace_eval.benchmarks.tau2.agent import register_ace_agent, skill_args
 from ace_eval.benchmarks.tau2.domains import load_tasks
+from ace_eval.benchmarks.tau2.limits import provider_limit
 from ace_eval.benchmarks.tau_bench.agent import SkillInjection
 
 __all__ = [
@@ -67,6 +68,8 @@ class EpisodeConfig:
     injection: SkillInjection = "prompt"
     """How `skillbook` reaches the agent (ignored without one)."""
     top_k: int = 5
+    provider_limit: int | None = None
+    """At most this many model requests in flight per provider (`None`: only `max_workers` bounds them)."""
     user: str = "user_simulator"
     """The tau2 user implementation (a registered name)."""
 
@@ -158,11 +161,13 @@ def run_episodes(
     out_dir: str | os.PathLike[str],
     *,
     on_episode: Callable[[Any], None] | None = None,
+    sanitize: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Path:
     """Run every (task, trial) of `selection` (a split name or task ids) not yet in `out_dir`; returns `results.json`.
 
     Episodes run on up to `config.max_workers` threads; `on_episode` sees each finished tau2 `SimulationRun`.
     Raises `EpisodesFailedError` after the others finish if some episode raised (re-run to retry those).
+    `sanitize` (e.g. redaction) rewrites each episode's JSON and the results file's before they are written.
     """
     tasks = load_tasks(config.domain, selection)
     folder = Path(out_dir)
@@ -198,7 +203,7 @@ def run_episodes(
                 failures.append(f"task {task.id} trial {trial}: {type(error).__name__}: {error}")
             return
         run.trial = trial
-        line = run.model_dump_json() + "\n"
+        line = _dump(run.model_dump(mode="json"), sanitize) + "\n"
         with lock:
             with open(journal, "a", encoding="utf-8") as handle:
                 handle.write(line)
@@ -208,7 +213,10 @@ def run_episodes(
         if on_episode is not None:
             on_episode(run)
 
-    with ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="tau2-episode") as pool:
+    with (
+        provider_limit(config.provider_limit),
+        ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="tau2-episode") as pool,
+    ):
         for future in [pool.submit(episode, task, trial) for task, trial in todo]:
             future.result()
     if failures:
@@ -233,5 +241,9 @@ def run_episodes(
     simulations = sorted(done.values(), key=lambda run: (run.trial, order[run.task_id]))
     results = Results(info=info, tasks=tasks, simulations=simulations)
     path = folder / RESULTS_FILE
-    _atomic_write(path, results.model_dump_json(indent=2).encode())
+    _atomic_write(path, _dump(results.model_dump(mode="json"), sanitize, indent=2).encode())
     return path
+
+
+def _dump(data: dict[str, Any], sanitize: Callable[[dict[str, Any]], dict[str, Any]] | None, **kw: Any) -> str:
+    return json.dumps(sanitize(data) if sanitize is not None else data, ensure_ascii=False, **kw)

@@ -127,14 +127,18 @@ def task_deltas(
 
 
 def usage_by_role(results: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """Prompt and completion tokens and cost of the agent and the user simulator, summed over episodes."""
-    totals = {role: {"prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0} for role in ("agent", "user")}
+    """Requests, prompt and completion tokens and cost of the agent and the user simulator, summed over episodes."""
+    totals = {
+        role: {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
+        for role in ("agent", "user")
+    }
     for sim in _simulations(results):
         for message in sim.get("messages") or []:
             role = {"assistant": "agent", "user": "user"}.get(message.get("role"))
             usage = message.get("usage") or {}
             if role is None:
                 continue
+            totals[role]["requests"] += 1 if message.get("usage") else 0
             totals[role]["prompt_tokens"] += usage.get("prompt_tokens") or 0
             totals[role]["completion_tokens"] += usage.get("completion_tokens") or 0
             totals[role]["cost"] += message.get("cost") or 0.0

@@ -1,0 +1,59 @@
+"""`ace-eval e2e --benchmark tau2-*`: tau2 runs the learn split, ACE learns from its simulations (imported with the
+tau2 importer), and the evaluation split is scored without and with the skillbook; scripted models, no network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eval[tau2]"')
+
+from _tau2_e2e import tau2_injections, tau2_models
+from click.testing import CliRunner
+
+from ace_eval.benchmarks.tau2 import check_against_tau2
+from ace_eval.cli import main
+from ace_eval.collection import read_collection
+from ace_eval.commands import e2e as e2e_command
+from ace_eval.e2e import runner
+
+MOCK_LEARN, MOCK_EVAL = ["create_task_1", "update_task_1"], ["create_task_1", "update_task_1"]
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[int, str, Path | None]:
+    monkeypatch.setattr(e2e_command, "run_e2e", lambda s: runner.run_e2e(s, injections=tau2_injections()))
+    result = CliRunner().invoke(main, ["e2e", *args], catch_exceptions=False)
+    folders = sorted(Path(args[args.index("--output-dir") + 1]).glob("run_*"))
+    return result.exit_code, result.output, folders[0] if folders else None
+
+
+def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gold, agent, user = tau2_models("mock", MOCK_LEARN, "e2e-mock")
+    code, output, folder = _run(
+        monkeypatch,
+        ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
+         "--max-num-steps", "30", "--max-workers", "2", "--train-split", ",".join(MOCK_LEARN),
+         "--eval-split", ",".join(MOCK_EVAL), "--output-dir", str(tmp_path / "out")],
+    )  # fmt: skip
+    assert code == 0, output
+    assert folder is not None
+    manifest, traces = read_collection(folder / "collection")
+    assert manifest.benchmark == "tau2-bench-mock" and len(traces) == 4
+    assert all(t.reward == 0.0 for t in traces)  # without the skill the agent skips the write
+    record = json.loads((folder / "run.json").read_text())
+    bench = record["benchmark"]
+    assert bench["before"]["pass_hat_k"] == {"1": 0.0, "2": 0.0}
+    assert bench["after"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
+    assert bench["after"]["pass_hat_k_95"]["1"] == [1.0, 1.0]
+    assert {d["task_id"]: d["delta"] for d in bench["task_deltas"]} == {"create_task_1": 1.0, "update_task_1": 1.0}
+    assert record["usage"]["agent"]["input_tokens"] > 0 and record["usage"]["user"]["requests"] > 0
+    for phase, expected in (("baseline", {1: 0.0, 2: 0.0}), ("evaluation", {1: 1.0, 2: 1.0})):
+        assert check_against_tau2(folder / phase / "results.json") == expected  # tau2.metrics on the same file
+    assert "pass^1     0.0 [  0.0,   0.0]  100.0 [100.0, 100.0]  +100.0" in output.splitlines()
+    assert "pass^2     0.0 [  0.0,   0.0]  100.0 [100.0, 100.0]  +100.0" in output.splitlines()
+    verified = CliRunner().invoke(main, ["verify", str(folder)])
+    assert verified.exit_code == 0, verified.output
