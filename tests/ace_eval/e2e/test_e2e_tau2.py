@@ -4,6 +4,10 @@ tau2 importer), and the evaluation split is scored without and with the skillboo
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,7 @@ pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eva
 from _tau2_e2e import tau2_injections, tau2_models
 from click.testing import CliRunner
 
-from ace_eval.benchmarks.tau2 import check_against_tau2
+from ace_eval.benchmarks.tau2 import check_against_tau2, trial_seeds
 from ace_eval.cli import main
 from ace_eval.collection import read_collection
 from ace_eval.commands import e2e as e2e_command
@@ -57,3 +61,55 @@ def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
     assert "pass^2     0.0 [  0.0,   0.0]  100.0 [100.0, 100.0]  +100.0" in output.splitlines()
     verified = CliRunner().invoke(main, ["verify", str(folder)])
     assert verified.exit_code == 0, verified.output
+
+
+WORKER = Path(__file__).parents[2] / "_tau2_worker.py"
+
+
+def _worker(log: Path, runs: Path, args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(WORKER), str(log), str(runs), "--", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
+
+
+def test_kill_9_in_the_evaluation_then_resume_runs_no_episode_twice(tmp_path: Path) -> None:
+    seed = str(trial_seeds(300, 2)[1])  # the agent refuses on the second trial: pass^1 0.5, pass^2 0.0 with ACE
+    args = ["--benchmark", "tau2-mock", "--agent-model", "ace-scripted/kill-agent", "--user-model",
+            "ace-scripted/kill-user", "--num-trials", "2", "--max-num-steps", "30", "--train-split",
+            ",".join(MOCK_LEARN), "--eval-split", ",".join(MOCK_EVAL)]  # fmt: skip
+    whole = _worker(tmp_path / "whole.log", tmp_path / "whole", [*args, "--output-dir", str(tmp_path / "whole")],
+                    ACE_TEST_FAIL_SEED=seed)  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    [uninterrupted] = (tmp_path / "whole").glob("run_*")
+
+    log, runs = tmp_path / "killed.log", tmp_path / "killed"
+    killed = _worker(log, runs, [*args, "--output-dir", str(runs)], ACE_TEST_FAIL_SEED=seed, ACE_TEST_KILL_AFTER="2")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    [folder] = runs.glob("run_*")
+    journal = folder / "evaluation" / "episodes.jsonl"
+    before = {(e["task_id"], e["trial"]) for e in map(json.loads, journal.read_text().splitlines())}
+    assert len(before) == 2 and not (folder / "evaluation" / "results.json").exists()
+    first_pid = log.read_text().split()[0]
+
+    resumed = _worker(log, runs, ["--resume", str(folder)], ACE_TEST_FAIL_SEED=seed)
+    assert resumed.returncode == 0, resumed.stderr
+    episodes = [json.loads(line) for line in journal.read_text().splitlines()]
+    keys = [(e["task_id"], e["trial"]) for e in episodes]
+    assert len(keys) == len(set(keys)) == 4
+    seeds = dict(zip(trial_seeds(300, 2), (0, 1), strict=True))
+    rerun = [
+        (task, seeds[int(seed_)])
+        for pid, phase, task, seed_ in (line.split() for line in log.read_text().splitlines())
+        if pid != first_pid and phase == "evaluate"
+    ]
+    assert sorted(rerun) == sorted(set(keys) - before)  # only the unfinished episodes ran in the resume
+    record, expected = (json.loads((f / "run.json").read_text()) for f in (folder, uninterrupted))
+    for phase in ("before", "after"):
+        assert record["benchmark"][phase]["pass_hat_k"] == expected["benchmark"][phase]["pass_hat_k"]
+    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    assert check_against_tau2(folder / "evaluation" / "results.json") == {1: 0.5, 2: 0.0}
+    assert record["status"] == "completed" and len(record["segments"]) == 2
