@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,11 +19,14 @@ from _tau2_e2e import tau2_injections, tau2_models
 from click.testing import CliRunner
 
 from ace_eval.benchmarks.tau2 import check_against_tau2, trial_seeds
+from ace_eval.benchmarks.tau2.limits import peak_requests
+from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, scripted_model
 from ace_eval.cli import main
 from ace_eval.collection import read_collection
 from ace_eval.commands import e2e as e2e_command
 from ace_eval.e2e import runner
 
+EMAIL = "mia.li3818@example.com"
 MOCK_LEARN, MOCK_EVAL = ["create_task_1", "update_task_1"], ["create_task_1", "update_task_1"]
 
 
@@ -113,3 +117,41 @@ def test_kill_9_in_the_evaluation_then_resume_runs_no_episode_twice(tmp_path: Pa
     assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
     assert check_against_tau2(folder / "evaluation" / "results.json") == {1: 0.5, 2: 0.0}
     assert record["status"] == "completed" and len(record["segments"]) == 2
+
+
+def test_tau2_airline_two_learn_two_eval_tasks_two_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    learn, evaluate = ["11", "15"], ["16", "19"]
+    seed = trial_seeds(300, 2)[1]
+    gold, agent, _ = tau2_models("airline", learn + evaluate, "e2e-airline", fail_seeds=frozenset({seed}))
+
+    def user_with_email(messages: list[dict[str, Any]], info: ScriptInfo) -> Reply:
+        reply = gold.user(messages, info)
+        return Reply(content=f"{reply.content} Write to {EMAIL}.") if "ticket" in str(reply.content) else reply
+
+    user = scripted_model("e2e-airline-user-email", user_with_email)
+    code, output, folder = _run(
+        monkeypatch,
+        ["--benchmark", "tau2-airline", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
+         "--max-workers", "4", "--provider-limit", "1", "--train-split", ",".join(learn),
+         "--eval-split", ",".join(evaluate), "--output-dir", str(tmp_path / "out")],
+    )  # fmt: skip
+    assert code == 0, output
+    assert folder is not None
+    manifest, traces = read_collection(folder / "collection")
+    assert manifest.benchmark == "tau2-bench-airline" and {t.task_id for t in traces} == set(learn)
+    assert peak_requests() == {"ace-scripted": 1}  # four workers, one request at a time to the provider
+    record = json.loads((folder / "run.json").read_text())
+    assert record["config"]["max_num_steps"] == 200  # tau2's default when not given
+    assert record["benchmark"]["before"]["pass_hat_k"] == {"1": 0.0, "2": 0.0}
+    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    for phase, expected in (("baseline", {1: 0.0, 2: 0.0}), ("evaluation", {1: 0.5, 2: 0.0})):
+        results = folder / phase / "results.json"
+        assert {s["task_id"] for s in json.loads(results.read_text())["simulations"]} == set(evaluate)
+        assert check_against_tau2(results) == expected
+    assert "pass^1     0.0 [  0.0,   0.0]   50.0 [ 50.0,  50.0]  +50.0" in output.splitlines()
+    assert "pass^2     0.0 [  0.0,   0.0]    0.0 [  0.0,   0.0]   +0.0" in output.splitlines()
+    for name in ("learn/results.json", "learn/episodes.jsonl", "baseline/results.json", "evaluation/episodes.jsonl"):
+        text = (folder / name).read_text()
+        assert EMAIL not in text and "[REDACTED:email]" in text  # tau2's files are redacted too
+    verified = CliRunner().invoke(main, ["verify", str(folder)])
+    assert verified.exit_code == 0, verified.output
