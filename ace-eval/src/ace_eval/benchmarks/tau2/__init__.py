@@ -29,7 +29,7 @@ from ace_eval.benchmarks.tau2.episodes import (
     run_episodes,
     trial_seeds,
 )
-from ace_eval.benchmarks.tau2.gold import GoldResult, check_gold, replay_gold
+from ace_eval.benchmarks.tau2.gold import KNOWN_GOLD_EXCEPTIONS, GoldResult, check_gold, replay_gold
 from ace_eval.benchmarks.tau2.metrics import (
     MetricsMismatchError,
     PassHatK,
@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_TRAIN_SPLIT",
     "INSTALL_HINT",
     "JOURNAL_FILE",
+    "KNOWN_GOLD_EXCEPTIONS",
     "RESULTS_FILE",
     "AceAgent",
     "EpisodeConfig",

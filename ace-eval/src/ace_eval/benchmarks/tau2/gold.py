@@ -24,9 +24,18 @@ from ace_eval.benchmarks.tau2._tau2 import (
 )
 from ace_eval.benchmarks.tau2.domains import load_tasks
 
-__all__ = ["GoldResult", "check_gold", "replay_gold"]
+__all__ = ["KNOWN_GOLD_EXCEPTIONS", "GoldResult", "check_gold", "replay_gold"]
 
 _SUCCESS_TOLERANCE = 1e-6  # tau2.metrics.agent_metrics.is_successful
+KNOWN_GOLD_EXCEPTIONS: dict[str, dict[str, str]] = {
+    "mock": {
+        "update_task_with_history_and_env_assertions": "its gold actions are empty (the task's history already "
+        "holds the update) but its environment assertion expects task_2 'completed', which only an action the task "
+        "does not list would make: tau2's own data cannot reach 1.0 on it",
+    }
+}
+"""Tasks whose gold replay scores below 1.0 in tau2's own data, per domain, with the reason (`ace-eval benchmark
+check` names them and does not count them as failures)."""
 
 
 @dataclass(frozen=True, kw_only=True)
