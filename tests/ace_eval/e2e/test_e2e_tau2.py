@@ -40,7 +40,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[int, str, Pa
 def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gold, agent, user = tau2_models("mock", MOCK_LEARN, "e2e-mock")
+    _, agent, user = tau2_models("mock", MOCK_LEARN, "e2e-mock")
     code, output, folder = _run(
         monkeypatch,
         ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
