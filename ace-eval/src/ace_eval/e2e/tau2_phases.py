@@ -106,7 +106,7 @@ def _select(
 def _check_models(settings: E2ESettings, *, scripted: str) -> None:
     problems: list[str] = []
     for role in ("agent", "user"):
-        model = settings.model_for(role)  # type: ignore[arg-type]
+        model = settings.model_for(role)
         where = f"{role} model {model!r} ({settings.source_of(f'{role}_model')}; change it with --{role}-model)"
         if model == DEFAULT_MODEL:
             problems.append(
