@@ -62,8 +62,8 @@ def test_deltas_usage_and_the_table() -> None:
     deltas = {d.task_id: d.delta for d in task_deltas(before, after)}
     assert deltas == {"a": 0.5, "b": -0.5, "c": 1.0}
     assert usage_by_role(before) == {
-        "agent": {"prompt_tokens": 40, "completion_tokens": 8, "cost": 2.0},
-        "user": {"prompt_tokens": 16, "completion_tokens": 4, "cost": 1.0},
+        "agent": {"requests": 4, "prompt_tokens": 40, "completion_tokens": 8, "cost": 2.0},
+        "user": {"requests": 4, "prompt_tokens": 16, "completion_tokens": 4, "cost": 1.0},
     }
     text = format_table(pass_hat_k(before), pass_hat_k(after))
     lines = text.splitlines()
