@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eval[tau2]"')
 
+from _ace_scripts import make_trace
 from _tau2_e2e import tau2_injections, tau2_models
 from click.testing import CliRunner
 
@@ -22,7 +23,7 @@ from ace_eval.benchmarks.tau2 import check_against_tau2, trial_seeds
 from ace_eval.benchmarks.tau2.limits import peak_requests
 from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, scripted_model
 from ace_eval.cli import main
-from ace_eval.collection import read_collection
+from ace_eval.collection import Trace, read_collection, write_collection
 from ace_eval.commands import e2e as e2e_command
 from ace_eval.e2e import runner
 
@@ -155,3 +156,22 @@ def test_tau2_airline_two_learn_two_eval_tasks_two_trials(tmp_path: Path, monkey
         assert EMAIL not in text and "[REDACTED:email]" in text  # tau2's files are redacted too
     verified = CliRunner().invoke(main, ["verify", str(folder)])
     assert verified.exit_code == 0, verified.output
+
+
+def test_a_replayed_collection_is_learned_from_and_the_eval_split_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    traces = [Trace.model_validate(make_trace(i, "change")) for i in range(2)]
+    write_collection(tmp_path / "c", traces, source_system="demo-test")
+    _, agent, user = tau2_models("mock", ["create_task_1"], "e2e-replay")
+    base = ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--traces", str(tmp_path / "c"),
+            "--eval-split", "create_task_1", "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    refused = CliRunner().invoke(main, ["e2e", *base, "--train-split", "base"])
+    assert refused.exit_code == 2 and "--train-split: the traces given with --traces are learned from" in refused.output
+    code, output, folder = _run(monkeypatch, base)
+    assert code == 0, output
+    assert folder is not None and not (folder / "learn").exists()
+    record = json.loads((folder / "run.json").read_text())
+    assert record["collection"]["traces_used"] == 2
+    assert record["benchmark"]["before"]["pass_hat_k"] == {"1": 0.0}
+    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 1.0}
