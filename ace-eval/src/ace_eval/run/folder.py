@@ -10,7 +10,8 @@ run_<id>/
   skillbook.snapshot.json      the checkpoint's skillbook snapshot (+ .embeddings.npz), what --resume starts from
   spans.jsonl                  every span of the run, one JSON object per line
   run.json                     config, models, timings, usage and cost per role, per-sample results
-  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs)
+  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs; tau2: its files)
+  learn/                       tau2 only: tau2's files of the train split, imported as collection/
   evaluation_with_quarantined/ after learning, with the quarantined skills back (only when there are any)
 ```
 """
