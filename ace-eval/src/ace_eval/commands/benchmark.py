@@ -19,7 +19,10 @@ from ace_eval.benchmarks.tau_bench.check import (
 from ace_eval.benchmarks.tau_bench.data import FETCH_HINT, load_airline_data
 from ace_eval.reporting import ReportingGroup
 
-__all__ = ["DATA_DIR_ENV", "benchmark"]
+__all__ = ["DATA_DIR_ENV", "TAU2_BENCHMARKS", "benchmark"]
+
+TAU2_BENCHMARKS = ("tau2-airline", "tau2-retail", "tau2-telecom", "tau2-mock")
+"""tau2-bench domains (the optional extra `ace-eval[tau2]`), checked by tau2's own evaluator."""
 
 DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
 """Environment variable naming the airline data folder when `--data-dir` is not given."""
@@ -31,7 +34,7 @@ def benchmark() -> None:
 
 
 @benchmark.command("check")
-@click.argument("name", type=click.Choice(["tau-bench-airline"]))
+@click.argument("name", type=click.Choice(["tau-bench-airline", *TAU2_BENCHMARKS]))
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -52,7 +55,16 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
     `<task_id> <trial> <recorded reward> <computed reward>`; the exit status is 1 if any reward differs.
     When the folder's users.json is the later upstream revision (address.state) and the runs were recorded on
     the earlier one (address.province), the runs are re-executed on that revision, and the output says so.
+
+    tau2-<domain> (needs `pip install "ace-eval[tau2]"`): every task of the domain's base set has its gold actions
+    replayed and scored by tau2's evaluator; prints `<task_id> <reward>`, exit status 1 if one is below 1.0.
+    A task tau2's own data cannot solve (tau2-mock has one) is named with its reason and not counted.
     """
+    if name in TAU2_BENCHMARKS:
+        if trajectories is not None:
+            raise click.UsageError("--trajectories applies to tau-bench-airline only: drop it")
+        _check_tau2(name)
+        return
     if data_dir is None:
         raise click.UsageError(f"pass --data-dir (or set ${DATA_DIR_ENV}); to get the data, {FETCH_HINT}")
     data = load_airline_data(data_dir)
@@ -94,6 +106,29 @@ def check(name: str, data_dir: Path | None, trajectories: Path | None, progress:
         )
     if mismatches:
         click.echo(f"error: {len(mismatches)} run(s) scored differently than recorded", err=True)
+        sys.exit(1)
+
+
+def _check_tau2(name: str) -> None:
+    """Replay the gold actions of every task of the domain's base set through tau2's evaluator."""
+    from ace_eval.benchmarks import tau2  # without the extra: Tau2NotInstalledError, exit 2, nothing written
+
+    domain = tau2.benchmark_domain(name)
+    known = tau2.KNOWN_GOLD_EXCEPTIONS.get(domain, {})
+    failed: list[str] = []
+    results = tau2.check_gold(domain, "base")
+    for result in results:
+        click.echo(result.line())
+        if result.passed:
+            continue
+        if result.task_id in known:
+            click.echo(f"note: {result.task_id} is a known exception, not counted: {known[result.task_id]}", err=True)
+        else:
+            failed.append(result.task_id)
+            click.echo(f"error: {result.task_id}: {'; '.join(result.reasons) or 'below 1.0'}", err=True)
+    passed = sum(1 for r in results if r.passed)
+    click.echo(f"{passed}/{len(results)} tasks of {name} (base) reach reward 1.0 on their gold actions", err=True)
+    if failed:
         sys.exit(1)
 
 

@@ -38,7 +38,10 @@ def format_summary(result: E2EResult) -> str:
     if record.errors:
         first = record.errors[0]
         lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
-    if record.benchmark is not None:
+    table = _tau2_table(result.record)
+    if table is not None:
+        lines.append(table)
+    elif record.benchmark is not None:
         phases = {"before": record.benchmark.before or PhaseRecord(), "after": record.benchmark.after or PhaseRecord()}
         before, after = phases["before"].pass_hat_k, phases["after"].pass_hat_k
         for k in sorted(set(before) | set(after)):
@@ -75,6 +78,16 @@ def format_summary(result: E2EResult) -> str:
     return "\n".join(lines)
 
 
+def _tau2_table(record: dict[str, object]) -> str | None:
+    """pass^k baseline -> with ACE of a tau2 run (`None` for tau-bench or before the baseline was scored)."""
+    config = record.get("config")
+    if not isinstance(config, dict) or not str(config.get("benchmark", "")).startswith("tau2-"):
+        return None
+    from ace_eval.e2e.tau2_phases import tau2_table
+
+    return tau2_table(record)
+
+
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -89,7 +102,23 @@ def _rate(value: float | None) -> str:
 @click.option("--embedding-model", help="Embedding model: 'local' (MiniLM, default) or a litellm embedding model.")
 @click.option("--reflector-type", type=click.Choice(["simple", "rr"]), help="simple (default) or rr (recursive).")
 @click.option("--num-trials", type=click.IntRange(min=1), help="Trials per task when the agent runs (default 1).")
-@click.option("--max-num-steps", type=click.IntRange(min=1), help="Agent model requests per episode (default 30).")
+@click.option(
+    "--max-num-steps",
+    type=click.IntRange(min=1),
+    help="Agent model requests per episode (default 30); on tau2, messages per episode, as tau2 counts them "
+    "(default 200).",
+)
+@click.option(
+    "--train-split",
+    help="tau2: the tasks the agent learns on: a split (train, test, base, ...) or comma-separated task ids "
+    "(default train, or base where the domain has none).",
+)
+@click.option("--eval-split", help="tau2: the tasks scored without and with the skillbook (default test, or base).")
+@click.option(
+    "--provider-limit",
+    type=click.IntRange(min=1),
+    help="tau2: at most this many model requests in flight per provider (default: --max-workers bounds them).",
+)
 @click.option(
     "--skill-injection",
     type=click.Choice(["prompt", "top-k", "none"]),
@@ -199,6 +228,10 @@ def e2e(
     more with the quarantined skills back when the quarantine step took any out (pass^k with and without them).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
 
+    With --benchmark tau2-<domain> (needs `pip install "ace-eval[tau2]"`), tau2 runs the agent: it learns on
+    --train-split, then is scored on --eval-split without (baseline/) and with (evaluation/) the skillbook,
+    each folder holding tau2's own results.json; the summary is pass^k before -> after with 95 % intervals.
+
     Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one
     short request per model unless --no-preflight); a problem exits with status 2 and its fix. A run whose
     samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
@@ -211,6 +244,8 @@ def e2e(
       --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
           when no agent runs (--traces with --no-benchmark)
       --skill-injection, --top-k   with --no-benchmark
+      --train-split, --eval-split, --provider-limit   on tau-bench
+      --data-dir   on tau2 (it ships its data)
       --top-k                      without --skill-injection top-k
     """
     try:

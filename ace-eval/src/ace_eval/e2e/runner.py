@@ -30,6 +30,7 @@ from ace_eval.e2e.plan import plan_run_pipeline, refuse_other_pipeline
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
 from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.task_selection import select_tasks
+from ace_eval.e2e.tau2_phases import Tau2Plan, plan_tau2
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
 from ace_eval.run.redaction import install_run_collection, redaction_summary
@@ -62,6 +63,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, manifest, traces[: settings.limit])
         traces_sha = file_sha256(settings.traces / TRACES_FILE)
     data = _load_data(settings)
+    tau2 = _plan_tau2(settings)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
@@ -84,7 +86,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "segments": [],
         "redaction": redaction_summary(settings.redact, [], collection_redactions),
     }
-    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False).execute()
+    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False, tau2=tau2).execute()
 
 
 def resume_e2e(
@@ -127,9 +129,10 @@ def resume_e2e(
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
+    tau2 = _plan_tau2(settings)
     inj = injections or RunInjections()
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True)
+    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -151,9 +154,14 @@ def _published_skillbook(settings: E2ESettings) -> E2ESettings:
     return dataclasses.replace(settings, skillbook=path)
 
 
+def _plan_tau2(settings: E2ESettings) -> Tau2Plan | None:
+    """A tau2 run's domain and splits, checked before any file is written (without the extra: exit 2)."""
+    return plan_tau2(settings) if settings.is_tau2 else None
+
+
 def _load_data(settings: E2ESettings) -> AirlineData | None:
-    """The benchmark data when the agent runs; refused early (before any file is written) when missing."""
-    if not settings.runs_agent:
+    """The tau-bench data when its agent runs; refused early (before any file is written) when missing."""
+    if not settings.runs_agent or settings.is_tau2:
         return None
     if settings.data_dir is None:
         raise ConfigError(

@@ -28,6 +28,7 @@ from ace.skill_manager.manager import SkillManager
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
 from ace_eval.collection import (
+    MANIFEST_FILE,
     TRACES_FILE,
     CollectionWriter,
     Trace,
@@ -41,6 +42,14 @@ from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
+from ace_eval.e2e.tau2_phases import (
+    LEARN_DIR,
+    Tau2Plan,
+    evaluation_skillbook,
+    install_learn_collection,
+    run_phase,
+    tau2_record,
+)
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.review.step import ReviewStep
 from ace_eval.run.fields import summarize_run
@@ -104,8 +113,10 @@ class SegmentRun:
         checked: Checked,
         *,
         resumed: bool,
+        tau2: Tau2Plan | None = None,
     ) -> None:
         self.settings = settings
+        self.tau2 = tau2
         self.folder = folder
         self.record = record
         self.data = data
@@ -198,7 +209,10 @@ class SegmentRun:
         s = self.settings
         if s.traces is None:
             with self._timed("collect"):
-                await self._episodes(self.folder.collection, "collect", skillbook=None)
+                if self.tau2 is not None:
+                    await self._tau2_collect(self.tau2)
+                else:
+                    await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
         self.record["collection"] = {
             "path": "collection",
@@ -209,7 +223,9 @@ class SegmentRun:
         }
         with self._timed("train"):
             skillbook = await self._train(traces)
-        if not s.no_benchmark:
+        if not s.no_benchmark and self.tau2 is not None:
+            await self._tau2_evaluate(self.tau2, skillbook)
+        elif not s.no_benchmark:
             if s.traces is not None:
                 with self._timed("baseline"):
                     await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
@@ -225,6 +241,44 @@ class SegmentRun:
                         traces=traces,
                     )
         return skillbook
+
+    async def _tau2_phase(
+        self, plan: Tau2Plan, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None
+    ) -> Path:
+        return await asyncio.to_thread(
+            run_phase,
+            self.settings,
+            plan,
+            directory,
+            task_ids=task_ids,
+            skillbook=skillbook,
+            embedder=self.embedder,
+            redactor=self.redactor,
+            phase=phase,
+            show_progress=self.inj.show_progress,
+        )
+
+    async def _tau2_collect(self, plan: Tau2Plan) -> None:
+        """The learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
+        if (self.folder.collection / MANIFEST_FILE).is_file():
+            return
+        results = await self._tau2_phase(plan, self.folder.path / LEARN_DIR, "collect", plan.learn, None)
+        counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
+        self.record.setdefault("redaction", {})["collection"] = counts
+
+    async def _tau2_evaluate(self, plan: Tau2Plan, skillbook: Skillbook) -> None:
+        """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
+        with self._timed("baseline"):
+            await self._tau2_phase(plan, self.folder.baseline, "baseline", plan.evaluate, None)
+        with self._timed("evaluate"):
+            path = evaluation_skillbook(skillbook, self.folder.evaluation)
+            await self._tau2_phase(plan, self.folder.evaluation, "evaluate", plan.evaluate, path)
+        unquarantined = with_quarantined_released(skillbook)
+        if unquarantined is not None:
+            with self._timed("evaluate_with_quarantined"):
+                directory = self.folder.evaluation_with_quarantined
+                path = evaluation_skillbook(unquarantined, directory)
+                await self._tau2_phase(plan, directory, "evaluate_with_quarantined", plan.evaluate, path)
 
     async def _train(self, traces: list[Trace]) -> Skillbook:
         from ace.reflector.simple import make_reflector
@@ -363,6 +417,8 @@ class SegmentRun:
                 skillbook=self.folder.learned_skillbook(self.record),
             )
         )
+        if self.tau2 is not None:
+            tau2_record(self.record, self.folder)
         collection = (self.record.get("redaction") or {}).get("collection")
         samples = load_samples(self.folder.samples)
         self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)

@@ -10,7 +10,8 @@ run_<id>/
   skillbook.snapshot.json      the checkpoint's skillbook snapshot (+ .embeddings.npz), what --resume starts from
   spans.jsonl                  every span of the run, one JSON object per line
   run.json                     config, models, timings, usage and cost per role, per-sample results
-  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs)
+  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs; tau2: its files)
+  learn/                       tau2 only: tau2's files of the train split, imported as collection/
   evaluation_with_quarantined/ after learning, with the quarantined skills back (only when there are any)
 ```
 """
@@ -58,6 +59,8 @@ RESUME_KEYS: tuple[str, ...] = (
     "epochs",
     "seed",
     "limit",
+    "train_split",
+    "eval_split",
     "num_trials",
     "max_num_steps",
     "skill_injection",
@@ -68,7 +71,9 @@ RESUME_KEYS: tuple[str, ...] = (
     "skillbook",
 )
 """Settings a resumed run must keep: changing one would mix two different runs in one folder."""
-_AGENT_ONLY = frozenset({"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k"})
+_AGENT_ONLY = frozenset(
+    {"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k", "eval_split"}
+)
 
 
 class RunFolderError(UserError, ValueError):

@@ -69,6 +69,9 @@ class _E2ETable(BaseModel):
     skill_injection: SkillInjection | None = None
     top_k: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
+    train_split: str | None = Field(default=None, min_length=1)
+    eval_split: str | None = Field(default=None, min_length=1)
+    provider_limit: int | None = Field(default=None, ge=1)
     abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
     data_dir: str | None = Field(default=None, min_length=1)
@@ -110,7 +113,8 @@ def load_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact/review/skillbook, "
+            "skill_injection/top_k/limit/train_split/eval_split/provider_limit/abort_after/output_dir/data_dir/redact/"
+            "review/skillbook, "
             "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, object] = {

@@ -20,7 +20,7 @@ from ace_eval.e2e.config._settings import (
     inapplicable_settings,
 )
 
-__all__ = ["MODEL_ENV", "SETTING_ENV", "resolve_settings"]
+__all__ = ["MODEL_ENV", "SETTING_ENV", "TAU2_MAX_STEPS", "resolve_settings"]
 
 MODEL_ENV: dict[ModelRole, tuple[str, ...]] = {
     "agent": ("ACE_AGENT_MODEL", "ACE_MODEL"),
@@ -38,6 +38,8 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
     "abort_after": ("ACE_E2E_ABORT_AFTER",),
 }
 """Environment variables of the other settings that have one."""
+TAU2_MAX_STEPS = 200
+"""tau2's own default `max_steps` (agent, user and tool messages), the default of `--max-num-steps` on tau2."""
 
 _T = TypeVar("_T")
 
@@ -106,6 +108,8 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    if str(values.get("benchmark", "")).startswith("tau2-") and "max_num_steps" not in values:
+        values["max_num_steps"] = TAU2_MAX_STEPS  # tau2 counts every message of an episode, not only the agent's
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
     settings = E2ESettings(**values, config_file=config_path, sources=sources)

