@@ -54,7 +54,8 @@ def import_command(
     benchmark: str | None,
     models: tuple[str, ...],
 ) -> None:
-    """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
+    """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
+    OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder)."""
     model_map = _parse_models(models)
     if (out / MANIFEST_FILE).exists() or (out / TRACES_FILE).exists():
         raise click.BadParameter(
