@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from ace.reflector.reflection import Reflection, SkillTag
     from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector, make_reflector
     from ace.retrieval.top_k import retrieve_top_k
-    from ace.skill_manager.manager import SkillManager, SMResult, SMSettings
+    from ace.skill_manager.deps import SMSettings
+    from ace.skill_manager.manager import SkillManager, SMResult
 
 try:
     __version__ = version("agentic-context-engine")
@@ -63,7 +64,7 @@ _LAZY: dict[str, str] = {
     "RecursiveConfig": "ace.reflector.recursive",
     "RecursiveReflector": "ace.reflector.recursive",
     "SMResult": "ace.skill_manager.manager",
-    "SMSettings": "ace.skill_manager.manager",
+    "SMSettings": "ace.skill_manager.deps",
     "SkillManager": "ace.skill_manager.manager",
     "render_skills_xml": "ace.core.rendering",
     "retrieve_top_k": "ace.retrieval.top_k",

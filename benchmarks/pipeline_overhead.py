@@ -61,9 +61,10 @@ from ace.reflector.reflection import Reflection
 from ace.reflector.simple import Reflector, ReflectorResult, SimpleReflector
 from ace.retrieval.index import search_index
 from ace.retrieval.top_k import retrieve_top_k
+from ace.skill_manager.deps import AppliedOperation, SMDeps
 from ace.skill_manager.manager import SkillManager, SMResult
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
-from ace.skill_manager.tools import SM_TOOLS, AppliedOperation, SMDeps
+from ace.skill_manager.tools import SM_TOOLS
 from ace_eval.collection import Trace
 from ace_eval.e2e.training import Trainer, TrainingConfig
 

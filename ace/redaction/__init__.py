@@ -1,5 +1,5 @@
 """Redaction of secrets and personal data: provider keys, tokens, private keys, credentials in URLs, e-mails,
-phone, card and IBAN numbers, replaced by typed placeholders such as `[REDACTED:aws_access_key#1]`."""
+phone, card, IBAN and US social security numbers, replaced by typed placeholders such as `[REDACTED:ssn#1]`."""
 
 from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, iban_valid, luhn_valid
 from ace.redaction._redactor import (

@@ -1,6 +1,6 @@
 """The built-in detectors: one regular expression per kind of secret or personal datum, with its check.
 
-Hand-written because no offline library fits (see the README's "Redaction" section for the measurement):
+Hand-written because no offline library fits (see docs/performance.md, Redaction, for the measurement):
 detect-secrets' plugins cost ~120-270 ms per tau-bench trace, have no e-mail, phone, card or IBAN detector, and
 miss Anthropic, Google and current OpenAI keys. Where its regexes are good (AWS, GitHub, Slack, Stripe) ours
 follow them. Each detector has a cheap `trigger` substring so a text without it skips the regex entirely.
@@ -35,6 +35,8 @@ class Detector:
     """Searched only once a match of this kind was seen in the same text or session (a bare AWS secret)."""
     shapes: tuple[str, ...] = ()
     """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
+    shape_pattern: str = ""
+    """A regular expression searched in the text's shape like `shapes` (nine digits with no letter or digit around)."""
 
     shape_gate: re.Pattern[bytes] | None = field(init=False, default=None)
     literals: tuple[str, ...] = field(init=False, default=())
@@ -45,13 +47,21 @@ class Detector:
     def __post_init__(self) -> None:
         object.__setattr__(self, "literals", tuple(t for t in self.triggers if not t.isdigit()))
         object.__setattr__(self, "on_digit", any(t.isdigit() for t in self.triggers))
-        if self.shapes:
-            object.__setattr__(self, "shape_gate", re.compile(b"|".join(re.escape(s.encode()) for s in self.shapes)))
+        gates = [re.escape(s.encode()) for s in self.shapes] + (
+            [self.shape_pattern.encode()] if self.shape_pattern else []
+        )
+        if gates:
+            object.__setattr__(self, "shape_gate", re.compile(b"|".join(gates)))
 
     left: re.Pattern[str] | None = None
     """Extends a match to the left: searched in the 64 characters before it, ending where the match starts."""
     normalize: Callable[[str], str] | None = None
     """Maps spellings of one value to one key, so `4111 1111...` and `41111111...` get the same placeholder."""
+    narrow: Callable[[str], tuple[int, int] | None] | None = None
+    """The span of the secret inside a match, `None` for none (instead of `check`): a key among path segments."""
+    retry: bool = False
+    """After a match its check refuses, search again from its next character, not its end: a card number right
+    after a longer run of digits (`12-4111...`) is still found. Only for patterns with a bounded match length."""
 
 
 _SHAPE = bytes.maketrans(b"0123456789", b"0000000000")
@@ -105,11 +115,24 @@ def _mixed_token(value: str) -> bool:
 def _base64_secret(value: str) -> bool:
     """40 base64 characters with upper, lower, digit and `/` or `+`: how AWS secret keys look (SHA-1 hex does not)."""
     return (
-        any(c.isupper() for c in value)
+        len(value) == 40
+        and any(c.isupper() for c in value)
         and any(c.islower() for c in value)
         and any(c.isdigit() for c in value)
         and ("/" in value or "+" in value)
     )
+
+
+def _slashed_secret(run: str) -> tuple[int, int] | None:
+    """Where an AWS secret key is in a run of base64 characters with `/` or `+`: all of it, or 40 characters of it
+    between `/`s (`bucket/<key>/x`); a path such as `src/Main1.java` is none."""
+    for start in (0, *(i + 1 for i, c in enumerate(run) if c == "/")):
+        end = start + 40
+        if end > len(run):
+            return None
+        if (end == len(run) or run[end] == "/") and _base64_secret(run[start:end]):
+            return start, end
+    return None
 
 
 def _compact(value: str) -> str:
@@ -124,6 +147,13 @@ def _phone(value: str) -> bool:
     return 8 <= len(_digits_only(value)) <= 15
 
 
+def _ssn(value: str) -> bool:
+    """A US social security number the SSA can issue: area not 000, 666 or 900-999, group not 00, serial not 0000."""
+    digits = _digits_only(value)
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
 def _wrapped_key(value: str) -> bool:
     """Base64 that decodes to a provider key (`sk-proj-...`, `AKIA...`, `ghp_...`): a key hidden in a config blob."""
     try:
@@ -136,7 +166,19 @@ def _wrapped_key(value: str) -> bool:
 _WRAPPED = ("sk-", "AKIA", "ghp_", "github_pat_", "xox")
 _DIGITS = tuple("0123456789")
 _GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
-_B64_40 = r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+_B64_40 = r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9+]|/[A-Za-z0-9/+])"
+"""40 base64 characters, then no more of them (a `/` that ends the run is a boundary, as in a path)."""
+_B64_40_ALONE = r"(?<![A-Za-z0-9+])(?<![A-Za-z0-9/+]/)" + _B64_40
+_AWS_KEYWORD = (  # also `aws.secretKey`, `aws.credentials.secret-key`
+    r"(?i:secret[_ .-]?access[_ .-]?key|aws[_ .-]?secret[\w .-]{0,20}|aws[\w .-]{0,20}(?:secret|key)[\w .-]{0,10})"
+)
+# a keyword, then `=`, `: `, `": "`, `\": \"` or a space (`export KEY=v`, `"KEY": "v"`, `KEY: v`, `--key v`)
+_SEPARATOR = r"[\"'\\\s:=]{1,8}"
+_NUMBER_START = r"(?<![A-Za-z0-9]{d})(?<!\d\.{d})"
+"""Where a number may start: not inside a word or a longer number, nor after a decimal point (`0.4111...`); after
+`-`, `_`, `/`, `=`, `:` or a quote it may (`order-4111...`, `id_536228145`). `{d}` is the pattern's first token."""
+_NUMBER_END = r"(?![A-Za-z0-9]|[.-]\d)"
+"""Where a number ends: not before a letter or a digit, nor before `.5` or `-5` (a longer number); `-x` may follow."""
 
 
 def _d(
@@ -146,9 +188,12 @@ def _d(
     group: int = 0,
     check: Check | None = None,
     shapes: tuple[str, ...] = (),
+    shape_pattern: str = "",
     after: str | None = None,
     left: str | None = None,
     normalize: Callable[[str], str] | None = None,
+    narrow: Callable[[str], tuple[int, int] | None] | None = None,
+    retry: bool = False,
 ) -> Detector:
     return Detector(
         kind=kind,
@@ -157,9 +202,12 @@ def _d(
         check=check,
         triggers=triggers,
         shapes=shapes,
+        shape_pattern=shape_pattern,
         after=after,
         left=re.compile(left) if left is not None else None,
         normalize=normalize,
+        narrow=narrow,
+        retry=retry,
     )
 
 
@@ -171,9 +219,14 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?:[^\x00]*?-----END[A-Z ]{0,30} PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
         "PRIVATE KEY",
     ),
-    _d("jwt", r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ"),
-    _d("anthropic_key", r"sk-ant-(?<![\w-]sk-ant-)[A-Za-z0-9_-]{20,}", "sk-ant-", check=_mixed_token),
-    _d("openai_key", r"sk-(?<![\w-]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", "sk-", check=_mixed_token),
+    _d("jwt", r"eyJ(?<![A-Za-z0-9]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ"),
+    _d("anthropic_key", r"sk-ant-(?<![A-Za-z0-9]sk-ant-)[A-Za-z0-9_-]{20,}", "sk-ant-", check=_mixed_token),
+    _d(
+        "openai_key",
+        r"sk-(?<![A-Za-z0-9]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}",
+        "sk-",
+        check=_mixed_token,
+    ),
     _d(
         "aws_access_key",
         r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?<![A-Za-z0-9]....)[A-Z0-9]{16}(?![A-Za-z0-9])",
@@ -185,8 +238,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_secret_key",
-        r"(?i:secret[_ -]?access[_ -]?key|aws[_ -]?secret[\w -]{0,20}|aws[\w -]{0,20}(?:secret|key)[\w -]{0,10})"
-        r"[\"'\s:=]{1,6}(" + _B64_40 + ")",
+        _AWS_KEYWORD + _SEPARATOR + r"([A-Za-z0-9/+]{40,})(?![A-Za-z0-9/+])",  # all of a longer run: `KEY=v/x`
         "ecret",
         "ECRET",
         "aws",
@@ -195,25 +247,37 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_secret_key",
-        r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+=])",
-        check=_base64_secret,
-        left=r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{0,39}\Z",
+        r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+])",
+        narrow=_slashed_secret,
+        left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
-    _d("aws_secret_key", _B64_40, check=_mixed_case_token, after="aws_access_key"),
-    _d("google_api_key", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}", "AIza"),
-    _d("github_token", r"(?:gh[pousr]_(?<!\wgh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", *_GITHUB),
+    _d("aws_secret_key", _B64_40_ALONE, check=_mixed_case_token, after="aws_access_key"),
+    _d("google_api_key", r"AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_-]{35}", "AIza"),
+    _d("github_token", r"(?:gh[pousr]_(?<![A-Za-z0-9]gh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", *_GITHUB),
     _d("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,}", "glpat-"),
-    _d("slack_token", r"xox[abposre]-(?<!\wxox.-)[A-Za-z0-9-]{10,}", "xox"),
+    _d("slack_token", r"xox[abposre]-(?<![A-Za-z0-9]xox.-)[A-Za-z0-9-]{10,}", "xox"),
     _d("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}", "hooks.slack.com"),
-    _d("stripe_key", r"(?:sk|rk|pk)_(?:live|test)_(?<!\w.k_(?:live|test)_)[A-Za-z0-9]{16,}", "_live_", "_test_"),
-    _d("huggingface_token", r"hf_(?<!\whf_)[A-Za-z0-9]{30,}", "hf_", check=_mixed_token),
-    _d("npm_token", r"npm_(?<!\wnpm_)[A-Za-z0-9]{36}(?!\w)", "npm_"),
+    _d(
+        "stripe_key",
+        r"(?:sk|rk|pk)_(?:live|test)_(?<![A-Za-z0-9].k_(?:live|test)_)[A-Za-z0-9]{16,}",
+        "_live_",
+        "_test_",
+    ),
+    _d("huggingface_token", r"hf_(?<![A-Za-z0-9]hf_)[A-Za-z0-9]{30,}", "hf_", check=_mixed_token),
+    _d("npm_token", r"npm_(?<![A-Za-z0-9]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])", "npm_"),
     _d("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}", "pypi-"),
-    _d("sendgrid_key", r"SG\.(?<!\wSG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "SG."),
-    _d("bearer_token", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)", "earer", "EARER", group=1, check=_mixed_token),
+    _d("sendgrid_key", r"SG\.(?<![A-Za-z0-9]SG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "SG."),
+    _d(
+        "bearer_token",
+        r"(?i:(?<![A-Za-z0-9])bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)",
+        "earer",
+        "EARER",
+        group=1,
+        check=_mixed_token,
+    ),
     _d(
         "basic_auth",
-        r"(?i:\bauthorization\b[\"':\s]{1,5}basic)\s+([A-Za-z0-9+/]{8,}=*)",
+        r"(?i:(?<![A-Za-z0-9])authorization(?![A-Za-z0-9])[\"'\\:=\s]{1,7}basic)\s+([A-Za-z0-9+/]{8,}=*)",
         "uthorization",
         "UTHORIZATION",
         group=1,
@@ -222,14 +286,15 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "email",
         r"@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*"
-        r"\.[A-Za-z]{2,24}(?![\w-])",
+        r"\.[A-Za-z]{2,24}(?![A-Za-z0-9])",
         "@",
-        left=r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}\Z",
+        left=r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}\Z",
         normalize=str.lower,
     ),
-    _d(
+    _d(  # PASSWORD=v, export DB_PASSWORD=v, "password": "v", passwd: v, PGPASSWORD=v, \"pwd\": \"v\", pwd => v
         "password",
-        r"(?i:\b(?:password|passwd|pwd)\b)[\"']?\s{0,3}[=:]\s{0,3}[\"']?([^\s\"'<>,;&\x00]{4,})",
+        r"(?i:(?<![A-Za-z0-9])(?:pg)?(?:password|passwd|pwd)(?![A-Za-z0-9]))\\?[\"']?\s{0,3}[=:]>?\s{0,3}\\?[\"']?"
+        r"([^\s\"'<>,;&\\\x00]{4,})",
         "assw",
         "ASSW",
         "pwd",
@@ -237,9 +302,15 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "Pwd",
         group=1,
     ),
+    _d(  # --password v, --db-passwd v
+        "password",
+        r"--(?:[A-Za-z0-9]+[_-])*(?i:password|passwd)[ =]([^\s\"'<>,;&\\\x00]{4,})",
+        "--",
+        group=1,
+    ),
     _d(
         "base64_key",
-        r"(?<![A-Za-z0-9+/])(?:c2st|QUtJQ|Z2hwX|Z2l0aHViX3BhdF|eG94)[A-Za-z0-9+/]{18,}={0,2}",
+        r"(?<![A-Za-z0-9+])(?:c2st|QUtJQ|Z2hwX|Z2l0aHViX3BhdF|eG94)[A-Za-z0-9+/]{18,}={0,2}",
         "c2st",
         "QUtJQ",
         "Z2hwX",
@@ -249,29 +320,34 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "iban",
-        r"[A-Z](?<![\w][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?!\w)",
+        r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])",
         *_DIGITS,
         check=iban_valid,
         normalize=_compact,
     ),
     _d(
         "card_number",
-        r"\d(?<![\w.-]\d)(?:[ -]?\d){12,18}(?![\w-])|\d(?<![\w.-]\d)\d{3}(?:\.\d{4}){3}(?:\.\d{1,3})?(?![\w.-])",
+        r"[2-6]"
+        + _NUMBER_START.format(d="[2-6]")
+        + r"(?:(?:[ -]?\d){12,18}|\d{3}(?:\.\d{4}){3}(?:\.\d{1,3})?)"
+        + _NUMBER_END,
         *_DIGITS,
         check=_card,
+        retry=True,
         normalize=_digits_only,
         shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000", "0000.0000.0000"),
     ),
     _d(
         "phone",
-        r"\+(?<![\w+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w-])",
+        r"\+(?<![A-Za-z0-9+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}" + _NUMBER_END,
         "+",
         check=_phone,
+        retry=True,
         normalize=_digits_only,
     ),
     _d(
         "phone",
-        r"(?:\(\d{3}\) ?|\d(?<![\w+.-]\d)\d\d[.-])\d{3}[.-]\d{4}(?![\w-])",
+        r"(?:\(\d{3}\) ?|\d(?<![A-Za-z0-9+]\d)(?<!\d\.\d)\d\d[.-])\d{3}[.-]\d{4}" + _NUMBER_END,
         *_DIGITS,
         check=_phone,
         normalize=_digits_only,
@@ -279,11 +355,21 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(  # national numbers with a trunk 0 and spaces: 020 7946 0958, 0161 496 0000, 030 1234 5678
         "phone",
-        r"0(?<![\w+.-]0)\d{2,4} \d{3,4} \d{3,4}(?![\w-]| \d)",
+        r"0(?<![A-Za-z0-9+]0)(?<!\d\.0)\d{2,4} \d{3,4} \d{3,4}(?! \d)" + _NUMBER_END,
         "0",
         check=_phone,
         normalize=_digits_only,
         shapes=("000 0000 0000", "0000 000 0000", "000 000 0000", "0000 0000 0000", "00000 000 000"),
+    ),
+    _d(  # after the phones: `(536) 22...` is none, and a phone's digits are never 3-2-4
+        "ssn",
+        r"\d" + _NUMBER_START.format(d=r"\d") + r"\d\d(?:-\d\d-| \d\d |\d\d)\d{4}" + _NUMBER_END,
+        *_DIGITS,
+        check=_ssn,
+        normalize=_digits_only,
+        shapes=("000-00-0000", "000 00 0000"),
+        shape_pattern=r"000000000(?<![A-Za-z0]000000000)(?![A-Za-z0])",  # not in a hex digest
+        retry=True,
     ),
 )
 """Every built-in detector, most specific first."""

@@ -340,8 +340,10 @@ class Redactor:
                     gate.shaped.append(shape(text))
                 if detector.shape_gate.search(gate.shaped[0]) is None:
                     continue
-            group, check, left = detector.group, detector.check, detector.left
-            for m in detector.pattern.finditer(text):
+            group, check, left, narrow = detector.group, detector.check, detector.left, detector.narrow
+            search, position = detector.pattern.search, 0
+            while (m := search(text, position)) is not None:
+                position = m.end() if m.end() > m.start() else m.start() + 1
                 start, end = m.span(group)
                 if start < 0 or start == end:
                     continue
@@ -351,8 +353,15 @@ class Redactor:
                     if extension is None:
                         continue
                     start -= len(window) - extension.start()
+                if narrow is not None:
+                    span = narrow(text[start:end])
+                    if span is None:
+                        continue
+                    start, end = start + span[0], start + span[1]
                 value = text[start:end]
                 if _SEP in value or (check is not None and not check(value)) or self._allowed(value):
+                    if detector.retry:
+                        position = m.start() + 1
                     continue
                 out.append(_Match(start, end, order, detector))
 

@@ -1,8 +1,9 @@
-"""The program the sandbox child runs: `python -I -S -X utf8 _bootstrap.py MEMORY FILE_SIZE CPU ALARM UID REPORT_FD`.
+"""The sandbox child's program: `python -I -S -X utf8 _bootstrap.py MEMORY FILE_SIZE CPU ALARM FILES UID REPORT_FD`.
 
 ACE never imports it; `sandbox.py` runs it as a script in a fresh interpreter. Arguments: memory bytes,
-file-size bytes, CPU seconds, wall-clock alarm seconds, the uid to drop to when started as root, and the
-descriptor of the report pipe. In its working directory it finds `trace.json`, `code.py` and `report.token` (the
+file-size bytes, CPU seconds, wall-clock alarm seconds, how many files and folders the code may make, the uid
+to drop to when started as root, and the descriptor of the report pipe (blocking: the parent reads it meanwhile,
+so no report is lost). In its working directory it finds `trace.json`, `code.py` and `report.token` (the
 secret that starts each report line, removed before the code runs). It applies the
 OS-level isolation (`_isolation`), sets the resource limits, writes what it applied as one JSON line to
 the report pipe, replaces the functions that raise no audit event and installs the audit hook
@@ -30,6 +31,7 @@ SANDBOX_FILENAME = "<sandbox>"
 TOKEN_FILE = "report.token"
 EXIT_ERROR = 1
 EXIT_MEMORY = 3
+OPEN_FILES = 256
 
 
 def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
@@ -38,6 +40,8 @@ def set_limits(memory: int, file_size: int, cpu: int, alarm: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    nofile = min(OPEN_FILES, *(n for n in resource.getrlimit(resource.RLIMIT_NOFILE) if n >= 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # files open at once, removed ones included
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file then fails with OSError instead of killing
     signal.alarm(alarm)  # a backstop should the parent die before it can kill us
 
@@ -72,7 +76,7 @@ def run(source: str, namespace: dict[str, object]) -> None:
 
 def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     """Isolate, limit and hook this process; return the code and the namespace of the module it runs in."""
-    memory, file_size, cpu, alarm, uid, report_fd = (int(a) for a in argv[1:7])
+    memory, file_size, cpu, alarm, max_files, uid, report_fd = (int(a) for a in argv[1:8])
     with open("trace.json", encoding="utf-8") as f:
         trace = json.load(f)
     with open("code.py", encoding="utf-8") as f:
@@ -87,10 +91,10 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     read_only = tuple(dict.fromkeys(roots + library))
     sys.path[:] = library
     sys.path_importer_cache.clear()
-    native = policy.native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
+    native = load_sibling("_native").native_files(library, importlib.machinery.EXTENSION_SUFFIXES)
     sys.dont_write_bytecode = True  # the standard library's __pycache__ is read-only to the code
     set_limits(memory, file_size, cpu, alarm)
-    os.set_blocking(report_fd, False)
+    os.set_blocking(report_fd, True)
     os.write(report_fd, (token + "\t" + json.dumps(isolation.as_dict()) + "\n").encode())
     module = types.ModuleType("__main__")
     namespace = module.__dict__
@@ -100,7 +104,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
         messages=trace.get("messages", []) if isinstance(trace, dict) else [],
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
-    hook = policy.make_audit_hook(home, read_only, report_fd, native, token)
+    hook = policy.make_audit_hook(home, read_only, report_fd, native, token, max_files)
     policy.remove_unaudited()
     sys.addaudithook(hook)
     return source, namespace

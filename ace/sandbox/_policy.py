@@ -1,21 +1,15 @@
 """The sandbox child's audit hook: a policy that the code it watches can neither reach nor change.
 
-Loaded by `_bootstrap.py` before the model's code runs; ACE never imports it. The hook is built by
-`make_audit_hook` from functions that read no globals and no closure cells: everything they use (the
-working directory, the read-only roots, the deny lists, and the C functions they call such as `os.getcwd` or
-`type`) is bound once, at startup, as positional defaults, i.e. in an immutable tuple. Rebinding a module
-global, clearing a set, monkeypatching `os` or `builtins`, or replacing `sys.modules['__main__']` therefore
-changes nothing the hook sees; changing the tuple or the code itself needs `func.__defaults__ = ...` or
-`func.__code__ = ...`, which raise the `object.__setattr__` event that the hook refuses for its own
-functions. The functions get a private, empty globals dict. The hook never calls code the snippet controls:
-paths must be exact `str`/`bytes` (a `PathLike` could answer differently to the check and to the open).
-
-Each refusal raises `PermissionError` (`ImportError` for imports, `ValueError` for `sys._getframe`, which the
-standard library treats as "no frame") and is also written, one line starting with the run's secret token, to
-the report descriptor, so a refusal the code swallows is still shown to the model and a line the code writes
-is not taken for one. The installed hook is `guard`, which re-raises a refusal from its own frame with the
-functions (and so the token) deleted from it. Native code loads only from `native_files`; functions that raise
-no audit event are replaced by `remove_unaudited` before the code runs.
+Loaded by `_bootstrap.py` before the model's code runs; ACE never imports it. `make_audit_hook` builds the hook
+from functions that read no globals and no closure cells: everything they use (the working directory, the
+read-only roots, the deny lists, the C functions they call) is bound once as positional defaults, so rebinding
+a global, `os`, `builtins` or `sys.modules['__main__']` changes nothing the hook sees, and rebinding a hook
+function's `__defaults__` or `__code__` is itself refused. Paths must be exact `str`/`bytes` (a `PathLike` could
+answer differently to the check and to the open). Each refusal raises `PermissionError` (`ImportError` for
+modules, `ValueError` for `sys._getframe`) and is written, after the run's secret token, to the report
+descriptor; `guard` re-raises it from a frame that holds neither. `remove_unaudited` replaces the functions that
+raise no audit event. A denied module is refused by its import event, its files (`open`) and its code (`exec`),
+which `importlib.import_module` reaches without one. Files the code creates count against `max_files`.
 """
 
 from __future__ import annotations
@@ -28,13 +22,11 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 __all__ = [
-    "ALLOWED_EXTENSIONS",
     "DENIED_EVENTS",
     "DENIED_MODULES",
     "DENIED_PREFIXES",
     "UNAUDITED",
     "make_audit_hook",
-    "native_files",
     "remove_unaudited",
 ]
 
@@ -54,17 +46,6 @@ DENIED_MODULES = frozenset(
     }
 )  # fmt: skip
 """Modules refused on import (and their submodules): network, processes, native code, threads, debuggers."""
-ALLOWED_EXTENSIONS = frozenset(
-    {
-        "_bisect", "_blake2", "_bz2", "_codecs_cn", "_codecs_hk", "_codecs_iso2022", "_codecs_jp", "_codecs_kr",
-        "_codecs_tw", "_contextvars", "_csv", "_datetime", "_decimal", "_elementtree", "_hashlib", "_heapq",
-        "_json", "_lzma", "_md5", "_multibytecodec", "_opcode", "_pickle", "_queue", "_random", "_sha1",
-        "_sha256", "_sha3", "_sha512", "_statistics", "_struct", "_typing", "_uuid", "_zoneinfo", "array",
-        "audioop", "binascii", "cmath", "grp", "math", "pyexpat", "resource", "unicodedata", "zlib",
-    }
-)  # fmt: skip
-"""The only C extension modules (`.so` files) that may be loaded: data processing, no system access. Each only
-from its own file in the read-only library (`native_files`): the name alone says nothing about the code."""
 DENIED_EVENTS = frozenset(
     {
         "os.system", "os.kill", "os.killpg", "os.forkpty", "os.link", "os.symlink", "os.chown", "os.setxattr",
@@ -75,6 +56,7 @@ DENIED_EVENTS = frozenset(
         "pdb.Pdb", "builtins.breakpoint", "sqlite3.connect", "syslog.openlog", "syslog.syslog",
         "os.mknod", "os.mkfifo", "os.pidfd_open", "signal.pidfd_send_signal", "os.setpriority",
         "os.sched_setaffinity", "os.sched_setparam", "os.sched_setscheduler", "_imp.create_builtin", "signal.signal",
+        "os.posix_fallocate", "os.memfd_create",
     }
 )  # fmt: skip
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
@@ -89,12 +71,12 @@ UNAUDITED = {
     "os.sched_setaffinity": ("posix", "os"),
     "os.sched_setparam": ("posix", "os"),
     "os.sched_setscheduler": ("posix", "os"),
+    "os.posix_fallocate": ("posix", "os"),
+    "os.memfd_create": ("posix", "os"),
 }
-"""Functions (by the event their stub raises, and the modules holding them) that act outside the working directory
-or on other processes without raising an audit event (files, FIFOs and devices; a signal through a pid
-descriptor, e.g. to the parent; another process's priority or CPUs), or would hand the code a frame of the hook
-(a signal handler gets the frame it interrupts): replaced before the code runs by stubs
-that raise the event (refused and reported, like any denied one); the originals are left nowhere."""
+"""Functions (by the event their stub raises, and the modules holding them) that raise no audit event yet act on
+files outside the working directory, on other processes, past the disk and memory quotas (`posix_fallocate`,
+`memfd_create`) or hand the code a hook's frame (`signal`): replaced by refusing, reported stubs (no originals)."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})
@@ -102,40 +84,24 @@ WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.u
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 DIR_FD_ARG = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.utime": 3}
 """Position of the `dir_fd` argument: only the current directory (-1/None) is accepted."""
-_SETATTR_EVENTS = ("object.__setattr__", "object.__delattr__")
-
-
-def native_files(library: list[str], suffixes: list[str]) -> frozenset[tuple[str, str]]:
-    """`(module, path)` of each allowed extension as the import system finds it in `library` (the final `sys.path`).
-
-    Read before the hook is installed; the hook then loads native code only from exactly these files, so a copy
-    of `_json` patched and written to the working directory is refused whatever name it is loaded under.
-    """
-    found: set[tuple[str, str]] = set()
-    for folder in library:
-        try:
-            names = set(os.listdir(folder))
-        except OSError:
-            continue
-        for module in ALLOWED_EXTENSIONS:
-            found.update((module, folder + "/" + module + suffix) for suffix in suffixes if module + suffix in names)
-    return frozenset(found)
 
 
 def remove_unaudited() -> None:
-    """Replace the `UNAUDITED` functions by refusing stubs, and `_imp.create_builtin` with them.
+    """Replace the `UNAUDITED` functions by refusing stubs, and `_imp.create_builtin` with them; call before the hook.
 
-    A fresh `posix` module from `_imp.create_builtin` would bring the originals back (and, where it is built in,
-    `_posixsubprocess` without an import event): every built-in module the policy allows is imported now, so the
-    import system never needs `create_builtin` again, and the stub refuses what is left (denied modules by their
-    import event). Call before the hook is installed.
+    Every built-in module the policy allows is imported now, so the import system never needs `create_builtin`
+    again (a fresh `posix` would bring the originals back); its stub refuses what is left by the import event. A
+    denied module loaded at startup is forgotten (`sys.modules`, `sys.path_hooks`).
     """
     import _imp
     import signal  # noqa: F401  # holds `pidfd_send_signal` too
 
     for name in sys.builtin_module_names:
-        if name not in sys.modules and not _denied(name):
+        if name not in sys.modules and name not in DENIED_MODULES:  # top-level names: no submodule to check
             __import__(name)
+    for name in [n for n in sys.modules if n in DENIED_MODULES or n.partition(".")[0] in DENIED_MODULES]:
+        del sys.modules[name]  # loaded at startup (`zipimport`): the code's import must raise its refused event
+    sys.path_hooks[:] = [h for h in sys.path_hooks if getattr(h, "__module__", None) not in DENIED_MODULES]
     registries = [getattr(os, n) for n in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")]
     for event, modules in UNAUDITED.items():
         name = event.rpartition(".")[2]
@@ -150,14 +116,6 @@ def remove_unaudited() -> None:
                 registry.discard(original)
                 registry.add(stub)
     _imp.create_builtin = _create_builtin_stub()
-
-
-def _denied(module: str) -> bool:
-    while module:
-        if module in DENIED_MODULES:
-            return True
-        module = module.rpartition(".")[0]
-    return False
 
 
 def _stub(event: str) -> Callable[..., NoReturn]:
@@ -187,14 +145,13 @@ def make_audit_hook(
     report_fd: int,
     native: frozenset[tuple[str, str]] = frozenset(),
     token: str = "",
+    max_files: int = 0,
 ) -> AuditHook:
     """The audit hook for a child whose working directory is `home`; `read_only` roots hold the standard library.
 
-    `home` and the roots must be absolute, normalised and free of symbolic links (`os.path.realpath`).
-    Refusals are also written to `report_fd` (a non-blocking pipe; a full or closed pipe is ignored). `native`
-    is `native_files(...)`: the only `(module, file)` pairs a C extension may be loaded as. `token` (secret, per
-    run) starts every report line, so that the parent can tell them from lines the code writes to the descriptor:
-    the hook that holds it is reachable from no frame the code can see (see `guard`).
+    Paths absolute and free of symbolic links (`os.path.realpath`). Refusals also go to `report_fd`, each line
+    after the secret `token`. `native`: the only `(module, file)` pairs a C extension may load as
+    (`_native.native_files`). `max_files` (0: none) bounds the files (a tenth: folders) the code makes in `home`.
     """
     import importlib._bootstrap_external as external
 
@@ -204,6 +161,7 @@ def make_audit_hook(
     if not had_gc:
         del sys.modules["gc"]
 
+    created: list[int] = []  # 1 per file, 2 per folder the code made; reachable only through the hook
     compile_bytecode = external._compile_bytecode.__code__  # type: ignore[attr-defined]  # the only caller allowed to `marshal.loads`
 
     def resolve(
@@ -239,7 +197,7 @@ def make_audit_hook(
         fd: int = report_fd,
         write: Any = os.write,
         oserror: Any = OSError,
-        prefix: str = token + "\t" if token else "",
+        prefix: str = "\n" + token + "\t" if token else "",  # a line of its own, whatever the code wrote before
     ) -> NoReturn:
         """Report the refusal on the report descriptor, then raise `error` with a reason the model can act on."""
         if not silent:
@@ -270,6 +228,11 @@ def make_audit_hook(
         missing: Any = FileNotFoundError,
         oserror: Any = OSError,
         denied: Any = PermissionError,
+        max_files: int = max_files,
+        add: Any = created.append,
+        tally: Any = created.count,
+        forget: Any = created.remove,
+        exists: Any = os.access,
     ) -> None:
         kind = type_(path)
         if kind is int_ or kind is bool_:  # an open descriptor: only ever one the checks allowed
@@ -284,15 +247,24 @@ def make_audit_hook(
         if not (within(full, home) or (not writing and within(full, read_only))):
             where = "only files in the working directory can be opened" if opening else "only the working directory"
             refuse(event, f"cannot {event.removeprefix('os.')} {full!r}: {where}", denied)
-        if opening:
+        if opening or event == "os.mkdir":
             try:
                 mode = stat_(full).st_mode
             except missing:
+                if writing and max_files:  # a folder is 2 (at most a tenth of them: slow to remove from a disk)
+                    folders, folder = tally(2), 2 if event == "os.mkdir" else 1
+                    if tally(1) + folders >= max_files or (folder == 2 and folders >= max_files // 10):
+                        what = f"at most {max_files} files and {max_files // 10} folders made by the code; remove some"
+                        refuse(event, f"cannot create {full!r}: {what}, or write fewer, larger files", denied)
+                    add(folder)
                 return None
             except oserror:
-                refuse(event, f"cannot open {full!r}", denied)
-            if not is_file(mode):
+                refuse(event, f"cannot {event.removeprefix('os.')} {full!r}", denied)
+            if opening and not is_file(mode):
                 refuse(event, f"cannot open {full!r}: only regular files can be opened", denied)
+        elif event == "os.remove" and tally(1) and exists(full.rpartition("/")[0] or "/", 3):  # its folder W_OK | X_OK
+            # stat raises what the removal would; a folder's place is never freed (rmdir fails unless it is empty)
+            forget(1) if is_file(stat_(full).st_mode) else None
         return None
 
     def trusted_bytecode(
@@ -338,8 +310,12 @@ def make_audit_hook(
         check_path: CheckPath = check_path,
         trusted_bytecode: Callable[[Any], bool] = trusted_bytecode,
         refuse: Refuse = refuse,
+        resolve: Any = resolve,
+        read_only: tuple[str, ...] = read_only,
+        code_type: Any = types.CodeType,
         type_: Any = type,
         str_: Any = str,
+        bytes_: Any = bytes,
         int_: Any = int,
         write_flags: int = WRITE_FLAGS,
         function: Any = types.FunctionType,
@@ -350,6 +326,34 @@ def make_audit_hook(
     ) -> None:
         if type_(event) is not str_:
             refuse("audit", "an audit event with a non-str name is not allowed", denied)
+        if event == "import" or event == "open" or event == "exec":  # `importlib` loads a file without "import"
+            target = args[0]
+            if event == "exec":
+                target = target.co_filename if type_(target) is code_type else None
+            if event == "import" and type_(target) is not str_:
+                refuse(event, "import of a non-str module name is not allowed", import_error)
+            names = [target] if event == "import" else []
+            if type_(target) is str_ and target[:8] == "<frozen ":
+                names.append(target[8:-1])
+            elif event != "import" and (type_(target) is str_ or type_(target) is bytes_):
+                full = resolve(target)
+                for root in read_only:  # a file of the library: the module it holds
+                    if full is not None and full.startswith(root + "/"):
+                        parts = full.removeprefix(root + "/").split("/")
+                        if parts[-2:-1] == ["__pycache__"]:
+                            del parts[-2]
+                        last = parts.pop().partition(".")[0]
+                        names.append(".".join(parts if last == "__init__" else [*parts, last]))
+            for module in names:
+                name = module
+                while name:
+                    if name in denied_modules:
+                        fix = "use json, re, math, statistics, collections, itertools, datetime"
+                        why = "no network, processes, threads, debuggers or native code"
+                        refuse("import", f"module {module!r} is not available ({why}); {fix}", import_error)
+                    name = name.rpartition(".")[0]
+            if event == "exec":
+                return None
         if event == "open":
             path, mode, flags = args
             writing = (type_(mode) is str_ and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)) or (
@@ -359,15 +363,6 @@ def make_audit_hook(
             return None
         if event == "import":
             module = args[0]
-            if type_(module) is not str_:
-                refuse(event, "import of a non-str module name is not allowed", import_error)
-            name = module
-            while name:
-                if name in denied_modules:
-                    fix = "use json, re, math, statistics, collections, itertools, datetime"
-                    why = "no network, processes, threads, debuggers or native code"
-                    refuse(event, f"module {module!r} is not available ({why}); {fix}", import_error)
-                name = name.rpartition(".")[0]
             path = args[1]
             if path is not None and (type_(path) is not str_ or (module, path) not in extensions):
                 where = f" from {path!r}" if type_(path) is str_ else ""
@@ -423,11 +418,9 @@ def make_audit_hook(
         resume: Any = gc.enable,
         running: Any = gc.isenabled,
     ) -> None:
-        """The hook: `audit`'s refusal raised again from here alone, with no traceback or context into `audit`.
+        """The hook: `audit`'s refusal raised again from a frame that no longer holds `audit` (nor the token).
 
-        The code sees this frame in a refusal's traceback; `audit` (and through its defaults the token and the
-        report descriptor) is deleted from it first, so no frame the code can reach holds them. The cyclic
-        garbage collector is paused meanwhile: a finalizer it ran here would see these frames as its `f_back`.
+        The garbage collector is paused meanwhile: a finalizer it ran here would see these frames as `f_back`.
         """
         was = running()
         pause()

@@ -7,7 +7,9 @@ The model's code runs in a fresh interpreter (`python -I -S`: the standard libra
 - wall clock: the whole process group is killed at `timeout_s`;
 - memory: `RLIMIT_AS` (a `MemoryError` in the code, reported as such);
 - output: stdout and stderr are each cut at `max_output_bytes`, with a marker saying how much was dropped;
-- files: `RLIMIT_FSIZE`, and only the working directory can be opened (the standard library read-only);
+- files: `RLIMIT_FSIZE`, and only the working directory can be opened (the standard library read-only); on
+  Linux the working directory is a tmpfs of `max_disk_mb` and `max_files` in the child's own mount namespace,
+  elsewhere the hook counts the files the code makes;
 - environment: built from scratch (a minimal `PATH`, `HOME`/`TMPDIR` in the working directory, UTF-8 locale),
   so no API key or token of the parent is visible; there is no stdin;
 - an audit hook (`_policy`) refuses network, process creation, signals, native code, links, heap and
@@ -33,6 +35,7 @@ import math
 import os
 import secrets
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -41,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ace.sandbox._confine import confine
+from ace.sandbox._confine import Quota, confine
+from ace.sandbox._report import ReportReader
 
 __all__ = ["SandboxIsolation", "SandboxLimits", "SandboxResult", "run_code", "sandbox_environment"]
 
@@ -56,6 +60,8 @@ _TOKEN_FILE = "report.token"  # `_bootstrap.TOKEN_FILE`
 _READ_CHUNK = 65_536
 _DRAIN_GRACE_S = 1.0
 _MAX_REFUSALS = 20
+_PAGE = 4_096
+_DISK_POLL_S = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +76,11 @@ class SandboxLimits:
     """Bytes of stdout, and separately of stderr, returned to the model; the rest is dropped with a marker."""
     max_file_mb: int = 16
     """Largest file the code may write in its working directory, in MiB."""
+    max_disk_mb: int = 64
+    """All the files the code makes in its working directory together, in MiB: on Linux a tmpfs (memory, not disk),
+    elsewhere checked by the parent every 50 ms."""
+    max_files: int = 1_000
+    """Files the code may make in its working directory at a time; a folder counts as two, at most a tenth folders."""
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
@@ -80,6 +91,12 @@ class SandboxLimits:
             raise ValueError(f"SandboxLimits.max_output_bytes must be at least 100, got {self.max_output_bytes}")
         if self.max_file_mb < 1:
             raise ValueError(f"SandboxLimits.max_file_mb must be at least 1 (MiB), got {self.max_file_mb}")
+        if self.max_disk_mb < 1:
+            raise ValueError(f"SandboxLimits.max_disk_mb must be at least 1 (MiB), got {self.max_disk_mb}")
+        if self.max_files < 10:
+            raise ValueError(
+                f"SandboxLimits.max_files must be at least 10 (a tenth may be folders), got {self.max_files}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +113,8 @@ class SandboxIsolation:
     nproc_limited: bool
     landlock_abi: int = 0
     """The Landlock ABI the child's file-system fence was built with (Linux >= 5.13); 0: none (see `notes`)."""
+    disk_quota: bool = False
+    """The working directory was a tmpfs of `max_disk_mb` and `max_files` (its own mount namespace)."""
     stdlib_via_descriptor: bool = False
     notes: tuple[str, ...] = ()
     """What could not be applied, and why."""
@@ -116,6 +135,8 @@ class SandboxResult:
     """The process's exit status; negative is the signal that ended it; `None` if it could not be reaped."""
     timed_out: bool
     memory_exceeded: bool
+    disk_exceeded: bool = False
+    """The working directory outgrew `max_disk_mb` or `max_files` (where it is no tmpfs) and the code was killed."""
     stdout_dropped: int = 0
     """Bytes of stdout beyond the cap that were dropped."""
     stderr_dropped: int = 0
@@ -143,6 +164,11 @@ class SandboxResult:
             status = (
                 f"Stopped: the code ran longer than the {self.limits.timeout_s:g} s time limit and was killed. "
                 "Compute less at once (smaller slices, no unbounded loops)."
+            )
+        elif self.disk_exceeded:
+            status = (
+                f"Stopped: the code wrote more than the {self.limits.max_disk_mb} MB or {self.limits.max_files} files "
+                "its working directory may hold, and was killed. Write less, or fewer files."
             )
         elif self.memory_exceeded:
             status = (
@@ -211,13 +237,13 @@ async def run_code(
     data = trace if isinstance(trace, bytes) else json.dumps(trace, ensure_ascii=False, default=str).encode()
     cpu_s = math.ceil(limits.timeout_s) + 1  # CPU and alarm limits: backstops, should this process die first
     args = [str(limits.memory_mb << 20), str(limits.max_file_mb << 20), str(cpu_s), str(cpu_s + 1)]
+    args.append(str(limits.max_files))
     report_read, report_write = os.pipe()
-    with (
-        tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home,
-        open(report_read, "rb", buffering=0) as report,
-    ):
-        token = secrets.token_hex(16)
-        _write_inputs(Path(home), data, code, token)
+    report = ReportReader(report_read, secrets.token_hex(16))
+    with tempfile.TemporaryDirectory(prefix="ace-sandbox-", ignore_cleanup_errors=True) as home, report:
+        token = report.token
+        inputs = _write_inputs(Path(home), data, code, token)
+        quota = Quota((limits.max_disk_mb << 20) + inputs, limits.max_files + 8, UNPRIVILEGED_UID)
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -237,13 +263,16 @@ async def run_code(
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed as a whole
                 pass_fds=(report_write,),
-                preexec_fn=confine(report_write, home, python, token),
+                preexec_fn=confine(report_write, home, python, token, quota),
             )
         finally:
             os.close(report_write)
+        report.start()  # read meanwhile: the child blocks on a full pipe rather than drop a refusal
         assert process.stdout is not None and process.stderr is not None
         out = asyncio.ensure_future(_read_capped(process.stdout, limits.max_output_bytes))
         err = asyncio.ensure_future(_read_capped(process.stderr, limits.max_output_bytes))
+        budget = ((limits.max_disk_mb << 20) + inputs, limits.max_files + 3)
+        disk = asyncio.ensure_future(_watch_disk(process, home, budget))
         try:
             timed_out = await _wait(process, limits.timeout_s)
         except BaseException:
@@ -251,57 +280,51 @@ async def run_code(
             err.cancel()
             raise
         finally:
+            disk.cancel()
             await _stop(process)
         duration = time.perf_counter() - started
         (stdout, stdout_dropped), (stderr, stderr_dropped) = await _finish(out, err)
-        isolation, refused = _read_report(report, token)
+        report.stop()
+        isolation, refused = _read_report(report.lines, report.forged)
     exit_code = process.returncode
-    memory_exceeded = not timed_out and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
+    disk_exceeded = disk.done() and not disk.cancelled() and disk.result()
+    memory_exceeded = (
+        not timed_out and not disk_exceeded and (exit_code == _EXIT_MEMORY or stderr.rstrip().endswith("MemoryError"))
+    )
     return SandboxResult(
         stdout=stdout,
         stderr=stderr,
         exit_code=exit_code,
         timed_out=timed_out,
         memory_exceeded=memory_exceeded,
+        disk_exceeded=disk_exceeded,
         stdout_dropped=stdout_dropped,
         stderr_dropped=stderr_dropped,
         duration_s=duration,
         limits=limits,
         refused=tuple(refused[:_MAX_REFUSALS]),
-        refused_count=len(refused),
+        refused_count=len(refused) + report.more,
         isolation=isolation,
     )
 
 
-def _write_inputs(home: Path, data: bytes, code: str, token: str) -> None:
+def _write_inputs(home: Path, data: bytes, code: str, token: str) -> int:
     """The trace, the code and the report token in the working directory, owned by the uid the child will drop to
-    (if root); the child removes the token before the code runs."""
+    (if root); the child removes the token before the code runs. Returns the tmpfs bytes they take (whole pages)."""
     (home / "trace.json").write_bytes(data)
     (home / "code.py").write_text(code, encoding="utf-8")
     (home / _TOKEN_FILE).write_text(token, encoding="ascii")
+    paths = (home / "trace.json", home / "code.py", home / _TOKEN_FILE)
     if os.geteuid() == 0:
-        for path in (home, home / "trace.json", home / "code.py", home / _TOKEN_FILE):
+        for path in (home, *paths):
             os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+    return sum(-(-path.stat().st_size // _PAGE) * _PAGE + _PAGE for path in paths)
 
 
-def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list[str]]:
-    """The isolation lines (before exec, then the child's) and the refusal lines; the child has exited.
-
-    Only lines that start with this run's `token` are the sandbox's; the rest were written by the code to the
-    descriptor and are counted, not believed.
-    """
-    os.set_blocking(report.fileno(), False)
-    chunks: list[bytes] = []
-    with contextlib.suppress(BlockingIOError):
-        while chunk := report.read(_READ_CHUNK):
-            chunks.append(chunk)
-    lines, forged = [], 0
-    for line in b"".join(chunks).decode("utf-8", errors="replace").splitlines():
-        mark, tab, rest = line.partition("\t")
-        if tab and secrets.compare_digest(mark.encode(), token.encode()):  # bytes: a non-ASCII mark is no error
-            lines.append(rest)
-        elif line:
-            forged += 1
+def _read_report(lines: list[str], forged: int) -> tuple[SandboxIsolation | None, list[str]]:
+    """The isolation lines (before exec, then the child's) and the refusal lines, from the lines of this run's
+    token; `forged` lines the code wrote to the descriptor are counted, not believed."""
+    lines = list(lines)
     confined: dict[str, Any] = {
         "network_namespace": False,
         "user_namespace": False,
@@ -311,7 +334,8 @@ def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list
     notes: list[str] = []
     if not sys.platform.startswith("linux"):
         notes.append(
-            f"no namespaces, no-new-privileges or Landlock on {sys.platform}: the audit hook and resource limits only"
+            f"no namespaces, no-new-privileges, Landlock or disk quota on {sys.platform}: the audit hook (which also"
+            " counts the files the code makes) and resource limits only"
         )
     isolation = None
     if sys.platform.startswith("linux") and not (lines and '"uid"' not in lines[0]):
@@ -338,6 +362,39 @@ def _read_report(report: Any, token: str) -> tuple[SandboxIsolation | None, list
 def _warn_once(note: str) -> None:
     """Log a missing isolation step once per process, not on every `execute_code`."""
     _log.warning("execute_code sandbox: %s", note)
+
+
+async def _watch_disk(process: asyncio.subprocess.Process, home: str, budget: tuple[int, int]) -> bool:
+    """Kill the process group once its working directory holds more than `budget` (bytes allocated, entries): the
+    checked budget where it is no tmpfs (on a tmpfs the host's folder holds the inputs only)."""
+    while process.returncode is None:
+        await asyncio.sleep(_DISK_POLL_S)
+        if _exceeds(home, process.pid, *budget):
+            _kill_group(process.pid)
+            return True
+    return False
+
+
+def _exceeds(home: str, pid: int, max_bytes: int, max_entries: int) -> bool:
+    """Whether the tree under `home`, with the files `pid` holds open but removed (Linux), allocates more than
+    `max_bytes`, or the tree has more than `max_entries` entries."""
+    used, entries, folders = 0, 0, [home]
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):  # no /proc (macOS): RLIMIT_NOFILE x RLIMIT_FSIZE bounds them
+            with contextlib.suppress(OSError):
+                held = os.stat(f"/proc/{pid}/fd/{fd}")
+                used += held.st_blocks * 512 if held.st_nlink == 0 and stat.S_ISREG(held.st_mode) else 0
+    while folders:
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as found:
+            for entry in found:
+                entries += 1
+                with contextlib.suppress(OSError):
+                    used += entry.stat(follow_symlinks=False).st_blocks * 512  # allocated: holes are free
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                if used > max_bytes or entries > max_entries:
+                    return True
+    return False
 
 
 async def _wait(process: asyncio.subprocess.Process, timeout_s: float) -> bool:

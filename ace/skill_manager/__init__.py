@@ -1,6 +1,6 @@
 """The skill manager: one recursive tool-calling session per sample that turns reflections into atomic edits."""
 
+from ace.skill_manager.deps import SMSettings
 from ace.skill_manager.manager import SkillManager, SMResult
-from ace.skill_manager.tools import SMSettings
 
 __all__ = ["SMResult", "SMSettings", "SkillManager"]

@@ -2,7 +2,7 @@
 
 Each `update_skills` call is one `sm.session` span: the model sees the reflections, the skill tags the
 reflector proposed and the existing skills most similar to the reflections, and edits the skillbook only
-through the tools in `sm_tools` (every edit carries its provenance, derived from `source`).
+through the tools in `ace.skill_manager.tools` (every edit carries its provenance, derived from `source`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ from ace.llm import infer_model
 from ace.observability import AttributeInput
 from ace.reflector.reflection import Reflection
 from ace.retrieval.top_k import retrieve_top_k
+from ace.skill_manager.deps import AppliedOperation, Refusal, SMDeps, SMSettings
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT, sm_task_prompt
 from ace.skill_manager.refusals import ArgumentRefusals
-from ace.skill_manager.tools import SM_TOOLS, AppliedOperation, Refusal, SMDeps, SMSettings
+from ace.skill_manager.tools import SM_TOOLS
 
 __all__ = ["SMDeps", "SMResult", "SMSettings", "SkillManager"]
 

@@ -1,9 +1,9 @@
 """Tool calls whose arguments do not fit the tool's schema, counted as refusals of the skill-manager session.
 
 pydantic-ai validates a call's arguments before the tool runs and sends a failure back to the model as a retry,
-so the tool (and its own refusal bookkeeping in `sm_tools`) never sees it. This capability records each such call
-in `SMDeps.refusals`, so `SMResult.refusals` and the span's `ace.refused_count` count every retry the model was
-sent, whichever layer refused the call.
+so the tool (and its own refusal bookkeeping in `ace.skill_manager._calls`) never sees it. This capability records
+each such call in `SMDeps.refusals`, so `SMResult.refusals` and the span's `ace.refused_count` count every retry
+the model was sent, whichever layer refused the call.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
-from ace.skill_manager.tools import Refusal, SMDeps, ToolName
+from ace.skill_manager.deps import Refusal, SMDeps, ToolName
 
 __all__ = ["ArgumentRefusals", "describe_argument_error"]
 

@@ -6,62 +6,41 @@ skill) is turned into `ModelRetry` with the reason, so the model retries and the
 Every mutation records a per-operation `InsightSource` derived from `SMDeps.current_source`. Every call is
 one span named after the tool, with `ace.*` attributes (no skill text unless `record_content`).
 
-Optimistic concurrency: sessions may run concurrently on one skillbook (`TrainingConfig(sm_sessions=
-"concurrent")`). Each session remembers the version of every skill it was shown (`SMDeps.seen`). An edit of a
-skill whose text another session changed since is not applied and returns the current text (no lost update), and
-an `add_skill` is not applied when a skill that another session added or rewrote since this session's last search
-ranks among the new skill's own search results (no near-duplicate by a race). Such a call returns a
-`ConflictResult` (`ok: false`, the reason, the skills' current text) rather than a retry: a collision is not the
-model's mistake and must not use up its retries. It costs one more model call, only when sessions really collide;
-in a session that runs alone the checks never fire.
+Sessions sharing one skillbook check each other's edits (`_conflicts`): a collision returns a
+`ConflictResult` with the skills' current text instead of a retry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal, ParamSpec, TypeVar
 
-from opentelemetry.trace import Span
 from pydantic import BeforeValidator, Field
 from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.tools import ToolDefinition
-from typing_extensions import TypedDict
 
-from ace.agents.recursive import SessionBudget
-from ace.core.insight_source import InsightSource, OperationType
-from ace.core.skill import (
-    Skill,
-    SkillSummary,
-    normalize_keywords,
-    skill_summary,
-    validate_insight,
-    validate_issue,
-)
-from ace.core.skillbook import Skillbook
-from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS, check_text
-from ace.embeddings.base import Embedder
-from ace.exceptions import SkillbookError
+from ace.core.skill import Skill, SkillSummary, skill_summary
 from ace.llm import DECODE_REQUIRED, TEXT_HINT, Label, Prose
-from ace.observability import AttributeInput, ace_span
+from ace.observability import AttributeInput
 from ace.retrieval.top_k import retrieve_top_k
+from ace.skill_manager._calls import applied, content, tool_call
+from ace.skill_manager._checks import check_keyword_count, check_lengths, refuse_no_op
+from ace.skill_manager._conflicts import conflict, find_stale, stale_conflict, unseen_similar
+from ace.skill_manager.deps import (
+    AddSkillResult,
+    ConflictResult,
+    OccurrenceView,
+    OkResult,
+    SkillDetail,
+    SMDeps,
+)
 
 __all__ = [
     "SKILL_ID_CHOICES",
     "SM_TOOLS",
-    "AddSkillResult",
-    "AppliedOperation",
-    "ConflictResult",
-    "OkResult",
-    "Refusal",
-    "SMDeps",
-    "SMSettings",
-    "SkillDetail",
-    "SkillSummary",
-    "ToolName",
+    "Delta",
     "add_skill",
     "read_skill",
     "remove_skill",
@@ -70,7 +49,6 @@ __all__ = [
     "update_skill",
 ]
 
-ToolName = Literal["add_skill", "update_skill", "tag_skill", "remove_skill", "search_skills", "read_skill"]
 P = ParamSpec("P")
 R = TypeVar("R")
 _TAG_LABELS = {1: "helpful", -1: "harmful", 0: "neutral"}
@@ -78,119 +56,6 @@ _OCCURRENCES_SHOWN = 5
 SKILL_ID_CHOICES = 32
 """Up to this many active skills, a tool's `skill_id` is offered as an enum of their ids: a model that decodes under
 the schema (the embedded model, a provider's strict tool mode) then cannot invent an id, and others see the choice."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SMSettings:
-    """How a skill-manager session runs: budgets, retries, limits of the tools, and content recording."""
-
-    budget: SessionBudget = field(default_factory=lambda: SessionBudget(request_limit=20, tool_calls_limit=30))
-    """Request / tool-call / token limits and the history-compaction threshold of one session."""
-    tool_retries: int = 3
-    """How often the model may retry one refused tool before the session stops."""
-    context_top_k: int = 5
-    """Existing skills retrieved for the reflections and shown in the prompt (0: none)."""
-    show_trace: bool = True
-    """Show the trace's id and task in the session prompt; `False` for a small model, which copies them into the
-    skill (the provenance of every edit is recorded either way)."""
-    max_keywords: int = 5
-    """Most keywords a skill may carry."""
-    max_top_k: int = 20
-    """Largest `top_k` a `search_skills` call may ask for."""
-    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
-    """Longest `issue`, and longest `insight`, a call may write (the skillbook's own cap applies too)."""
-    record_content: bool = False
-    """Put prompts and skill text on spans (the user opted in)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AppliedOperation:
-    """One mutation a session applied to the skillbook."""
-
-    tool: ToolName
-    operation_type: OperationType
-    skill_id: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Refusal:
-    """One tool call sent back to the model for a retry."""
-
-    tool: ToolName
-    reason: str
-
-
-@dataclass(kw_only=True)
-class SMDeps:
-    """What every skill-manager tool reads: the skillbook, the provenance of this session, search, settings."""
-
-    skillbook: Skillbook
-    current_source: InsightSource
-    """The trace / epoch / reflection this session learns from; each mutation derives its own entry from it."""
-    embedder: Embedder | None = None
-    """Dense half of `search_skills`; `None` keeps the skillbook index's embedder (or the offline default)."""
-    settings: SMSettings = field(default_factory=SMSettings)
-    applied: list[AppliedOperation] = field(default_factory=list[AppliedOperation])
-    """Mutations applied so far in this session, in order."""
-    refusals: list[Refusal] = field(default_factory=list[Refusal])
-    """Calls refused so far in this session, in order."""
-    seen: dict[str, Skill] = field(default_factory=dict[str, Skill])
-    """The version of each skill this session was last shown (prompt, search, read, its own edits)."""
-    started_at: int | None = None
-    """Audit-log length when the session started (`None`: when the first tool runs)."""
-    searched_at: int | None = None
-    """Audit-log length at this session's last search (`None`: at its start); skills other sessions added or
-    rewrote after it are what the model has not seen."""
-    skill_id_choices: tuple[str, ...] | None = None
-    """The ids offered as the enum of `skill_id`, fixed when the tools that take one are first offered (empty: too
-    many skills for an enum). Fixed per session, so the tool definitions, and a prompt cache over them, stay the
-    same from step to step."""
-
-    def saw(self, skills: Iterable[Skill]) -> None:
-        """Remember the versions of skills shown to the model."""
-        for skill in skills:
-            self.seen[skill.id] = skill
-
-    def begin(self) -> None:
-        """Mark the session's start (the skillbook version its prompt reflects)."""
-        if self.started_at is None:
-            self.started_at = self.searched_at = self.skillbook.operations_count
-
-
-class AddSkillResult(TypedDict):
-    ok: bool
-    skill_id: str
-
-
-class OkResult(TypedDict):
-    ok: bool
-
-
-class ConflictResult(TypedDict):
-    """A call not applied because another session changed what it relied on; `skills` shows their current text."""
-
-    ok: bool
-    conflict: str
-    skills: list[SkillSummary]
-
-
-class OccurrenceView(TypedDict):
-    trace_uid: str
-    source_system: str
-    epoch: int | None
-    operation_type: str | None
-    timestamp: str
-
-
-class SkillDetail(SkillSummary):
-    used: int
-    active: bool
-    removal_reason: str | None
-    quarantine_reason: str | None
-    """Why the skill is quarantined (out of every prompt and search), or `None`."""
-    occurrences_count: int
-    occurrences: list[OccurrenceView]
-    """The latest few entries of the audit chain."""
 
 
 # ------------------------------------------------------------------------------------------ mutations
@@ -215,16 +80,16 @@ def add_skill(
         "ace.keywords_count": len(keywords),
         "ace.has_insight": insight is not None,
     }
-    with _tool_call(deps, "add_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
-        _check_keyword_count(keywords, deps.settings)
-        _check_lengths(deps.settings, issue, insight)
+    with tool_call(deps, "add_skill", attrs, content(issue=issue, insight=insight, keywords=keywords)) as span:
+        check_keyword_count(keywords, deps.settings)
+        check_lengths(deps.settings, issue, insight)
         source = deps.current_source.derive("ADD", learning_text=insight or issue)
         book = deps.skillbook
         while True:
             position = book.operations_count
-            similar = _unseen_similar(deps, issue, keywords, insight)  # searches: outside the lock
+            similar = unseen_similar(deps, issue, keywords, insight)  # searches: outside the lock
             if similar:
-                return _conflict(
+                return conflict(
                     deps,
                     span,
                     "add_skill",
@@ -238,7 +103,7 @@ def add_skill(
                     continue  # another session changed the skillbook meanwhile: check again
                 skill = book.add_skill(section, issue, keywords, insight, insight_source=source)
                 break
-        _applied(deps, span, "add_skill", "ADD", skill)
+        applied(deps, span, "add_skill", "ADD", skill)
         return {"ok": True, "skill_id": skill.id}
 
 
@@ -263,19 +128,19 @@ def update_skill(
         "ace.keywords_count": None if keywords is None else len(keywords),
         "ace.insight_changed": insight is not None,
     }
-    with _tool_call(deps, "update_skill", attrs, _content(issue=issue, insight=insight, keywords=keywords)) as span:
+    with tool_call(deps, "update_skill", attrs, content(issue=issue, insight=insight, keywords=keywords)) as span:
         if keywords is not None:
-            _check_keyword_count(keywords, deps.settings)
-        _check_lengths(deps.settings, issue, insight)
+            check_keyword_count(keywords, deps.settings)
+        check_lengths(deps.settings, issue, insight)
         source = deps.current_source.derive("UPDATE", learning_text=insight or issue)
         with deps.skillbook.locked():
-            stale = _stale(deps, skill_id)
+            stale = find_stale(deps, skill_id)
             if stale is not None:
-                return _stale_conflict(deps, span, "update_skill", stale)
-            _refuse_no_op(deps.skillbook, skill_id, issue, keywords, insight)
+                return stale_conflict(deps, span, "update_skill", stale)
+            refuse_no_op(deps.skillbook, skill_id, issue, keywords, insight)
             skill = deps.skillbook.update_skill(skill_id, issue, keywords, insight, insight_source=source)
         span.set_attribute("ace.section", skill.section)
-        _applied(deps, span, "update_skill", "UPDATE", skill)
+        applied(deps, span, "update_skill", "UPDATE", skill)
         return {"ok": True}
 
 
@@ -298,11 +163,11 @@ def tag_skill(ctx: RunContext[SMDeps], skill_id: str, delta: Delta) -> OkResult:
     """
     deps = ctx.deps
     attrs: dict[str, AttributeInput] = {"ace.skill_id": skill_id, "ace.delta": delta}
-    with _tool_call(deps, "tag_skill", attrs, {}) as span:
+    with tool_call(deps, "tag_skill", attrs, {}) as span:
         source = deps.current_source.derive("TAG", learning_text=f"tagged {_TAG_LABELS.get(delta, str(delta))}")
         skill = deps.skillbook.tag_skill(skill_id, delta, insight_source=source)
         span.set_attribute("ace.section", skill.section)
-        _applied(deps, span, "tag_skill", "TAG", skill)
+        applied(deps, span, "tag_skill", "TAG", skill)
         return {"ok": True}
 
 
@@ -315,15 +180,15 @@ def remove_skill(ctx: RunContext[SMDeps], skill_id: str, reason: Prose) -> OkRes
     """
     deps = ctx.deps
     attrs: dict[str, AttributeInput] = {"ace.skill_id": skill_id}
-    with _tool_call(deps, "remove_skill", attrs, _content(reason=reason)) as span:
+    with tool_call(deps, "remove_skill", attrs, content(reason=reason)) as span:
         source = deps.current_source.derive("REMOVE", learning_text=reason)
         with deps.skillbook.locked():
-            stale = _stale(deps, skill_id)
+            stale = find_stale(deps, skill_id)
             if stale is not None:
-                return _stale_conflict(deps, span, "remove_skill", stale)
+                return stale_conflict(deps, span, "remove_skill", stale)
             skill = deps.skillbook.remove_skill(skill_id, reason, insight_source=source)
         span.set_attribute("ace.section", skill.section)
-        _applied(deps, span, "remove_skill", "REMOVE", skill)
+        applied(deps, span, "remove_skill", "REMOVE", skill)
         return {"ok": True}
 
 
@@ -349,7 +214,7 @@ def search_skills(
         "ace.section": section,
         "ace.keywords_count": None if keywords is None else len(keywords),
     }
-    with _tool_call(deps, "search_skills", attrs, _content(query=query, keywords=keywords)) as span:
+    with tool_call(deps, "search_skills", attrs, content(query=query, keywords=keywords)) as span:
         if not query.strip():
             raise ModelRetry("query must be non-empty: describe the problem, action or domain to look for")
         if not 1 <= top_k <= deps.settings.max_top_k:
@@ -380,7 +245,7 @@ def read_skill(ctx: RunContext[SMDeps], skill_id: str) -> SkillDetail:
         skill_id: The id of the skill, e.g. 'context-00003'.
     """
     deps = ctx.deps
-    with _tool_call(deps, "read_skill", {"ace.skill_id": skill_id}, {}) as span:
+    with tool_call(deps, "read_skill", {"ace.skill_id": skill_id}, {}) as span:
         skill = deps.skillbook.require_skill(skill_id)
         deps.saw([skill])
         span.set_attribute("ace.section", skill.section)
@@ -458,162 +323,6 @@ skill only `search_skills` and `add_skill` are offered; on the session's last re
 
 
 # -------------------------------------------------------------------------------------------- helpers
-@contextmanager
-def _tool_call(
-    deps: SMDeps,
-    tool: ToolName,
-    attributes: Mapping[str, AttributeInput],
-    content: Mapping[str, AttributeInput],
-) -> Iterator[Span]:
-    """The tool's span; a refused call (`SkillbookError` or `ModelRetry`) is logged and sent back as a retry."""
-    attrs = {"ace.tool": tool, **attributes, **(content if deps.settings.record_content else {})}
-    with ace_span(tool, attrs, expected=(ModelRetry,)) as span:
-        try:
-            yield span
-        except SkillbookError as e:
-            _refused(deps, span, tool, str(e))
-            raise ModelRetry(str(e)) from None
-        except ModelRetry as e:
-            _refused(deps, span, tool, e.message)
-            raise
-
-
-def _refused(deps: SMDeps, span: Span, tool: ToolName, reason: str) -> None:
-    deps.refusals.append(Refusal(tool=tool, reason=reason))
-    span.set_attribute("ace.result", "refused")
-    if deps.settings.record_content:
-        span.set_attribute("ace.refusal", reason)
-
-
-def _applied(deps: SMDeps, span: Span, tool: ToolName, op: OperationType, skill: Skill) -> None:
-    deps.applied.append(AppliedOperation(tool=tool, operation_type=op, skill_id=skill.id))
-    deps.saw([skill])
-    span.set_attribute("ace.skill_id", skill.id)
-    span.set_attribute("ace.result", "ok")
-
-
-def _content(
-    *,
-    issue: str | None = None,
-    insight: str | None = None,
-    keywords: list[str] | None = None,
-    reason: str | None = None,
-    query: str | None = None,
-) -> dict[str, AttributeInput]:
-    """Attributes carrying the model's text, recorded only when the user opted in to content."""
-    return {
-        "ace.issue": issue,
-        "ace.insight": insight,
-        "ace.keywords": None if keywords is None else [str(k) for k in keywords],
-        "ace.reason": reason,
-        "ace.query": query,
-    }
-
-
-def _check_keyword_count(keywords: list[str], settings: SMSettings) -> None:
-    if len(normalize_keywords(keywords)) > settings.max_keywords:
-        raise ModelRetry(
-            f"too many keywords ({len(keywords)}): pass at most {settings.max_keywords} short stable labels "
-            "(domain, subsystem, API family, behaviour); put detail in issue"
-        )
-
-
-def _check_lengths(settings: SMSettings, issue: str, insight: str | None) -> None:
-    """Refuse an issue or insight over the session's cap (a `SkillbookError`, sent back as a retry)."""
-    check_text("issue", issue.strip(), max_chars=settings.max_text_chars)
-    if insight is not None:
-        check_text("insight", insight.strip(), max_chars=settings.max_text_chars)
-
-
-def _refuse_no_op(book: Skillbook, skill_id: str, issue: str, keywords: list[str] | None, insight: str | None) -> None:
-    """An update that would change nothing is refused: it would only add noise to the audit chain."""
-    old = book.get_skill(skill_id)
-    if old is None or not old.active:
-        return  # the skillbook refuses these with the precise reason
-    same_issue = validate_issue(issue) == old.issue
-    same_keywords = keywords is None or normalize_keywords(keywords) == old.keywords
-    same_insight = insight is None or validate_insight(old.section, insight) == old.insight
-    if same_issue and same_keywords and same_insight:
-        raise ModelRetry(
-            f"update_skill({skill_id!r}) would change nothing: widen or refine the issue, insight or keywords, "
-            "or use tag_skill to record that the skill helped"
-        )
-
-
-def _stale(deps: SMDeps, skill_id: str) -> Skill | None:
-    """The current version of a skill another session rewrote since this session was shown it, else `None`.
-
-    Caller holds the lock.
-    """
-    deps.begin()
-    current = deps.skillbook.get_skill(skill_id)
-    if current is None:
-        return None  # the skillbook refuses unknown ids with the precise reason
-    shown = deps.seen.get(skill_id)
-    if shown is not None:
-        return None if shown.same_text(current) else current
-    # Never shown (an id from the reflection's tags): stale if another session rewrote it during this one.
-    rewritten = any(
-        op.skill_id == skill_id and op.type in ("UPDATE", "REMOVE")
-        for op in deps.skillbook.operations_since(deps.started_at or 0)
-    )
-    return current if rewritten and not _own(deps, skill_id) else None
-
-
-def _stale_conflict(deps: SMDeps, span: Span, tool: ToolName, current: Skill) -> ConflictResult:
-    return _conflict(
-        deps,
-        span,
-        tool,
-        f"{tool} was not applied: another session rewrote {current.id} after you read it. Redo your edit on its "
-        "current text (in skills), keeping what the other session added, or skip it if the skill already covers "
-        "your lesson.",
-        [current],
-    )
-
-
-def _conflict(deps: SMDeps, span: Span, tool: ToolName, message: str, skills: list[Skill]) -> ConflictResult:
-    """Report a collision with another session as the call's result (it is not the model's mistake, so it costs
-    no retry); the skills shown count as seen."""
-    deps.saw(skills)
-    deps.refusals.append(Refusal(tool=tool, reason=message))
-    span.set_attribute("ace.result", "conflict")
-    span.set_attribute("ace.conflict_ids", [s.id for s in skills])
-    return {"ok": False, "conflict": message, "skills": [skill_summary(s) for s in skills]}
-
-
-def _seen_current(deps: SMDeps, skill_id: str) -> bool:
-    """Whether the model was already shown this skill's current text."""
-    shown, current = deps.seen.get(skill_id), deps.skillbook.get_skill(skill_id)
-    return shown is not None and current is not None and shown.same_text(current)
-
-
-def _own(deps: SMDeps, skill_id: str) -> bool:
-    return any(op.skill_id == skill_id for op in deps.applied)
-
-
-def _unseen_similar(deps: SMDeps, issue: str, keywords: list[str], insight: str | None) -> list[Skill]:
-    """Skills this session has not seen (another session added or rewrote them since its last search) that rank
-    among the new skill's own search results: the model must judge them before adding."""
-    deps.begin()
-    unseen = {
-        op.skill_id
-        for op in deps.skillbook.operations_since(deps.searched_at or 0)
-        if op.type in ("ADD", "UPDATE") and op.skill_id is not None and not _own(deps, op.skill_id)
-    }
-    unseen = {sid for sid in unseen if not _seen_current(deps, sid)}
-    if not unseen:
-        return []
-    found = retrieve_top_k(
-        deps.skillbook,
-        f"{issue}\n{insight or ''}".strip(),
-        top_k=max(deps.settings.context_top_k, 1),
-        keywords=keywords or None,
-        embedder=deps.embedder,
-    )
-    return [s for s in found if s.id in unseen and s.visible]
-
-
 def _detail(skill: Skill) -> SkillDetail:
     return SkillDetail(
         **skill_summary(skill),

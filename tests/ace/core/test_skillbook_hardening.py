@@ -24,8 +24,9 @@ from ace.core.storage import embeddings_writer
 from ace.embeddings.test import TestEmbedder
 from ace.exceptions import SkillbookError, SkillbookFormatError
 from ace.reflector.reflection import Reflection
+from ace.skill_manager.deps import SMDeps
 from ace.skill_manager.manager import SkillManager, SMSettings
-from ace.skill_manager.tools import SMDeps, add_skill, update_skill
+from ace.skill_manager.tools import add_skill, update_skill
 from ace.steps.export_markdown import export_markdown
 
 SOURCE = InsightSource(trace_uid="demo:1", source_system="demo", trace_id="1", epoch=0)

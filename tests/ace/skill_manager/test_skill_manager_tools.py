@@ -15,10 +15,9 @@ from pydantic_ai.usage import RunUsage
 
 from ace import InsightSource, Skillbook
 from ace.embeddings.test import TestEmbedder
+from ace.skill_manager.deps import SMDeps, SMSettings
 from ace.skill_manager.tools import (
     SM_TOOLS,
-    SMDeps,
-    SMSettings,
     add_skill,
     read_skill,
     remove_skill,

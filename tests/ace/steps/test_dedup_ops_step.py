@@ -16,8 +16,8 @@ from ace import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.pipeline.context import StepContext
 from ace.pipeline.pipeline import Pipeline, PipelineError
+from ace.skill_manager.deps import AppliedOperation
 from ace.skill_manager.manager import SMResult
-from ace.skill_manager.tools import AppliedOperation
 from ace.steps.deduplicate import DeduplicateStep, pairs_involving
 
 ISSUE = "In {domain} cancellations the agent cancels the booking before the user explicitly confirms it."

@@ -363,7 +363,7 @@ CASES = [
     Case("resume: no such folder", resume_missing_folder, 2, ("is not a run folder (the folder does not exist)",)),
     Case("flag out of range", bad_flag_value, 2, ("Invalid value for '--epochs'",)),
     Case("verify: no such folder", verify_missing_folder, 2, ("does not exist",)),
-    Case("inspect: not a run", inspect_not_a_run, 2, ("is it a run folder?",)),
+    Case("inspect: not a run", inspect_not_a_run, 2, ("is not a run folder (it has no run.json)",)),
     Case("inspect: unknown trace", inspect_unknown_trace, 2, ("no trace 'demo-airline:0001'",)),
     Case("scan: missing path", scan_missing_path, 2, ("does not exist: pass a collection folder",)),
     Case("scan: bad config", scan_bad_config, 2, ("(unclosed",)),

@@ -19,7 +19,8 @@ from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections
-from ace_eval.run.sessions import load_run_view, signature
+from ace_eval.run import read_run
+from ace_eval.run.sessions import signature
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
 
@@ -96,7 +97,7 @@ def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, 
     shutil.copytree(demo_run, copy)
     lines = (copy / "samples.jsonl").read_text(encoding="utf-8").splitlines()
     (copy / "samples.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # the last never committed
-    view = load_run_view(copy)
+    view = read_run(copy).view()
     last = view.samples[-1]
     assert last.sample is None and [s.kind for s in last.sessions] == ["reflect", "sm"] and last.changed_ids
     assert "not recorded (interrupted)" in CliRunner().invoke(main, ["inspect", str(copy)]).output
@@ -104,7 +105,7 @@ def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["inspect", str(tmp_path)])
-    assert result.exit_code == 2 and "is it a run folder?" in result.output
+    assert result.exit_code == 2 and "is not a run folder (it has no run.json)" in result.output
 
 
 def _stubborn_skill_manager(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -124,7 +124,7 @@ def test_refusals_name_the_fix_and_write_nothing(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "--reason" in missing.output
     (tmp_path / "empty").mkdir()
     nowhere = _cli("stats", str(tmp_path / "empty"))
-    assert nowhere.exit_code == 2 and "neither a run folder" in nowhere.output
+    assert nowhere.exit_code == 2 and "neither a run folder (it has no run.json) nor a skillbook file" in nowhere.output
     assert path.read_bytes() == before
 
     done = _cli("quarantine", str(path), SID, "--reason", "misleading")

@@ -12,20 +12,23 @@ import click
 
 from ace.exceptions import UserError
 from ace_eval.e2e.sample_text import operations_text
-from ace_eval.run.record import RunRecord, StepTiming
-from ace_eval.run.sessions import RunView, SampleView, SessionView, ToolCallView, load_run_view
+from ace_eval.run import Run, RunSkillbookError, read_run
+from ace_eval.run.record import StepTiming
+from ace_eval.run.sessions import RunView, SampleView, SessionView, ToolCallView
 from ace_eval.text import plural, tone
 
 __all__ = ["format_run_view", "inspect"]
 
 
-def _header(view: RunView) -> list[str]:
-    run = view.run or RunRecord()
+def _header(view: RunView, skillbook: str | None = None) -> list[str]:
+    run = view.run
     counts = plural(len(view.samples), "sample")
     if run.training is not None:
         errors = run.training.errors
         counts += ", " + tone(plural(errors, "error"), "bad" if errors else "good")
     lines = [f"Run {run.run_id or view.path.name} ({run.status or 'unknown status'}): {counts}"]
+    if skillbook is not None:
+        lines.append(skillbook)
     if run.models:
         lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models.items()))
     if run.step_timings:
@@ -94,9 +97,25 @@ def _sample_lines(n: int, view: SampleView) -> list[str]:
     return lines
 
 
-def format_run_view(view: RunView) -> str:
-    """The text `inspect` prints (coloured unless NO_COLOR; `click.echo` drops colour off a terminal)."""
-    lines = _header(view)
+def skillbook_line(run: Run) -> str:
+    """`Skillbook: 3 skills (1 quarantined) from <file>`, naming the file read (the checkpoint's snapshot when the
+    published one is missing or damaged), or why none can be read."""
+    try:
+        loaded = run.skillbook
+    except RunSkillbookError as e:
+        return "Skillbook: " + tone(str(e), "warn")
+    stats = loaded.book.stats()
+    held = f" ({stats['quarantined']} quarantined)" if stats["quarantined"] else ""
+    source = loaded.describe()
+    return f"Skillbook: {plural(stats['active'], 'active skill')}{held} from " + (
+        tone(source, "warn") if loaded.published_error else source
+    )
+
+
+def format_run_view(view: RunView, skillbook: str | None = None) -> str:
+    """The text `inspect` prints (coloured unless NO_COLOR; `click.echo` drops colour off a terminal); `skillbook`:
+    the `skillbook_line` to show under the run's line."""
+    lines = _header(view, skillbook)
     for n, sample in enumerate(view.samples, start=1):
         lines.append("")
         lines.extend(_sample_lines(n, sample))
@@ -114,12 +133,12 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
 
     Each session shows its model requests and tokens (input+output); a refused or conflicting tool call shows
     the reason the model was given; identical consecutive calls show once with their count (x19). Reads
-    RUN_DIR/spans.jsonl, samples.jsonl and run.json. Colour unless NO_COLOR is set or the output is not a
-    terminal.
+    RUN_DIR/run.json, samples.jsonl, spans.jsonl and the skillbook (the published one, else the checkpoint's
+    snapshot with its journal; the header names the file read). Colour unless NO_COLOR is set or the output is
+    not a terminal.
     """
-    view = load_run_view(run_dir)
-    if not view.samples and not view.run:
-        raise UserError(f"{run_dir} holds no run.json, samples.jsonl or spans.jsonl: is it a run folder?")
+    run = read_run(run_dir)
+    view = run.view()
     samples = view.samples
     if trace_uid is not None:
         samples = [s for s in samples if s.trace_uid == trace_uid]
@@ -133,10 +152,25 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
     view = RunView(path=view.path, run=view.run, samples=samples, has_spans=view.has_spans)
     if as_json:
         payload: dict[str, Any] = {
-            "run_id": view.run.run_id if view.run is not None else None,
-            "status": view.run.status if view.run is not None else None,
+            "run_id": view.run.run_id,
+            "status": view.run.status,
+            "skillbook": _skillbook_json(run),
             "samples": [s.to_dict() for s in samples],
         }
         click.echo(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
         return
-    click.echo(format_run_view(view))
+    click.echo(format_run_view(view, skillbook_line(run)))
+
+
+def _skillbook_json(run: Run) -> dict[str, Any]:
+    """The skillbook's counts and the file they were read from, or why it cannot be read (for `--json`)."""
+    try:
+        loaded = run.skillbook
+    except RunSkillbookError as e:
+        return {"error": str(e)}
+    return {
+        "source": str(loaded.source),
+        "journal": None if loaded.journal is None else str(loaded.journal),
+        "published_error": loaded.published_error,
+        **loaded.book.stats(),
+    }

@@ -13,7 +13,8 @@ import click
 
 from ace.exceptions import AceError, UserError
 from ace_eval.review import Candidate, ReviewQueue, accept_candidates, find_candidates, reject_candidates
-from ace_eval.run.folder import RUN_JSON, RunFolder
+from ace_eval.run import read_run
+from ace_eval.run.folder import RUN_JSON, RunFolderError
 
 __all__ = ["review", "select_candidates"]
 
@@ -40,19 +41,19 @@ def _errors() -> Iterator[None]:
 def open_queue(path: Path) -> ReviewQueue:
     """The queue of PATH: a review run's folder (its `--skillbook`), a skillbook file, or the queue file itself."""
     if path.is_dir():
-        if not (path / RUN_JSON).is_file():
+        try:
+            config = read_run(path).record.config
+        except RunFolderError:
             raise _Refused(
                 f"{path} is a folder without {RUN_JSON}: pass a review run's folder, a skillbook, or its "
                 f"`<stem>{_QUEUE_SUFFIX}` queue"
-            )
-        folder = RunFolder.open(path)
-        config = folder.read_run_json()["config"]
-        if not config.get("review") or not config.get("skillbook"):
+            ) from None
+        if not config.review or not config.skillbook:
             raise _Refused(
                 f"{path} is not a review run (it ran without --review, so its edits are in its own skillbook): pass "
                 "the folder of an `ace-eval e2e --review --skillbook PATH` run, or that skillbook"
             )
-        return ReviewQueue(Path(config["skillbook"]))
+        return ReviewQueue(Path(config.skillbook))
     if path.name.endswith(_QUEUE_SUFFIX):
         return ReviewQueue(path.with_name(path.name[: -len(_QUEUE_SUFFIX)] + ".json"))
     queue = ReviewQueue(path)

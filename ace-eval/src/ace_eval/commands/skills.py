@@ -1,7 +1,8 @@
 """`ace-eval skills stats|quarantine|release PATH`: each skill's KPIs, and a person's quarantine decisions.
 
-PATH is a run folder or a skillbook file. In a run folder the skillbook is its checkpoint (the last snapshot plus
-the journal in `samples.jsonl`), and a decision holds the folder's lock, so it never races a running `e2e`. A
+PATH is a run folder or a skillbook file. A run folder is read by `ace_eval.run.read_run`: its published skillbook,
+else (missing, damaged, or older than the journal) its checkpoint's snapshot plus the journal in `samples.jsonl`,
+and the output names the file read. A decision holds the folder's lock, so it never races a running `e2e`. A
 decision is an audited operation (`QUARANTINE` / `RELEASE` in the skillbook's operation log and the skill's
 occurrences, with the person's reason); the skillbook file is rewritten atomically and a `skillbook.md` beside
 it is exported again.
@@ -25,8 +26,9 @@ from ace.pipeline.context import StepContext
 from ace.redaction import Redactor
 from ace.steps.export_markdown import ExportMarkdownStep
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.run.checkpoint import SAMPLES_FILE, load_checkpoint, read_checkpoint, snapshot_of
-from ace_eval.run.folder import RUN_JSON
+from ace_eval.run import Run, read_run
+from ace_eval.run.checkpoint import snapshot_of
+from ace_eval.run.folder import RUN_JSON, RunFolderError
 from ace_eval.run.lock import folder_lock
 from ace_eval.text import plural
 
@@ -41,27 +43,21 @@ class _UsageFix(click.ClickException):
     exit_code = 2
 
 
-def _target(path: Path) -> tuple[Path, Path | None]:
-    """The skillbook file, and the run folder holding it (`None` for a skillbook file on its own)."""
-    file = path / _SKILLBOOK if path.is_dir() else path
-    if not file.is_file():
-        raise _UsageFix(f"{path} is neither a run folder with a {_SKILLBOOK} nor a skillbook file: pass one of them")
-    folder = file.parent if file.name == _SKILLBOOK and (file.parent / SAMPLES_FILE).is_file() else None
-    return file, folder
-
-
-def _load(file: Path, folder: Path | None, *, locked: bool) -> Skillbook:
-    """The skillbook: a run folder's checkpoint (snapshot + journal), else the file. Only a caller holding the
-    folder's lock may let `load_checkpoint` cut a torn journal line; a reader leaves the folder untouched."""
+def _target(path: Path) -> Path | Run:
+    """A skillbook file on its own, or the run folder `path` (read with `read_run`)."""
+    if path.is_file():
+        return path
     try:
-        if folder is not None and locked:
-            loaded = load_checkpoint(folder)
-            if loaded is not None:
-                return loaded[0]
-        elif folder is not None:
-            return read_checkpoint(folder)
+        return read_run(path)
+    except RunFolderError:
+        hint = f": pass {path / _SKILLBOOK} itself" if (path / _SKILLBOOK).is_file() else ": pass one of them"
+        raise _UsageFix(f"{path} is neither a run folder (it has no {RUN_JSON}) nor a skillbook file{hint}") from None
+
+
+def _load_file(file: Path) -> Skillbook:
+    try:
         return Skillbook.load_from_file(file)
-    except (AceError, ValueError) as e:
+    except (AceError, ValueError, RecursionError) as e:
         raise click.ClickException(f"cannot read the skillbook {file}: {e}") from None
 
 
@@ -76,13 +72,11 @@ def _locked(folder: Path | None) -> Iterator[None]:
         raise
 
 
-def _redactor(folder: Path | None) -> Redactor | None:
+def _redactor(run: Run | None) -> Redactor | None:
     """The run's redaction settings (its `[redaction]` patterns and allow-list), else the built-in detectors."""
-    run_json = folder / RUN_JSON if folder is not None else None
-    if run_json is not None and run_json.is_file():
+    if run is not None:
         try:
-            config = json.loads(run_json.read_text(encoding="utf-8")).get("config") or {}
-            return E2ESettings.from_dict(config).redactor()
+            return E2ESettings.from_dict(run.record.config.model_dump(mode="json", exclude_unset=True)).redactor()
         except (ValueError, TypeError, AttributeError):
             pass
     return Redactor()
@@ -99,8 +93,13 @@ def skills() -> None:
 def stats(path: Path, as_json: bool) -> None:
     """Uses, helpful / harmful / neutral tags and distinct harmful traces of every skill in PATH (a run folder or
     a skillbook file), with each quarantined skill's reason."""
-    file, folder = _target(path)
-    rows = skill_kpis(_load(file, folder, locked=False))
+    target = _target(path)
+    if isinstance(target, Run):
+        loaded = target.skillbook
+        book, source = loaded.book, loaded.describe()
+    else:
+        book, source = _load_file(target), str(target)
+    rows = skill_kpis(book)
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], indent=1))
         return
@@ -108,7 +107,7 @@ def stats(path: Path, as_json: bool) -> None:
     quarantined = [r for r in rows if r.status == "quarantined"]
     for row in quarantined:
         click.echo(f"{row.skill_id} quarantined: {row.quarantine_reason}")
-    click.echo(f"{plural(len(rows), 'skill')}, {len(quarantined)} quarantined ({file})")
+    click.echo(f"{plural(len(rows), 'skill')}, {len(quarantined)} quarantined ({source})")
 
 
 def _table(rows: list[SkillKpis]) -> str:
@@ -126,13 +125,10 @@ def _decide(path: Path, skill_id: str, reason: str, verb: str) -> None:
     """Apply a person's QUARANTINE / RELEASE to the skillbook at `path`, then rewrite its files."""
     if not reason.strip():
         raise _UsageFix(f"--reason must say why you {verb} {skill_id}: it goes into the audit log")
-    file, folder = _target(path)
-    with _locked(folder):
-        book = _load(file, folder, locked=True)
-        if folder is not None:
-            published = _load(file, None, locked=True)
-            if published.operations_count == book.operations_count:
-                book = published  # the finished run's published skillbook: the same skills, with their vectors
+    target = _target(path)
+    with _locked(target.path if isinstance(target, Run) else None):
+        run = read_run(target.path) if isinstance(target, Run) else None  # again, now that no run can change it
+        book = run.skillbook.book if run is not None else _load_file(path)
         source = InsightSource(
             trace_uid="manual", source_system="ace-eval skills", trace_id=verb, learning_text=reason.strip()
         )
@@ -143,15 +139,31 @@ def _decide(path: Path, skill_id: str, reason: str, verb: str) -> None:
                 book.release_skill(skill_id, reason, insight_source=source)
         except SkillbookError as e:
             raise _UsageFix(str(e)) from None
-        book.save_to_file(file)
-        if folder is not None:  # a --resume rebuilds the skillbook from the checkpoint: the decision goes there too
-            book.save_to_file(snapshot_of(folder))
-        markdown = file.with_suffix(".md")
-        if markdown.is_file():  # the run's own export step, so the file reads as the run wrote it
-            export = ExportMarkdownStep(markdown, redactor=_redactor(folder))
-            asyncio.run(export(StepContext(trace={}, skillbook=book)))
+        written = _save(book, run, path)
     done = "quarantined: out of every prompt and search" if verb == "quarantine" else "released: visible again"
-    click.echo(f"{skill_id} {done} ({file}; logged with your reason)")
+    click.echo(f"{skill_id} {done} ({', '.join(str(p) for p in written)}; logged with your reason)")
+
+
+def _save(book: Skillbook, run: Run | None, file: Path) -> list[Path]:
+    """Write the decided skillbook: a skillbook file, or a run's published skillbook (when there is one) and its
+    checkpoint's snapshot (a --resume rebuilds the skillbook from it); then its markdown export, when there is one.
+    Returns the skillbook files written."""
+    if run is None:
+        files, markdown = [file], file.with_suffix(".md")
+    else:
+        published, files = run.skillbook.published, [snapshot_of(run.path)]
+        if published is not None and published.is_file() and published != files[0]:
+            files.insert(0, published)  # a damaged one is replaced too; a run still to publish gets none
+        exported = run.folder.step_output(
+            {"pipeline": run.record.pipeline}, "export_markdown", run.folder.markdown.name
+        )
+        markdown = exported if exported is not None else run.folder.markdown
+    for skillbook_file in files:
+        book.save_to_file(skillbook_file)
+    if markdown.is_file():  # the run's own export step, so the file reads as the run wrote it
+        export = ExportMarkdownStep(markdown, redactor=_redactor(run))
+        asyncio.run(export(StepContext(trace={}, skillbook=book)))
+    return files
 
 
 @skills.command("quarantine")

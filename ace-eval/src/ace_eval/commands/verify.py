@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,17 +12,20 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import load_sidecar, sidecar_path
 from ace.exceptions import SkillbookFormatError
-from ace.observability import read_spans_jsonl
 from ace.redaction.scan import scan_path
-from ace_eval.e2e.training import SampleResult
-from ace_eval.run.folder import RunFolder, RunFolderError
-from ace_eval.run.record import RunRecordError, TrainingRecord, load_run_record
+from ace_eval.e2e.training_results import SampleResult
+from ace_eval.run import Run, RunSkillbook, RunSkillbookError, read_run
+from ace_eval.run.checkpoint import snapshot_of
+from ace_eval.run.folder import RUN_JSON
+from ace_eval.run.record import RunRecordError, TrainingRecord
+from ace_eval.run.samples import SamplesJournalError
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 from ace_eval.text import plural, tone
 
 __all__ = ["Check", "run_checks", "skill_warnings", "verify"]
 
 _MUTATING_TOOLS = frozenset({"add_skill", "update_skill", "tag_skill", "remove_skill"})
+_RUN_CHECK = "run finished without crashing"
 _SHOWN = 5
 
 
@@ -76,7 +77,9 @@ def _skill_checks(book: Skillbook) -> list[Check]:
     ]
 
 
-def _sidecar_check(path: Path, book: Skillbook) -> Check:
+def _sidecar_check(path: Path, book: Skillbook, *, replayed: bool = False) -> Check:
+    """The vectors beside the skillbook file; `replayed`: the book is a snapshot plus its journal, so a skill added
+    since the snapshot has no vector in the snapshot's sidecar yet (a resume or the final save computes it)."""
     name = f"{path.name} present"
     if not path.is_file():
         return Check(name, False, f"{path} is missing: the run ended before its final save, or no skill was embedded")
@@ -91,16 +94,20 @@ def _sidecar_check(path: Path, book: Skillbook) -> Check:
     shape = sidecar.matrix.shape
     dimension = shape[1] if len(shape) == 2 else "?"
     detail = f"{plural(len(sidecar.ids), 'vector')} of dimension {dimension} ({sidecar.model or 'unknown model'})"
+    if missing and replayed:
+        later = f"{detail}; none yet for {_ids(missing)}, added or changed by the journal (a resume computes them)"
+        return Check(name, True, later)
     if missing:
         return Check(name, False, f"{detail}, but no vector for active skill(s) {_ids(missing)}")
     return Check(name, True, detail)
 
 
-def _spans_check(path: Path) -> Check:
+def _spans_check(run: Run) -> Check:
     name = "spans.jsonl holds sm.session spans with their tool calls"
-    if not path.is_file():
+    path = run.folder.spans
+    if not run.has_spans:
         return Check(name, False, f"{path} is missing: the run did not record its spans")
-    spans = read_spans_jsonl(path)
+    spans = run.spans()
     sessions = {s["span_id"] for s in spans if s.get("name") == "sm.session"}
     parents = {s["span_id"]: s.get("parent_span_id") for s in spans}
 
@@ -126,18 +133,13 @@ def _numbers(numbers: list[int]) -> str:
     return ", ".join(str(n) for n in numbers)
 
 
-def _run_check(run_json: Path) -> Check | None:
-    if not run_json.is_file():
-        return None
-    try:
-        record = load_run_record(run_json)
-    except RunRecordError as e:
-        return Check("run finished without crashing", False, str(e))
+def _run_check(run: Run) -> Check:
+    record = run.record
     status, training = record.status, record.training or TrainingRecord()
     detail = f"status {status}, {plural(training.samples, 'sample')}, {plural(training.errors, 'sample error')}"
     if status != "completed":
-        detail += f" ({record.error or 'interrupted'}); continue it with ace-eval e2e --resume {run_json.parent}"
-    return Check("run finished without crashing", status == "completed", detail)
+        detail += f" ({record.error or 'interrupted'}); continue it with ace-eval e2e --resume {run.path}"
+    return Check(_RUN_CHECK, status == "completed", detail)
 
 
 def _secrets_check(target: Path) -> Check:
@@ -155,13 +157,14 @@ def _secrets_check(target: Path) -> Check:
     )
 
 
-def _samples_check(path: Path, run_json: Path) -> Check:
+def _samples_check(run: Run) -> Check:
     """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
     retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
     name = "samples.jsonl records each sample once"
-    records = _journal_records(path)
-    if isinstance(records, int):
-        return Check(name, False, f"{path}:{records} is not a sample record: the journal is damaged; start a new run")
+    try:
+        records = run.sample_lines()
+    except SamplesJournalError as e:
+        return Check(name, False, str(e))
     latest: dict[tuple[str, int], SampleResult] = {}
     lines_of: dict[tuple[str, int], list[int]] = {}
     by_index: dict[int, list[int]] = {}
@@ -192,11 +195,9 @@ def _samples_check(path: Path, run_json: Path) -> Check:
     retried = len(records) - len(latest)
     superseded = f" ({plural(retried, 'failed attempt')} superseded by a retry)" if retried else ""
     detail = plural(len(latest), "sample") + superseded
-    try:
-        recorded = json.loads(run_json.read_text(encoding="utf-8")).get("training", {}).get("samples")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    if isinstance(recorded, int) and recorded != len(latest):
+    training = run.record.training
+    recorded = training.samples if training is not None and "samples" in training.model_fields_set else None
+    if recorded is not None and recorded != len(latest):
         return Check(name, False, f"{detail}, but run.json counts {recorded}: resume the run to rewrite run.json")
     return Check(name, True, detail)
 
@@ -211,75 +212,73 @@ def _supersedes(sample: SampleResult, earlier: SampleResult) -> bool:
     )
 
 
-def _journal_records(path: Path) -> list[tuple[int, SampleResult]] | int:
-    """`(line number, result)` for every line, a torn last line skipped; or the number of a damaged line."""
-    records: list[tuple[int, SampleResult]] = []
-    lines = path.read_bytes().split(b"\n")
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
-            records.append((number, SampleResult.from_dict(data)))
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
-            if number == len(lines):
-                continue  # a torn last line (the run was killed mid-write): the resume drops it
-            return number
-    return records
+def _skillbook_checks(loaded: RunSkillbook) -> list[Check]:
+    """The run's skillbook as `read_run` read it (the published file, else the checkpoint's snapshot and journal):
+    a damaged published file fails its shape check, and the other checks read the snapshot."""
+    checks: list[Check] = []
+    if loaded.published is not None and loaded.published_error is not None:
+        detail = f"{loaded.published_error}; the checks below read {loaded.source.name} and the journal"
+        checks.append(Check(f"{loaded.published.name} conforms to the v2 shape", False, detail))
+    return checks + _book_checks(loaded.source, loaded.book, loaded)
 
 
-def skillbook_of(target: Path) -> Path:
-    """The skillbook file to check: `target` itself, or a run folder's (the one its `persist` step published,
-    else the checkpoint's snapshot of a run without it, or of an interrupted one)."""
-    if target.is_file():
-        return target
-    folder = RunFolder(target)
-    try:
-        record = folder.read_run_json()
-    except RunFolderError:
-        record = {}  # the run.json check says what is wrong with it
-    return folder.learned_skillbook(record)
+def _unreadable_check(run: Run, error: RunSkillbookError) -> Check:
+    """The shape check of a run none of whose skillbook files can be read."""
+    published = run.step_output("persist", run.folder.skillbook.name)
+    named = published if published is not None and published.is_file() else snapshot_of(run.path)
+    return Check(f"{named.name} conforms to the v2 shape", False, str(error))
+
+
+def _book_checks(file: Path, book: Skillbook, loaded: RunSkillbook | None = None) -> list[Check]:
+    """The v2 shape of a loaded skillbook (`loaded`: read by `read_run`, with its source), its sidecar, its skills."""
+    shape = f"{plural(len(book), 'skill')}, schema_version 2"
+    if loaded is not None and loaded.journal is not None:
+        shape += f", with {loaded.journal.name} replayed"
+    return [
+        Check(f"{file.name} conforms to the v2 shape", True, shape),
+        _sidecar_check(sidecar_path(file), book, replayed=loaded is not None and loaded.journal is not None),
+        *_skill_checks(book),
+    ]
 
 
 def run_checks(target: Path) -> list[Check]:
-    """Every check for a run folder (or a `skillbook.json` file directly)."""
-    skillbook_path = skillbook_of(target)
+    """Every check for a run folder (read with `read_run`: a folder without `run.json` is refused), or for a
+    `skillbook.json` file directly (with its folder's `run.json` check when it has one)."""
     folder = target.parent if target.is_file() else target
-    shape_check = f"{skillbook_path.name} conforms to the v2 shape"
-    checks: list[Check] = []
-    run = _run_check(folder / "run.json")
-    if run is not None:
-        checks.append(run)
+    if target.is_file() and not (folder / RUN_JSON).is_file():
+        return _file_checks(target)
     try:
-        book = Skillbook.load_from_file(skillbook_path)
-    except ValueError as e:
-        checks.append(Check(shape_check, False, str(e)))
-        return checks
-    shape = f"{plural(len(book), 'skill')}, schema_version 2"
-    checks.append(Check(shape_check, True, shape))
-    steps: list[Callable[[], list[Check]]] = [
-        lambda: [_sidecar_check(sidecar_path(skillbook_path), book)],
-        lambda: _skill_checks(book),
-    ]
-    if not target.is_file():
-        steps.append(lambda: [_spans_check(folder / "spans.jsonl")])
-        if (folder / "samples.jsonl").is_file():
-            steps.append(lambda: [_samples_check(folder / "samples.jsonl", folder / "run.json")])
-    steps.append(lambda: [_secrets_check(target)])
-    for step in steps:
-        checks.extend(step())
-    return checks
+        run = read_run(folder)
+    except RunRecordError as e:  # run.json is there but damaged: nothing else of the run can be trusted
+        failed = Check(_RUN_CHECK, False, str(e))
+        return [failed, *_file_checks(target)] if target.is_file() else [failed, _secrets_check(target)]
+    if target.is_file():
+        return [_run_check(run), *_file_checks(target)]
+    try:
+        loaded = run.skillbook
+    except RunSkillbookError as e:
+        return [_run_check(run), _unreadable_check(run, e)]
+    checks = [_run_check(run), *_skillbook_checks(loaded), _spans_check(run)]
+    if run.folder.samples.is_file():
+        checks.append(_samples_check(run))
+    return [*checks, _secrets_check(target)]
+
+
+def _file_checks(file: Path) -> list[Check]:
+    """The checks of a skillbook file on its own: shape, sidecar, skills, secrets."""
+    try:
+        book = Skillbook.load_from_file(file)
+    except (ValueError, RecursionError) as e:
+        return [Check(f"{file.name} conforms to the v2 shape", False, str(e))]
+    return [*_book_checks(file, book), _secrets_check(file)]
 
 
 def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[SkillWarning]:
     """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
     be read (the v2 check reports that)."""
     try:
-        book = Skillbook.load_from_file(skillbook_of(target))
-    except (OSError, ValueError):
+        book = Skillbook.load_from_file(target) if target.is_file() else read_run(target).skillbook.book
+    except (OSError, ValueError, RecursionError):
         return []
     return degenerate_skills(book.skills(), min_words=min_words)
 
@@ -297,7 +296,9 @@ def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[
 def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
-    v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
+    RUN_DIR is a run folder (its published skillbook; when that is missing or older than the journal, the
+    checkpoint's snapshot with the journal replayed; a damaged one fails and the snapshot is checked) or a skillbook
+    file. v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
     with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
     attempt may be superseded by its retry), no detectable secret in any file of the folder. Exit status 1 when a
     check fails. Then a WARN line per degenerate skill (issue equal to insight, numbers or punctuation only, under

@@ -1,37 +1,13 @@
 """Training: every trace of a collection through a `StepPipeline` (default reflect -> update), for N epochs.
 
 The pipeline's phases map onto the loop: a sample's `before_reflect` / `reflect` / `after_reflect` steps run
-concurrently across samples, its `update` / `after_update` steps form the skill-manager phase below; after every
+concurrently across samples, its `update` / `after_update` steps form the skill-manager phase; after every
 sample of an epoch committed, the `end_of_epoch` steps run (the loop waits at each epoch's end only when there
 are such steps); after the last epoch and the checkpoint's final snapshot, the `end_of_run` steps.
 
-`_train_sequential` runs one sample after the other. With `max_workers > 1`, `TrainingConfig.sm_sessions`
-chooses how the skill-manager phase (update, after_update steps, checkpoint) of concurrent samples meets:
-
-`"concurrent"` (`_train_concurrent`, the default): whole samples run concurrently, skill-manager sessions
-included, and their edits merge on the shared skillbook under its lock, each tool call atomic. What makes that
-lose nothing is optimistic concurrency in the tools (`ace.skill_manager.tools`): an edit of a skill another
-session rewrote since this one read it is refused with the current text, and an add that a skill added
-concurrently would have matched is refused with that skill; the model merges and retries (one extra call, only
-on a real collision). Throughput scales with the workers (`benchmarks/pipeline_overhead.py`: 8 workers ~7x);
-the price is that the result depends on timing (which session wins a race), so it is not the same for every
-`max_workers`. Samples commit (journal line) as they finish; `on_sample` sees them in that order.
-
-`"ordered"` (`_train_parallel`): the reflections run concurrently, at most `max_workers` at a time, and the
-skill-manager phase is serialised under an ordered asyncio lock, so the run is reproducible:
-
-- Why serialise: a skill-manager session searches the skillbook before it adds or widens a skill. Two concurrent
-  sessions would each miss the skill the other is adding and both add it (near-duplicates), or both rewrite
-  the same skill from the same old text so that one widening overwrites the other (a lost update). Serialised,
-  every session sees every earlier session's result, exactly as in a sequential run. The price: the speedup is
-  bounded by `(reflection time + session time) / session time` (`benchmarks/pipeline_overhead.py`: 1.33x when
-  a reflection is one call and a session three; 2.5x with a 1 s recursive reflection), which is worth it while
-  reflections dominate; letting sessions run concurrently measured 7.7x but added near-duplicate skills.
-- Why ordered: the phase runs in sample-index order (a ticket lock): a sample whose reflection finished early
-  waits for every earlier sample to commit first. The skillbook after k committed samples is then the same
-  whatever `max_workers` is (given the same reflections), and "resume after k samples" is well defined.
-- Look-ahead is bounded: at most `2 * max_workers` samples are between start and commit, so a reflection never
-  sees a skillbook more than that many samples behind, and an interruption discards little work.
+`ace_eval.e2e.scheduling` runs the samples: one after the other, or with `max_workers > 1` either with
+concurrent skill-manager sessions (`sm_sessions="concurrent"`, fast, merged under optimistic concurrency) or
+with ordered ones (`"ordered"`, reproducible whatever `max_workers`); its docstring gives the reasons.
 
 Resuming a concurrent run: a journal line carries everything the skillbook gained since the previous line, so
 the edits of sessions still running ride along. After an interruption, a sample that has edits in the resumed
@@ -63,9 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,17 +48,15 @@ from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.core.trace import TraceInput
 from ace.exceptions import RunError
-from ace.llm.retry import failure_kind
-from ace.observability import AttributeInput, ace_span
 from ace.pipeline.context import StepContext
 from ace.pipeline.phased import StepPipeline, StepRequest, build_pipeline
 from ace.pipeline.pipeline import Pipeline, StepFailed
 from ace.pipeline.registry import StepEnvironment
 from ace.redaction import Redactor
-from ace.reflector.simple import Reflector, ReflectorError
+from ace.reflector.simple import Reflector
 from ace.skill_manager.manager import SkillManager
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
-from ace_eval.e2e.fail_fast import AbortWatch, RunAborted, first_cause
+from ace_eval.e2e.fail_fast import AbortWatch, RunAborted
 from ace_eval.e2e.samples_plan import (
     PlannedSample,
     interrupted_samples,
@@ -92,6 +64,7 @@ from ace_eval.e2e.samples_plan import (
     plan_samples,
     retried_samples,
 )
+from ace_eval.e2e.scheduling import SampleScheduler
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 from ace_eval.reporting import describe_os_error
 from ace_eval.run.checkpoint import Checkpoint, CheckpointError, journal_start
@@ -113,7 +86,6 @@ __all__ = [
 ]
 
 OnSample = Callable[[SampleResult], None]
-_Commit = Callable[[SampleResult], Awaitable[None]]
 _COMMIT_FIELDS = frozenset({"skillbook", "epoch", "checkpoint.line"})
 
 
@@ -161,37 +133,6 @@ class TrainingConfig:
             raise ValueError(f"TrainingConfig.snapshot_every must be at least 1 or None, got {self.snapshot_every}")
 
 
-@dataclass(frozen=True)
-class _Reflected:
-    """A sample after its concurrent phase: the context so far, or the error that ended it."""
-
-    item: PlannedSample
-    ctx: StepContext
-    error: Exception | None
-    seconds: float
-    step: str | None = None
-    """The step that raised `error`."""
-
-
-class _OrderedLock:
-    """A ticket lock: `turn(k)` is entered by k = 0, 1, 2, ... in that order, one at a time."""
-
-    def __init__(self) -> None:
-        self._next = 0
-        self._cond = asyncio.Condition()
-
-    @asynccontextmanager
-    async def turn(self, ticket: int) -> AsyncIterator[None]:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self._next == ticket)
-        try:
-            yield
-        finally:
-            async with self._cond:
-                self._next += 1
-                self._cond.notify_all()
-
-
 class Trainer:
     """Runs the ACE learning loop over traces; see the module docstring for the concurrency and checkpoint design."""
 
@@ -224,9 +165,13 @@ class Trainer:
             )
         self.config = config
         self.pipeline = pipeline
-        self._reflect: Pipeline = pipeline.reflect
-        self._serial: Pipeline = pipeline.update
         self._commit: Pipeline = pipeline.commit
+        self._scheduler = SampleScheduler(
+            reflect=pipeline.reflect,
+            update=pipeline.update,
+            max_workers=config.max_workers,
+            sm_sessions=config.sm_sessions,
+        )
         if config.checkpoint_dir is not None and not any(isinstance(s, CheckpointStep) for s in self._commit.steps):
             # the same registered `checkpoint` step an e2e run has, built for this folder
             options = {} if config.snapshot_every is None else {"snapshot_every": config.snapshot_every}
@@ -235,7 +180,7 @@ class Trainer:
             self._commit = Pipeline([*self._commit.steps, *added.steps], initial=_COMMIT_FIELDS)
             self._commit.timings = {**pipeline.commit.timings, **added.timings}  # the pipeline's timings count on
         self._checkpoint_step = next((s for s in self._commit.steps if isinstance(s, CheckpointStep)), None)
-        redact = next((s for s in self._reflect.steps if isinstance(s, RedactStep)), None)
+        redact = next((s for s in pipeline.reflect.steps if isinstance(s, RedactStep)), None)
         self.redactor: Redactor | None = None if redact is None else redact.redactor
         """The pipeline's `redact` step's redactor: the skillbook and the journal lines redact with it too."""
 
@@ -327,11 +272,11 @@ class Trainer:
         phase_usage: dict[str, RoleUsage] = {}
         try:
             if not self.pipeline.end_of_epoch.steps:
-                await self._train(pending, book, commit)
+                await self._scheduler.run(pending, book, commit)
             else:
                 ended = {e for e in range(self.config.epochs) if any(s.epoch > e for s in done.values())}
                 for epoch in range(self.config.epochs):
-                    await self._train([p for p in pending if p.epoch == epoch], book, commit)
+                    await self._scheduler.run([p for p in pending if p.epoch == epoch], book, commit)
                     if epoch not in ended:
                         used = await self._run_phase("end_of_epoch", book, epoch, checkpointed=checkpoint is not None)
                         _add_usage(phase_usage, used)
@@ -349,14 +294,6 @@ class Trainer:
             resumed_samples=len(done),
             phase_usage=phase_usage,
         )
-
-    async def _train(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
-        if self.config.max_workers == 1:
-            await self._train_sequential(pending, book, commit)
-        elif self.config.sm_sessions == "ordered":
-            await self._train_parallel(pending, book, commit)
-        else:
-            await self._train_concurrent(pending, book, commit)
 
     async def _run_phase(self, phase: str, book: Skillbook, epoch: int, *, checkpointed: bool) -> Mapping[str, Any]:
         """The `end_of_epoch` / `end_of_run` steps; returns their model usage by role. A failure stops the run
@@ -380,144 +317,8 @@ class Trainer:
                 cause = f"{type(error).__name__}: {error}"
             raise RunStepError(f"step {e.step!r} ({phase}, epoch {epoch}) failed: {cause}; {kept}") from e.cause
 
-    async def _train_sequential(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
-        for item in pending:
-            reflected = await self._reflect_phase(item, book)
-            await self._serial_phase(reflected, book, commit)
-
-    async def _train_parallel(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
-        workers = self.config.max_workers
-        reflecting = asyncio.Semaphore(workers)
-        window = asyncio.Semaphore(2 * workers)
-        ordered = _OrderedLock()
-
-        async def one(ticket: int, item: PlannedSample) -> None:
-            try:
-                async with reflecting:
-                    reflected = await self._reflect_phase(item, book)
-                async with ordered.turn(ticket):
-                    await self._serial_phase(reflected, book, commit)
-            finally:
-                window.release()
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for ticket, item in enumerate(pending):
-                    await window.acquire()
-                    group.create_task(one(ticket, item))
-        except BaseExceptionGroup as group_error:
-            raise first_cause(group_error) from None
-
-    async def _train_concurrent(self, pending: Sequence[PlannedSample], book: Skillbook, commit: _Commit) -> None:
-        workers = self.config.max_workers
-        slots = asyncio.Semaphore(workers)
-        window = asyncio.Semaphore(2 * workers)
-        previous: dict[str, asyncio.Event] = {}  # the last started sample of each trace: the next one waits for it
-        committing = asyncio.Lock()
-
-        async def one(item: PlannedSample, after: asyncio.Event | None, finished: asyncio.Event) -> None:
-            try:
-                if after is not None:
-                    await after.wait()
-                async with slots:
-                    reflected = await self._reflect_phase(item, book)
-                    await self._serial_phase(reflected, book, commit, lock=committing)
-            finally:
-                finished.set()
-                window.release()
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for item in pending:
-                    await window.acquire()
-                    finished = asyncio.Event()
-                    after = previous.get(item.trace_uid)
-                    previous[item.trace_uid] = finished
-                    group.create_task(one(item, after, finished))
-        except BaseExceptionGroup as group_error:
-            raise first_cause(group_error) from None
-
-    async def _reflect_phase(self, item: PlannedSample, book: Skillbook) -> _Reflected:
-        start = time.perf_counter()
-        ctx = StepContext.for_trace(item.trace, book, epoch=item.epoch, identity=item.identity)
-        try:
-            return _Reflected(item, await self._reflect.run(ctx), None, time.perf_counter() - start)
-        except StepFailed as e:
-            ctx = e.ctx or ctx  # what the steps before the failed one produced (a reflection, usage) is recorded
-            if isinstance(e.cause, ReflectorError):  # what the failed attempt cost still counts
-                ctx = ctx.with_usage("reflector", e.cause.usage)
-            return _Reflected(item, ctx, e.cause, time.perf_counter() - start, e.step)
-
-    async def _serial_phase(
-        self, reflected: _Reflected, book: Skillbook, commit: _Commit, *, lock: asyncio.Lock | None = None
-    ) -> None:
-        """Update (+ deduplicate, extra steps), then commit. `lock`: sessions run concurrently; only the commit
-        is serialised, and the sample's operations are picked out of the shared audit log by its trace."""
-        item, ctx, error, failed_step = reflected.item, reflected.ctx, reflected.error, reflected.step
-        start = time.perf_counter()
-        mark = SkillbookMark.of(book)
-        attrs: dict[str, AttributeInput] = {
-            "ace.trace_uid": item.trace_uid,
-            "ace.epoch": item.epoch,
-            "ace.sample_index": item.index,
-        }
-        with ace_span("train.sample", attrs) as span:
-            if error is None:
-                try:
-                    ctx = await self._serial.run(ctx)
-                except StepFailed as e:  # keep what the update and earlier steps did (usage, the session)
-                    error, failed_step, ctx = e.cause, e.step, e.ctx or ctx
-            message = _error_text(error, failed_step) if error is not None else _incomplete(ctx)
-            ops = book.operations_since(mark.ops)
-            if lock is not None:
-                ops = tuple(op for op in ops if op.trace_uid == item.trace_uid)
-            result = SampleResult(
-                trace_uid=item.trace_uid,
-                trace_id=item.trace_id,
-                epoch=item.epoch,
-                index=item.index,
-                error=message,
-                reflection=ctx.reflections[0] if ctx.reflections else None,
-                operations=tuple(op.to_dict() for op in ops),
-                changed_skill_ids=tuple(dict.fromkeys(op.skill_id for op in ops if op.skill_id is not None)),
-                usage={role: RoleUsage.from_run_usage(u) for role, u in ctx.usage.items()},
-                redactions=dict(ctx.redactions),
-                duration_s=reflected.seconds + time.perf_counter() - start,
-                skipped=ctx.skipped,
-                refusals=_refusals(ctx),
-                error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
-                attempt=item.attempt,
-            )
-            span.set_attribute("ace.operations_count", len(ops))
-            if message is not None:
-                span.set_attribute("ace.error", message)
-            if lock is None:
-                await commit(result)
-            else:
-                async with lock:
-                    await commit(result)
-
 
 def _add_usage(total: dict[str, RoleUsage], used: Mapping[str, Any]) -> None:
     for role, usage in used.items():
         mine = RoleUsage.from_run_usage(usage)
         total[role] = total[role] + mine if role in total else mine
-
-
-def _error_text(error: BaseException, step: str | None) -> str:
-    where = f" (in step {step!r})" if step is not None else ""
-    return f"{type(error).__name__}: {error}{where}"
-
-
-def _incomplete(ctx: StepContext) -> str | None:
-    """A skill-manager session that stopped early (budget, model retries) is reported, not hidden."""
-    sm = ctx.sm_result
-    if sm is not None and not sm.completed:
-        return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
-    return None
-
-
-def _refusals(ctx: StepContext) -> tuple[dict[str, str], ...]:
-    """The skill-manager calls that were not applied, with the reasons the model was given."""
-    sm = ctx.sm_result
-    return () if sm is None else tuple({"tool": r.tool, "reason": r.reason} for r in sm.refusals)

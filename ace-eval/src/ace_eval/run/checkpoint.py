@@ -48,6 +48,7 @@ __all__ = [
     "SNAPSHOT_FILE",
     "Checkpoint",
     "CheckpointError",
+    "journal_end",
     "journal_start",
     "load_checkpoint",
     "read_checkpoint",
@@ -72,6 +73,19 @@ def journal_start(folder: Path) -> int | None:
         return None
     lines, _ = _read_journal(journal)
     return int(lines[0].delta["ops_before"]) if lines else None
+
+
+def journal_end(folder: Path) -> int | None:
+    """Audit-log length after the last committed line (the skillbook a resume would rebuild); `None`: no line, or a
+    journal that cannot be read (reading it for a resume says why)."""
+    journal = folder / SAMPLES_FILE
+    if not journal.is_file():
+        return None
+    try:
+        lines, _ = _read_journal(journal)
+    except (CheckpointError, OSError, RecursionError):
+        return None
+    return max((int(line.delta["ops_before"]) + len(line.delta["ops"]) for line in lines), default=None)
 
 
 @dataclass

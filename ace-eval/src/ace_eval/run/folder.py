@@ -131,7 +131,8 @@ class RunFolder:
         """An existing run folder, to resume or inspect; refuses a folder without `run.json`."""
         folder = cls(path)
         if not folder.run_json.is_file():
-            hint = "the folder does not exist" if not path.is_dir() else f"it has no {RUN_JSON}"
+            hint = f"it has no {RUN_JSON}" if path.is_dir() else "it is a file" if path.exists() else ""
+            hint = hint or "the folder does not exist"
             raise RunFolderError(
                 f"{path} is not a run folder ({hint}): pass a folder written by `ace-eval e2e`, "
                 "e.g. results/e2e/run_0123456789ab"

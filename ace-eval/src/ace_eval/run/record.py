@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -85,6 +86,10 @@ class ConfigRecord(_Open):
     """The run's settings (`E2ESettings.to_dict()`); a resume compares them with its own."""
 
     epochs: int = 1
+    review: bool = False
+    """Whether the run queued its edits for a person's review instead of applying them."""
+    skillbook: str | None = None
+    """The skillbook the run started from (`--skillbook`); a review run's queue is beside it."""
 
 
 class StepTiming(_Open):
@@ -106,6 +111,8 @@ class RunRecord(_Open):
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     errors: list[SampleErrorRecord] = Field(default_factory=list)
     step_timings: dict[str, StepTiming] = Field(default_factory=dict)
+    pipeline: dict[str, Any] | None = None
+    """The steps the run planned (`{"steps": [{"name", "phase", "options"}, ...]}`); `None` before they were."""
 
     @classmethod
     def of(cls, record: Mapping[str, object]) -> RunRecord:
@@ -117,18 +124,22 @@ class RunRecordError(UserError, ValueError):
     """A `run.json` that cannot be read or does not have the shape `ace-eval e2e` writes; names the file and field."""
 
 
+_FIX = "restore run.json from a copy, or start a new run (nothing was changed)"
+
+
 def load_run_record(path: Path) -> RunRecord:
     """`path` (a run folder's `run.json`), checked; raises `RunRecordError` naming the file and the bad field."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RunRecordError(f"{path} cannot be read ({e}): the run folder is damaged") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        reason = "nested too deep" if isinstance(e, RecursionError) else str(e)
+        raise RunRecordError(f"{path} cannot be read ({reason}): the run folder is damaged; {_FIX}") from None
     try:
         return RunRecord.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the top level"
-        raise RunRecordError(f"{path}: field {where!r}: {first['msg']}: the run folder is damaged") from None
+        raise RunRecordError(f"{path}: field {where!r}: {first['msg']}: the run folder is damaged; {_FIX}") from None
 
 
 def read_run_record(path: Path) -> RunRecord | None:

@@ -6,9 +6,19 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ace_eval.e2e.training import SampleResult
+from ace.exceptions import UserError
+from ace_eval.e2e.training_results import SampleResult
 
-__all__ = ["load_sample_lines", "load_samples", "merge_samples"]
+__all__ = ["SamplesJournalError", "load_sample_lines", "load_samples", "merge_samples", "numbered_sample_lines"]
+
+
+class SamplesJournalError(UserError, ValueError):
+    """A line of `samples.jsonl`, before its last, that is not a sample record: the journal is damaged."""
+
+    def __init__(self, path: Path, line: int) -> None:
+        super().__init__(f"{path}:{line} is not a sample record: the journal is damaged; start a new run")
+        self.path = path
+        self.line = line
 
 
 def load_samples(path: Path) -> list[SampleResult]:
@@ -27,12 +37,39 @@ def load_sample_lines(path: Path) -> list[SampleResult]:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-                data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
-                out.append(SampleResult.from_dict(data))
-            except (json.JSONDecodeError, AttributeError, ValueError):
+                out.append(_sample(line))
+            except ValueError:
                 continue  # a torn last line (the run was killed mid-write)
     return out
+
+
+def numbered_sample_lines(path: Path) -> list[tuple[int, SampleResult]]:
+    """`(line number, result)` for every line of `samples.jsonl`, a torn last line skipped; raises
+    `SamplesJournalError` naming the first damaged line before the last."""
+    records: list[tuple[int, SampleResult]] = []
+    lines = path.read_bytes().split(b"\n")
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            records.append((number, _sample(raw)))
+        except ValueError:
+            if number == len(lines):
+                continue  # a torn last line (the run was killed mid-write): the resume drops it
+            raise SamplesJournalError(path, number) from None
+    return records
+
+
+def _sample(raw: str | bytes) -> SampleResult:
+    """One journal line as a result; `ValueError` for anything that is not a sample record."""
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
+        return SampleResult.from_dict(data)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        raise ValueError(f"not a sample record ({type(e).__name__})") from None
 
 
 def merge_samples(*groups: Iterable[SampleResult]) -> list[SampleResult]:

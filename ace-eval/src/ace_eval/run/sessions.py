@@ -1,5 +1,6 @@
-"""The sessions of a run, rebuilt from its local files (`spans.jsonl`, `samples.jsonl`, `run.json`): which trace,
-which reflection, which tool calls with their atomic signature, which skills changed. No Logfire account needed."""
+"""The sessions of a run, rebuilt from its local files (`spans.jsonl`, `samples.jsonl`, `run.json`, read by
+`ace_eval.run.read_run`): which trace, which reflection, which tool calls with their atomic signature, which skills
+changed. No Logfire account needed."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace.observability import read_spans_jsonl
-from ace_eval.e2e.training import SampleResult
-from ace_eval.run.record import RUN_JSON, RunRecord, read_run_record
-from ace_eval.run.samples import load_samples
+from ace_eval.e2e.training_results import SampleResult
+from ace_eval.run.record import RunRecord
 
-__all__ = ["SIGNATURES", "RunView", "SampleView", "SessionView", "ToolCallView", "load_run_view", "signature"]
+__all__ = ["SIGNATURES", "RunView", "SampleView", "SessionView", "ToolCallView", "sample_views", "signature"]
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "add_skill": ("section", "issue", "keywords", "insight"),
@@ -135,8 +134,8 @@ class RunView:
     """Everything `ace-eval inspect` shows about a run."""
 
     path: Path
-    run: RunRecord | None
-    """`run.json`, or `None` when the folder has none (or it cannot be read)."""
+    run: RunRecord
+    """`run.json`."""
     samples: list[SampleView]
     has_spans: bool
 
@@ -274,10 +273,7 @@ def _attach_refusals(sessions: list[SessionView], refusals: Iterable[Mapping[str
                 session.tool_calls[i] = dataclasses.replace(call, refusal=call.refusal or reason)
 
 
-def load_run_view(path: Path) -> RunView:
-    """Read a run folder's `run.json`, `samples.jsonl` and `spans.jsonl` (each optional) into sessions."""
-    run = read_run_record(path / RUN_JSON)
-    spans_path = path / "spans.jsonl"
-    spans = read_spans_jsonl(spans_path) if spans_path.is_file() else []
-    samples = load_samples(path / "samples.jsonl")
-    return RunView(path=path, run=run, samples=_group(samples, _sessions(spans)), has_spans=spans_path.is_file())
+def sample_views(samples: Iterable[SampleResult], spans: list[dict[str, Any]]) -> list[SampleView]:
+    """Each recorded sample with the sessions its spans hold, and each session whose sample was never recorded
+    (an interrupted run), in training order."""
+    return _group(samples, _sessions(spans))

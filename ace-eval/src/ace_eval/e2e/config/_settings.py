@@ -1,0 +1,250 @@
+"""The settings of an `ace-eval e2e` run, resolved: `E2ESettings`, the values it accepts, and which apply to a run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ace.exceptions import UserError
+from ace.redaction import RedactionConfigError, Redactor
+from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
+from ace_eval.e2e.training_results import SMSessions
+
+__all__ = [
+    "BENCHMARKS",
+    "DEFAULT_MODEL",
+    "DEFAULT_OUTPUT_DIR",
+    "MODEL_ROLES",
+    "Benchmark",
+    "ConfigError",
+    "ContradictionError",
+    "E2ESettings",
+    "InapplicableFlagError",
+    "ModelRole",
+    "ReflectorType",
+    "inapplicable_settings",
+]
+
+Benchmark = Literal["tau-bench-airline"]
+BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
+ReflectorType = Literal["simple", "rr"]
+ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
+MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
+
+DEFAULT_MODEL = "local"
+"""The embedded offline model: SmolLM2 for the LLM roles, all-MiniLM-L6-v2 for embeddings."""
+DEFAULT_OUTPUT_DIR = Path("results") / "e2e"
+
+
+class ConfigError(UserError, ValueError):
+    """A setting that cannot be used; the message names where it came from (flag, variable or file) and the fix."""
+
+
+class ContradictionError(ConfigError):
+    """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
+
+
+class InapplicableFlagError(ConfigError):
+    """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class E2ESettings:
+    """Everything an e2e run needs to know, resolved; `sources` says where each value came from."""
+
+    benchmark: Benchmark = "tau-bench-airline"
+    traces: Path | None = None
+    """A trace collection to replay offline (no agent runs to collect traces)."""
+    agent_model: str = DEFAULT_MODEL
+    reflector_model: str = DEFAULT_MODEL
+    skill_manager_model: str = DEFAULT_MODEL
+    user_model: str = DEFAULT_MODEL
+    embedding_model: str = DEFAULT_MODEL
+    reflector_type: ReflectorType = "simple"
+    epochs: int = 1
+    seed: int | None = None
+    max_workers: int = 1
+    sm_sessions: SMSessions = "concurrent"
+    """With several workers: concurrent skill-manager sessions (optimistic concurrency) or `ordered` ones."""
+    num_trials: int = 1
+    """Trials per task when the agent runs (collection and evaluation)."""
+    max_num_steps: int = 30
+    """Agent model requests per episode."""
+    skill_injection: SkillInjection = "prompt"
+    """How the agent sees the skillbook: all active skills (`prompt`, `as_prompt()`), the `top-k` retrieved
+    for the task, or `none`."""
+    top_k: int = 5
+    """Skills retrieved per episode with `skill_injection="top-k"`."""
+    limit: int | None = None
+    """Use only the first N traces (with --traces) or tasks (without)."""
+    no_benchmark: bool = False
+    """Skip the evaluation with the learned skillbook."""
+    no_preflight: bool = False
+    """Skip the one test request per model before the run (the checks that spend no token still run)."""
+    retry_failed: bool = True
+    """On `--resume`, run again the samples that failed without changing the skillbook."""
+    abort_after: int = 3
+    """Abort when this many samples (or episodes) in a row fail with the same error no retry fixes (a wrong key, an
+    unknown model); 0 never aborts."""
+    logfire: bool = False
+    logfire_content: bool = False
+    """Record prompts and completions in the spans (redacted unless `redact` is off); implies `logfire`."""
+    redact: bool = True
+    """Redact secrets and personal data (the `redact` step and every file and span of the run); `--no-step redact`
+    sets it off too."""
+    redaction_patterns: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Extra detectors: kind name -> regular expression (`[redaction] patterns`)."""
+    redaction_allow: tuple[str, ...] = ()
+    """Values never redacted (`[redaction] allow`)."""
+    redaction_allow_patterns: tuple[str, ...] = ()
+    """Regular expressions of values never redacted (`[redaction] allow_patterns`)."""
+    verbose: bool = False
+    output_dir: Path = DEFAULT_OUTPUT_DIR
+    data_dir: Path | None = None
+    """The tau-bench airline data folder (needed whenever the agent runs)."""
+    steps: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
+    no_steps: tuple[str, ...] = ()
+    """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
+    skillbook: Path | None = None
+    """The skillbook training starts from (never written by the run); with `review`, the published skillbook
+    whose review queue (`<stem>.review.json` beside it) gets the candidates. A missing file starts empty."""
+    review: bool = False
+    """Stage the skill manager's edits as review candidates instead of publishing them (`ace-eval review`)."""
+    config_file: Path | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Setting name -> `flag`, `env:NAME`, `config:FILE` or `default`."""
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
+        if self.abort_after < 0:
+            where = self.source_of("abort_after")
+            raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
+        if self.reflector_type not in get_args(ReflectorType):
+            raise ConfigError(
+                f"reflector_type must be 'simple' or 'rr', got {self.reflector_type!r} "
+                f"({self.source_of('reflector_type')})"
+            )
+        if self.sm_sessions not in get_args(SMSessions):
+            raise ConfigError(
+                f"sm_sessions must be 'concurrent' or 'ordered', got {self.sm_sessions!r} "
+                f"({self.source_of('sm_sessions')})"
+            )
+        if self.skill_injection not in SKILL_INJECTIONS:
+            raise ConfigError(
+                f"skill_injection must be one of {', '.join(SKILL_INJECTIONS)}, got {self.skill_injection!r} "
+                f"({self.source_of('skill_injection')})"
+            )
+        if self.benchmark not in BENCHMARKS:
+            raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+        if "redact" in self.no_steps:  # --no-step redact is --no-redact: no step, and no redaction at any sink
+            object.__setattr__(self, "redact", False)
+            object.__setattr__(self, "no_steps", tuple(n for n in self.no_steps if n != "redact"))
+        self._check_review()
+        try:
+            self.redactor()
+        except RedactionConfigError as e:
+            raise ConfigError(f"{e} ({self.source_of('redaction_patterns')})") from None
+
+    def _check_review(self) -> None:
+        """A review run needs the published skillbook, evaluates nothing, and stages every edit."""
+        if not self.review:
+            return
+        where = self.source_of("review")
+        if self.skillbook is None:
+            raise ContradictionError(
+                f"review ({where}) needs the published skillbook the candidates are for: pass --skillbook PATH (or "
+                "[e2e] skillbook = ...); a file that does not exist yet starts empty"
+            )
+        if not self.no_benchmark:
+            raise ContradictionError(
+                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: add "
+                "--no-benchmark, and evaluate after `ace-eval review accept`"
+            )
+        if "deduplicate" in self.steps:
+            raise ContradictionError(
+                f"review ({where}) cannot stage the deduplicate step's edits (they belong to no sample): leave the "
+                "step out of review runs (drop --dedup / --step deduplicate, or [e2e.steps] deduplicate = false)"
+            )
+
+    def redactor(self) -> Redactor | None:
+        """The run's redactor (built-in detectors + `[redaction]`), or `None` with `redact` off."""
+        if not self.redact:
+            return None
+        return Redactor(
+            extra_patterns=self.redaction_patterns,
+            allow=self.redaction_allow,
+            allow_patterns=self.redaction_allow_patterns,
+        )
+
+    def source_of(self, name: str) -> str:
+        """Where a setting came from, for messages."""
+        return self.sources.get(name, "default")
+
+    def model_for(self, role: ModelRole) -> str:
+        """The model string of a role."""
+        value: str = getattr(self, f"{role}_model")
+        return value
+
+    @property
+    def models(self) -> dict[str, str]:
+        """Model string per role."""
+        return {role: self.model_for(role) for role in MODEL_ROLES}
+
+    @property
+    def runs_agent(self) -> bool:
+        """Whether the benchmark agent runs at all (to collect traces, or to evaluate the skillbook)."""
+        return self.traces is None or not self.no_benchmark
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready, for `run.json`."""
+        out: dict[str, object] = {}
+        for f in dataclasses.fields(self):
+            value: object = getattr(self, f.name)
+            if isinstance(value, Path):
+                value = str(value)
+            elif f.name == "steps":
+                value = {k: dict(v) for k, v in self.steps.items()}
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> E2ESettings:
+        """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}  # checked by the dataclass
+        for name in ("traces", "output_dir", "data_dir", "config_file", "skillbook"):
+            if values.get(name) is not None:
+                values[name] = Path(values[name])
+        for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+_AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
+"""Settings that only matter when the benchmark agent runs."""
+
+
+def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
+    """The settings that have no effect on this run, each with the reason (e.g. no agent runs)."""
+    out: dict[str, str] = {}
+    if not settings.runs_agent:
+        out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces and --no-benchmark")
+    if settings.no_benchmark:
+        out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
+        out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
+    elif settings.skill_injection != "top-k":
+        out["top_k"] = f"it applies only with --skill-injection top-k (this run: {settings.skill_injection})"
+    return out

@@ -1,0 +1,364 @@
+"""One segment of an e2e run (its first invocation, or a resume): the phases collect, train, baseline and evaluate,
+under the run folder's lock, with `run.json` saved after every phase and closed as completed, failed or interrupted.
+
+`ace_eval.e2e.runner` decides and checks everything before the first file is written, then hands over a `SegmentRun`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from ace.core.effectiveness import with_quarantined_released
+from ace.core.insight_source import utc_now
+from ace.core.skillbook import Skillbook
+from ace.core.storage import remove_stale_temps
+from ace.embeddings.base import Embedder
+from ace.llm import infer_model
+from ace.observability import Observability, configure_observability
+from ace.skill_manager.deps import SMSettings
+from ace.skill_manager.manager import SkillManager
+from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
+from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
+from ace_eval.collection import (
+    TRACES_FILE,
+    CollectionWriter,
+    Trace,
+    read_collection,
+)
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
+from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
+from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
+from ace_eval.e2e.preflight import Checked, LLMRole
+from ace_eval.e2e.progress import FirstErrors, Progress
+from ace_eval.e2e.sample_text import sample_line
+from ace_eval.e2e.task_selection import select_tasks
+from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
+from ace_eval.review.step import ReviewStep
+from ace_eval.run.fields import summarize_run
+from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
+from ace_eval.run.lock import folder_lock
+from ace_eval.run.redaction import redact_record, redaction_summary
+from ace_eval.run.samples import load_samples
+from ace_eval.run.segments import Segment
+from ace_eval.run.spans import release_observability
+
+__all__ = ["E2EResult", "RunInjections", "SegmentRun"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInjections:
+    """What a caller (a test, the demo) may hand the runner instead of building it from the settings."""
+
+    models: Mapping[LLMRole, Model] = field(default_factory=dict[LLMRole, Model])
+    """pydantic-ai models by role; they replace the model strings of those roles."""
+    dedup_model: Model | None = None
+    """The `deduplicate` step's judge; it replaces `--dedup-model`."""
+    embedder: Embedder | None = None
+    sm_settings: SMSettings | None = None
+    sm_instructions: str | None = None
+    """The skill manager's system prompt (`None`: `SKILL_MANAGER_PROMPT`)."""
+    reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    """Extra keyword arguments for `make_reflector` (budgets, config)."""
+    on_sample: Callable[[SampleResult], None] | None = None
+    """Called after each finished sample (after the progress bar)."""
+    show_progress: bool | None = None
+    """Show the bar (`None`: only on a terminal)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class E2EResult:
+    """A finished run: its folder and the `run.json` it wrote."""
+
+    folder: RunFolder
+    record: dict[str, Any]
+    skillbook: Skillbook
+    observability: Observability | None = None
+    """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
+
+
+def _start_skillbook(settings: E2ESettings) -> Skillbook:
+    """What training starts from: a copy of `--skillbook` (a review run's fork of the published one), or empty."""
+    path = settings.skillbook
+    return Skillbook.load_from_file(path) if path is not None and path.is_file() else Skillbook()
+
+
+class SegmentRun:
+    """One segment of a run: the first invocation or a resume."""
+
+    def __init__(
+        self,
+        settings: E2ESettings,
+        folder: RunFolder,
+        record: dict[str, Any],
+        data: AirlineData | None,
+        inj: RunInjections,
+        checked: Checked,
+        *,
+        resumed: bool,
+    ) -> None:
+        self.settings = settings
+        self.folder = folder
+        self.record = record
+        self.data = data
+        self.inj = inj
+        self.segment = Segment(resumed=resumed)
+        assert checked.embedder is not None, "the preflight resolves the embedder"
+        self.embedder = checked.embedder
+        self.redactor = settings.redactor()
+        self._models: dict[LLMRole, Model] = {**checked.models, **inj.models}
+        self._step_models: dict[str, Model] = {
+            **checked.step_models,
+            **({} if inj.dedup_model is None else {"dedup": inj.dedup_model}),
+        }
+        self.resumed_samples: int | None = None
+
+    def model(self, role: LLMRole) -> Model:
+        """The model of a role: the injected one, else the one the preflight built from its model string."""
+        if role not in self._models:  # not checked: the preflight covers every role the run uses
+            self._models[role] = infer_model(self.settings.model_for(role), role=role)
+        model = self._models[role]
+        self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
+        return model
+
+    def execute(self) -> E2EResult:
+        """Run this segment holding the folder's lock (a second process on the folder is refused, naming this one)."""
+        with folder_lock(self.folder.path):
+            if self.segment.resumed:
+                check_resumable(self.folder)  # before anything is written
+                # run.json as the last holder of the lock left it: a resume that finished while this one was in
+                # its preflight added a segment that this one's earlier read does not have
+                self.record = self.folder.read_run_json()
+                refuse_other_pipeline(self.folder, self.record, self.settings)
+            remove_stale_temps(self.folder.path)
+            return self._execute()
+
+    def _execute(self) -> E2EResult:
+        self.record.setdefault("segments", []).append(self.segment.to_dict())
+        self.record["status"] = "running"
+        self._save()
+        s = self.settings
+        obs = configure_observability(
+            s.logfire or s.logfire_content,
+            include_content=s.logfire_content,
+            local_spans_path=self.folder.spans,
+            redact=self.redactor or False,
+        )
+        self._record_logfire(obs)
+        try:
+            skillbook = asyncio.run(self._phases())
+        except BaseException as e:
+            interrupted = isinstance(e, KeyboardInterrupt)
+            self.segment.status = "interrupted" if interrupted else "failed"
+            self.segment.error = f"{type(e).__name__}: {e}"
+            try:
+                self._close(obs, status=self.segment.status)
+            except Exception as close_error:  # keep the run's own error; say why run.json is stale
+                e.add_note(f"run.json could not be updated: {type(close_error).__name__}: {close_error}")
+            e.add_note(f"Run folder: {self.folder.path}; continue it with: ace-eval e2e --resume {self.folder.path}")
+            raise
+        self.segment.status = "completed"
+        self._close(obs, status="completed")
+        return E2EResult(folder=self.folder, record=self.record, skillbook=skillbook, observability=obs)
+
+    def _record_logfire(self, obs: Observability) -> None:
+        """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
+        target = obs.target
+        self.record["logfire"] = {
+            "sent": obs.sending,
+            "project_url": target.project_url if target is not None else None,
+            "token_from": target.source if target is not None else None,
+        }
+
+    def _close(self, obs: Observability, *, status: str) -> None:
+        obs.flush()
+        release_observability(obs)
+        self.segment.finished_at = utc_now()
+        self.record["status"] = status
+        self.record["error"] = self.segment.error
+        self._update_summary()
+        self._save()
+
+    async def _phases(self) -> Skillbook:
+        s = self.settings
+        if s.traces is None:
+            with self._timed("collect"):
+                await self._episodes(self.folder.collection, "collect", skillbook=None)
+        manifest, traces = read_collection(self.folder.collection)
+        self.record["collection"] = {
+            "path": "collection",
+            "source": str(s.traces) if s.traces is not None else "benchmark",
+            "traces_used": len(traces),
+            "sha256": file_sha256(self.folder.collection / TRACES_FILE),
+            "manifest": manifest.model_dump(mode="json"),
+        }
+        with self._timed("train"):
+            skillbook = await self._train(traces)
+        if not s.no_benchmark:
+            if s.traces is not None:
+                with self._timed("baseline"):
+                    await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
+            with self._timed("evaluate"):
+                await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
+            unquarantined = with_quarantined_released(skillbook)
+            if unquarantined is not None:
+                with self._timed("evaluate_with_quarantined"):
+                    await self._episodes(
+                        self.folder.evaluation_with_quarantined,
+                        "evaluate_with_quarantined",
+                        skillbook=unquarantined,
+                        traces=traces,
+                    )
+        return skillbook
+
+    async def _train(self, traces: list[Trace]) -> Skillbook:
+        from ace.reflector.simple import make_reflector
+
+        s = self.settings
+        reflector_options = dict(self.inj.reflector_options)
+        if s.reflector_type == "rr":
+            reflector_options.setdefault("embedder", self.embedder)
+        reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
+        manager = SkillManager(
+            self.model("skill_manager"),
+            embedder=self.embedder,
+            settings=self.inj.sm_settings,
+            instructions=self.inj.sm_instructions or SKILL_MANAGER_PROMPT,
+        )
+        pipeline = run_pipeline(
+            s,
+            self.folder.path,
+            reflector=reflector,
+            skill_manager=manager,
+            embedder=self.embedder,
+            redactor=self.redactor,
+            models=self._step_models,
+        )
+        trainer = Trainer(
+            pipeline=pipeline,
+            config=TrainingConfig(
+                epochs=s.epochs,
+                max_workers=s.max_workers,
+                sm_sessions=s.sm_sessions,
+                seed=s.seed,
+                retry_failed=s.retry_failed,
+                abort_after=s.abort_after,
+            ),
+        )
+        done = [d for d in load_samples(self.folder.samples) if not (s.retry_failed and retries_on_resume(d))]
+        total = len(traces) * s.epochs
+        progress = Progress(
+            "train",
+            total,
+            initial=len(done),
+            initial_errors=sum(1 for d in done if d.error is not None),
+            verbose=s.verbose,
+            show=self.inj.show_progress,
+        )
+        first_errors = FirstErrors(progress)
+
+        def on_sample(sample: SampleResult) -> None:
+            progress.advance(error=sample.error is not None, line=sample_line(sample))
+            if sample.error is not None:
+                first_errors.see(sample.error_kind or "other", f"{sample.trace_uid} epoch {sample.epoch}", sample.error)
+            if self.inj.on_sample is not None:
+                self.inj.on_sample(sample)
+
+        try:
+            with progress:
+                start = _start_skillbook(s)
+                result = await trainer.run_async(traces, start, on_sample=on_sample)
+        finally:
+            self.segment.steps = step_times(pipeline)
+            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReviewStep)), None)
+            if reviewing is not None:
+                queue = reviewing.queue
+                self.record["review"] = {"skillbook": str(queue.skillbook), "queue": str(queue.path),
+                                         **reviewing.counts.to_dict()}  # fmt: skip
+        self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
+        self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
+        failed = result.errors
+        learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
+        if result.samples and len(failed) == len(result.samples) and not learned:
+            raise RunFailedError(
+                f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
+                f"error: {failed[0].error}"
+            )
+        return result.skillbook
+
+    async def _episodes(
+        self, directory: Path, phase: str, *, skillbook: Skillbook | None, traces: list[Trace] | None = None
+    ) -> None:
+        s, data = self.settings, self.data
+        assert data is not None, "the runner refused a run that needs the benchmark without its data"
+        if s.retry_failed and (phase != "collect" or not self.folder.samples.exists()):
+            drop_errored_episodes(directory)  # run again; collected ones only while no sample learned from them
+        tasks = select_tasks(s, data, traces)
+        jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
+        agent, user = self.model("agent"), self.model("user")
+        models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
+        with CollectionWriter(
+            directory, source_system=SOURCE_SYSTEM, benchmark=s.benchmark, models=models, mode="auto"
+        ) as writer:
+            done = len(writer.trace_uids)
+            with Progress(phase, len(jobs), initial=done, verbose=s.verbose, show=self.inj.show_progress) as bar:
+                await run_episodes(
+                    data,
+                    jobs,
+                    writer=writer,
+                    agent_model=agent,
+                    user_model=user,
+                    skillbook=skillbook,
+                    config=EpisodeConfig(
+                        max_num_steps=s.max_num_steps,
+                        skill_injection=s.skill_injection,
+                        top_k=s.top_k,
+                        embedder=self.embedder,
+                    ),
+                    max_workers=s.max_workers,
+                    progress=bar,
+                    redactor=self.redactor,
+                    abort_after=s.abort_after,
+                )
+        _, episodes = read_collection(directory)
+        if episodes and all(t.metadata.get("error") for t in episodes):
+            raise RunFailedError(
+                f"every episode of the {phase} phase errored ({len(episodes)} of {len(episodes)}), so there is no "
+                f"pass^k to report; the first error: {first_error(episodes)}"
+            )
+
+    @contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        """Add the phase's wall time to this segment and save `run.json` (also when the phase fails)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.segment.phases[phase] = self.segment.phases.get(phase, 0.0) + time.monotonic() - started
+            self._save()
+
+    def _update_summary(self) -> None:
+        self.record.update(
+            summarize_run(
+                self.folder,
+                replayed=self.settings.traces is not None,
+                segments=self.record["segments"],
+                resumed_samples=self.resumed_samples,
+                skillbook=self.folder.learned_skillbook(self.record),
+            )
+        )
+        collection = (self.record.get("redaction") or {}).get("collection")
+        samples = load_samples(self.folder.samples)
+        self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)
+
+    def _save(self) -> None:
+        self.record["segments"][-1] = self.segment.to_dict()
+        self.folder.write_run_json(redact_record(self.record, self.redactor))
