@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.insight_source import utc_now
@@ -66,6 +67,8 @@ class RunInjections:
     sm_settings: SMSettings | None = None
     sm_instructions: str | None = None
     """The skill manager's system prompt (`None`: `SKILL_MANAGER_PROMPT`)."""
+    sm_model_settings: ModelSettings | None = None
+    """The skill manager's model settings (max tokens...) for every request."""
     reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Extra keyword arguments for `make_reflector` (budgets, config)."""
     on_sample: Callable[[SampleResult], None] | None = None
@@ -232,6 +235,7 @@ class SegmentRun:
             embedder=self.embedder,
             settings=self.inj.sm_settings,
             instructions=self.inj.sm_instructions or SKILL_MANAGER_PROMPT,
+            model_settings=self.inj.sm_model_settings,
         )
         pipeline = run_pipeline(
             s,

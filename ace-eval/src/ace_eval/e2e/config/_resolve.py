@@ -106,11 +106,28 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    _replay_only_unless_benchmark(values, sources)
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
     settings = E2ESettings(**values, config_file=config_path, sources=sources)
     _refuse_inapplicable_flags(settings)
     return settings
+
+
+def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """`--traces` alone replays: the benchmark runs only when it is named (`--benchmark`, `[e2e] benchmark`).
+
+    Raises:
+        ContradictionError: `--benchmark` and `--no-benchmark` from the same source.
+    """
+    named, skipped = sources.get("benchmark"), sources.get("no_benchmark")
+    if named is not None and skipped is not None and values.get("no_benchmark") and named == skipped:
+        where = "flags" if named == "flag" else named
+        raise ContradictionError(f"--benchmark and --no-benchmark both given ({where}): drop one of them")
+    if values.get("traces") is None or skipped is not None:
+        return
+    values["no_benchmark"] = named is None
+    sources["no_benchmark"] = "default: --traces without --benchmark" if named is None else f"benchmark ({named})"
 
 
 def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
