@@ -130,8 +130,13 @@ def stats_command(directory: Path, as_json: bool) -> None:
 @collection.command("repair")
 @click.argument("directory", type=click.Path(path_type=Path))
 def repair_command(directory: Path) -> None:
-    """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest."""
+    """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest.
+
+    A folder with traces.jsonl and no manifest.json gets one (source_system from the first trace)."""
+    created = not (directory / MANIFEST_FILE).exists()
     manifest, dropped = repair_collection(directory)
+    if created:
+        click.echo(f"Wrote the missing {MANIFEST_FILE} (source_system {manifest.source_system!r}).")
     if dropped:
         click.echo("Dropped the unfinished last line (a trace the interrupted run had not finished writing).")
     click.echo(f"Manifest recounted: traces {manifest.counts.traces}, successes {manifest.counts.successes}.")

@@ -131,6 +131,11 @@ def _rate(value: float | None) -> str:
     "task, or none.",
 )
 @click.option("--top-k", type=click.IntRange(min=1), help="Skills retrieved per episode with --skill-injection top-k.")
+@click.option(
+    "--skill-tokens",
+    type=click.IntRange(min=1),
+    help="With --skill-injection top-k: the most relevant helpful skills that fit N tokens, instead of --top-k.",
+)
 @click.option("--max-workers", type=click.IntRange(min=1), help="Samples / episodes run at once (default 1).")
 @click.option(
     "--sm-sessions",

@@ -15,6 +15,7 @@ from typing import Any
 
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
+from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
 from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
@@ -188,6 +189,7 @@ def _preflight(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep
         inj.embedder is None
         or any(role not in inj.models for role in roles_used(settings))
         or (set(steps) - set(injected_steps))
+        or any(isinstance(m, LocalModel) for m in inj.models.values())  # the profile's: checked like the others
     ):
         print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
     checked = preflight(

@@ -292,9 +292,17 @@ class SegmentRun:
         failed = result.errors
         learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
         if result.samples and len(failed) == len(result.samples) and not learned:
+            stopped = [f for f in failed if f.error_kind == "stopped"]
+            if len(stopped) == len(failed):
+                raise RunFailedError(
+                    f"every skill-manager session stopped without an edit ({len(failed)} of {len(result.samples)}), "
+                    f"nothing was learned: raise --sm-request-limit or --sm-tool-calls, or use a stronger "
+                    f"--skill-manager-model; the first stop: {failed[0].error}"
+                )
+            which = f"; {len(stopped)} of them stopped without an edit" if stopped else ""
             raise RunFailedError(
-                f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
-                f"error: {failed[0].error}"
+                f"every sample failed ({len(failed)} of {len(result.samples)}{which}), nothing was learned; the first "
+                f"error: {next((f for f in failed if f.error_kind != 'stopped'), failed[0]).error}"
             )
         return result.skillbook
 
@@ -325,6 +333,7 @@ class SegmentRun:
                         max_num_steps=s.max_num_steps,
                         skill_injection=s.skill_injection,
                         top_k=s.top_k,
+                        skill_tokens=s.skill_tokens,
                         embedder=self.embedder,
                     ),
                     max_workers=s.max_workers,

@@ -72,6 +72,7 @@ class _E2ETable(BaseModel):
     max_num_steps: int | None = Field(default=None, ge=1)
     skill_injection: SkillInjection | None = None
     top_k: int | None = Field(default=None, ge=1)
+    skill_tokens: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
     abort_after: int | None = Field(default=None, ge=0)
     output_dir: str | None = Field(default=None, min_length=1)
@@ -120,7 +121,7 @@ def load_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/abort_after/output_dir/data_dir/redact/review/skillbook/profile/"
+            "skill_injection/top_k/skill_tokens/limit/abort_after/output_dir/data_dir/redact/review/skillbook/profile/"
             "max_output_tokens/reflector_retries/reflector_conversation/sm_request_limit/sm_tool_calls_limit, "
             "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None

@@ -94,6 +94,8 @@ class E2ESettings:
     for the task, or `none`."""
     top_k: int = 5
     """Skills retrieved per episode with `skill_injection="top-k"`."""
+    skill_tokens: int | None = None
+    """With `top-k`: as many of the most relevant skills as fit this many tokens, instead of `top_k`."""
     limit: int | None = None
     """Use only the first N traces (with --traces) or tasks (without)."""
     no_benchmark: bool = False
@@ -138,7 +140,7 @@ class E2ESettings:
         for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
-        for name in ("max_output_tokens", "sm_request_limit", "sm_tool_calls_limit"):
+        for name in ("max_output_tokens", "sm_request_limit", "sm_tool_calls_limit", "skill_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name} must be at least 1, got {value} ({self.source_of(name)})")
@@ -274,6 +276,10 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
     if settings.no_benchmark:
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
+        out.setdefault("skill_tokens", "the learned skillbook is not evaluated with --no-benchmark")
     elif settings.skill_injection != "top-k":
         out["top_k"] = f"it applies only with --skill-injection top-k (this run: {settings.skill_injection})"
+        out["skill_tokens"] = out["top_k"]
+    elif settings.skill_tokens is not None:
+        out["top_k"] = "--skill-tokens chooses how many skills by their size"
     return out
