@@ -187,7 +187,8 @@ def test_environment_and_config_values_that_do_not_apply_are_not_refused(tmp_pat
     env = {"ACE_MODEL": "m", "ACE_TAU_BENCH_DATA": str(tmp_path)}
     settings = resolve_settings({"traces": tmp_path / "c", "no_benchmark": True}, environ=env, cwd=tmp_path)
     assert set(inapplicable_settings(settings)) == {
-        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k"
+        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k",
+        "skill_tokens",
     }  # fmt: skip
     assert settings.source_of("agent_model") == "env:ACE_MODEL" and settings.num_trials == 3
 
@@ -213,10 +214,8 @@ def test_traces_alone_replays_and_the_benchmark_runs_only_when_named(tmp_path: P
     named = resolve_settings({"traces": tmp_path / "c", "benchmark": "tau-bench-airline"}, environ={}, cwd=tmp_path)
     assert not named.no_benchmark and named.runs_agent
     assert not resolve_settings({}, environ={}, cwd=tmp_path).no_benchmark  # no traces: the agent collects them
-    with pytest.raises(ConfigError, match="--benchmark and --no-benchmark both given"):
-        resolve_settings(
-            {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "no_benchmark": True}, environ={}, cwd=tmp_path
-        )
+    both = {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "no_benchmark": True}
+    assert resolve_settings(both, environ={}, cwd=tmp_path).no_benchmark  # --no-benchmark wins
     with pytest.raises(InapplicableFlagError, match="--traces-format: it names the format of a --traces file"):
         resolve_settings({"traces": tmp_path / "c", "traces_format": "otel"}, environ={}, cwd=tmp_path)
 

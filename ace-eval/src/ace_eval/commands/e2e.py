@@ -218,7 +218,7 @@ def _rate(value: float | None) -> str:
     is_flag=True,
     default=None,
     help="Stage the skill manager's edits as candidates in the review queue beside --skillbook instead of publishing "
-    "them; decide with `ace-eval review` (also `[e2e] review = true`; needs --no-benchmark).",
+    "them; decide with `ace-eval review` (also `[e2e] review = true`; not with --benchmark).",
 )
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
 @click.option(

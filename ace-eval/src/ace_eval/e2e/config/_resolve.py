@@ -115,15 +115,9 @@ def resolve_settings(
 
 
 def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:
-    """`--traces` alone replays: the benchmark runs only when it is named (`--benchmark`, `[e2e] benchmark`).
-
-    Raises:
-        ContradictionError: `--benchmark` and `--no-benchmark` from the same source.
-    """
+    """`--traces` alone replays: the benchmark runs only when it is named (`--benchmark`, `[e2e] benchmark`);
+    `--no-benchmark` wins over a named benchmark (the design's own command names both)."""
     named, skipped = sources.get("benchmark"), sources.get("no_benchmark")
-    if named is not None and skipped is not None and values.get("no_benchmark") and named == skipped:
-        where = "flags" if named == "flag" else named
-        raise ContradictionError(f"--benchmark and --no-benchmark both given ({where}): drop one of them")
     if values.get("traces") is None or skipped is not None:
         return
     values["no_benchmark"] = named is None

@@ -194,8 +194,8 @@ class E2ESettings:
             )
         if not self.no_benchmark:
             raise ContradictionError(
-                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: add "
-                "--no-benchmark, and evaluate after `ace-eval review accept`"
+                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: drop "
+                "--benchmark (or add --no-benchmark), and evaluate after `ace-eval review accept`"
             )
         if "deduplicate" in self.steps:
             raise ContradictionError(
