@@ -116,9 +116,8 @@ def with_profiles(settings: E2ESettings, inj: RunInjections) -> tuple[E2ESetting
     models: dict[Any, Model] = dict(inj.models)
     local = {role for role in ("reflector", "skill_manager") if _is_local(settings, role) and role not in inj.models}
     if "reflector" in local:
-        models["reflector"] = _local(
-            _value(settings, "max_output_tokens", reflector) or 1024, tool_first=False, slots=1
-        )
+        tokens = min(_value(settings, "max_output_tokens", reflector) or _LOCAL_CAP, _LOCAL_CAP)
+        models["reflector"] = _local(tokens, tool_first=False, slots=1)
     if "skill_manager" in local:
         tokens = min(_value(settings, "max_output_tokens", manager) or _LOCAL_CAP, _LOCAL_CAP)
         models["skill_manager"] = _local(tokens, tool_first=True, slots=settings.max_workers)
