@@ -15,7 +15,7 @@ from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.commands.demo import demo_injections
 from ace_eval.e2e.advice import cli_advice
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.profiles import with_profiles
+from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.runner import RunInjections
 
 HOSTED = "openai/gpt-4.1-mini"
@@ -107,3 +107,9 @@ def test_errors_name_flags_not_python_classes(library: str, flag: str) -> None:
     advised = cli_advice(library)
     assert flag in advised
     assert "SimpleReflector(" not in advised and "`max_tokens` model setting" not in advised
+
+
+def test_a_steps_judge_on_the_embedded_model_gets_the_small_profile() -> None:
+    judge = small_judge(E2ESettings(), "local")
+    assert judge is not None and judge.settings is not None and judge.settings.get("max_tokens") == 256
+    assert small_judge(E2ESettings(), HOSTED) is None and small_judge(E2ESettings(profile="hosted"), "local") is None

@@ -24,7 +24,7 @@ from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.segment import RunInjections
 
-__all__ = ["PROFILES", "SMALL", "ModelProfile", "ProfileName", "profile_of", "with_profiles"]
+__all__ = ["PROFILES", "SMALL", "ModelProfile", "ProfileName", "profile_of", "small_judge", "with_profiles"]
 
 ProfileName = Literal["auto", "small", "hosted"]
 PROFILES: tuple[ProfileName, ...] = get_args(ProfileName)
@@ -153,3 +153,12 @@ def with_profiles(settings: E2ESettings, inj: RunInjections) -> tuple[E2ESetting
         sm_model_settings=sm_model_settings,
     )
     return settings, injected
+
+
+def small_judge(settings: E2ESettings, model: str) -> LocalModel | None:
+    """A step's judge on the embedded model (the `deduplicate` step's) with the small profile's output limit;
+    None for another model string, or with `--profile hosted`."""
+    if model.strip().lower() not in LOCAL_ALIASES or settings.profile == "hosted":
+        return None
+    tokens = min(settings.max_output_tokens or SMALL.max_output_tokens or _LOCAL_CAP, _LOCAL_CAP)
+    return _local(tokens, tool_first=True, slots=1)

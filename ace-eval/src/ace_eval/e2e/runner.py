@@ -28,7 +28,7 @@ from ace_eval.collection import (
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.plan import plan_run_pipeline, refuse_other_pipeline
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
-from ace_eval.e2e.profiles import with_profiles
+from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.traces_source import load_traces_source
@@ -69,6 +69,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
+    inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
     print(plan_line(settings, source[2] if source else None, imported_from), file=sys.stderr)
     redactor = settings.redactor()
@@ -130,6 +131,7 @@ def resume_e2e(
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     settings, inj = with_profiles(settings, injections or RunInjections())
+    inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
     run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
@@ -178,6 +180,14 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
             "to replay traces without running the agent, pass --traces DIR (without --benchmark)"
         )
     return load_airline_data(settings.data_dir)
+
+
+def _with_small_judge(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> RunInjections:
+    """`inj` with the `deduplicate` step's judge on the small profile when it runs on the embedded model."""
+    judge = step_models(settings, plan).get("dedup")
+    if judge is None or inj.dedup_model is not None or (small := small_judge(settings, judge.model)) is None:
+        return inj
+    return dataclasses.replace(inj, dedup_model=small)
 
 
 def _preflight(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> Checked:
