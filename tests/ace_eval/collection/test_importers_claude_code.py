@@ -130,3 +130,19 @@ def test_imported_sessions_pass_redaction(tmp_path: Path) -> None:
     redacted, findings = Redactor().redact_data(trace.as_mapping(), skip_keys=TRACE_ID_FIELDS)
     assert findings and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(redacted)
     assert Trace.model_validate(redacted).trace_id == SESSION
+
+
+@pytest.mark.parametrize(
+    ("content", "fmt"),
+    [
+        ('{"messages": [{"role": "user", "content": "hi"}]}\n', "openai-jsonl"),
+        ('[{"role": "user", "content": "hi"}]\n', "openai-jsonl"),
+        ('{"info": {}, "tasks": [], "simulations": []}', "tau2"),
+        ('[{"task_id": 1, "reward": 1.0, "traj": [], "info": {}}]', "tau-bench"),
+        ('{"resourceSpans": []}\n', "otel"),
+    ],
+)
+def test_sniff_format_tells_each_format_by_its_first_record(tmp_path: Path, content: str, fmt: str) -> None:
+    path = tmp_path / "traces.json"
+    path.write_text(content)
+    assert sniff_format(path) == fmt
