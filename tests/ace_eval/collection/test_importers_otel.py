@@ -239,3 +239,46 @@ def test_collection_import_otel_on_the_command_line(tmp_path: Path) -> None:
     manifest, traces = read_collection(out)
     assert manifest.metadata["importer"] == "otel" and manifest.models == {"agent": "function:weather_model:"}
     assert len(traces) == 3
+
+
+def _logfire_rows() -> list[dict[str, Any]]:
+    """Rows of Logfire's `records` table for one pydantic-ai run (as its query API and exports give them)."""
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Oslo?"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather", "arguments": {}}]},
+        {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "result": "snow"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "Snow."}]},
+    ]
+    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "w", "pydantic_ai.all_messages": messages}
+    return [
+        {"trace_id": trace, "span_id": "b7ad6b7169203331", "parent_span_id": None, "span_name": "invoke_agent w",
+         "start_timestamp": "2026-12-01T10:00:00.000000Z", "attributes": run, "otel_status_code": "UNSET"},
+        {"trace_id": trace, "span_id": "00f067aa0ba902b7", "parent_span_id": "b7ad6b7169203331",
+         "span_name": "execute_tool get_weather", "start_timestamp": "2026-12-01T10:00:01.000000Z",
+         "attributes": {"gen_ai.tool.name": "get_weather"}, "otel_status_code": "ERROR",
+         "otel_status_message": "boom"},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["list", "rows", "lines"])
+def test_logfire_records_are_read_like_otlp(tmp_path: Path, shape: str) -> None:
+    rows = _logfire_rows()
+    path = tmp_path / "records.json"
+    if shape == "lines":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path.write_text(json.dumps(rows if shape == "list" else {"columns": [], "rows": rows}))
+    assert sniff_format(path) == "otel"
+    (trace,) = import_otel(path).traces
+    assert [m["role"] for m in trace.messages] == ["user", "assistant", "tool", "assistant"]
+    assert trace.feedback == "Tool calls failed: get_weather." and trace.metadata["agent_name"] == "w"
+
+
+def test_a_malformed_logfire_record_names_its_field(tmp_path: Path) -> None:
+    rows = _logfire_rows()
+    rows[1]["start_timestamp"] = "yesterday"
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps({"rows": rows}))
+    with pytest.raises(CollectionError, match=r"field 'rows\[1\].start_timestamp': not an ISO timestamp"):
+        import_otel(path)

@@ -11,6 +11,7 @@ from ace_eval.collection.importers._common import ImportedCollection
 from ace_eval.collection.importers.claude_code import import_claude_code, looks_like_claude_code
 from ace_eval.collection.importers.openai_jsonl import import_openai_jsonl
 from ace_eval.collection.importers.otel import import_otel
+from ace_eval.collection.importers.otlp import is_logfire_records
 from ace_eval.collection.importers.tau2 import import_tau2
 from ace_eval.collection.importers.tau_bench import import_tau_bench
 from ace_eval.collection.model import CollectionError
@@ -69,7 +70,7 @@ def sniff_format(path: str | os.PathLike[str]) -> ImportFormat:
     """The format of a trace file, told from its first record; raises naming `--format` when it is unknown."""
     p = Path(path)
     value = _first_value(p)
-    if isinstance(value, dict) and "resourceSpans" in value:
+    if (isinstance(value, dict) and "resourceSpans" in value) or is_logfire_records(value):
         return "otel"
     if looks_like_claude_code(value):
         return "claude-code"

@@ -1,8 +1,8 @@
-"""OTLP JSON spans, read into plain `Span`s: the shape OpenTelemetry's file exporters write.
+"""Spans read into plain `Span`s: OTLP JSON (OpenTelemetry's file exporters) and Logfire's records.
 
-A file is either one `{"resourceSpans": [...]}` document or JSON lines of them (the Collector's file exporter
-writes one export request per line). Ids may be hex (the OTLP JSON encoding) or base64 (protobuf's canonical
-JSON mapping); attribute values are OTLP `AnyValue`s. Errors name the line and the field path.
+OTLP: one `{"resourceSpans": [...]}` document or JSON lines of them; ids hex or base64, attribute values OTLP
+`AnyValue`s. Logfire: rows of its `records` table (`trace_id`, `span_id`, `parent_span_id`, `span_name`,
+`start_timestamp`, `attributes`...), as a list, `{"rows": [...]}` or one per line. Errors name line and field.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ import binascii
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from ace_eval.collection.model import CollectionError
 
-__all__ = ["Span", "read_otlp_spans"]
+__all__ = ["Span", "is_logfire_records", "read_otlp_spans"]
 
 JsonAttr = str | int | float | bool | None | list["JsonAttr"] | dict[str, "JsonAttr"]
 
@@ -137,7 +138,59 @@ def _span(raw: object, where: _Where, path: str) -> Span:
     )
 
 
+def _record(raw: object, where: _Where, path: str) -> Span:
+    """One row of Logfire's `records` table (its query API and exports): ids in hex, attributes a JSON object."""
+    if not isinstance(raw, dict):
+        raise where.error(f"a record is an object, got {type(raw).__name__}", path)
+    attributes = raw.get("attributes") or {}
+    if isinstance(attributes, str):
+        try:
+            attributes = json.loads(attributes)
+        except json.JSONDecodeError as e:
+            raise where.error(f"not valid JSON (column {e.colno}: {e.msg})", f"{path}.attributes") from None
+    if not isinstance(attributes, dict):
+        raise where.error(f"must be a JSON object, got {type(attributes).__name__}", f"{path}.attributes")
+    parent = raw.get("parent_span_id")
+    started = raw.get("start_timestamp")
+    try:
+        start_ns = int(datetime.fromisoformat(str(started)).timestamp() * 1e9) if started else 0
+    except ValueError:
+        raise where.error(f"not an ISO timestamp, got {started!r:.40}", f"{path}.start_timestamp") from None
+    failed = raw.get("otel_status_code") in ("ERROR", "STATUS_CODE_ERROR")
+    return Span(
+        trace_id=_id(raw.get("trace_id"), 16, where, f"{path}.trace_id"),
+        span_id=_id(raw.get("span_id"), 8, where, f"{path}.span_id"),
+        parent_id=_id(parent, 8, where, f"{path}.parent_span_id") if parent else None,
+        name=str(raw.get("span_name", "")),
+        start_ns=start_ns,
+        attributes=attributes,
+        status_error=str(raw.get("otel_status_message") or "") if failed else None,
+        line=where.line,
+        path=path,
+    )
+
+
+def _records(doc: object) -> list[object] | None:
+    """The Logfire records of a document (a row, a list of rows, or `{"rows": [...]}`), None when it has none."""
+    if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
+        return list(doc["rows"])
+    if isinstance(doc, dict) and "span_id" in doc and "trace_id" in doc:
+        return [doc]
+    if isinstance(doc, list) and doc and all(isinstance(r, dict) and "span_id" in r for r in doc):
+        return list(doc)
+    return None
+
+
+def is_logfire_records(doc: object) -> bool:
+    """True for a parsed document (or line) holding Logfire records."""
+    return _records(doc) is not None
+
+
 def _document(doc: object, where: _Where) -> list[Span]:
+    rows = _records(doc)
+    if rows is not None:
+        prefix = "rows" if isinstance(doc, dict) and "rows" in doc else ""
+        return [_record(row, where, f"{prefix}[{i}]") for i, row in enumerate(rows)]
     if not isinstance(doc, dict) or "resourceSpans" not in doc:
         got = sorted(doc)[:5] if isinstance(doc, dict) else type(doc).__name__
         raise where.error(
