@@ -255,8 +255,9 @@ def e2e(
     \b
       --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
           when no agent runs (--traces without --benchmark)
-      --skill-injection, --top-k   with --no-benchmark
-      --top-k                      without --skill-injection top-k
+      --skill-injection, --top-k, --skill-tokens   without the benchmark
+      --top-k, --skill-tokens      without --skill-injection top-k (--top-k: with --skill-tokens)
+      --format                     with a --traces folder (it names a --traces file's format)
     """
     try:
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
