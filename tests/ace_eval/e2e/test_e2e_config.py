@@ -216,7 +216,7 @@ def test_traces_alone_replays_and_the_benchmark_runs_only_when_named(tmp_path: P
     assert not resolve_settings({}, environ={}, cwd=tmp_path).no_benchmark  # no traces: the agent collects them
     both = {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "no_benchmark": True}
     assert resolve_settings(both, environ={}, cwd=tmp_path).no_benchmark  # --no-benchmark wins
-    with pytest.raises(InapplicableFlagError, match="--traces-format: it names the format of a --traces file"):
+    with pytest.raises(InapplicableFlagError, match="--format: it names the format of a --traces file"):
         resolve_settings({"traces": tmp_path / "c", "traces_format": "otel"}, environ={}, cwd=tmp_path)
 
 

@@ -67,7 +67,7 @@ def test_otel_spans_of_a_logfire_instrumented_agent_become_skills(offline: Path,
         (["--traces", "missing.jsonl"], "missing.jsonl: no such collection folder or trace file"),
         (["--traces", "notes.txt"], "cannot tell the format of this file: pass --format"),
         (["--traces", str(CHATS), "--format", "otel"], "not an OTLP JSON export"),
-        (["--traces", str(ROOT / "examples" / "demo-collection"), "--format", "otel"], "--traces-format: it names"),
+        (["--traces", str(ROOT / "examples" / "demo-collection"), "--format", "otel"], "--format: it names"),
     ],
 )
 def test_trace_file_refusals(offline: Path, tmp_path: Path, args: list[str], says: str) -> None:

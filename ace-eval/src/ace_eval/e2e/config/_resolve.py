@@ -130,13 +130,15 @@ def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
     by_reason: dict[str, list[str]] = {}
     for name, reason in inapplicable_settings(settings).items():
         if settings.source_of(name) == "flag":
-            by_reason.setdefault(reason, []).append("--" + name.replace("_", "-"))
+            by_reason.setdefault(reason, []).append(_FLAG_NAMES.get(name, "--" + name.replace("_", "-")))
     if by_reason:
         problems = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
         raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
 
 
 _PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})
+_FLAG_NAMES = {"traces_format": "--format", "sm_tool_calls_limit": "--sm-tool-calls"}
+"""Settings whose flag is not `--` + the name with dashes."""
 
 
 def _merge_redact(values: dict[str, Any], sources: dict[str, str]) -> None:
