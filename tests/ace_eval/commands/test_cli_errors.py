@@ -350,7 +350,7 @@ CASES = [
     Case("message shape", message_shape, 2, ("messages[0].role",)),
     Case("trace line not JSON", trace_json, 2, ("traces.jsonl", "line 2")),
     Case("unknown model provider", unknown_model_provider, 2, ("litellm does not know the provider of 'foo/bar'",)),
-    Case("misspelt model", misspelt_local, 2, ("unknown model 'lcoal': did you mean 'local'?",)),
+    Case("misspelt model", misspelt_local, 2, ("unknown model 'lcoal'", "--reflector-model", "did you mean 'local'?")),
     Case("provider unreachable", provider_unreachable, 2, ("could not reach the provider", "--no-preflight")),
     Case("logfire credentials", logfire_credentials, 2, ("Invalid credentials file", "fix or delete it")),
     Case("resume: not a run", resume_not_a_run, 2, ("has no 'config' object",)),

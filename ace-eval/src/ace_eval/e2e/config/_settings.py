@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ace.exceptions import UserError
+from ace.llm.routing import suggest_model
 from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e.training_results import SMSessions
@@ -151,6 +152,14 @@ class E2ESettings:
             raise ConfigError(
                 f"profile must be 'auto', 'small' or 'hosted', got {self.profile!r} ({self.source_of('profile')})"
             )
+        for role in MODEL_ROLES:
+            name = self.model_for(role).strip()
+            if "/" not in name and ":" not in name and (guess := suggest_model(name)) is not None:
+                flag = "--" + f"{role}_model".replace("_", "-")
+                raise ConfigError(
+                    f"unknown model {name!r} ({self.source_of(f'{role}_model')}; change it with {flag}): "
+                    f"did you mean {guess!r}?"
+                )
         if self.abort_after < 0:
             where = self.source_of("abort_after")
             raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
