@@ -51,8 +51,15 @@ class CollectionAppender:
                 )
             self.manifest = existing
             traces = directory / TRACES
-            lines = traces.read_bytes().splitlines() if traces.is_file() else []
-            self.tasks = {t for line in lines if (t := json.loads(line).get("task_id")) is not None}
+            data = traces.read_bytes() if traces.is_file() else b""
+            try:
+                if data and not data.endswith(b"\n"):
+                    raise ValueError("its last line was cut off")
+                self.tasks = {t for line in data.splitlines() if (t := json.loads(line).get("task_id")) is not None}
+            except (ValueError, AttributeError) as e:
+                raise UserError(
+                    f"{traces} cannot be appended to ({e}): run `ace-eval collection repair {directory}` first"
+                ) from None
 
     def append(self, trace: dict[str, Any]) -> None:
         """Write `trace` as one fsynced line, then the manifest with the new counts."""

@@ -122,6 +122,10 @@ def test_runs_are_captured_into_a_collection_ace_eval_reads(tmp_path: Path) -> N
     with pytest.raises(UserError, match="holds traces of source_system 'weather-bot'"):
         RunCapture(tmp_path / "traces", source_system="other")
     assert json.loads((tmp_path / "traces" / "manifest.json").read_text())["counts"]["tasks"] == 1
+    with (tmp_path / "traces" / "traces.jsonl").open("ab") as f:
+        f.write(b'{"trace_id": "cut')  # a process killed mid-write
+    with pytest.raises(UserError, match="its last line was cut off\\): run `ace-eval collection repair"):
+        RunCapture(tmp_path / "traces", source_system="weather-bot")
 
 
 def test_retries_become_tool_results_or_user_turns() -> None:
