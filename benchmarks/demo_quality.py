@@ -7,7 +7,7 @@ Each collection is replayed twice through the demo's pipeline (`ace-eval demo`: 
 manager on SmolLM2-135M via llama.cpp, MiniLM embeddings): BEFORE with the reflector's `grader_feedback`
 switched off (it sees the reward, the feedback line and the gold actions, as before the comparison existed)
 and AFTER with it on. A learned skill is grounded when its issue, insight or keywords name a tool or an
-argument (name or value) that differed in a trace it was learned from (`ace_eval.e2e.grounding`); the share
+argument (name or value) that differed in a trace it was learned from (`ace_eval.e2e.grading.grounding`); the share
 is over the skills learned from at least one trace with such a difference. Needs the `local` extra; the real
 runs need ../shared/data/tau-bench (or --trajectories). Each row is printed when its run ends; SmolLM2 takes
 about a minute per real trace on 2 cores, so use --real-limit on a busy machine. `--summarise RUN_DIR...`
@@ -31,7 +31,7 @@ from ace_eval.collection import read_collection, write_collection
 from ace_eval.collection.importers.tau_bench import import_tau_bench
 from ace_eval.commands.demo import demo_injections, find_demo_collection
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.grounding import GroundingSummary, reflection_grounding, summarise_grounding
+from ace_eval.e2e.grading.grounding import GroundingSummary, reflection_grounding, summarise_grounding
 from ace_eval.e2e.runner import run_e2e
 
 DEFAULT_TRAJECTORIES = (

@@ -11,6 +11,7 @@ import importlib
 
 from ace.llm._errors import ModelConfigError
 from ace.llm.litellm_model import import_litellm
+from ace.llm.routing import suggest_model
 
 __all__ = ["missing_credentials", "provider_of"]
 
@@ -26,6 +27,10 @@ def provider_of(model: str) -> str:
     try:
         _, provider, _, _ = litellm.get_llm_provider(model)
     except Exception as e:  # litellm raises BadRequestError("LLM Provider NOT provided ...")
+        if (guess := suggest_model(model)) is not None:
+            raise ModelConfigError(
+                f"litellm does not know the provider of {model!r}: did you mean {guess!r}?"
+            ) from None
         raise ModelConfigError(
             f"litellm does not know the provider of {model!r} ({type(e).__name__}): write it as 'provider/model', "
             "e.g. 'openai/gpt-4.1-mini', 'anthropic/claude-haiku-4-5', "

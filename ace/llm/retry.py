@@ -43,6 +43,13 @@ _BY_TYPE: dict[str, FailureKind] = {
     "PermissionDeniedError": "permission",
     "NotFoundError": "not_found",
 }
+_NO_CONNECTION = re.compile(
+    r"connection error|connection refused|connecterror|failed to establish a new connection|name or service not "
+    r"known|temporary failure in name resolution|nodename nor servname|getaddrinfo failed|network is unreachable|"
+    r"no route to host|cannot connect to host",
+    re.IGNORECASE,
+)
+"""What a connection failure says when a client wraps it in a 5xx or a generic error (litellm, the OpenAI SDK)."""
 _MISSING_KEY = re.compile(
     r"missing credentials|unable to locate credentials|no credentials|missing (an? )?api[ _-]?key|"
     r"api[ _-]?key (is )?(missing|not (set|provided|found))|invalid[ _-]api[ _-]?key|incorrect api key",
@@ -113,6 +120,8 @@ def failure_kind(error: BaseException) -> FailureKind:
     status = status_code_of(error)
     if (status is None or status >= 500) and _MISSING_KEY.search(str(error)):
         return "auth"  # the OpenAI SDK raises a missing key before any request; litellm then calls it a 500
+    if (status is None or status >= 500) and _unreachable(error):
+        return "connection"
     if status is None:
         if isinstance(error, ConnectionError | httpx.TransportError):
             return "connection"
@@ -133,6 +142,18 @@ def failure_kind(error: BaseException) -> FailureKind:
     if status in _RETRYABLE_STATUS:
         return "server"
     return "bad_request"
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether `error`, or an error it wraps, is a failure to connect (not a timeout, not an answer)."""
+    link: BaseException | None = error
+    for _ in range(8):
+        if link is None:
+            return False
+        if isinstance(link, ConnectionError | httpx.ConnectError) or _NO_CONNECTION.search(str(link)):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def is_retryable(error: BaseException) -> bool:

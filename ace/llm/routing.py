@@ -12,7 +12,7 @@ from ace.llm.local import DEFAULT_LOCAL_MAX_TOKENS, LocalModel
 from ace.llm.retry import RetryPolicy
 from ace.llm.settings import Role, RoleSettings
 
-__all__ = ["LOCAL_ALIASES", "infer_model", "to_litellm_string"]
+__all__ = ["KNOWN_PROVIDERS", "LOCAL_ALIASES", "infer_model", "suggest_model", "to_litellm_string"]
 
 LOCAL_ALIASES = frozenset({"local", "default", "smollm2"})
 """Model strings that name the embedded offline model."""
@@ -20,6 +20,35 @@ LOCAL_ALIASES = frozenset({"local", "default", "smollm2"})
 # pydantic-ai spells models `provider:name`; litellm spells them `provider/name`. Only these prefixes are rewritten,
 # and only when the string has no `/` (a `bedrock/...:0` id keeps its colon).
 _PYDANTIC_AI_PREFIXES = frozenset({"openai", "anthropic", "bedrock", "groq", "mistral", "ollama", "gemini"})
+KNOWN_PROVIDERS = frozenset(
+    {*_PYDANTIC_AI_PREFIXES, "azure", "vertex_ai", "openrouter", "deepseek", "together_ai", "xai", "cohere"}
+)
+"""Provider prefixes a misspelt one is compared with (`suggest_model`); litellm knows many more."""
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """True when `a` and `b` differ by one insertion, deletion, substitution or swap of neighbours."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
+    short, long = sorted((a, b), key=len)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def suggest_model(model: str) -> str | None:
+    """The model string `model` was likely meant to be: a local alias or `test` one edit away, or the same model
+    under a known provider one edit away (`opnai/gpt-4o` -> `openai/gpt-4o`); None when nothing is that close."""
+    name = model.strip().lower()
+    prefix, slash, _ = name.partition("/")
+    if slash:
+        close = sorted(p for p in KNOWN_PROVIDERS if _one_edit(prefix, p))
+        return f"{close[0]}/{model.strip().partition('/')[2]}" if close and prefix not in KNOWN_PROVIDERS else None
+    close = sorted(a for a in (*LOCAL_ALIASES, "test") if _one_edit(name, a))
+    return close[0] if close else None
 
 
 def to_litellm_string(model: str) -> str:
@@ -73,6 +102,8 @@ def infer_model(
         return LocalModel(settings=local_settings, tool_first=role in _TOOL_FIRST_ROLES)
     if name == "test":
         return TestModel()
+    if "/" not in name and ":" not in name and (guess := suggest_model(name)) is not None:
+        raise ModelConfigError(f"unknown model {name!r}: did you mean {guess!r}?")
     if name.startswith("function:"):
         raise ModelConfigError(
             f"{name!r}: a function model cannot be named by a string; pass a pydantic-ai FunctionModel instance"

@@ -20,7 +20,7 @@ from ace.llm import (
     is_retryable,
     retry_after_seconds,
 )
-from ace.llm.retry import failure_kind
+from ace.llm.retry import failure_kind, failure_message
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +203,13 @@ def test_the_kind_is_found_through_wrapping_errors() -> None:
     assert failure_kind(outer) == "not_found"
     assert failure_kind(LocalModelUnavailableError("llama-cpp-python")) == "config"
     assert failure_kind(ValueError("a bug")) == "other"
+
+
+def test_a_connection_failure_wrapped_in_a_500_is_a_connection_failure(litellm: ModuleType) -> None:
+    """Without network litellm raises InternalServerError("... Connection error."): not "the provider kept failing"."""
+    wrapped = litellm.InternalServerError(
+        message="OpenAIException - Connection error.", llm_provider="openai", model="m"
+    )
+    assert failure_kind(wrapped) == "connection"
+    assert "could not reach the provider" in failure_message("openai/m", wrapped, attempts=2)
+    assert failure_kind(litellm.InternalServerError(message="500", llm_provider="openai", model="m")) == "server"

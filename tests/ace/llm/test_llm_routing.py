@@ -17,6 +17,7 @@ from ace.llm import (
     infer_model,
     to_litellm_string,
 )
+from ace.llm.routing import suggest_model
 
 HOSTED = [
     ("bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0", "bedrock"),
@@ -121,3 +122,25 @@ def test_constructing_models_imports_neither_litellm_nor_llama_cpp() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("model", "guess"),
+    [
+        ("lcoal", "local"),
+        ("locl", "local"),
+        ("defualt", "default"),
+        ("smollm", "smollm2"),
+        ("opnai/gpt-4o", "openai/gpt-4o"),
+    ],
+)
+def test_a_model_string_one_edit_from_a_known_one_gets_a_suggestion(model: str, guess: str) -> None:
+    assert suggest_model(model) == guess
+    if "/" not in model:
+        with pytest.raises(ModelConfigError, match=f"unknown model '{model}': did you mean '{guess}'"):
+            infer_model(model)
+
+
+@pytest.mark.parametrize("model", ["local", "openai/gpt-4o", "xai/grok-4", "gpt-4o", "lcl"])
+def test_no_suggestion_for_known_or_distant_strings(model: str) -> None:
+    assert suggest_model(model) is None

@@ -23,6 +23,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.core import serialization, storage
+from ace.llm.litellm_model import import_litellm
 from ace_eval.benchmarks.tau_bench import fetch
 from ace_eval.cli import main
 from ace_eval.e2e import runner
@@ -134,6 +135,27 @@ def trace_json(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
 def unknown_model_provider(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
     return _replay(tmp, "--reflector-model", "foo/bar", "--skill-manager-model", "test")
+
+
+def misspelt_local(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
+    return _replay(tmp, "--reflector-model", "lcoal", "--skill-manager-model", "test")
+
+
+def provider_unreachable(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    """A key but no network: litellm wraps the failed connection in a 500; the preflight stops with exit 2."""
+    litellm = import_litellm()
+
+    async def no_network(*args: object, **kwargs: object) -> object:
+        raise litellm.InternalServerError(
+            message="OpenAIException - Connection error.", llm_provider="openai", model="gpt-4.1-mini"
+        )
+
+    mp.setenv("OPENAI_API_KEY", "sk-test")
+    mp.setattr(litellm, "acompletion", no_network)
+    mp.setattr("pydantic_ai.models.ALLOW_MODEL_REQUESTS", True)  # acompletion itself is replaced: nothing leaves
+    _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
+    return _replay(tmp, "--reflector-model", "openai/gpt-4.1-mini", "--skill-manager-model", "test")
 
 
 def logfire_credentials(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
@@ -366,6 +388,8 @@ CASES = [
     Case("message shape", message_shape, 2, ("messages[0].role",)),
     Case("trace line not JSON", trace_json, 2, ("traces.jsonl", "line 2")),
     Case("unknown model provider", unknown_model_provider, 2, ("litellm does not know the provider of 'foo/bar'",)),
+    Case("misspelt model", misspelt_local, 2, ("unknown model 'lcoal'", "--reflector-model", "did you mean 'local'?")),
+    Case("provider unreachable", provider_unreachable, 2, ("could not reach the provider", "--no-preflight")),
     Case("logfire credentials", logfire_credentials, 2, ("Invalid credentials file", "fix or delete it")),
     Case("resume: not a run", resume_not_a_run, 2, ("has no 'config' object",)),
     Case("resume: damaged run.json", resume_damaged_run_json, 2, ("cannot be read", "damaged")),
@@ -422,3 +446,15 @@ def test_help_documents_the_exit_statuses() -> None:
     assert "Exit status:" in out
     for line in ("0    success", "1    a run failed", "2    a user error", "130  interrupted"):
         assert line in out, out
+
+
+def test_an_unreachable_provider_writes_nothing_and_no_preflight_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = provider_unreachable(tmp_path, monkeypatch)
+    assert CliRunner().invoke(main, args).exit_code == 2
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setenv("ACE_REFLECTOR_MAX_RETRIES", "0")
+    started = CliRunner().invoke(main, [*args, "--no-preflight", "--abort-after", "1"])
+    assert "could not reach the provider" in started.output and (tmp_path / "out").exists()

@@ -125,3 +125,27 @@ def test_repair_command(tmp_path: Path) -> None:
     assert repaired.exit_code == 0, repaired.output
     assert "Dropped the unfinished last line" in repaired.output and "traces 1, successes 0" in repaired.output
     assert runner.invoke(collection, ["stats", str(out)]).exit_code == 0
+
+
+def test_repair_writes_a_missing_manifest(tmp_path: Path) -> None:
+    folder = tmp_path / "hand-written"
+    folder.mkdir()
+    trace = {
+        "source_system": "my-agent",
+        "trace_id": "1",
+        "question": "Hi?",
+        "messages": [{"role": "user", "content": "Hi?"}],
+    }
+    (folder / TRACES_FILE).write_text(json.dumps(trace) + "\n")
+    runner = CliRunner()
+    refused = runner.invoke(collection, ["stats", str(folder)])
+    assert refused.exit_code == 2 and "no manifest.json" in refused.output
+    repaired = runner.invoke(collection, ["repair", str(folder)])
+    assert repaired.exit_code == 0, repaired.output
+    assert "Wrote the missing manifest.json (source_system 'my-agent')" in repaired.output
+    assert read_collection(folder)[0].counts.traces == 1
+    (folder / "manifest.json").unlink()
+    (folder / TRACES_FILE).write_text(json.dumps({k: v for k, v in trace.items() if k != "source_system"}) + "\n")
+    bad = runner.invoke(collection, ["repair", str(folder)])
+    assert bad.exit_code == 2 and "line 1: field 'source_system': missing" in bad.output
+    assert not (folder / "manifest.json").exists()

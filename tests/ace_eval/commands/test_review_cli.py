@@ -218,8 +218,8 @@ def test_review_needs_a_skillbook_and_no_benchmark(scenario: tuple[Path, Path], 
     base = ["e2e", "--traces", str(collection), "--output-dir", str(tmp_path / "out"), "--review"]
     missing = CliRunner().invoke(main, [*base, "--no-benchmark"])
     assert missing.exit_code == 2 and "pass --skillbook PATH" in missing.output
-    bench = CliRunner().invoke(main, [*base, "--skillbook", str(published)])
-    assert bench.exit_code == 2 and "add --no-benchmark" in bench.output
+    bench = CliRunner().invoke(main, [*base, "--skillbook", str(published), "--benchmark"])
+    assert bench.exit_code == 2 and "drop --benchmark (or add --no-benchmark)" in bench.output
     assert not (tmp_path / "out").exists()
 
 

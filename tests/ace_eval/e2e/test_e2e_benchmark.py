@@ -104,7 +104,7 @@ def test_replayed_traces_are_evaluated_against_a_baseline(
     monkeypatch.setattr(
         "ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=scripted_injections())
     )
-    args = ["e2e", "--traces", str(traces), "--limit", "3", "--data-dir", str(airline_data)]
+    args = ["e2e", "--traces", str(traces), "--benchmark", "--limit", "3", "--data-dir", str(airline_data)]
     result = CliRunner().invoke(main, [*args, "--output-dir", str(tmp_path / "out"), "--max-num-steps", "4"])
     assert result.exit_code == 0, result.output
     assert "pass^1: " in result.stdout and " before -> " in result.stdout
@@ -154,7 +154,8 @@ def test_a_run_with_quarantined_skills_reports_pass_k_with_and_without_them(
     }
     injections = RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
     monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=injections))
-    args = ["e2e", "--traces", str(tmp_path / "collection"), "--data-dir", str(airline_data), "--max-num-steps", "4"]
+    args = ["e2e", "--traces", str(tmp_path / "collection"), "--benchmark", "--data-dir", str(airline_data)]
+    args += ["--max-num-steps", "4"]
     result = CliRunner().invoke(main, [*args, "--output-dir", str(tmp_path / "out"), "--no-preflight"])
     assert result.exit_code == 0, result.output
     [folder] = list((tmp_path / "out").iterdir())

@@ -167,14 +167,17 @@ def test_flags_that_would_have_no_effect_are_refused(tmp_path: Path) -> None:
         resolve_settings({**replay, "agent_model": "a", "max_num_steps": 50, "top_k": 3}, environ={}, cwd=tmp_path)
     assert str(refused.value) == (
         "flags that would have no effect on this run (--agent-model, --max-num-steps: no agent runs with --traces "
-        "and --no-benchmark; --top-k: the learned skillbook is not evaluated with --no-benchmark): drop them"
+        "(and no --benchmark); --top-k: the learned skillbook is not evaluated with --no-benchmark): drop them"
     )
     with pytest.raises(InapplicableFlagError, match=r"--data-dir: no agent runs"):
         resolve_settings({**replay, "data_dir": tmp_path}, environ={}, cwd=tmp_path)
     with pytest.raises(InapplicableFlagError, match=r"--top-k: it applies only with --skill-injection top-k"):
         resolve_settings({"top_k": 3}, environ={}, cwd=tmp_path)
     # the agent runs (to collect, or to evaluate a replayed collection): its flags apply
-    for flags in ({"agent_model": "a", "num_trials": 2}, {"traces": tmp_path / "c", "user_model": "u"}):
+    for flags in (
+        {"agent_model": "a", "num_trials": 2},
+        {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "user_model": "u"},
+    ):
         assert resolve_settings(flags, environ={}, cwd=tmp_path).source_of(next(iter(flags))) == "flag"
     assert resolve_settings({"skill_injection": "top-k", "top_k": 3}, environ={}, cwd=tmp_path).top_k == 3
 
@@ -184,7 +187,8 @@ def test_environment_and_config_values_that_do_not_apply_are_not_refused(tmp_pat
     env = {"ACE_MODEL": "m", "ACE_TAU_BENCH_DATA": str(tmp_path)}
     settings = resolve_settings({"traces": tmp_path / "c", "no_benchmark": True}, environ=env, cwd=tmp_path)
     assert set(inapplicable_settings(settings)) == {
-        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k"
+        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k",
+        "skill_tokens",
     }  # fmt: skip
     assert settings.source_of("agent_model") == "env:ACE_MODEL" and settings.num_trials == 3
 
@@ -200,3 +204,25 @@ def test_fail_fast_settings_resolve_and_are_checked(tmp_path: Path) -> None:
     assert (settings.abort_after, settings.retry_failed, settings.no_preflight) == (1, False, True)
     with pytest.raises(ConfigError, match="abort_after must be 0 or more"):
         E2ESettings(abort_after=-1)
+
+
+def test_traces_alone_replays_and_the_benchmark_runs_only_when_named(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    alone = resolve_settings({"traces": tmp_path / "c"}, environ={}, cwd=tmp_path)
+    assert alone.no_benchmark and not alone.runs_agent
+    assert alone.source_of("no_benchmark") == "default: --traces without --benchmark"
+    named = resolve_settings({"traces": tmp_path / "c", "benchmark": "tau-bench-airline"}, environ={}, cwd=tmp_path)
+    assert not named.no_benchmark and named.runs_agent
+    assert not resolve_settings({}, environ={}, cwd=tmp_path).no_benchmark  # no traces: the agent collects them
+    both = {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "no_benchmark": True}
+    assert resolve_settings(both, environ={}, cwd=tmp_path).no_benchmark  # --no-benchmark wins
+    with pytest.raises(InapplicableFlagError, match="--format: it names the format of a --traces file"):
+        resolve_settings({"traces": tmp_path / "c", "traces_format": "otel"}, environ={}, cwd=tmp_path)
+
+
+def test_profile_settings_come_from_flags_or_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "ace-eval.toml").write_text("[e2e]\nreflector_retries = 3\nsm_request_limit = 4\n")
+    settings = resolve_settings({"max_output_tokens": 128}, environ={}, cwd=tmp_path)
+    assert (settings.reflector_retries, settings.sm_request_limit, settings.max_output_tokens) == (3, 4, 128)
+    with pytest.raises(ConfigError, match="max_output_tokens must be at least 1, got 0"):
+        resolve_settings({"max_output_tokens": 0}, environ={}, cwd=tmp_path)

@@ -49,7 +49,7 @@ def test_the_designs_literal_command_refuses_the_agent_flags(tmp_path: Path, mon
     assert result.exit_code == 2
     assert (
         "flags that would have no effect on this run (--agent-model, --user-model, --num-trials, --max-num-steps: "
-        "no agent runs with --traces and --no-benchmark): drop them"
+        "no agent runs with --traces (and no --benchmark)): drop them"
     ) in result.stderr
     assert list(tmp_path.iterdir()) == []  # refused before the collection is read or anything is written
 

@@ -270,12 +270,16 @@ def repair_collection(
 ) -> tuple[CollectionManifest, bool]:
     """Drop a line cut off by a killed writer and recount the manifest; returns (manifest, dropped a line).
 
+    A folder with `traces.jsonl` and no `manifest.json` gets one, its `source_system` taken from the first trace.
     A repair that would leave no trace of a manifest that counts some is refused (nothing written) unless
     `allow_empty`: an emptied `traces.jsonl` is more likely a mistake than an interrupted write.
     """
+    folder = Path(directory)
+    if not (folder / MANIFEST_FILE).exists() and (folder / TRACES_FILE).is_file():
+        _write_missing_manifest(folder)
     if not allow_empty:
         old = read_manifest(directory)
-        path = Path(directory) / TRACES_FILE
+        path = folder / TRACES_FILE
         _, _, _, traces = _read_existing(path, old.source_system)
         if not traces and old.counts.traces:
             raise CollectionError(
@@ -286,3 +290,31 @@ def repair_collection(
     with CollectionWriter(directory, mode="append") as writer:
         pass
     return writer.manifest, writer.dropped_partial_line
+
+
+def _write_missing_manifest(folder: Path) -> None:
+    """A manifest for the traces of `folder` (counted by the repair that follows), from its first line."""
+    path = folder / TRACES_FILE
+    first = next((line for line in path.read_bytes().split(b"\n") if line.strip()), b"")
+    try:
+        record = json_safe.loads(first, file=str(path), line=1) if first else None
+    except json_safe.JsonInputError:
+        raise
+    except ValueError:
+        raise CollectionError("not valid JSON: fix or remove the line", file=str(path), line=1) from None
+    source = record.get("source_system") if isinstance(record, dict) else None
+    if not isinstance(source, str) or not source:
+        raise CollectionError(
+            "missing: the manifest takes the collection's source_system from the first trace; add it to every line",
+            file=str(path),
+            line=1,
+            field="source_system",
+        )
+    manifest = CollectionManifest(source_system=source, metadata={"manifest": "written by ace-eval collection repair"})
+    data = manifest.model_dump_json(indent=1).encode("utf-8")
+
+    def write(f: IO[bytes]) -> None:
+        os.fchmod(f.fileno(), 0o644)
+        f.write(data)
+
+    atomic_write(folder / MANIFEST_FILE, write)

@@ -57,7 +57,8 @@ def import_command(
     models: tuple[str, ...],
     allow_empty: bool,
 ) -> None:
-    """Convert SRC (a tau-bench result file, a tau2-bench Results file, or OpenAI-style JSONL) into a collection."""
+    """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
+    OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder)."""
     model_map = _parse_models(models)
     if (out / MANIFEST_FILE).exists() or (out / TRACES_FILE).exists():
         raise click.BadParameter(
@@ -139,8 +140,13 @@ def stats_command(directory: Path, as_json: bool) -> None:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--allow-empty", is_flag=True, help="Recount even when no complete trace is left (the manifest says 0).")
 def repair_command(directory: Path, allow_empty: bool) -> None:
-    """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest."""
+    """Make an interrupted collection readable: drop a line cut off mid-write and recount the manifest.
+
+    A folder with traces.jsonl and no manifest.json gets one (source_system from the first trace)."""
+    created = not (directory / MANIFEST_FILE).exists()
     manifest, dropped = repair_collection(directory, allow_empty=allow_empty)
+    if created:
+        click.echo(f"Wrote the missing {MANIFEST_FILE} (source_system {manifest.source_system!r}).")
     if dropped:
         click.echo("Dropped the unfinished last line (a trace the interrupted run had not finished writing).")
     click.echo(f"Manifest recounted: traces {manifest.counts.traces}, successes {manifest.counts.successes}.")

@@ -7,15 +7,10 @@ import time
 from pathlib import Path
 
 import click
-from pydantic_ai.settings import ModelSettings
 
-from ace.agents.recursive import SessionBudget
 from ace.exceptions import UserError
-from ace.llm import LocalModel
-from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
-from ace.skill_manager.manager import SMSettings
-from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
+from ace_eval.e2e.profiles import with_profiles
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
 from ace_eval.text import plural
 
@@ -28,12 +23,6 @@ __all__ = [
 ]
 
 DEMO_COLLECTION = Path("examples") / "demo-collection"
-_N_CTX = 4096
-"""The local model's window (per slot): prompts stay far below it, so no turn is trimmed and the cache holds."""
-_MAX_TOKENS = 256
-_MAX_STRING_CHARS = 120
-"""About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
-_FREQUENCY_PENALTY = 0.5
 _WORKERS = 2
 """Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
 model, one thread each), so both cores of a small machine work."""
@@ -53,34 +42,11 @@ def find_demo_collection() -> Path | None:
 
 
 def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
-    """Small-model settings, so that SmolLM2-135M replays the ten traces in about a minute and a half and writes
-    sentences rather than the ids and JSON of its prompt: short prompts (no conversation for the reflector; no
-    trace, task or existing skills for the skill manager, which it would copy), one try per reflection, one tool
-    call and a closing sentence per skill-manager session. The reflector and the skill manager get a model each
-    (one core each), and the skill manager's keeps one prompt cache per worker."""
-
-    def local(*, tool_first: bool, slots: int = 1) -> LocalModel:
-        settings = ModelSettings(max_tokens=_MAX_TOKENS, temperature=0.0, frequency_penalty=_FREQUENCY_PENALTY)
-        return LocalModel(
-            n_ctx=_N_CTX, settings=settings, tool_first=tool_first, max_string_chars=_MAX_STRING_CHARS, slots=slots
-        )
-
-    return RunInjections(
-        models={"reflector": local(tool_first=False), "skill_manager": local(tool_first=True, slots=_WORKERS)},
-        sm_settings=SMSettings(
-            budget=SessionBudget(request_limit=2, tool_calls_limit=1, max_history_tokens=2_000),
-            tool_retries=1,
-            context_top_k=0,
-            show_trace=False,
-        ),
-        sm_instructions=SMALL_MODEL_SKILL_MANAGER_PROMPT,
-        reflector_options={
-            "output_retries": 0,
-            "conversation": False,
-            "instructions": SMALL_MODEL_REFLECTOR_PROMPT,
-        },
-        show_progress=show_progress,
-    )
+    """What `ace-eval e2e` gives the embedded model's roles (the `small` profile of `ace_eval.e2e.profiles`), so
+    that SmolLM2-135M replays the ten traces in about a minute and a half and writes sentences rather than the ids
+    and JSON of its prompt. The reflector and the skill manager get a model each (one core each)."""
+    settings = E2ESettings(reflector_type="simple", max_workers=_WORKERS)
+    return with_profiles(settings, RunInjections(show_progress=show_progress))[1]
 
 
 def format_demo_summary(result: E2EResult, seconds: float) -> str:
@@ -128,7 +94,8 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
     """Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.
 
     reflect -> update -> export with SmolLM2-135M (llama.cpp) and MiniLM: no key, no internet, about a minute and
-    a half on 2 cores. Ends with the path of the exported skillbook.md.
+    a half on 2 cores. Ends with the path of the exported skillbook.md. The same run as `ace-eval e2e --traces
+    examples/demo-collection` (the embedded model's `small` profile, two workers), with a shorter summary.
     """
     collection = traces or find_demo_collection()
     if collection is None:

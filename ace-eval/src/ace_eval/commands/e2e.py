@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ace.pipeline.registry import parse_step_spec
+from ace_eval.collection.importers import IMPORT_FORMATS
 from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
@@ -93,14 +94,47 @@ def _rate(value: float | None) -> str:
 
 
 @click.command("e2e")
-@click.option("--benchmark", type=click.Choice(BENCHMARKS), help="The benchmark (default tau-bench-airline).")
-@click.option("--traces", type=_DIR, help="Replay this trace collection offline instead of running the agent.")
+@click.option(
+    "--benchmark",
+    type=click.Choice(BENCHMARKS),
+    is_flag=False,
+    flag_value=BENCHMARKS[0],
+    help="Run the benchmark agent (default tau-bench-airline): without --traces it collects the traces; with "
+    "--traces it evaluates the learned skillbook, which --traces alone does not.",
+)
+@click.option(
+    "--traces",
+    type=_PATH,
+    help="Replay this trace collection (a folder) offline instead of running the agent; a .jsonl/.json file of a "
+    "known format (--format) is imported into the run folder first.",
+)
+@click.option(
+    "--format",
+    "traces_format",
+    type=click.Choice(IMPORT_FORMATS),
+    help="The format of a --traces file (default: told from the file).",
+)
 @click.option("--agent-model", help=_MODEL_HELP.format("Agent", "ACE_AGENT_MODEL"))
 @click.option("--reflector-model", help=_MODEL_HELP.format("Reflector", "ACE_REFLECTOR_MODEL"))
 @click.option("--skill-manager-model", help=_MODEL_HELP.format("Skill manager", "ACE_SKILL_MANAGER_MODEL"))
 @click.option("--user-model", help=_MODEL_HELP.format("Simulated user", "ACE_USER_MODEL"))
 @click.option("--embedding-model", help="Embedding model: 'local' (MiniLM, default) or a litellm embedding model.")
 @click.option("--reflector-type", type=click.Choice(["simple", "rr"]), help="simple (default) or rr (recursive).")
+@click.option(
+    "--profile",
+    type=click.Choice(["auto", "small", "hosted"]),
+    help="The reflector's and skill manager's settings profile: auto (default: small for the embedded model 'local', "
+    "hosted for the others), or force small or hosted. The five flags below override single values.",
+)
+@click.option("--max-output-tokens", type=click.IntRange(min=1), help="Longest reflector / skill-manager output.")
+@click.option("--reflector-retries", type=click.IntRange(min=0), help="Retries of a malformed reflection.")
+@click.option(
+    "--reflector-conversation/--no-reflector-conversation",
+    default=None,
+    help="Show the trace's conversation to the reflector (profile default: off for small, on for hosted).",
+)
+@click.option("--sm-request-limit", type=click.IntRange(min=1), help="Model requests per skill-manager session.")
+@click.option("--sm-tool-calls", "sm_tool_calls_limit", type=click.IntRange(min=1), help="Tool calls per session.")
 @click.option("--num-trials", type=click.IntRange(min=1), help="Trials per task when the agent runs (default 1).")
 @click.option(
     "--max-num-steps",
@@ -126,6 +160,11 @@ def _rate(value: float | None) -> str:
     "task, or none.",
 )
 @click.option("--top-k", type=click.IntRange(min=1), help="Skills retrieved per episode with --skill-injection top-k.")
+@click.option(
+    "--skill-tokens",
+    type=click.IntRange(min=1),
+    help="With --skill-injection top-k: the most relevant helpful skills that fit N tokens, instead of --top-k.",
+)
 @click.option("--max-workers", type=click.IntRange(min=1), help="Samples / episodes run at once (default 1).")
 @click.option(
     "--sm-sessions",
@@ -136,7 +175,12 @@ def _rate(value: float | None) -> str:
 @click.option("--epochs", type=click.IntRange(min=1), help="Passes over the traces (default 1).")
 @click.option("--seed", type=int, help="Shuffle each epoch's order with this seed (default: collection order).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces (--traces) or tasks.")
-@click.option("--no-benchmark", is_flag=True, default=None, help="Skip the evaluation with the learned skillbook.")
+@click.option(
+    "--no-benchmark",
+    is_flag=True,
+    default=None,
+    help="Skip the evaluation with the learned skillbook (the default with --traces unless --benchmark is named).",
+)
 @click.option(
     "--no-preflight",
     is_flag=True,
@@ -203,7 +247,7 @@ def _rate(value: float | None) -> str:
     is_flag=True,
     default=None,
     help="Stage the skill manager's edits as candidates in the review queue beside --skillbook instead of publishing "
-    "them; decide with `ace-eval review` (also `[e2e] review = true`; needs --no-benchmark).",
+    "them; decide with `ace-eval review` (also `[e2e] review = true`; not with --benchmark).",
 )
 @click.option("--config", "config_file", type=_PATH, help="A TOML config file (default ./ace-eval.toml if present).")
 @click.option(
@@ -223,9 +267,10 @@ def e2e(
     """Run ACE end to end and write results/e2e/run_<id>/.
 
     Without --traces the benchmark agent runs the tasks and its traces are collected; with --traces DIR a
-    collection is replayed offline. The reflector and skill manager learn a skillbook from the traces; then,
-    unless --no-benchmark, the agent is evaluated again with the skillbook (pass^k before and after), and once
-    more with the quarantined skills back when the quarantine step took any out (pass^k with and without them).
+    collection is replayed offline (the benchmark runs only when --benchmark is named). The reflector and skill
+    manager learn a skillbook from the traces; then, with the benchmark, the agent is evaluated again with the
+    skillbook (pass^k before and after), and once more with the quarantined skills back when the quarantine
+    step took any out (pass^k with and without them).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
 
     With --benchmark tau2-<domain> (needs `pip install "ace-eval[tau2]"`), tau2 runs the agent: it learns on
@@ -242,11 +287,12 @@ def e2e(
 
     \b
       --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
-          when no agent runs (--traces with --no-benchmark)
-      --skill-injection, --top-k   with --no-benchmark
+          when no agent runs (--traces without --benchmark)
+      --skill-injection, --top-k, --skill-tokens   without the benchmark
+      --top-k, --skill-tokens      without --skill-injection top-k (--top-k: with --skill-tokens)
+      --format                     with a --traces folder (it names a --traces file's format)
       --train-split, --eval-split, --provider-limit   on tau-bench
       --data-dir   on tau2 (it ships its data)
-      --top-k                      without --skill-injection top-k
     """
     try:
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`

@@ -15,6 +15,7 @@ from typing import Any
 
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
+from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
 from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
@@ -23,19 +24,20 @@ from ace_eval.collection import (
     CollectionError,
     CollectionManifest,
     Trace,
-    read_collection,
 )
 from ace_eval.e2e.config import ConfigError, E2ESettings
 from ace_eval.e2e.plan import plan_run_pipeline, refuse_other_pipeline
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
+from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.tau2_phases import Tau2Plan, plan_tau2
+from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
-from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences, file_sha256
+from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
 from ace_eval.run.redaction import install_run_collection, redaction_summary
 
-__all__ = ["E2EResult", "LLMRole", "RunInjections", "resume_e2e", "run_e2e"]
+__all__ = ["E2EResult", "LLMRole", "RunInjections", "plan_line", "resume_e2e", "run_e2e"]
 
 _PER_INVOCATION = ("no_preflight", "retry_failed")
 """Settings a resume does not inherit from the run: each invocation says them again (or takes the default)."""
@@ -48,20 +50,20 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     `CollectionError` naming the file, line and field. Then every model and the embedder go through the
     preflight (`ace_eval.e2e.preflight`), which raises `PreflightError` before the folder is created.
     """
-    inj = injections or RunInjections()
-    settings = _published_skillbook(settings)
+    settings, inj = with_profiles(_published_skillbook(settings), injections or RunInjections())
     traces_sha: str | None = None
     source: tuple[Path, CollectionManifest, list[Trace]] | None = None
+    imported_from: str | None = None
     if settings.traces is not None:
-        manifest, traces = read_collection(settings.traces)
-        if not traces:
+        loaded = load_traces_source(settings.traces, settings.traces_format)
+        if not loaded.traces:
             raise CollectionError(
                 "holds no traces: there is nothing to learn from; import traces into it first "
                 "(`ace-eval collection import`)",
-                file=str(settings.traces / TRACES_FILE),
+                file=str(settings.traces / TRACES_FILE if settings.traces.is_dir() else settings.traces),
             )
-        source = (settings.traces, manifest, traces[: settings.limit])
-        traces_sha = file_sha256(settings.traces / TRACES_FILE)
+        source = (settings.traces, loaded.manifest, loaded.traces[: settings.limit])
+        traces_sha, imported_from = loaded.sha256, loaded.imported_from
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
     if settings.logfire:
@@ -69,7 +71,9 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
+    inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
+    print(plan_line(settings, source[2] if source else None, imported_from), file=sys.stderr)
     redactor = settings.redactor()
     folder = RunFolder.create(settings.output_dir)
     collection_redactions: dict[str, int] = {}
@@ -105,8 +109,7 @@ def resume_e2e(
     requested = dict(overrides or {})
     if requested.get("traces") is not None:
         traces = Path(requested.pop("traces"))
-        read_collection(traces)
-        requested["traces_sha256"] = file_sha256(traces / TRACES_FILE)
+        requested["traces_sha256"] = load_traces_source(traces, requested.get("traces_format")).sha256
     requested.pop("output_dir", None)
     requested.pop("config_file", None)
     if "steps" in requested:  # --step on a resume adds to the run's steps (and is then refused as a difference)
@@ -130,12 +133,27 @@ def resume_e2e(
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
-    inj = injections or RunInjections()
+    settings, inj = with_profiles(settings, injections or RunInjections())
+    inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
     run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
+
+
+def plan_line(settings: E2ESettings, traces: list[Trace] | None, imported_from: str | None) -> str:
+    """One line saying what the run will do: replay or collect, and whether the benchmark evaluates."""
+    if traces is None:
+        what = f"collect traces with the {settings.benchmark} agent, learn a skillbook, evaluate it"
+    else:
+        origin = f" imported from {settings.traces} ({imported_from})" if imported_from else f" of {settings.traces}"
+        what = f"replay {len(traces)} trace(s){origin}, learn a skillbook"
+        if settings.no_benchmark:
+            what += f" (no benchmark: {settings.source_of('no_benchmark')}; --benchmark evaluates the skillbook)"
+        else:
+            what += f", evaluate it on {settings.benchmark}"
+    return f"Plan: {what}."
 
 
 def _published_skillbook(settings: E2ESettings) -> E2ESettings:
@@ -167,9 +185,17 @@ def _load_data(settings: E2ESettings) -> AirlineData | None:
         raise ConfigError(
             "the agent runs (no --traces, or no --no-benchmark) and needs the tau-bench airline data: pass "
             "--data-dir DIR or set ACE_TAU_BENCH_DATA (get it with `ace-eval data fetch tau-bench`); "
-            "to replay traces without running the agent, pass --traces DIR --no-benchmark"
+            "to replay traces without running the agent, pass --traces DIR (without --benchmark)"
         )
     return load_airline_data(settings.data_dir)
+
+
+def _with_small_judge(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> RunInjections:
+    """`inj` with the `deduplicate` step's judge on the small profile when it runs on the embedded model."""
+    judge = step_models(settings, plan).get("dedup")
+    if judge is None or inj.dedup_model is not None or (small := small_judge(settings, judge.model)) is None:
+        return inj
+    return dataclasses.replace(inj, dedup_model=small)
 
 
 def _preflight(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> Checked:
@@ -181,6 +207,7 @@ def _preflight(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep
         inj.embedder is None
         or any(role not in inj.models for role in roles_used(settings))
         or (set(steps) - set(injected_steps))
+        or any(isinstance(m, LocalModel) for m in inj.models.values())  # the profile's: checked like the others
     ):
         print("Checking the run's models before starting (keys, model strings, installs) ...", file=sys.stderr)
     checked = preflight(

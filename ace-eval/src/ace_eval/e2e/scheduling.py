@@ -46,6 +46,7 @@ from ace.llm.retry import failure_kind
 from ace.pipeline.context import StepContext
 from ace.pipeline.pipeline import Pipeline, StepFailed
 from ace.reflector.simple import ReflectorError
+from ace_eval.e2e.advice import cli_advice
 from ace_eval.e2e.fail_fast import first_cause
 from ace_eval.e2e.samples_plan import PlannedSample
 from ace_eval.e2e.span_tree import EpochSpans
@@ -230,14 +231,14 @@ class SampleScheduler:
 
 def _error_text(error: BaseException, step: str | None) -> str:
     where = f" (in step {step!r})" if step is not None else ""
-    return f"{type(error).__name__}: {error}{where}"
+    return cli_advice(f"{type(error).__name__}: {error}{where}")
 
 
 def _incomplete(ctx: StepContext) -> str | None:
     """A skill-manager session that stopped early (budget, model retries) is reported, not hidden."""
     sm = ctx.sm_result
     if sm is not None and not sm.completed:
-        return f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}"
+        return cli_advice(f"SkillManagerStopped: {sm.stop_reason or 'the session ended before the model finished'}")
     return None
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.insight_source import utc_now
@@ -75,6 +76,8 @@ class RunInjections:
     sm_settings: SMSettings | None = None
     sm_instructions: str | None = None
     """The skill manager's system prompt (`None`: `SKILL_MANAGER_PROMPT`)."""
+    sm_model_settings: ModelSettings | None = None
+    """The skill manager's model settings (max tokens...) for every request."""
     reflector_options: Mapping[str, Any] = field(default_factory=dict[str, Any])
     """Extra keyword arguments for `make_reflector` (budgets, config)."""
     on_sample: Callable[[SampleResult], None] | None = None
@@ -293,6 +296,7 @@ class SegmentRun:
             embedder=self.embedder,
             settings=self.inj.sm_settings,
             instructions=self.inj.sm_instructions or SKILL_MANAGER_PROMPT,
+            model_settings=self.inj.sm_model_settings,
         )
         pipeline = run_pipeline(
             s,
@@ -350,9 +354,17 @@ class SegmentRun:
         failed = result.errors
         learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
         if result.samples and len(failed) == len(result.samples) and not learned:
+            stopped = [f for f in failed if f.error_kind == "stopped"]
+            if len(stopped) == len(failed):
+                raise RunFailedError(
+                    f"every skill-manager session stopped without an edit ({len(failed)} of {len(result.samples)}), "
+                    f"nothing was learned: raise --sm-request-limit or --sm-tool-calls, or use a stronger "
+                    f"--skill-manager-model; the first stop: {failed[0].error}"
+                )
+            which = f"; {len(stopped)} of them stopped without an edit" if stopped else ""
             raise RunFailedError(
-                f"every sample failed ({len(failed)} of {len(result.samples)}), nothing was learned; the first "
-                f"error: {failed[0].error}"
+                f"every sample failed ({len(failed)} of {len(result.samples)}{which}), nothing was learned; the first "
+                f"error: {next((f for f in failed if f.error_kind != 'stopped'), failed[0]).error}"
             )
         return result.skillbook
 
@@ -383,6 +395,7 @@ class SegmentRun:
                         max_num_steps=s.max_num_steps,
                         skill_injection=s.skill_injection,
                         top_k=s.top_k,
+                        skill_tokens=s.skill_tokens,
                         embedder=self.embedder,
                     ),
                     max_workers=s.max_workers,

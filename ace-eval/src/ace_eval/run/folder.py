@@ -65,6 +65,13 @@ RESUME_KEYS: tuple[str, ...] = (
     "max_num_steps",
     "skill_injection",
     "top_k",
+    "skill_tokens",
+    "profile",
+    "max_output_tokens",
+    "reflector_retries",
+    "reflector_conversation",
+    "sm_request_limit",
+    "sm_tool_calls_limit",
     "no_benchmark",
     "redact",
     "review",
@@ -72,7 +79,16 @@ RESUME_KEYS: tuple[str, ...] = (
 )
 """Settings a resumed run must keep: changing one would mix two different runs in one folder."""
 _AGENT_ONLY = frozenset(
-    {"agent_model", "user_model", "num_trials", "max_num_steps", "skill_injection", "top_k", "eval_split"}
+    {
+        "agent_model",
+        "user_model",
+        "num_trials",
+        "max_num_steps",
+        "skill_injection",
+        "top_k",
+        "skill_tokens",
+        "eval_split",
+    }
 )
 
 

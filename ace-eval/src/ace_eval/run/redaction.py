@@ -40,7 +40,7 @@ def install_run_collection(
     """Put the traces trained on in the run's `collection/`: redacted (when `redactor` is set) and/or the first
     `limit` ones, else a plain copy. Returns the values replaced per kind."""
     subset = len(selected) < manifest.counts.traces
-    if redactor is None and not subset:
+    if redactor is None and not subset and source.is_dir():
         folder.install_collection(source)
         return {}
     totals: dict[str, int] = {}

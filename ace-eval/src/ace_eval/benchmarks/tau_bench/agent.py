@@ -9,9 +9,10 @@ from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from ace.core.skill import Section, Skill
+from ace.core.skill import Section
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
+from ace.retrieval.budget import render_skill_list, retrieve_within_budget
 from ace.retrieval.top_k import retrieve_top_k
 from ace_eval.benchmarks.tau_bench.env import AirlineEnv
 from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
@@ -50,16 +51,6 @@ class SkillContext:
     skill_ids: tuple[str, ...]
 
 
-def _render(skills: list[Skill]) -> str:
-    """Skills in `Skillbook.as_prompt()`'s format, in the given order."""
-    lines: list[str] = []
-    for skill in skills:
-        lines += [f"- [{skill.id}]", f"Keywords: {', '.join(skill.keywords)}", f"Issue: {skill.issue}"]
-        if skill.insight:
-            lines.append(f"Insight: {skill.insight}")
-    return "\n".join(lines)
-
-
 def render_skills(
     skillbook: Skillbook | None,
     injection: SkillInjection,
@@ -67,10 +58,12 @@ def render_skills(
     query: str,
     top_k: int = 5,
     embedder: Embedder | None = None,
+    max_tokens: int | None = None,
 ) -> SkillContext:
     """Render the skills for one episode; `query` (the user's opening message) drives `top-k` retrieval.
 
-    `embedder` is the retrieval's (default: the skillbook's search index default, the embedded MiniLM).
+    `embedder` is the retrieval's (default: the skillbook's search index default, the embedded MiniLM);
+    `max_tokens` retrieves the most relevant helpful skills that fit that many tokens instead of `top_k`.
     """
     if skillbook is None or len(skillbook) == 0:
         return SkillContext("", ())
@@ -82,8 +75,11 @@ def render_skills(
     if injection == "top-k":
         if not query.strip():  # nothing to retrieve for
             return SkillContext("", ())
-        retrieved = retrieve_top_k(skillbook, query, top_k=top_k, embedder=embedder)
-        return SkillContext(_render(retrieved), tuple(s.id for s in retrieved))
+        if max_tokens is not None:
+            retrieved = retrieve_within_budget(skillbook, query, max_tokens=max_tokens, embedder=embedder)
+        else:
+            retrieved = retrieve_top_k(skillbook, query, top_k=top_k, embedder=embedder)
+        return SkillContext(render_skill_list(retrieved), tuple(s.id for s in retrieved))
     assert_never(injection)
 
 

@@ -49,6 +49,8 @@ class EpisodeConfig:
     skill_injection: SkillInjection = "prompt"
     top_k: int = 5
     """Skills retrieved per episode with `skill_injection="top-k"`."""
+    skill_tokens: int | None = None
+    """With `top-k`: the most relevant skills that fit this many tokens instead of `top_k` of them."""
     embedder: Embedder | None = None
     """Embeds the query and skills for `top-k` (default: the embedded MiniLM)."""
     agent_settings: ModelSettings | None = None
@@ -143,7 +145,12 @@ async def run_episode(
     try:
         user_text = await user.start()
         skills = render_skills(
-            skillbook, config.skill_injection, query=user_text, top_k=config.top_k, embedder=config.embedder
+            skillbook,
+            config.skill_injection,
+            query=user_text,
+            top_k=config.top_k,
+            embedder=config.embedder,
+            max_tokens=config.skill_tokens,
         )
         instructions = agent_instructions(data.wiki, skills)
         agent = build_agent(agent_model, instructions, settings=config.agent_settings)

@@ -17,7 +17,7 @@ from ace_eval.collection.importers._common import (
     validate_source,
 )
 from ace_eval.collection.model import CollectionError
-from ace_eval.e2e.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
+from ace_eval.e2e.grading.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
 
 __all__ = ["import_tau_bench", "tau_bench_feedback", "tau_bench_grader"]
 

