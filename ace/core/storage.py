@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import math
 import os
@@ -20,10 +21,10 @@ import re
 import tempfile
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,16 +32,23 @@ from ace.core.skill import Embedding
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
+    "FileState",
     "Sidecar",
+    "SidecarOwner",
     "Writer",
     "atomic_write",
     "atomic_write_many",
+    "bytes_writer",
     "embeddings_writer",
     "gc_paused",
+    "json_bytes",
     "json_writer",
+    "load_npz_arrays",
     "load_sidecar",
+    "npz_headers",
     "read_embeddings",
     "read_json_file",
+    "read_json_with_digest",
     "remove_stale_temps",
     "sidecar_path",
     "sidecar_problem",
@@ -73,6 +81,24 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
 
 
 Writer = Callable[[IO[bytes]], None]
+
+
+@dataclass(frozen=True)
+class FileState:
+    """The skillbook file a skillbook was loaded from or saved to: path, SHA-256 of its bytes, version then."""
+
+    path: str
+    digest: str
+    version: int
+
+
+@runtime_checkable
+class SidecarOwner(Protocol):
+    """A derived cache (on `Skillbook.caches`) that persists beside the skillbook file when it is saved."""
+
+    def sidecar_files(self, skillbook: Any, saved: FileState) -> list[tuple[Path, Writer]]:
+        """The files to write with the skillbook saved as `saved` (none when the cache cannot match it)."""
+        ...
 
 
 def atomic_write(path: str | os.PathLike[str], write: Writer) -> None:
@@ -163,9 +189,23 @@ def _default_mode() -> int:
 
 
 def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ()) -> Writer:
-    """A writer of `payload` as UTF-8 JSON, one top-level field per line and, for the list fields named in
-    `one_per_line`, one item per line: stable and diffable (a changed skill is a changed line), and encoded by
-    the C encoder (an indented dump goes through the pure-Python encoder, ~10x slower)."""
+    """A writer of `payload` as `json_bytes` gives it."""
+    return bytes_writer(json_bytes(payload, one_per_line=one_per_line))
+
+
+def bytes_writer(data: bytes) -> Writer:
+    """A writer of `data` as they are."""
+
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    return write
+
+
+def json_bytes(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ()) -> bytes:
+    """`payload` as UTF-8 JSON, one top-level field per line and, for the list fields named in `one_per_line`,
+    one item per line: stable and diffable (a changed skill is a changed line), and encoded by the C encoder (an
+    indented dump goes through the pure-Python encoder, ~10x slower)."""
     encode = json.JSONEncoder(ensure_ascii=False).encode
     lines = ["{"]
     for n, (key, value) in enumerate(payload.items()):
@@ -176,25 +216,28 @@ def json_writer(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ())
         else:
             lines.append(f" {encode(key)}: {encode(value)}{comma}")
     lines.append("}\n")
-    data = "\n".join(lines).encode("utf-8")
-
-    def write(f: IO[bytes]) -> None:
-        f.write(data)
-
-    return write
+    return "\n".join(lines).encode("utf-8")
 
 
 def read_json_file(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file; a syntax error names the file, line, column and character offset."""
+    return read_json_with_digest(path)[0]
+
+
+def read_json_with_digest(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """Parse a JSON file (as `read_json_file`) and return the SHA-256 of its bytes too."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        text = raw.decode("utf-8")
+        del raw
     except FileNotFoundError:
         raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
     except UnicodeDecodeError as e:
         raise SkillbookFormatError(f"{p}: not UTF-8 text (byte {e.start}): {e.reason}", path=str(p)) from None
     try:
-        return json.loads(text)
+        return json.loads(text), digest
     except json.JSONDecodeError as e:
         raise SkillbookFormatError(
             f"{p}: malformed JSON at line {e.lineno}, column {e.colno} (char {e.pos}): {e.msg}", path=str(p)
@@ -301,12 +344,13 @@ def _ignored(path: Path, problem: str) -> None:
     )
 
 
-def sidecar_problem(path: Path, *, dim: int | None, max_rows: int | None) -> str | None:
-    """What is wrong with a vector cache, judged from its members' `.npy` headers alone; `None`: fine to load."""
+def npz_headers(path: Path, members_allowed: frozenset[str]) -> dict[str, tuple[tuple[int, ...], np.dtype[Any]]] | str:
+    """Each member's (shape, dtype) from its `.npy` header (name without `.npy`), checked against the member's
+    size, or what is wrong: other members than `members_allowed`, an unknown `.npy` version, Python objects."""
     with zipfile.ZipFile(path) as zf:
         members = {info.filename: info for info in zf.infolist()}
-        if set(members) != _NPZ_MEMBERS:
-            return f"holds {sorted(members)}, not the cache's {sorted(_NPZ_MEMBERS)}"
+        if set(members) != members_allowed:
+            return f"holds {sorted(members)}, not {sorted(members_allowed)}"
         headers: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
         for name, info in members.items():
             with zf.open(info) as member:
@@ -323,6 +367,20 @@ def sidecar_problem(path: Path, *, dim: int | None, max_rows: int | None) -> str
             if info.file_size != data_start + math.prod(shape) * dtype.itemsize:
                 return f"{name}: its header announces {shape} of {dtype} but it holds {info.file_size} bytes"
             headers[name[:-4]] = (shape, dtype)
+    return headers
+
+
+def load_npz_arrays(path: Path, names: Iterable[str]) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:
+    """The named arrays of an `.npz` (no pickles); check its `npz_headers` first."""
+    with np.load(path, allow_pickle=False) as npz:
+        return {name: npz[name] for name in names}
+
+
+def sidecar_problem(path: Path, *, dim: int | None, max_rows: int | None) -> str | None:
+    """What is wrong with a vector cache, judged from its members' `.npy` headers alone; `None`: fine to load."""
+    headers = npz_headers(path, _NPZ_MEMBERS)
+    if isinstance(headers, str):
+        return headers
     (ids, ids_type), (hashes, hashes_type) = headers["ids"], headers["hashes"]
     (matrix, matrix_type), (model, model_type) = headers["embeddings"], headers["model"]
     text = {
