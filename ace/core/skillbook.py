@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any, assert_never
 
 from ace.core.insight_source import InsightSource, OperationType, utc_now
-from ace.core.mutations import checked_vector, created, quarantined, removed, tagged, updated
+from ace.core.mutations import checked_vector, created, evolve, quarantined, removed, tagged, updated
 from ace.core.rendering import render_prompt, skillbook_stats
 from ace.core.serialization import (
     SCHEMA_VERSION,
@@ -306,9 +306,9 @@ class Skillbook:
             case _ as unreachable:
                 assert_never(unreachable)
         kind: OperationType = op.type
-        entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
+        entry = evolve(source or InsightSource.manual(), operation_type=kind)
         if kind in ("REMOVE", "QUARANTINE", "RELEASE"):
-            entry = dataclasses.replace(entry, learning_text=op.reason)
+            entry = evolve(entry, learning_text=op.reason)
         object.__setattr__(skill, "occurrences", [*skill.occurrences, entry])  # `skill` is new here: not shared yet
         previous = self._skills.get(skill.id)
         if previous is None:
@@ -316,7 +316,7 @@ class Skillbook:
         self._active += skill.active - (previous.active if previous is not None else False)
         self._skills[skill.id] = skill
         self._log(
-            dataclasses.replace(
+            evolve(
                 op,
                 skill_id=skill.id,
                 section=skill.section,
