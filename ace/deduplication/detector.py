@@ -3,8 +3,8 @@
 Up to `EXACT_PAIRS_MAX` skills per section, vectors are compared with blocked numpy matrix products
 (`block x block` tiles of the upper triangle), so memory stays bounded: one 1,024 x 1,024 tile at a time. Above
 it, all pairs would cost O(n^2) (21 s at 100,000 skills), so the rows are first grouped into k-means buckets and
-compared exactly only within nearby buckets (`ace.deduplication._buckets`: ~2 n sqrt(n) products, recall 1.0 of
-the planted near-duplicates at 100,000 in `benchmarks/search.py`).
+compared exactly only within nearby buckets (`ace.deduplication._buckets`: ~8 n sqrt(n) products; its recall of
+the planted near-duplicates is measured by `benchmarks/scale.py`).
 """
 
 from __future__ import annotations
