@@ -35,6 +35,7 @@ NOT_RUN = {
     "demo_quality.py": "runs the embedded LLM over the demo traces (minutes)",
     "llm_models.py": "calls the embedded LLM (model download and minutes)",
     "local_model.py": "calls the embedded LLM (model download and minutes)",
+    "peer_side_by_side.py": "needs the peer's own venv (ace-framework 0.13.0 on Python 3.12), not installed in CI",
     "redaction.py": "times the redactor over the shared trace data (tests/ace/redaction cover the redactor)",
     "sandbox_latency.py": "spawns sandboxed children in a loop (tests/ace/sandbox cover the sandbox)",
     "tau_bench_replay.py": "replays the shared tau-bench data set (tests/ace_eval cover the replay)",

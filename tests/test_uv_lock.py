@@ -1,4 +1,5 @@
-"""`uv.lock` is committed, resolves from the public index only, and covers the `local` extra the README installs and the `ann` extra the tests use."""
+"""`uv.lock` is committed, resolves from the public index only, and covers the `local` extra the README installs
+and the `ann` extra the tests use."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix, check
 from ace.embeddings.minilm import default_embedder
 from ace.exceptions import SkillbookError
 from ace.retrieval._dense import ANN_MIN, DenseStore
+from ace.retrieval._keywords import KeywordTable
 from ace.retrieval._persist import INDEX_FORMAT, index_path, index_writer, read_index
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import RRF_K, Ranking, fuse_top_k
@@ -83,7 +84,7 @@ class SkillSearchIndex:
         self._bm25 = BM25Index()
         self._slot_ids: list[str] = []
         self._slot_hashes: list[str] = []
-        self._slot_keywords: list[tuple[str, ...]] = []
+        self._keywords = KeywordTable()
         self._slot_of: dict[str, int] = {}
         self._sections = np.zeros(64, dtype=np.int8)
         self._tie_keys = np.zeros(64, dtype=np.int64)
@@ -92,7 +93,6 @@ class SkillSearchIndex:
         self._sorted_keys = np.zeros(0, dtype=np.int64)
         self._new_slots: list[int] = []
         self._dense = DenseStore(self.embedder.dimension, ann_min=self.ann_min)
-        self._keyword_slots: dict[str, set[int]] = {}
         self._pending: set[str] = set()
 
     @property
@@ -176,7 +176,7 @@ class SkillSearchIndex:
         if keywords:
             shared = np.zeros(n, dtype=np.int64)
             for kw in keywords:
-                hits = self._keyword_slots.get(kw, ())
+                hits = self._keywords.slots(kw, lambda: self._bm25.alive)
                 shared[np.fromiter(hits, dtype=np.int64, count=len(hits))] += 1
             counts = shared[cand]
             labelled = np.flatnonzero(counts)
@@ -316,19 +316,13 @@ class SkillSearchIndex:
         self._new_slots.append(slot)
         self._slot_ids.append(sid)
         self._slot_hashes.append(digest)
-        self._slot_keywords.append(tuple(skill.keywords))
+        self._keywords.append(slot, tuple(skill.keywords))
         self._slot_of[sid] = slot
-        for kw in skill.keywords:
-            self._keyword_slots.setdefault(kw, set()).add(slot)
 
     def _drop(self, slot: int) -> None:
         self._bm25.remove(slot)
         del self._slot_of[self._slot_ids[slot]]
-        for kw in self._slot_keywords[slot]:
-            slots = self._keyword_slots[kw]
-            slots.discard(slot)
-            if not slots:
-                del self._keyword_slots[kw]
+        self._keywords.drop(slot)
 
     # ------------------------------------------------------------ persistence
     def sidecar_files(self, skillbook: object, saved: FileState) -> list[tuple[Path, Writer]]:
@@ -341,11 +335,7 @@ class SkillSearchIndex:
                 return []
             self._apply(skillbook)
             n, dim = self._bm25.n_slots, self.embedder.dimension
-            flat = [kw for kws in self._slot_keywords for kw in kws]
-            kw_vocab = list(dict.fromkeys(flat))
-            where = {kw: i for i, kw in enumerate(kw_vocab)}
-            kw_ptr = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum([len(kws) for kws in self._slot_keywords], out=kw_ptr[1:])
+            kw_vocab, kw_ptr, kw_ids = self._keywords.arrays()
             bm25 = {f"bm25_{k}": v.copy() for k, v in self._bm25.state().items()}
             arrays = {
                 "slot_ids": np.asarray(self._slot_ids, dtype=np.str_),
@@ -354,7 +344,7 @@ class SkillSearchIndex:
                 "tie_keys": self._tie_keys[:n].copy(),
                 "kw_vocab": np.asarray(kw_vocab, dtype=np.str_),
                 "kw_ptr": kw_ptr,
-                "kw_ids": np.asarray([where[kw] for kw in flat], dtype=np.int32),
+                "kw_ids": kw_ids,
                 "pending": np.asarray(sorted(self._pending), dtype=np.str_),
                 **bm25,
                 **self._dense.state(n),
@@ -365,7 +355,7 @@ class SkillSearchIndex:
             "v": arrays["bm25_vocab"].shape[0],
             "m": arrays["bm25_main_slots"].shape[0],
             "k": len(kw_vocab),
-            "w": len(flat),
+            "w": kw_ids.shape[0],
             "r": len(self._pending),
             "d": dim,
             "h": arrays["hnsw"].shape[0] if "hnsw" in arrays else 0,
@@ -401,13 +391,7 @@ class SkillSearchIndex:
         if len(slot_of) != int(alive.sum()):
             warnings.warn(f"{path}: a skill holds two live slots; ignored", RuntimeWarning, stacklevel=2)
             return
-        vocab: list[str] = a["kw_vocab"].tolist()
-        words = [vocab[i] for i in ids.tolist()]
-        bounds = ptr.tolist()
-        self._slot_keywords = [tuple(words[bounds[i] : bounds[i + 1]]) for i in range(n)]
-        for slot in slot_of.values():
-            for kw in self._slot_keywords[slot]:
-                self._keyword_slots.setdefault(kw, set()).add(slot)
+        self._keywords = KeywordTable(a["kw_vocab"].tolist(), ptr, ids)
         self._bm25, self._dense, self._slot_ids, self._slot_of = bm25, dense, slot_ids, slot_of
         self._slot_hashes = a["slot_hashes"].tolist()
         self._sections, self._tie_keys = a["sections"].copy(), a["tie_keys"].copy()

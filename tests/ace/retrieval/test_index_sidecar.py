@@ -132,3 +132,24 @@ def test_sidecar_vectors_are_checked_against_the_header(tmp_path: Path) -> None:
     loaded = Skillbook.load_from_file(path)
     with pytest.warns(RuntimeWarning, match="vectors"):
         search_index(loaded, emb).sync(loaded)
+
+
+def test_a_loaded_index_builds_its_keyword_map_only_when_asked_and_from_live_skills(tmp_path: Path) -> None:
+    sb, emb = _book(120), TestEmbedder()
+    path = tmp_path / "skillbook.json"
+    search_index(sb, emb).sync(sb)
+    sb.save_to_file(path)
+    loaded = Skillbook.load_from_file(path)
+    index = search_index(loaded, emb)
+    index.search(loaded, "ka1 lo2", top_k=3)  # no keywords: the map is not built
+    assert index._keywords._slots is None
+    loaded.remove_skill("harness-00002", "gone")  # dropped before the map exists
+    added = loaded.add_skill("harness", "ka1 lo2 mi3", ["kw2", "fresh"])
+    got = [s.id for s in index.search(loaded, "ka1 lo2 mi3", top_k=50, section="harness", keywords=["kw2", "fresh"])]
+    want = [
+        s.id
+        for s in SkillSearchIndex(emb).search(
+            loaded, "ka1 lo2 mi3", top_k=50, section="harness", keywords=["kw2", "fresh"]
+        )
+    ]
+    assert got == want and got[0] == added.id and "harness-00002" not in got
