@@ -167,7 +167,7 @@ class SkillSearchIndex:
         m = cand.size
         lists: list[Ranking] = []
         if query_vec is not None:
-            lists.append(Ranking(*self._dense.scores(query_vec, n, cand, depth=max(256, 4 * top_k))))
+            lists.append(Ranking(*self._dense.scores(query_vec, n, cand, depth=max(1024, 4 * top_k))))
         if tokens:
             bm25, hit = self._bm25.scores(tokens)
             matched = np.flatnonzero(hit[cand])
@@ -373,6 +373,8 @@ class SkillSearchIndex:
         if found is None:
             return
         _, a = found
+        if "hnsw" in a and self.ann_min is None:
+            return  # an exact-only index: rebuilt with a float32 matrix
         n = a["slot_ids"].shape[0]
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
