@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -151,12 +153,19 @@ class DenseStore:
 
     @classmethod
     def from_state(
-        cls, state: dict[str, npt.NDArray[np.generic]], dim: int, n_slots: int, *, ann_min: int | None
+        cls,
+        state: dict[str, npt.NDArray[np.generic]],
+        dim: int,
+        n_slots: int,
+        *,
+        ann_min: int | None,
+        graph: AbstractContextManager[Callable[[int], bytes]] | None = None,
     ) -> DenseStore:
-        """A store from `state()` output; raises `ValueError` when it does not fit (or needs faiss, absent)."""
+        """A store from `state()` output, the HNSW graph read from `graph` (a `read(n)`) when `vectors` is absent;
+        raises `ValueError` when it does not fit (or needs faiss, absent)."""
         store = cls(dim, ann_min=ann_min)
-        if "vectors" in state:
-            matrix = np.asarray(state["vectors"])
+        if graph is None:
+            matrix = np.asarray(state.get("vectors"))
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
             store._matrix = matrix
@@ -164,7 +173,11 @@ class DenseStore:
         faiss = faiss_module()
         if faiss is None or ann_min is None:
             raise ValueError("the index holds an HNSW graph: pip install 'agentic-context-engine[ann]' (the ann extra)")
-        index = faiss.deserialize_index(np.asarray(state["hnsw"], dtype=np.uint8))
+        with graph as read:
+            try:
+                index = faiss.read_index(faiss.PyCallbackIOReader(read))
+            except Exception as e:  # faiss's RuntimeError, or the zip member's CRC error (BadZipFile)
+                raise ValueError(f"its HNSW graph cannot be read ({type(e).__name__}: {e})") from None
         if index.d != dim or index.ntotal != n_slots:
             raise ValueError(f"HNSW graph of {index.ntotal} vectors of dimension {index.d}, expected {n_slots}, {dim}")
         store._hnsw = index

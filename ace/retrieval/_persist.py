@@ -9,9 +9,11 @@ one with a warning; either way the index is rebuilt from the skills, and the nex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +22,7 @@ import numpy.typing as npt
 
 from ace.core.storage import Writer, load_npz_arrays, npz_headers
 
-__all__ = ["INDEX_FORMAT", "index_path", "index_writer", "read_index"]
+__all__ = ["INDEX_FORMAT", "graph_reader", "index_path", "index_writer", "read_index"]
 
 INDEX_FORMAT = 1
 _Arrays = dict[str, npt.NDArray[Any]]
@@ -123,7 +125,18 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
         ok = (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) if kind == "U" else dtype == np.dtype(kind)
         if not ok or shape != expected:
             return f"{name}: {shape} of {dtype}, expected {expected} of {kind}"
-    return header, load_npz_arrays(path, [name for name in layout if name != "header"])
+    # The graph is left in the file: faiss reads it from there (`graph_reader`), without two copies through numpy.
+    arrays = load_npz_arrays(path, [name for name in layout if name not in ("header", "hnsw")])
+    header["graph"] = dense == "hnsw"
+    return header, arrays
+
+
+@contextlib.contextmanager
+def graph_reader(path: Path) -> Iterator[Callable[[int], bytes]]:
+    """A `read(n)` over the bytes of the sidecar's `hnsw` member (its `.npy` header skipped), for faiss."""
+    with zipfile.ZipFile(path) as zf, zf.open("hnsw.npy") as member:
+        _npy_header(member)
+        yield member.read
 
 
 def _size(dim: str, sizes: dict[str, int]) -> int:

@@ -26,7 +26,7 @@ from ace.embeddings.minilm import default_embedder
 from ace.exceptions import SkillbookError
 from ace.retrieval._dense import ANN_MIN, DenseStore
 from ace.retrieval._keywords import KeywordTable
-from ace.retrieval._persist import INDEX_FORMAT, index_path, index_writer, read_index
+from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import RRF_K, Ranking, fuse_top_k
 from ace.retrieval.tokenize import tokenize
@@ -372,13 +372,14 @@ class SkillSearchIndex:
         found = read_index(path, digest=state.digest, model=self.embedder.model_name, dim=self.embedder.dimension)
         if found is None:
             return
-        _, a = found
-        if "hnsw" in a and self.ann_min is None:
+        header, a = found
+        if header["graph"] and self.ann_min is None:
             return  # an exact-only index: rebuilt with a float32 matrix
         n = a["slot_ids"].shape[0]
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
-            dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min)
+            graph = graph_reader(path) if header["graph"] else None
+            dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph)
             ptr, ids = a["kw_ptr"], a["kw_ids"]
             if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:
                 raise ValueError("its keyword lists do not fit its slots")
