@@ -28,7 +28,8 @@ from typing import IO
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("ACE_VENV", ROOT / ".venv"))
-EXTRAS = {"demo": "local", "test": "dev"}
+EXTRAS = {"demo": ("local",), "test": ("dev", "ann")}
+"""The library's extras per job: the test job installs `ann` (faiss-cpu) too, so the HNSW search path is tested."""
 # ace-eval's own extras per job: the tests run real tau2-bench episodes (`ace-eval[tau2]`, ~530 MB, ~2.5 min once;
 # then pip's wheel cache, and nothing at all while the stamp below is current).
 EVAL_EXTRAS = {"demo": "", "test": "tau2"}
@@ -145,7 +146,7 @@ def install_local_model(python: Path) -> None:
 
 def ensure_venv(job: str) -> Path:
     """Create `.venv` and install the library + ace-eval with the job's extra, unless already up to date."""
-    extras = {EXTRAS[job], *([f"ace-eval:{EVAL_EXTRAS[job]}"] if EVAL_EXTRAS[job] else [])}
+    extras = {*EXTRAS[job], *([f"ace-eval:{EVAL_EXTRAS[job]}"] if EVAL_EXTRAS[job] else [])}
     stamp = VENV / ".ace-installed"
     if stamp.exists():
         extras |= set(stamp.read_text().split("\n", 1)[1].split())

@@ -1,6 +1,6 @@
 """Speed and scale of skill search and duplicate detection; prints a table.
 
-    .venv/bin/python benchmarks/search.py [--sizes 1000 5000 50000] [--queries 200]
+    .venv/bin/python benchmarks/search.py [--sizes 1000 5000 50000] [--queries 200] [--smoke]
 
 Skills are synthetic (Zipf-distributed words, 35-85 words each, 70% context / 30% harness, 1% planted
 near-duplicates) and embedded with a *synthetic* embedder (`SyntheticEmbedder`: seeded random directions,
@@ -166,7 +166,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 50000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-minilm", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="300 skills, 10 queries, no MiniLM: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.queries, args.skip_minilm = [300], 10, True
     rows = []
     for n in args.sizes:
         rows.append(bench_size(n, args.queries, rank_bm25=n <= 5000))

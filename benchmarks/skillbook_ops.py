@@ -1,6 +1,6 @@
 """Skillbook speed at scale: add, save, load, `as_prompt` and file sizes for 1,000 / 5,000 / 50,000 skills.
 
-Run: `.venv/bin/python benchmarks/skillbook_ops.py [--sizes 1000 5000 50000] [--repeat 5] [--dim 384]`.
+Run: `.venv/bin/python benchmarks/skillbook_ops.py [--sizes 1000 5000 50000] [--repeat 5] [--dim 384] [--smoke]`.
 Each skill has 384-d float32 embeddings, two keywords, an ADD occurrence, and every fifth a TAG as well,
 so the files look like a trained skillbook. Times are medians over `--repeat` runs (one run at 50,000).
 Targets at 5,000 skills: save <= 0.3 s, load <= 0.2 s (a widely used implementation of the same design:
@@ -64,7 +64,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 50000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--smoke", action="store_true", help="200 skills, one run: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.repeat = [200], 1
 
     header = (
         f"{'skills':>7} | {'add/op µs':>9} | {'save s':>7} | {'load s':>7} | {'as_prompt s':>11} | "

@@ -111,7 +111,7 @@ def test_the_test_job_builds_the_docs_strictly_before_pytest(dev: ModuleType, mo
     assert ran[-1][1:3] == ["-m", "pytest"]
 
 
-def test_the_test_job_installs_the_tau2_extra_and_the_demo_job_does_not(
+def test_the_test_job_installs_the_dev_ann_and_tau2_extras_and_the_demo_job_does_not(
     dev: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     calls = scripted_pip(dev, monkeypatch, {})
@@ -122,10 +122,10 @@ def test_the_test_job_installs_the_tau2_extra_and_the_demo_job_does_not(
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "python").touch()
     dev.ensure_venv("test")
-    assert ["-e", ".[dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]
-    assert "ace-eval:tau2" in (tmp_path / "venv" / ".ace-installed").read_text()
+    assert [args for args, _ in calls] == [["--upgrade", "pip"], ["-e", ".[ann,dev]", "-e", "./ace-eval[tau2]"]]
+    assert (tmp_path / "venv" / ".ace-installed").read_text().endswith("\nace-eval:tau2 ann dev")
     calls.clear()
     dev.ensure_venv("test")  # the stamp is current: nothing is installed again
     assert calls == []
     dev.ensure_venv("demo")  # the stamp keeps what was installed; the demo adds only its own extra
-    assert ["-e", ".[dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]
+    assert ["-e", ".[ann,dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]

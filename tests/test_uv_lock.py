@@ -1,4 +1,5 @@
-"""`uv.lock` is committed, resolves from the public index only, and covers the `local` extra the README installs."""
+"""`uv.lock` is committed, resolves from the public index only, and covers the `local` extra the README installs
+and the `ann` extra the tests use."""
 
 from __future__ import annotations
 
@@ -19,6 +20,6 @@ def test_the_lock_names_only_the_public_index_and_the_local_extra() -> None:
     lock = tomllib.loads(text)
     names = {p["name"] for p in lock["package"]}
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    wanted = {re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower() for req in extras["local"]}
+    wanted = {re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower() for req in [*extras["local"], *extras["ann"]]}
     assert wanted <= names, f"uv.lock lacks {sorted(wanted - names)}: re-run uv lock"
     assert {"ace-eval", "agentic-context-engine"} <= names

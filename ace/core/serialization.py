@@ -6,8 +6,9 @@ skillbook keeps state, queries and mutations, this module owns the format and it
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,19 +18,20 @@ import numpy as np
 from ace.core.journal import apply_deltas
 from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
 from ace.core.storage import (
+    FileState,
     PathLike,
     Writer,
     atomic_write_many,
+    bytes_writer,
     commit_files,
-    embeddings_writer,
-    json_writer,
-    read_embeddings,
-    read_json_file,
+    json_bytes,
+    read_json_with_digest,
     recover_commit,
     sidecar_path,
 )
 from ace.core.text_rules import skill_id_number
 from ace.core.update_operation import UpdateOperation
+from ace.core.vectors import embeddings_writer, read_embeddings
 from ace.exceptions import SkillbookError, SkillbookFormatError
 
 __all__ = [
@@ -60,6 +62,8 @@ class SkillbookDocument:
     next_ids: dict[Section, int] = field(default_factory=lambda: dict.fromkeys(SECTION_ORDER, 1))
     keep_pairs: dict[tuple[str, str], None] = field(default_factory=dict)
     embedding_model: str | None = None
+    digest: str | None = None
+    """SHA-256 of the file this document was read from, when it is exactly that file (no journal applied)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: stable key and skill order, no embeddings; `dedup_keep_pairs` only when non-empty."""
@@ -120,29 +124,39 @@ class SkillbookDocument:
 
 
 def write_skillbook(
-    path: str | os.PathLike[str], doc: SkillbookDocument, *, also: Sequence[tuple[PathLike, Writer]] = ()
-) -> None:
+    path: str | os.PathLike[str],
+    doc: SkillbookDocument,
+    *,
+    version: int = 0,
+    sidecars: Callable[[FileState], Sequence[tuple[Path, Writer]]] | None = None,
+    also: Sequence[tuple[PathLike, Writer]] = (),
+) -> FileState:
     """Write `path` (JSON) and its `.embeddings.npz` sidecar atomically; drop a sidecar with no vectors.
 
-    `also`: more files of the same folder (a review queue) committed with them by `commit_files`, all or nothing
-    even against a kill; the next `read_skillbook` finishes a commit a kill interrupted.
+    `sidecars(saved)` names more files to write in the same all-or-nothing step (e.g. the search index), given the
+    file about to be saved: its path, the SHA-256 of its bytes and the skillbook's `version`. `also`: more files of
+    the same folder (a review queue) committed with them by `commit_files`, all or nothing even against a kill; the
+    next `read_skillbook` finishes a commit a kill interrupted. Returns the saved file's state.
     """
-    payload = doc.to_dict()
+    data = json_bytes(doc.to_dict(), one_per_line=_LIST_FIELDS)
+    saved = FileState(str(path), hashlib.sha256(data).hexdigest(), version)
     embedded = [s for s in doc.skills.values() if s.embedding is not None]
     vectors = [s.embedding for s in embedded if s.embedding is not None]
     sidecar = sidecar_path(path)
-    files: list[tuple[str | os.PathLike[str], Writer]] = [(path, json_writer(payload, one_per_line=_LIST_FIELDS))]
+    files: list[tuple[str | os.PathLike[str], Writer]] = [*(sidecars(saved) if sidecars is not None else ())]
     if vectors:
         ids = [s.id for s in embedded]
         hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
         cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=doc.embedding_model)
-        files.insert(0, (sidecar, cache))
+        files.append((sidecar, cache))
+    files.append((path, bytes_writer(data)))  # the skillbook last: renamed once all are written
     if also:
         commit_files([*files, *also], intent=commit_intent(path))
     else:
         atomic_write_many(files)
     if not vectors:
         sidecar.unlink(missing_ok=True)
+    return saved
 
 
 def commit_intent(path: str | os.PathLike[str]) -> Path:
@@ -155,10 +169,11 @@ def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[st
     """Read a skillbook file (schema v2 only), apply `journal` deltas, reuse every cached vector whose text is
     unchanged."""
     recover_commit(commit_intent(path))  # a kill interrupted a commit with other files: finish it first
-    data = read_json_file(path)
+    data, digest = read_json_with_digest(path)
     if journal and isinstance(data, dict):
         data = apply_deltas(data, journal, source=str(path))
     doc = SkillbookDocument.from_dict(data, source=str(path))
+    doc.digest = None if journal else digest
     stored_dim = data.get("embedding_dim")
     dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
     cached = read_embeddings(sidecar_path(path), model=doc.embedding_model, dim=dim, max_rows=len(doc.skills))

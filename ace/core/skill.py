@@ -394,3 +394,10 @@ def skill_summary(skill: Skill) -> SkillSummary:
         "harmful": skill.harmful_count,
         "neutral": skill.neutral_count,
     }
+
+
+def keyword_list(keywords: object) -> list[str]:
+    """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
+    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
+        return normalize_keywords(keywords)  # always raises, with the error that names the fix
+    return list(keywords)

@@ -6,12 +6,12 @@ import dataclasses
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, assert_never
 
 from ace.core.insight_source import InsightSource, OperationType, utc_now
-from ace.core.mutations import checked_vector, created, quarantined, removed, tagged, updated
+from ace.core.mutations import checked_vector, created, evolve, quarantined, removed, tagged, updated
 from ace.core.rendering import render_prompt, skillbook_stats
 from ace.core.serialization import (
     SCHEMA_VERSION,
@@ -27,11 +27,11 @@ from ace.core.skill import (
     Embedding,
     Section,
     Skill,
-    normalize_keywords,
+    keyword_list,
     skill_summary,
     validate_section,
 )
-from ace.core.storage import PathLike, Writer, gc_paused
+from ace.core.storage import FileState, PathLike, SidecarOwner, Writer, gc_paused
 from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UnknownSkillError
@@ -68,7 +68,10 @@ class Skillbook:
         self.embedding_model: str | None = None
         """Name of the model the cached embeddings came from; a different model means re-embed."""
         self.caches: dict[str, object] = {}
-        """Derived data rebuilt on demand (e.g. the search index), keyed by owner; never saved or copied."""
+        """Derived data rebuilt on demand (e.g. the search index), keyed by owner; never copied. A `SidecarOwner`
+        among them is saved beside the skillbook file."""
+        self.file_state: FileState | None = None
+        """The file this skillbook was last loaded from (without a journal) or saved to, and its version then."""
 
     # ----------------------------------------------------------------- reading
     @property
@@ -160,9 +163,7 @@ class Skillbook:
         insight_source: InsightSource | None = None,
     ) -> Skill:
         """Add a skill and return it; its id is `<section>-NNNNN`, never reused."""
-        op = UpdateOperation(
-            type="ADD", section=section, issue=issue, insight=insight, keywords=_keyword_list(keywords)
-        )
+        op = UpdateOperation(type="ADD", section=section, issue=issue, insight=insight, keywords=keyword_list(keywords))
         with self._lock:
             return self._commit(op, insight_source)
 
@@ -181,7 +182,7 @@ class Skillbook:
             skill_id=skill_id,
             issue=issue,
             insight=insight,
-            keywords=_keyword_list(keywords) if keywords is not None else None,
+            keywords=keyword_list(keywords) if keywords is not None else None,
         )
         with self._lock:
             return self._commit(op, insight_source)
@@ -305,9 +306,9 @@ class Skillbook:
             case _ as unreachable:
                 assert_never(unreachable)
         kind: OperationType = op.type
-        entry = dataclasses.replace(source or InsightSource.manual(), operation_type=kind)
+        entry = evolve(source or InsightSource.manual(), operation_type=kind)
         if kind in ("REMOVE", "QUARANTINE", "RELEASE"):
-            entry = dataclasses.replace(entry, learning_text=op.reason)
+            entry = evolve(entry, learning_text=op.reason)
         object.__setattr__(skill, "occurrences", [*skill.occurrences, entry])  # `skill` is new here: not shared yet
         previous = self._skills.get(skill.id)
         if previous is None:
@@ -315,7 +316,7 @@ class Skillbook:
         self._active += skill.active - (previous.active if previous is not None else False)
         self._skills[skill.id] = skill
         self._log(
-            dataclasses.replace(
+            evolve(
                 op,
                 skill_id=skill.id,
                 section=skill.section,
@@ -405,11 +406,14 @@ class Skillbook:
         return cls._from_document(SkillbookDocument.from_dict(data, source=source))
 
     def save_to_file(self, path: str | os.PathLike[str], *, also: Sequence[tuple[PathLike, Writer]] = ()) -> None:
-        """Write `path` and its `.embeddings.npz` sidecar atomically; `also`: files beside it, committed with them."""
+        """Write `path` (JSON), its `.embeddings.npz` and the sidecars of persisting caches (the search index)
+        atomically; drop an `.npz` with no vectors. `also`: files beside it, committed with them (all or nothing)."""
         with self._lock:
-            doc = self._document()
+            doc, version = self._document(), self._version
+            owners = [c for c in self.caches.values() if isinstance(c, SidecarOwner)]
         with gc_paused():
-            write_skillbook(path, doc, also=also)
+            files = lambda saved: [f for o in owners for f in o.sidecar_files(self, saved)]  # noqa: E731
+            self.file_state = write_skillbook(path, doc, version=version, sidecars=files, also=also)
 
     @classmethod
     def load_from_file(cls, path: str | os.PathLike[str], *, journal: Sequence[Mapping[str, Any]] = ()) -> Skillbook:
@@ -419,7 +423,10 @@ class Skillbook:
         so the result is the skillbook after the last one (a checkpoint's snapshot + its journal).
         """
         with gc_paused():
-            return cls._from_document(read_skillbook(path, journal=journal))
+            doc = read_skillbook(path, journal=journal)
+            book = cls._from_document(doc)
+        book.file_state = FileState(str(path), doc.digest, 0) if doc.digest is not None else None
+        return book
 
     def _document(self) -> SkillbookDocument:
         """The stored state, shallow-copied (skills are immutable). Caller holds the lock."""
@@ -441,10 +448,3 @@ class Skillbook:
             book._sections[skill.section][skill.id] = None
         book._operations, book._next_ids, book._keep_pairs = doc.operations, doc.next_ids, doc.keep_pairs
         return book
-
-
-def _keyword_list(keywords: object) -> list[str]:
-    """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
-    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
-        return normalize_keywords(keywords)  # always raises, with the error that names the fix
-    return list(keywords)

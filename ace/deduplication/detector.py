@@ -1,8 +1,10 @@
 """Similar-pair detection: every pair of active skills in a section whose embeddings' cosine passes a threshold.
 
-Vectors are compared with blocked numpy matrix products (`block x block` tiles of the upper triangle), so
-memory stays bounded whatever the number of skills: 50,000 skills need one 1,024 x 1,024 tile at a time,
-not a 50,000 x 50,000 matrix. This replaces a pure-Python O(n^2) loop.
+Up to `EXACT_PAIRS_MAX` skills per section, vectors are compared with blocked numpy matrix products
+(`block x block` tiles of the upper triangle), so memory stays bounded: one 1,024 x 1,024 tile at a time. Above
+it, all pairs would cost O(n^2) (21 s at 100,000 skills), so the rows are first grouped into k-means buckets and
+compared exactly only within nearby buckets (`ace.deduplication._buckets`: ~8 n sqrt(n) products; its recall of
+the planted near-duplicates is measured by `benchmarks/scale.py`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import numpy.typing as npt
 
 from ace.core.skill import Section, validate_section
 from ace.core.skillbook import Skillbook
+from ace.deduplication._buckets import bucketed_pairs
 from ace.embeddings.base import Embedder, l2_normalize
 from ace.exceptions import SkillbookError
 from ace.retrieval.index import search_index
 
-__all__ = ["DEFAULT_THRESHOLD", "SimilarPair", "find_similar_pairs", "similar_pairs_in_matrix"]
+__all__ = ["DEFAULT_THRESHOLD", "EXACT_PAIRS_MAX", "SimilarPair", "find_similar_pairs", "similar_pairs_in_matrix"]
 
 DEFAULT_THRESHOLD = 0.85
+EXACT_PAIRS_MAX = 20_000
+"""Largest section compared pair by pair; larger ones go through k-means buckets (approximate, near-linear)."""
 _BLOCK = 1024
 _SECTIONS: tuple[Section, ...] = ("context", "harness")
 
@@ -84,12 +89,14 @@ def find_similar_pairs(
     keep_pairs: Iterable[Collection[str]] = (),
     embedder: Embedder | None = None,
     block: int = _BLOCK,
+    exact_max: int = EXACT_PAIRS_MAX,
 ) -> list[SimilarPair]:
     """Pairs of active skills in the same section with cosine >= `threshold`, most similar first.
 
     Missing vectors are computed first (the same lazy, cached embedding as search, with `embedder` or
     the skillbook's search embedder). `keep_pairs` are pairs already decided KEEP, given as any
-    two-element collections of skill ids (order does not matter); they are skipped.
+    two-element collections of skill ids (order does not matter); they are skipped. A section of more than
+    `exact_max` skills is searched through k-means buckets (see the module docstring).
     """
     if not -1.0 <= threshold <= 1.0:
         raise SkillbookError(f"threshold must be a cosine between -1 and 1, got {threshold!r}")
@@ -106,7 +113,10 @@ def find_similar_pairs(
             continue
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)  # in place: one copy of the vectors, not two
-        first, second, sims = similar_pairs_in_matrix(matrix, threshold, block=block, unit_rows=True)
+        if len(ids) > exact_max:
+            first, second, sims = bucketed_pairs(matrix, threshold)
+        else:
+            first, second, sims = similar_pairs_in_matrix(matrix, threshold, block=block, unit_rows=True)
         for i, j, sim in zip(first.tolist(), second.tolist(), sims.tolist(), strict=True):
             if frozenset((ids[i], ids[j])) not in decided:
                 found.append(SimilarPair(ids[i], ids[j], float(sim), sec))

@@ -8,6 +8,7 @@ deduplication, `apply_operations`, a script) stores placeholders, not secrets. `
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 from ace.core.insight_source import InsightSource
 from ace.core.update_operation import UpdateOperation
@@ -30,32 +31,49 @@ def redact_commit(
     return op, source
 
 
+_SOURCE_CACHE_SIZE = 64
+_clean_sources: weakref.WeakKeyDictionary[Redactor, dict[InsightSource, InsightSource]] = weakref.WeakKeyDictionary()
+"""Each redactor's last redacted provenance records: a harness passes the same record to every mutation of a
+trace, so it is redacted once, not per mutation (records are frozen; a redactor's patterns do not change)."""
+
+
 def _redacted(
     redactor: Redactor, op: UpdateOperation, source: InsightSource | None
 ) -> tuple[UpdateOperation, InsightSource | None]:
-    """Every text of `op` and `source` redacted in one pass (`redact_data` joins them)."""
+    """Every text of `op` redacted in one pass (`redact_data` joins them); `source` through `_clean_source`."""
     texts = {
-        "issue": op.issue,
-        "insight": op.insight,
-        "reason": op.reason,
-        "keywords": op.keywords,
-        "sample_question": source.sample_question if source is not None else None,
-        "error_identification": source.error_identification if source is not None else None,
-        "learning_text": source.learning_text if source is not None else None,
-        "reviewer": source.reviewer if source is not None else None,  # a person's name or e-mail
+        k: v
+        for k, v in (("issue", op.issue), ("insight", op.insight), ("reason", op.reason), ("keywords", op.keywords))
+        if v is not None
+    }
+    if source is not None:
+        source = _clean_source(redactor, source)
+    if not texts:
+        return op, source
+    clean, findings = redactor.redact_data(texts, numbered=False)
+    if findings:
+        op = dataclasses.replace(op, **clean)
+    return op, source
+
+
+def _clean_source(redactor: Redactor, source: InsightSource) -> InsightSource:
+    cache = _clean_sources.setdefault(redactor, {})
+    hit = cache.get(source)
+    if hit is not None:
+        return hit
+    texts = {
+        k: v
+        for k, v in (
+            ("sample_question", source.sample_question),
+            ("error_identification", source.error_identification),
+            ("learning_text", source.learning_text),
+            ("reviewer", source.reviewer),  # a person's name or e-mail
+        )
+        if v is not None
     }
     clean, findings = redactor.redact_data(texts, numbered=False)
-    if not findings:
-        return op, source
-    op = dataclasses.replace(
-        op, issue=clean["issue"], insight=clean["insight"], reason=clean["reason"], keywords=clean["keywords"]
-    )
-    if source is not None:
-        source = dataclasses.replace(
-            source,
-            sample_question=clean["sample_question"],
-            error_identification=clean["error_identification"],
-            learning_text=clean["learning_text"],
-            reviewer=clean["reviewer"],
-        )
-    return op, source
+    out = dataclasses.replace(source, **clean) if findings else source
+    if len(cache) >= _SOURCE_CACHE_SIZE:
+        cache.clear()
+    cache[source] = out
+    return out

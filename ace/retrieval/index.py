@@ -9,9 +9,10 @@ objects (the skillbook replaces those on every mutation).
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -19,9 +20,13 @@ import numpy.typing as npt
 
 from ace.core.skill import Section, Skill, embedding_input_hash, normalize_keywords
 from ace.core.skillbook import Skillbook
+from ace.core.storage import FileState, Writer
 from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix, check_embeddings, l2_normalize
 from ace.embeddings.minilm import default_embedder
 from ace.exceptions import SkillbookError
+from ace.retrieval._dense import ANN_MIN, DenseStore
+from ace.retrieval._keywords import KeywordTable
+from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import RRF_K, Ranking, fuse_top_k
 from ace.retrieval.tokenize import tokenize
@@ -54,13 +59,6 @@ def _search_keywords(keywords: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@dataclass
-class _Slot:
-    skill_id: str
-    text_hash: str
-    keywords: tuple[str, ...]
-
-
 class SkillSearchIndex:
     """Hybrid (BM25 + dense, fused by RRF) search over one skillbook's visible skills, for one embedder.
 
@@ -68,10 +66,14 @@ class SkillSearchIndex:
     skillbook, it starts over. Thread-safe.
     """
 
-    def __init__(self, embedder: Embedder, *, batch_size: int = _EMBED_BATCH) -> None:
+    def __init__(self, embedder: Embedder, *, batch_size: int = _EMBED_BATCH, ann_min: int | None = ANN_MIN) -> None:
         self.embedder = embedder
         self.batch_size = batch_size
         """Texts per embedding request when skills need vectors."""
+        self.ann_min = ann_min
+        """Live skills from which dense search goes through an HNSW graph (with the `ann` extra); `None`: exact."""
+        self.loaded_from: str | None = None
+        """The index sidecar this index was read from, if any (`ace.retrieval._persist`)."""
         self._lock = threading.Lock()
         self._book: weakref.ref[Skillbook] | None = None
         self._reset()
@@ -80,7 +82,9 @@ class SkillSearchIndex:
         self._version = -1
         self._model: str | None = None
         self._bm25 = BM25Index()
-        self._slots: list[_Slot] = []
+        self._slot_ids: list[str] = []
+        self._slot_hashes: list[str] = []
+        self._keywords = KeywordTable()
         self._slot_of: dict[str, int] = {}
         self._sections = np.zeros(64, dtype=np.int8)
         self._tie_keys = np.zeros(64, dtype=np.int64)
@@ -88,8 +92,7 @@ class SkillSearchIndex:
         """All slots (dead ones too) in creation order of their skills: `_sorted_keys` are their tie keys."""
         self._sorted_keys = np.zeros(0, dtype=np.int64)
         self._new_slots: list[int] = []
-        self._vectors = np.zeros((64, self.embedder.dimension), dtype=np.float32)
-        self._keyword_slots: dict[str, set[int]] = {}
+        self._dense = DenseStore(self.embedder.dimension, ann_min=self.ann_min)
         self._pending: set[str] = set()
 
     @property
@@ -122,7 +125,7 @@ class SkillSearchIndex:
             with skillbook.locked():
                 self._apply(skillbook)  # pick up anything that changed while we were embedding
                 slots = self._rank(query_vec, tokens, top_k, section, wanted, k)
-                found = [skillbook.get_skill(self._slots[s].skill_id) for s in slots]
+                found = [skillbook.get_skill(self._slot_ids[s]) for s in slots]
         return [s for s in found if s is not None and s.visible]
 
     def embed_query(self, query: str) -> EmbeddingMatrix:
@@ -164,10 +167,7 @@ class SkillSearchIndex:
         m = cand.size
         lists: list[Ranking] = []
         if query_vec is not None:
-            # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
-            # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
-            dense = np.einsum("ij,j->i", self._vectors[:n], query_vec)[cand]
-            lists.append(Ranking(np.arange(m, dtype=np.int64), dense))
+            lists.append(Ranking(*self._dense.scores(query_vec, n, cand, depth=max(1024, 4 * top_k))))
         if tokens:
             bm25, hit = self._bm25.scores(tokens)
             matched = np.flatnonzero(hit[cand])
@@ -176,7 +176,7 @@ class SkillSearchIndex:
         if keywords:
             shared = np.zeros(n, dtype=np.int64)
             for kw in keywords:
-                hits = self._keyword_slots.get(kw, ())
+                hits = self._keywords.slots(kw, lambda: self._bm25.alive)
                 shared[np.fromiter(hits, dtype=np.int64, count=len(hits))] += 1
             counts = shared[cand]
             labelled = np.flatnonzero(counts)
@@ -236,6 +236,8 @@ class SkillSearchIndex:
                     skillbook.set_embedding(skill.id, None)
             skillbook.embedding_model = model
             self._reset()
+        if self._version == -1:
+            self._load_sidecar(skillbook)
         version = skillbook.version
         if self._version == version and self._model == model and not self._pending:
             return []
@@ -258,6 +260,7 @@ class SkillSearchIndex:
                 self._pending.add(sid)
                 todo.append((sid, need))
         self._order_new_slots()
+        self._dense.maybe_switch(self._bm25.n_slots, len(self._slot_of))
         return todo
 
     def _order_new_slots(self) -> None:
@@ -275,12 +278,10 @@ class SkillSearchIndex:
 
     def _reserve(self, n: int) -> None:
         """Room for `n` slots in the per-slot arrays (grown by doubling, or to `n` at once)."""
-        if n <= self._vectors.shape[0]:
+        self._dense.reserve(n)
+        if n <= self._sections.shape[0]:
             return
-        cap = max(n, 2 * self._vectors.shape[0])
-        vectors = np.zeros((cap, self._vectors.shape[1]), dtype=np.float32)
-        vectors[: self._vectors.shape[0]] = self._vectors
-        self._vectors = vectors
+        cap = max(n, 2 * self._sections.shape[0])
         self._sections = np.resize(self._sections, cap)
         self._tie_keys = np.resize(self._tie_keys, cap)
 
@@ -295,7 +296,7 @@ class SkillSearchIndex:
             return None
         text = skill.embedding_text()
         digest = embedding_input_hash(text)
-        if slot is not None and self._slots[slot].text_hash == digest:
+        if slot is not None and self._slot_hashes[slot] == digest:
             return None
         vec = skill.embedding
         if vec is None or vec.shape != (self.embedder.dimension,):
@@ -309,24 +310,99 @@ class SkillSearchIndex:
         slot = self._bm25.add(tokenize(text))
         self._reserve(slot + 1)
         norm = float(np.linalg.norm(vec))
-        self._vectors[slot] = vec / norm if norm > 0 else vec
+        self._dense.set(slot, vec / norm if norm > 0 else vec)
         self._sections[slot] = _SECTION_CODE[skill.section]
         self._tie_keys[slot] = _tie_key(sid)
         self._new_slots.append(slot)
-        self._slots.append(_Slot(sid, digest, tuple(skill.keywords)))
+        self._slot_ids.append(sid)
+        self._slot_hashes.append(digest)
+        self._keywords.append(slot, tuple(skill.keywords))
         self._slot_of[sid] = slot
-        for kw in skill.keywords:
-            self._keyword_slots.setdefault(kw, set()).add(slot)
 
     def _drop(self, slot: int) -> None:
-        info = self._slots[slot]
         self._bm25.remove(slot)
-        del self._slot_of[info.skill_id]
-        for kw in info.keywords:
-            slots = self._keyword_slots[kw]
-            slots.discard(slot)
-            if not slots:
-                del self._keyword_slots[kw]
+        del self._slot_of[self._slot_ids[slot]]
+        self._keywords.drop(slot)
+
+    # ------------------------------------------------------------ persistence
+    def sidecar_files(self, skillbook: object, saved: FileState) -> list[tuple[Path, Writer]]:
+        """The index sidecar to write with `skillbook` saved as `saved` (`Skillbook.save_to_file` asks)."""
+        if not isinstance(skillbook, Skillbook):
+            return []
+        with self._lock, skillbook.locked():
+            model = self.embedder.model_name
+            if skillbook.version != saved.version or skillbook.embedding_model != model:
+                return []
+            self._apply(skillbook)
+            n, dim = self._bm25.n_slots, self.embedder.dimension
+            kw_vocab, kw_ptr, kw_ids = self._keywords.arrays()
+            bm25 = {f"bm25_{k}": v.copy() for k, v in self._bm25.state().items()}
+            arrays = {
+                "slot_ids": np.asarray(self._slot_ids, dtype=np.str_),
+                "slot_hashes": np.asarray(self._slot_hashes, dtype=np.str_),
+                "sections": self._sections[:n].copy(),
+                "tie_keys": self._tie_keys[:n].copy(),
+                "kw_vocab": np.asarray(kw_vocab, dtype=np.str_),
+                "kw_ptr": kw_ptr,
+                "kw_ids": kw_ids,
+                "pending": np.asarray(sorted(self._pending), dtype=np.str_),
+                **bm25,
+                **self._dense.state(n),
+            }
+        sizes = {
+            "n": n,
+            "p": arrays["bm25_terms"].shape[0],
+            "v": arrays["bm25_vocab"].shape[0],
+            "m": arrays["bm25_main_slots"].shape[0],
+            "k": len(kw_vocab),
+            "w": kw_ids.shape[0],
+            "r": len(self._pending),
+            "d": dim,
+            "h": arrays["hnsw"].shape[0] if "hnsw" in arrays else 0,
+        }
+        header = {"format": INDEX_FORMAT, "skillbook_sha256": saved.digest, "model": model, "dim": dim, "sizes": sizes}
+        return [(index_path(saved.path), index_writer(header, arrays))]
+
+    def _load_sidecar(self, skillbook: Skillbook) -> None:
+        """Take the state saved beside the skillbook file it was loaded from, when it matches that file."""
+        state = skillbook.file_state
+        if state is None or skillbook.embedding_model != self.embedder.model_name:
+            return
+        path = index_path(state.path)
+        found = read_index(path, digest=state.digest, model=self.embedder.model_name, dim=self.embedder.dimension)
+        if found is None:
+            return
+        header, a = found
+        if header["graph"] and self.ann_min is None:
+            return  # an exact-only index: rebuilt with a float32 matrix
+        n = a["slot_ids"].shape[0]
+        try:
+            bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
+            graph = graph_reader(path) if header["graph"] else None
+            dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph)
+            ptr, ids = a["kw_ptr"], a["kw_ids"]
+            if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:
+                raise ValueError("its keyword lists do not fit its slots")
+            if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= a["kw_vocab"].shape[0]):
+                raise ValueError("its keyword lists name unknown keywords")
+        except ValueError as e:
+            warnings.warn(f"{path}: {e}; ignored (the search index is rebuilt)", RuntimeWarning, stacklevel=2)
+            return
+        slot_ids: list[str] = a["slot_ids"].tolist()
+        alive = bm25.alive
+        slot_of = {slot_ids[i]: i for i in np.flatnonzero(alive).tolist()}
+        if len(slot_of) != int(alive.sum()):
+            warnings.warn(f"{path}: a skill holds two live slots; ignored", RuntimeWarning, stacklevel=2)
+            return
+        self._keywords = KeywordTable(a["kw_vocab"].tolist(), ptr, ids)
+        self._bm25, self._dense, self._slot_ids, self._slot_of = bm25, dense, slot_ids, slot_of
+        self._slot_hashes = a["slot_hashes"].tolist()
+        self._sections, self._tie_keys = a["sections"].copy(), a["tie_keys"].copy()
+        self._by_key = np.argsort(self._tie_keys, kind="stable").astype(np.int64)
+        self._sorted_keys = self._tie_keys[self._by_key]
+        self._pending = {str(p) for p in a["pending"].tolist()}
+        self._version, self._model = state.version, self.embedder.model_name
+        self.loaded_from = str(path)
 
 
 _CACHE_KEY = "ace.search_index"

@@ -20,7 +20,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from ace import InsightSource, Skillbook
-from ace.core.storage import embeddings_writer
+from ace.core.vectors import embeddings_writer
 from ace.embeddings.test import TestEmbedder
 from ace.exceptions import SkillbookError, SkillbookFormatError
 from ace.reflector.reflection import Reflection

@@ -112,10 +112,10 @@ def test_failed_save_leaves_previous_files_intact(tmp_path: Path, monkeypatch: p
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     new = build(30, dim=8, seed=1)
-    real_json_writer = skillbook_module.json_writer
+    real_bytes_writer = skillbook_module.bytes_writer
 
     def exploding_json_writer(*args: Any, **kwargs: Any) -> storage.Writer:
-        inner = real_json_writer(*args, **kwargs)
+        inner = real_bytes_writer(*args, **kwargs)
 
         def write(f: IO[bytes]) -> None:
             inner(f)  # the whole new document is in the temporary file...
@@ -124,7 +124,7 @@ def test_failed_save_leaves_previous_files_intact(tmp_path: Path, monkeypatch: p
         return write
 
     # Fail inside the JSON write (after the sidecar's temporary was written), then inside the sidecar write.
-    monkeypatch.setattr(skillbook_module, "json_writer", exploding_json_writer)
+    monkeypatch.setattr(skillbook_module, "bytes_writer", exploding_json_writer)
     with pytest.raises(OSError, match="disk full"):
         new.save_to_file(path)
     monkeypatch.undo()

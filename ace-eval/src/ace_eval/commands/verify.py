@@ -10,7 +10,8 @@ import click
 import numpy as np
 
 from ace.core.skillbook import Skillbook
-from ace.core.storage import load_sidecar, sidecar_path
+from ace.core.storage import sidecar_path
+from ace.core.vectors import load_sidecar
 from ace.exceptions import SkillbookFormatError
 from ace.redaction.scan import scan_path
 from ace_eval.e2e.training_results import SampleResult

@@ -1,0 +1,154 @@
+"""The search index sidecar: `skillbook.index.npz` beside `skillbook.json`, so a loaded skillbook searches at once.
+
+Written with the skillbook (`Skillbook.save_to_file`, all files or none), read at the first search after a load.
+It is a cache, checked like the vector cache: the `.npy` headers of its members are read first and must announce
+exactly the arrays and sizes its header names; the header must name the SHA-256 of the skillbook file as loaded,
+the embedding model and dimension. A stale sidecar (the skillbook changed since) is ignored silently and a damaged
+one with a warning; either way the index is rebuilt from the skills, and the next save rewrites the sidecar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ace.core.storage import Writer
+from ace.core.vectors import load_npz_arrays, npz_headers
+
+__all__ = ["INDEX_FORMAT", "graph_reader", "index_path", "index_writer", "read_index"]
+
+INDEX_FORMAT = 1
+_Arrays = dict[str, npt.NDArray[Any]]
+# Every member: dtype kind and its shape in terms of the header's sizes
+# (n slots, p postings, v vocabulary, m main postings, k keywords, w keyword links, r pending, d dimension).
+_LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
+    "header": ("U", ()),
+    "slot_ids": ("U", ("n",)),
+    "slot_hashes": ("U", ("n",)),
+    "sections": ("i1", ("n",)),
+    "tie_keys": ("i8", ("n",)),
+    "kw_vocab": ("U", ("k",)),
+    "kw_ptr": ("i8", ("n+1",)),
+    "kw_ids": ("i4", ("w",)),
+    "pending": ("U", ("r",)),
+    "bm25_vocab": ("U", ("v",)),
+    "bm25_params": ("f8", ("4",)),
+    "bm25_terms": ("i4", ("p",)),
+    "bm25_tfs": ("f4", ("p",)),
+    "bm25_doc_off": ("i8", ("n",)),
+    "bm25_doc_n": ("i4", ("n",)),
+    "bm25_doc_len": ("f8", ("n",)),
+    "bm25_alive": ("b1", ("n",)),
+    "bm25_df": ("i8", ("v",)),
+    "bm25_main_ptr": ("i8", ("v+1",)),
+    "bm25_main_slots": ("i4", ("m",)),
+    "bm25_main_tfs": ("f4", ("m",)),
+}
+_DENSE = {"vectors": ("f4", ("n", "d")), "hnsw": ("u1", ("h",))}
+_MAX_TEXT = 1024
+
+
+def index_path(skillbook_path: str | Path) -> Path:
+    """`skillbook.json` -> `skillbook.index.npz` (same folder, same stem)."""
+    p = Path(skillbook_path)
+    return p.with_name(f"{p.stem}.index.npz")
+
+
+def index_writer(header: dict[str, Any], arrays: _Arrays) -> Writer:
+    """A writer of the sidecar: the JSON `header` and the arrays, stored uncompressed (loads without inflating)."""
+    members = {"header": np.asarray(json.dumps(header, sort_keys=True), dtype=np.str_), **arrays}
+
+    def write(f: IO[bytes]) -> None:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
+            for name, arr in members.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
+
+    return write
+
+
+def read_index(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, Any], _Arrays] | None:
+    """The sidecar's header and arrays if it belongs to the skillbook file of SHA-256 `digest`; else `None`."""
+    if not path.is_file():
+        return None
+    try:
+        found = _read(path, digest=digest, model=model, dim=dim)
+    except Exception as e:
+        found = f"not a readable index ({type(e).__name__}: {e})"
+    if isinstance(found, str):
+        if found:  # "" means stale: expected after any change, not worth a warning
+            warnings.warn(
+                f"{path}: {found}; ignored (a cache: the search index is rebuilt and the next save rewrites it)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return None
+    return found
+
+
+def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, Any], _Arrays] | str:
+    with zipfile.ZipFile(path) as zf:
+        names = {info.filename for info in zf.infolist()}
+        dense = "hnsw" if "hnsw.npy" in names else "vectors"
+        with zf.open("header.npy") as member:
+            header_shape, _, header_type = _npy_header(member)
+            if header_type.kind != "U" or header_shape != () or header_type.itemsize > 4 * 4096:
+                return "its header is not a short JSON text"
+        with zf.open("header.npy") as member:
+            header = json.loads(str(np.lib.format.read_array(member, allow_pickle=False)))
+    if not isinstance(header, dict) or header.get("format") != INDEX_FORMAT:
+        return f"format {header.get('format') if isinstance(header, dict) else '?'}, expected {INDEX_FORMAT}"
+    if header.get("skillbook_sha256") != digest:
+        return ""
+    if header.get("model") != model or header.get("dim") != dim:
+        return ""  # another embedder: the index is rebuilt for this one
+    layout = {**_LAYOUT, dense: _DENSE[dense]}
+    headers = npz_headers(path, frozenset(f"{name}.npy" for name in layout))
+    if isinstance(headers, str):
+        return headers
+    sizes = header.get("sizes")
+    if not isinstance(sizes, dict) or not all(isinstance(v, int) and v >= 0 for v in sizes.values()):
+        return "its header has no sizes"
+    for name, (kind, dims) in layout.items():
+        shape, dtype = headers[name]
+        try:
+            expected = tuple(_size(d, sizes) for d in dims)
+        except KeyError as e:
+            return f"its header lacks the size {e}"
+        ok = (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) if kind == "U" else dtype == np.dtype(kind)
+        if not ok or shape != expected:
+            return f"{name}: {shape} of {dtype}, expected {expected} of {kind}"
+    # The graph is left in the file: faiss reads it from there (`graph_reader`), without two copies through numpy.
+    arrays = load_npz_arrays(path, [name for name in layout if name not in ("header", "hnsw")])
+    header["graph"] = dense == "hnsw"
+    return header, arrays
+
+
+@contextlib.contextmanager
+def graph_reader(path: Path) -> Iterator[Callable[[int], bytes]]:
+    """A `read(n)` over the bytes of the sidecar's `hnsw` member (its `.npy` header skipped), for faiss."""
+    with zipfile.ZipFile(path) as zf, zf.open("hnsw.npy") as member:
+        _npy_header(member)
+        yield member.read
+
+
+def _size(dim: str, sizes: dict[str, int]) -> int:
+    """A dimension of `_LAYOUT`: a number, a size's name, or a name plus one."""
+    if dim.isdigit():
+        return int(dim)
+    return sizes[dim[:-2]] + 1 if dim.endswith("+1") else sizes[dim]
+
+
+def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(member)
+    return np.lib.format.read_array_header_2_0(member)

@@ -1,0 +1,260 @@
+"""Skillbooks of 5,000 / 50,000 / 100,000 skills: search, first search after load, index build, similar pairs,
+memory, mutations and the checkpoint journal; prints one table (issue #27's acceptance list).
+
+    .venv/bin/python benchmarks/scale.py [--sizes 5000 50000 100000] [--queries 200] [--smoke]
+
+Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors
+from `ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine
+~0.95). Search is hybrid (BM25 + dense + RRF, top 5); half the queries filter on
+`section="context"` with two keywords. Times are wall clock and, in brackets, this thread's CPU time, which a
+loaded machine inflates far less (quote CPU medians and ratios from one run). With faiss installed (the `ann`
+extra), from 50,000 skills the dense half goes through the HNSW graph: `recall@5` compares its top 5 with the exact
+index's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full O(n^2) pass up to 50,000; at
+100,000 the pairs within groups of skills sharing their first 20 words (the embedder's near-duplicate seed: any
+other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full pass confirms at 5,000
+and 50,000).
+"First search" and the RSS columns come from a fresh process that loads the saved skillbook (with its index
+sidecar) and searches. `--smoke` runs 400 skills with the HNSW threshold lowered to 200, in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _synthetic import ClusteredEmbedder, synthetic_queries, synthetic_skillbook
+
+from ace import InsightSource
+from ace.core.journal import SkillbookMark, delta_since
+from ace.core.skillbook import Skillbook
+from ace.deduplication.detector import find_similar_pairs
+from ace.retrieval import SkillSearchIndex
+from ace.retrieval._dense import ANN_MIN, faiss_module
+from ace.retrieval.index import _CACHE_KEY
+
+THRESHOLD = 0.85
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * 4096 / 1e6
+
+
+def clocked(fn: Any) -> tuple[float, float, Any]:
+    """(wall s, thread CPU s, result) of one call."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    out = fn()
+    return time.perf_counter() - wall, time.thread_time() - cpu, out
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+def search_times(index: SkillSearchIndex, book: Skillbook, queries: list[str]) -> dict[str, Any]:
+    walls, cpus, results = [], [], []
+    for k, q in enumerate(queries):
+        filters: dict[str, Any] = {"section": "context", "keywords": ["topic_3", "topic_7"]} if k % 2 else {}
+        wall, cpu, found = clocked(lambda q=q, f=filters: index.search(book, q, top_k=5, **f))
+        walls.append(wall * 1e3)
+        cpus.append(cpu * 1e3)
+        results.append([s.id for s in found])
+    return {"wall": percentiles(walls), "cpu": percentiles(cpus), "results": results}
+
+
+def reference_pairs(book: Skillbook, exact: bool) -> set[frozenset[str]]:
+    """The exact pairs >= THRESHOLD: the full pass, or within groups sharing their first 20 words (see docstring)."""
+    if exact:
+        pairs = find_similar_pairs(book, threshold=THRESHOLD, exact_max=10**9)
+        return {p.key for p in pairs}
+    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for s in book.skills():
+        groups[(s.section, " ".join(s.embedding_text().split()[:20]))].append(s)
+    found: set[frozenset[str]] = set()
+    for members in groups.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1 :]:
+                assert a.embedding is not None and b.embedding is not None
+                if float(a.embedding @ b.embedding) >= THRESHOLD:
+                    found.add(frozenset((a.id, b.id)))
+    return found
+
+
+def mutation_us(book: Skillbook, count: int) -> dict[str, float]:
+    """Median µs per add / update / tag (with provenance), on the full-size skillbook."""
+    source = InsightSource(
+        trace_uid="bench:task-1-trial-0",
+        source_system="bench",
+        trace_id="task-1-trial-0",
+        sample_question="Change my flight to tomorrow and keep the cabin class.",
+        epoch=0,
+        error_identification="The agent skipped the fare confirmation.",
+        learning_text="Confirm the fare difference before updating.",
+    )
+    times: dict[str, list[float]] = {"add": [], "update": [], "tag": []}
+    added: list[str] = []
+    for i in range(count):
+        start = time.perf_counter()
+        skill = book.add_skill(
+            "context", f"bench issue {i} about fares", ["bench", "fares"], "confirm", insight_source=source
+        )
+        times["add"].append(time.perf_counter() - start)
+        added.append(skill.id)
+    for i, sid in enumerate(added):
+        start = time.perf_counter()
+        book.update_skill(sid, f"bench issue {i} about fares, widened", insight_source=source)
+        times["update"].append(time.perf_counter() - start)
+    for sid in added:
+        start = time.perf_counter()
+        book.tag_skill(sid, 1, insight_source=source)
+        times["tag"].append(time.perf_counter() - start)
+    return {k: statistics.median(v) * 1e6 for k, v in times.items()}
+
+
+def journal_ms(book: Skillbook, traces: int, folder: Path) -> float:
+    """Median ms per trace of the checkpoint journal: the delta since the last trace and its appended line."""
+    from ace_eval.run.checkpoint import Checkpoint
+
+    checkpoint = Checkpoint(folder, snapshot_every=10**9)
+    checkpoint.open(Skillbook(), fresh=True)  # the snapshot of a big skillbook is not the journal's cost
+    times = []
+
+    async def run() -> None:
+        mark = SkillbookMark.of(book)
+        for i in range(traces):
+            skill = book.add_skill("harness", f"journal trace {i}", ["journal"])  # one trace's learning
+            book.tag_skill(skill.id, 1)
+            start = time.perf_counter()
+            delta = delta_since(book, mark)
+            mark = SkillbookMark.of(book)
+            await checkpoint.commit({"sample": i, "reward": 1.0, "checkpoint": delta}, Skillbook())
+            times.append(time.perf_counter() - start)
+        await checkpoint.close(None)
+
+    asyncio.run(run())
+    return statistics.median(times) * 1e3
+
+
+def child(path: str, queries: int) -> None:
+    """Fresh process: load the saved skillbook, search once (the index sidecar is read), then a few times more."""
+    import resource
+
+    from ace.retrieval.top_k import retrieve_top_k
+
+    out: dict[str, float] = {"rss_import": rss_mb()}
+    start = time.perf_counter()
+    book = Skillbook.load_from_file(path)
+    out["load_s"], out["rss_load"] = time.perf_counter() - start, rss_mb()
+    qs = synthetic_queries(queries, seed=11)
+    emb = ClusteredEmbedder()
+    wall, cpu, _ = clocked(lambda: retrieve_top_k(book, qs[0], top_k=5, section="context", embedder=emb))
+    out["first_ms"], out["first_cpu_ms"], out["rss_index"] = wall * 1e3, cpu * 1e3, rss_mb()
+    walls = [clocked(lambda q=q: retrieve_top_k(book, q, top_k=5, embedder=emb))[0] * 1e3 for q in qs[1:]]
+    out["next_ms"] = statistics.median(walls)
+    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    out["from_sidecar"] = float(book.caches[_CACHE_KEY].loaded_from is not None)  # type: ignore[attr-defined]
+    print(json.dumps(out))
+
+
+def bench(n: int, n_queries: int, ann_min: int, mutations: int, folder: Path) -> dict[str, str]:
+    emb = ClusteredEmbedder()
+    book = synthetic_skillbook(n)
+    SkillSearchIndex(emb, ann_min=None).sync(book)  # computes and caches every vector (not timed: the model's cost)
+    build_wall, build_cpu, index = clocked(lambda: _built(SkillSearchIndex(emb, ann_min=ann_min), book))
+    book.caches[_CACHE_KEY] = index
+    queries = synthetic_queries(n_queries)
+    timed = search_times(index, book, queries)
+    row = {
+        "skills": f"{n:,}",
+        "dense": "HNSW" if index._dense.approximate else "exact",
+        "search med / p95 ms": "{:.1f} / {:.1f} ({:.1f} / {:.1f} CPU)".format(*timed["wall"], *timed["cpu"]),
+        "index build s": f"{build_wall:.1f} ({build_cpu:.1f} CPU)",
+    }
+    if index._dense.approximate:
+        exact = _built(SkillSearchIndex(emb, ann_min=None), book)
+        want = search_times(exact, book, queries)
+        hits = sum(len(set(a) & set(b)) for a, b in zip(want["results"], timed["results"], strict=True))
+        row["recall@5 vs exact"] = f"{hits / max(1, sum(len(a) for a in want['results'])):.3f}"
+        row["exact med ms (CPU)"] = "{:.1f}".format(want["cpu"][0])
+        del exact
+    else:
+        row["recall@5 vs exact"] = "1 (exact)"
+    pairs_wall, pairs_cpu, pairs = clocked(lambda: find_similar_pairs(book, threshold=THRESHOLD, embedder=emb))
+    truth = reference_pairs(book, exact=n <= 50_000)
+    got = {p.key for p in pairs}
+    row["pairs s"] = f"{pairs_wall:.1f} ({pairs_cpu:.1f} CPU)"
+    row["pair recall"] = f"{len(got & truth) / max(1, len(truth)):.3f} of {len(truth)}"
+    path = folder / f"skillbook-{n}.json"
+    save_s, _, _ = clocked(lambda: book.save_to_file(path))
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), "--queries", "21"], check=True, capture_output=True, text=True
+    )
+    if done.stderr.strip():
+        print(f"fresh process at {n:,}: {done.stderr.strip()[-2000:]}", file=sys.stderr)
+    loaded = json.loads(done.stdout)
+    row["save s"] = f"{save_s:.1f}"
+    row["load s"] = f"{loaded['load_s']:.2f}"
+    row["first search ms"] = f"{loaded['first_ms']:.0f} ({loaded['first_cpu_ms']:.0f} CPU)" + (
+        "" if loaded["from_sidecar"] else " rebuilt!"
+    )
+    row["RSS MB load / index / peak"] = "{rss_load:.0f} / {rss_index:.0f} / {peak_rss:.0f}".format(**loaded)
+    ops = mutation_us(book, mutations)
+    row["add / update / tag µs"] = "{add:.0f} / {update:.0f} / {tag:.0f}".format(**ops)
+    row["journal ms/trace"] = f"{journal_ms(book, 50, folder / f'journal-{n}'):.2f}"
+    return row
+
+
+def _built(index: SkillSearchIndex, book: Skillbook) -> SkillSearchIndex:
+    index.sync(book)
+    return index
+
+
+def print_table(rows: list[dict[str, str]]) -> None:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    widths = {k: max(len(k), *(len(r.get(k, "-")) for r in rows)) for k in keys}
+    print(" | ".join(k.ljust(widths[k]) for k in keys))
+    print("-+-".join("-" * widths[k] for k in keys))
+    for r in rows:
+        print(" | ".join(r.get(k, "-").ljust(widths[k]) for k in keys))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 50000, 100000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--smoke", action="store_true", help="400 skills, HNSW from 200: checks that it runs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.queries)
+        return
+    sizes, ann_min, mutations = (args.sizes, ANN_MIN, 300) if not args.smoke else ([400], 200, 20)
+    queries = 20 if args.smoke else args.queries
+    with open("/proc/loadavg", encoding="ascii") as f:
+        load = f.read().split()[:3]
+    print(f"load average at start: {' '.join(load)}; faiss installed: {faiss_module() is not None}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ace-scale-") as tmp:
+        for n in sizes:
+            rows.append(bench(n, queries, ann_min, mutations, Path(tmp)))
+            print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
+    with open("/proc/loadavg", encoding="ascii") as f:
+        print(f"load average at end: {' '.join(f.read().split()[:3])}")
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
