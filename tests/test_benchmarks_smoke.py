@@ -3,7 +3,7 @@
 Each script runs in a subprocess with the arguments below (`--smoke` where the script has one, else its smallest
 sizes); scripts that need a model or run real LLM calls are listed with the reason they are not run. A new script
 must be added to one of the two tables. The retrieval-quality check on the banking documents runs the full
-benchmark (MiniLM over 698 documents) and is skipped with the reason when the shared data is absent.
+benchmark (MiniLM over 698 documents, ~2 min) and is skipped with the reason when the shared data is absent.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ def test_benchmark_smoke(script: str) -> None:
 
 
 @pytest.mark.timeout(3600)
-@pytest.mark.skipif(os.environ.get("ACE_RETRIEVAL_QUALITY") != "1", reason="minutes of MiniLM: ACE_RETRIEVAL_QUALITY=1")
 def test_hybrid_retrieval_quality_on_the_banking_documents_is_not_worse_than_before() -> None:
     data = SHARED_DATA / "retrieval-banking"
     if not data.is_dir():

@@ -27,9 +27,12 @@ def _kmeans(sample: _F32, cells: int, iterations: int, rng: np.random.Generator)
         nearest = np.concatenate(
             [np.argmax(sample[a : a + _CHUNK] @ centroids.T, axis=1) for a in range(0, sample.shape[0], _CHUNK)]
         )
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, nearest, sample)
         counts = np.bincount(nearest, minlength=cells)
+        order = np.argsort(nearest, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        sums = np.zeros_like(centroids)
+        filled = counts > 0
+        sums[filled] = np.add.reduceat(sample[order], starts[filled], axis=0)  # per-cell sums (np.add.at is slow)
         empty = counts == 0
         if empty.any():  # re-seed an empty cell with a random row
             sums[empty] = sample[rng.choice(sample.shape[0], int(empty.sum()), replace=False)]
@@ -83,7 +86,9 @@ def bucketed_pairs(
         for a in range(0, who.size, _CHUNK):
             rows = who[a : a + _CHUNK]
             tile = unit[rows] @ block.T
-            i, j = np.nonzero(tile >= threshold)
+            hot = np.flatnonzero(tile.max(axis=1) >= threshold)  # few rows hold a pair: search only those
+            i, j = np.nonzero(tile[hot] >= threshold)
+            i = hot[i]
             gi, gj = rows[i], mem[j]
             keep = gi != gj
             gi, gj, s = gi[keep], gj[keep], tile[i[keep], j[keep]]

@@ -250,8 +250,8 @@ class BM25Index:
         return idf
 
     def _refresh(self, *, fold: bool = False) -> None:
-        """Rebuild the segment(s) that changed (`fold`: everything into `main`)."""
-        if not self._dirty:
+        """Rebuild the segment(s) that changed (`fold`: everything into `main`, as `state()` saves only `main`)."""
+        if not self._dirty and not (fold and self._main.stop != self._n_slots):
             return
         n_terms = len(self._vocab)
         if self._df.shape[0] < n_terms:

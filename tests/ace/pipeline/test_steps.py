@@ -172,14 +172,14 @@ def test_persist_step_failure_keeps_the_previous_file(tmp_path: Path, monkeypatc
     before = path.read_bytes()
     book.add_skill("harness", "Second version.", ["runner"])
 
-    def failing_writer(payload: object, **kwargs: object) -> Callable[[IO[bytes]], None]:
+    def failing_writer(data: bytes) -> Callable[[IO[bytes]], None]:
         def write(f: IO[bytes]) -> None:
             f.write(b'{"schema_version": "2", "skills": [')
             raise OSError("disk full")
 
         return write
 
-    monkeypatch.setattr(skillbook_module, "json_writer", failing_writer)
+    monkeypatch.setattr(skillbook_module, "bytes_writer", failing_writer)
     with pytest.raises(OSError, match="disk full"):
         asyncio.run(PersistStep(path)(ctx))
     assert path.read_bytes() == before

@@ -153,3 +153,16 @@ def test_a_loaded_index_builds_its_keyword_map_only_when_asked_and_from_live_ski
         )
     ]
     assert got == want and got[0] == added.id and "harness-00002" not in got
+
+
+def test_a_small_index_whose_postings_sit_in_the_delta_segment_is_saved_whole(tmp_path: Path) -> None:
+    sb, emb = _book(12), TestEmbedder()
+    path = tmp_path / "skillbook.json"
+    before = _results(sb, search_index(sb, emb))  # a query folds nothing: 12 documents stay in the delta segment
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sb.save_to_file(path)
+        loaded = Skillbook.load_from_file(path)
+        index = search_index(loaded, emb)
+        assert _results(loaded, index) == before
+    assert index.loaded_from is not None
