@@ -27,6 +27,7 @@ SMOKE: dict[str, list[str]] = {
     "retrieval_quality.py": ["--smoke"],
     "quarantine.py": ["--sizes", "200", "--queries", "10"],
     "any_density.py": [],
+    "report.py": ["--samples", "5"],
     "pipeline_overhead.py": ["--traces", "6", "--skills", "100", "--workers", "1", "--skip-latency", "--repeat", "1"],
 }
 NEEDS_DATA = {"retrieval_quality.py": "retrieval-banking"}
@@ -38,6 +39,7 @@ NOT_RUN = {
     "peer_side_by_side.py": "needs the peer's own venv (ace-framework 0.13.0 on Python 3.12), not installed in CI",
     "redaction.py": "times the redactor over the shared trace data (tests/ace/redaction cover the redactor)",
     "sandbox_latency.py": "spawns sandboxed children in a loop (tests/ace/sandbox cover the sandbox)",
+    "tau2_airline_cost.py": "runs every airline train and test task through tau2 (minutes; the tau2 tests cover it)",
     "tau_bench_replay.py": "replays the shared tau-bench data set (tests/ace_eval cover the replay)",
 }
 
