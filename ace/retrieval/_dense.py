@@ -10,8 +10,6 @@ slot numbers: slots are added in order and never reused; dead ones are filtered 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import ModuleType
@@ -40,12 +38,6 @@ def faiss_module() -> ModuleType | None:
         return importlib.import_module("faiss")
     except ImportError:
         return None
-
-
-if importlib.util.find_spec("faiss") is not None:
-    # Loading faiss's libraries takes ~0.3 s of CPU: started now, in the background, it overlaps the skillbook's
-    # load instead of delaying the first search after it (the import lock makes a search wait for it if needed).
-    threading.Thread(target=faiss_module, name="ace-faiss-import", daemon=True).start()
 
 
 class DenseStore:
