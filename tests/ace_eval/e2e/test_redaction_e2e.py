@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _copying_roles import copying_models
 from click.testing import CliRunner, Result
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
@@ -107,59 +105,15 @@ def planted_collection(directory: Path) -> Path:
     return directory
 
 
-def _prompt(messages: list[ModelMessage]) -> str:
-    first = messages[0]
-    assert isinstance(first, ModelRequest)
-    return "\n".join(str(getattr(p, "content", "")) for p in first.parts)
-
-
-def copying_reflector(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Reads every message in full, then returns a reflection that quotes the task and everything it read."""
-    if len(messages) == 1:
-        count = int(re.search(r'<outline messages="(\d+)"', _prompt(messages)).group(1))  # type: ignore[union-attr]
-        return ModelResponse(parts=[ToolCallPart("read_message", {"index": i}) for i in range(count)])
-    read = [
-        str(p.content)
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    ]
-    task = re.search(r"<task>\n(.*?)\n</task>", _prompt(messages), re.S)
-    quoted = "\n".join(read)
-    reflection = {
-        "error_identification": f"The user said: {task.group(1) if task else ''}",
-        "root_cause_analysis": quoted,
-        "correct_approach": "Never echo credentials.",
-        "key_insight": f"Quoted from the trace: {quoted[:1500]}",
-        "skill_tags": [],
-    }
-    [output] = info.output_tools
-    return ModelResponse(parts=[ToolCallPart(output.name, reflection)])
-
-
-def copying_skill_manager(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Adds one skill whose issue and insight copy the reflection and the task from its prompt, then stops."""
-    if any(isinstance(m, ModelResponse) for m in messages):
-        return ModelResponse(parts=[TextPart("Done.")])
-    prompt = _prompt(messages)
-    reflection = re.search(r"<reflection[^>]*>\n(.*?)\n</reflection>", prompt, re.S)
-    text = reflection.group(1) if reflection else prompt
-    args = {
-        "section": "context",
-        "issue": f"Support agent echoed user data: {text[:1500]}",
-        "insight": f"Do not repeat what the user sent: {text[-400:]}",
-        "keywords": ["support", "credentials"],
-    }
-    return ModelResponse(parts=[ToolCallPart("add_skill", args)])
-
-
 def run_cli(monkeypatch: pytest.MonkeyPatch, collection: Path, out: Path, *extra: str) -> Path:
     injections = RunInjections(
-        models={
-            "reflector": FunctionModel(copying_reflector, model_name="copying-reflector"),
-            "skill_manager": FunctionModel(copying_skill_manager, model_name="copying-sm"),
-        },
+        models=copying_models(
+            quote_chars=1500,
+            tail_chars=400,
+            issue="Support agent echoed user data",
+            insight="Do not repeat what the user sent",
+            keywords=["support", "credentials"],
+        ),
         embedder=TestEmbedder(),
         show_progress=False,
     )
