@@ -98,12 +98,13 @@ class Run:
         """Every span of `spans.jsonl` (none when the run recorded no spans)."""
         return read_spans_jsonl(self.folder.spans) if self.has_spans else []
 
-    def view(self) -> RunView:
-        """The samples with their sessions and tool calls, rebuilt from the spans (what `ace-eval inspect` shows)."""
+    def view(self, spans: list[dict[str, Any]] | None = None) -> RunView:
+        """The samples with their sessions and tool calls, rebuilt from the spans (what `ace-eval inspect` shows);
+        `spans`: `spans()` already read (the file is read once)."""
         return RunView(
             path=self.path,
             run=self.record,
-            samples=sample_views(self.samples, self.spans()),
+            samples=sample_views(self.samples, self.spans() if spans is None else spans),
             has_spans=self.has_spans,
         )
 
