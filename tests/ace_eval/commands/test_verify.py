@@ -117,6 +117,12 @@ def test_sessions_without_edits_fail_the_span_check(tmp_path: Path) -> None:
     checks = {c.name: c for c in run_checks(folder)}
     span_check = checks["spans.jsonl holds sm.session spans with their tool calls"]
     assert not span_check.passed and "no add/update/tag/remove_skill call" in span_check.detail
+    (folder / "spans.jsonl").write_text("", encoding="utf-8")  # readable, but empty: a failed check, not a refusal
+    code, lines = lines_of(folder)
+    assert code == 1 and "FAIL  spans.jsonl holds sm.session spans with their tool calls: " in "\n".join(lines)
+    assert any(
+        line.endswith("holds no span: the run stopped before its first span ended, or it was emptied") for line in lines
+    )
 
 
 def test_a_skillbook_file_can_be_verified_directly(tmp_path: Path) -> None:

@@ -108,6 +108,10 @@ def _spans_check(run: Run) -> Check:
     if not run.has_spans:
         return Check(name, False, f"{path} is missing: the run did not record its spans")
     spans = run.spans()
+    if not spans:  # readable, but nothing in it (as `inspect` says when it refuses the file)
+        return Check(
+            name, False, f"{path} holds no span: the run stopped before its first span ended, or it was emptied"
+        )
     sessions = {s["span_id"] for s in spans if s.get("name") == "sm.session"}
     parents = {s["span_id"]: s.get("parent_span_id") for s in spans}
 
