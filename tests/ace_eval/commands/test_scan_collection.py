@@ -89,6 +89,7 @@ def test_an_empty_collection_is_refused_unless_allowed(tmp_path: Path) -> None:
         result = invoke("scan", emptied, *extra)
         assert result.exit_code == 2, result.output
         assert "field 'counts.traces': the manifest says 10 but traces.jsonl holds 0" in result.stderr
+        assert "`ace-eval collection repair DIR --allow-empty` recounts" in result.stderr  # the fix that works
 
 
 def test_a_folder_that_is_not_a_whole_collection_is_searched_as_text(tmp_path: Path) -> None:

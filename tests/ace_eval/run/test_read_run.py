@@ -180,7 +180,10 @@ def test_a_damaged_journal_line_is_named_and_a_torn_last_one_left_alone(copy: Pa
     journal.write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = read_run(copy)
     assert len(run.samples) == 9  # the readers that only show samples skip it
-    with pytest.raises(SamplesJournalError, match=r"samples\.jsonl:5 is not a sample record: the journal is damaged"):
+    with pytest.raises(
+        SamplesJournalError,
+        match=r"samples\.jsonl:5 is not a sample record \(not valid JSON .*\): the journal is damaged",
+    ):
         run.sample_lines()
 
 
