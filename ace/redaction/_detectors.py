@@ -13,7 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN_DETECTORS", "Detector", "iban_valid", "luhn_valid", "shape"]
+__all__ = ["BUILTIN_DETECTORS", "DIGIT", "Detector", "any_in", "iban_valid", "luhn_valid", "shape"]
+
+DIGIT = re.compile(r"\d")
+"""Any digit, of any script: what opens a detector whose triggers are the digits."""
 
 Check = Callable[[str], bool]
 
@@ -34,7 +37,8 @@ class Detector:
     after: str | None = None
     """Searched only once a match of this kind was seen in the same text or session (a bare AWS secret)."""
     shapes: tuple[str, ...] = ()
-    """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
+    """Like `triggers`, in the text's shape (digits as `0`, capitals as `A`, see `shape`): `0000 0000` for a card
+    number, `AA` for an IBAN's country code."""
     shape_pattern: str = ""
     """A regular expression searched in the text's shape like `shapes` (nine digits with no letter or digit around)."""
 
@@ -64,12 +68,21 @@ class Detector:
     after a longer run of digits (`12-4111...`) is still found. Only for patterns with a bounded match length."""
 
 
-_SHAPE = bytes.maketrans(b"0123456789", b"0000000000")
+_SHAPE = bytes.maketrans(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"0" * 10 + b"A" * 26)
 
 
 def shape(text: str) -> bytes:
-    """The text with every digit as `0` (as UTF-8 bytes): one fast pass that `Detector.shapes` are looked up in."""
+    """The text with every ASCII digit as `0` and capital as `A` (as UTF-8 bytes): one fast pass that
+    `Detector.shapes` are looked up in."""
     return text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+
+
+def any_in(literals: tuple[str, ...], text: str) -> bool:
+    """Whether one of `literals` is in `text`: how a detector's triggers are looked up."""
+    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
+        if literal in text:
+            return True
+    return False
 
 
 def luhn_valid(number: str) -> bool:
@@ -248,7 +261,11 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "aws_secret_key",
         r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+])",
+        "/",
+        "+",
         narrow=_slashed_secret,
+        # 40 of [A-Za-z0-9/+] in a row around the `/` or `+`: 20 of them before it, or 20 after
+        shape_pattern=r"[/+](?:(?<=[A0a-z/+]{21})|(?=[A0a-z/+]{20}))",
         left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
     _d("aws_secret_key", _B64_40_ALONE, check=_mixed_case_token, after="aws_access_key"),
@@ -324,6 +341,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=iban_valid,
         normalize=_compact,
+        # the country code, two check digits (of any script: `\d`, as UTF-8 bytes above 0x7f), eight more characters
+        shape_pattern=r"AA(?:0|[\x80-\xff]+){2}(?: ?[A0]{4}){2}",
     ),
     _d(
         "card_number",
@@ -351,7 +370,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=_phone,
         normalize=_digits_only,
-        shapes=("(000)", "000-000-0000", "000.000.0000"),
+        shapes=("000-000-0000", "000.000.0000"),
+        shape_pattern=r"000\)(?<=\(000\))",  # `(000)`, written to start as the other digit shapes do
     ),
     _d(  # national numbers with a trunk 0 and spaces: 020 7946 0958, 0161 496 0000, 030 1234 5678
         "phone",

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ace.exceptions import UserError
-from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, shape
+from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, shape
+from ace.redaction._prefilter import Prefilter
 
 __all__ = [
     "PLACEHOLDER",
@@ -34,7 +36,6 @@ __all__ = [
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
-_DIGIT = re.compile(r"\d")
 _MIN_INT = 10**7  # ints below this are never a phone or card number
 _NOT_IN_IDS = frozenset({"card_number"})
 """Kinds not looked for in ids: hex span ids of decimal digits pass the Luhn check one time in ten."""
@@ -113,7 +114,7 @@ class _Match:
 
 class Redactor:
     """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Its settings are immutable;
-    thread-safe (the memo of redacted keys and ids is a plain dict, and a lost entry is only recomputed)."""
+    thread-safe (its memos, of keys and ids and of provenance texts, are plain dicts: a lost entry is recomputed)."""
 
     def __init__(
         self,
@@ -145,17 +146,20 @@ class Redactor:
         self.detectors: tuple[Detector, ...] = (*detectors, *extra)
         self._first = tuple(d for d in self.detectors if d.after is None)
         self._later = tuple(d for d in self.detectors if d.after is not None)
+        self._prefilter = Prefilter.of(self._first)
         self.allow: frozenset[str] = frozenset(allow)
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
         self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
         """`_redact_id` results: keys and ids repeat in every trace ("role", "content", a source system)."""
+        self._texts: dict[tuple[str | None, ...], tuple[tuple[str | None, ...] | None]] = {}
+        """`redact_texts(..., remember=True)` results: a provenance record's texts recur on every mutation."""
 
     # ------------------------------------------------------------------------------------------ text
     def find(self, text: str, *, session: RedactionSession | None = None) -> list[Finding]:
         """The secrets in `text`, in order, without changing it."""
         return [
             Finding(kind=m.detector.kind, start=m.start, end=m.end, preview=mask(text[m.start : m.end]))
-            for m in self._matches(text, session or RedactionSession())
+            for m in self._matches(text, session)
         ]
 
     def redact(
@@ -165,15 +169,42 @@ class Redactor:
 
         `session` keeps the numbering across the texts of one trace; `numbered=False` writes `[REDACTED:kind]`.
         """
-        session = session if session is not None else RedactionSession()
         matches = self._matches(text, session)
         if not matches:
             return text, []
-        return self._replace(text, matches, _placeholders(session, numbered))
+        return self._replace(text, matches, _placeholders(session or RedactionSession(), numbered))
 
     def redact_text(self, text: str) -> str:
         """`text` redacted with un-numbered placeholders: the sinks' second line."""
         return self.redact(text, numbered=False)[0]
+
+    def redact_texts(self, texts: Sequence[str | None], *, remember: bool = False) -> tuple[str | None, ...] | None:
+        """The texts of a record (`None` for an absent field, kept as `None`) redacted with un-numbered
+        placeholders as one text (as `redact_data` joins a list's strings), or `None` when none holds a secret: the
+        skillbook sink's path, one prefilter pass for clean texts.
+
+        `remember=True` keeps the answer for these exact texts (the last `_TEXTS_CACHE_SIZE`, each group up to
+        `_TEXTS_CACHE_CHARS` long): a provenance record's texts recur on every mutation of a trace.
+        """
+        key = texts if isinstance(texts, tuple) else tuple(texts)
+        known = self._texts.get(key) if remember else None
+        if known is not None:
+            return known[0]
+        present = [t for t in key if t is not None] if None in key else cast(tuple[str, ...], key)
+        if not present:
+            return None
+        joined = _SEP.join(present)
+        out: tuple[str | None, ...] | None = None
+        matches = [] if self._prefilter.clean(joined) else self._all_matches(joined, RedactionSession())
+        if matches:
+            replaced = self._replace_joined(present, matches, _placeholders(RedactionSession(), False))
+            clean = iter([replaced[i][0] if i in replaced else text for i, text in enumerate(present)])
+            out = tuple(None if text is None else next(clean) for text in key)
+        if remember and len(joined) <= _TEXTS_CACHE_CHARS:
+            if len(self._texts) >= _TEXTS_CACHE_SIZE:
+                self._texts.clear()
+            self._texts[key] = (out,)
+        return out
 
     # ------------------------------------------------------------------------------------- structures
     def redact_data(
@@ -193,7 +224,6 @@ class Redactor:
         An integer that is a card or phone number becomes its placeholder. Findings carry their JSON path. All
         the other strings are searched in one pass (joined by NUL, which no detector matches across).
         """
-        session = session if session is not None else RedactionSession()
         texts: list[str] = []
         paths: list[str] = []
         fixed: dict[tuple[bool, str], str] = {}
@@ -236,20 +266,11 @@ class Redactor:
         matches = self._matches(joined, session)
         if not matches and not fixed:
             return data, []
-        starts: list[int] = []
-        offset = 0
-        for text in texts:
-            starts.append(offset)
-            offset += len(text) + 1
-        by_text: dict[int, list[_Match]] = {}
-        for m in matches:
-            by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
+        session = session if session is not None else RedactionSession()
         replaced: dict[int, str] = {}
         findings: list[Finding] = id_findings
-        for index, found in by_text.items():
-            base = starts[index]
-            local = [_Match(m.start - base, m.end - base, m.order, m.detector) for m in found]
-            replaced[index], new = self._replace(texts[index], local, _placeholders(session, numbered))
+        for index, (text, new) in self._replace_joined(texts, matches, _placeholders(session, numbered)).items():
+            replaced[index] = text
             findings.extend(_at(new, paths[index]))
         position = -1
 
@@ -283,7 +304,7 @@ class Redactor:
         """A key or an id with each secret replaced by its `id_placeholder` (no card check for an id)."""
         known = self._ids.get((text, is_id))
         if known is None:
-            matches = self._matches(text, RedactionSession())
+            matches = self._matches(text, None)
             if is_id:
                 matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
             redacted, findings = self._replace(text, matches, id_placeholder) if matches else (text, [])
@@ -291,6 +312,24 @@ class Redactor:
                 self._ids.clear()
             known = self._ids[(text, is_id)] = (redacted, tuple(findings))
         return known[0], list(known[1])
+
+    def _replace_joined(
+        self, texts: Sequence[str], matches: list[_Match], placeholder_of: Callable[[str, str], str]
+    ) -> dict[int, tuple[str, list[Finding]]]:
+        """For each of `texts` that `matches` (found in the texts joined by NUL) fall in: it with them replaced, and
+        its findings (offsets in it)."""
+        starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
+        by_text: dict[int, list[_Match]] = {}
+        for m in matches:
+            by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
+        return {
+            index: self._replace(
+                texts[index],
+                [_Match(m.start - starts[index], m.end - starts[index], m.order, m.detector) for m in found],
+                placeholder_of,
+            )
+            for index, found in by_text.items()
+        }
 
     def _replace(
         self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
@@ -312,9 +351,19 @@ class Redactor:
         parts.append(text[position:])
         return "".join(parts), findings
 
-    def _matches(self, text: str, session: RedactionSession) -> list[_Match]:
+    def _matches(self, text: str, session: RedactionSession | None) -> list[_Match]:
+        """What the detectors find in `text`, without overlaps; `[]` at once when the prefilter proves it clean and
+        no detector waits on a kind `session` has seen."""
+        if self._prefilter.clean(text) and not (
+            session is not None and session.kinds_seen and any(d.after in session.kinds_seen for d in self._later)
+        ):
+            return []
+        return self._all_matches(text, session if session is not None else RedactionSession())
+
+    def _all_matches(self, text: str, session: RedactionSession) -> list[_Match]:
+        """`_matches` without the prefilter: every detector's gate, then its pattern."""
         candidates: list[_Match] = []
-        gate = _Gate(_DIGIT.search(text) is not None, [])
+        gate = _Gate(DIGIT.search(text) is not None, [])
         self._search(text, self._first, candidates, 0, gate)
         if self._later:
             session.kinds_seen.update(m.detector.kind for m in candidates)
@@ -333,7 +382,7 @@ class Redactor:
 
     def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
         for order, detector in enumerate(detectors, offset):
-            if detector.triggers and not (detector.on_digit and gate.digit) and not _any_in(detector.literals, text):
+            if detector.triggers and not (detector.on_digit and gate.digit) and not any_in(detector.literals, text):
                 continue
             if detector.shape_gate is not None:
                 if not gate.shaped:
@@ -378,13 +427,10 @@ def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, s
 
 _ID_CACHE_SIZE = 4096
 """Distinct keys and ids a `Redactor` remembers the redaction of (it forgets them all past that)."""
-
-
-def _any_in(literals: tuple[str, ...], text: str) -> bool:
-    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
-        if literal in text:
-            return True
-    return False
+_TEXTS_CACHE_SIZE = 256
+"""Distinct groups of texts `redact_texts(remember=True)` remembers (it forgets them all past that)."""
+_TEXTS_CACHE_CHARS = 8192
+"""Longer groups of texts are not remembered (the cache stays under a few MB)."""
 
 
 def _compile(pattern: str, what: str) -> re.Pattern[str]:
