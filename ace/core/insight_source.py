@@ -101,47 +101,51 @@ class InsightSource:
     def from_dict(cls, data: dict[str, Any], *, shared: SharedValues | None = None) -> InsightSource:
         """Inverse of `to_dict`; raises `ValueError` naming the field that is missing, unknown or mistyped.
 
-        `shared`: the values already read from the same file, so an entry equal to one read before is that same
-        object and its strings are stored once (a file's entries repeat a trace's ids, question and timestamps)."""
-        if shared is not None:
-            return shared.record(data, lambda d: _shared_strings(cls.from_dict(d), shared))
+        `shared`: the values already read from the same file (`SharedValues`), for the strings a file repeats (a
+        trace's ids, question and findings) to be stored once."""
         if not isinstance(data, dict):
             raise ValueError(f"insight source must be an object, got {type(data).__name__}")
-        unknown = set(data) - _FIELD_NAMES
-        if unknown:
+        if not data.keys() <= _FIELD_NAMES:
+            unknown = set(data) - _FIELD_NAMES
             raise ValueError(f"insight source has unknown field(s) {sorted(unknown)}; expected {_FIELD_ORDER}")
+        get = data.get
         for name in ("trace_uid", "source_system", "trace_id", "timestamp"):
-            if not isinstance(data.get(name), str):
-                raise ValueError(f"insight source field {name!r} must be a string, got {data.get(name)!r}")
-        for name in ("sample_question", "error_identification", "learning_text", "reviewer", "reviewed_at"):
-            value = data.get(name)
+            if not isinstance(get(name), str):
+                raise ValueError(f"insight source field {name!r} must be a string, got {get(name)!r}")
+        for name in _OPTIONAL_TEXTS:
+            value = get(name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"insight source field {name!r} must be a string or null, got {value!r}")
-        epoch = data.get("epoch")
+        epoch = get("epoch")
         if epoch is not None and (not isinstance(epoch, int) or isinstance(epoch, bool)):
             raise ValueError(f"insight source field 'epoch' must be an integer or null, got {epoch!r}")
-        op = data.get("operation_type")
-        if op is not None and op not in _OPERATION_TYPES:
+        op = get("operation_type")
+        if op is not None and (not isinstance(op, str) or op not in _OPERATION_TYPES):
             raise ValueError(
                 f"insight source field 'operation_type' must be one of {sorted(_OPERATION_TYPES)}, got {op!r}"
             )
-        return cls(
-            trace_uid=data["trace_uid"],
-            source_system=data["source_system"],
-            trace_id=data["trace_id"],
-            sample_question=data.get("sample_question"),
-            epoch=epoch,
-            operation_type=op,
-            error_identification=data.get("error_identification"),
-            learning_text=data.get("learning_text"),
-            timestamp=data["timestamp"],
-            reviewer=data.get("reviewer"),
-            reviewed_at=data.get("reviewed_at"),
+        new: Any = object.__new__(_Draft)
+        new.trace_uid, new.source_system, new.trace_id = data["trace_uid"], data["source_system"], data["trace_id"]
+        new.sample_question, new.error_identification = get("sample_question"), get("error_identification")
+        new.learning_text, new.timestamp, new.epoch, new.operation_type = (
+            get("learning_text"),
+            data["timestamp"],
+            epoch,
+            op,
         )
+        new.reviewer, new.reviewed_at = get("reviewer"), get("reviewed_at")
+        if shared is not None:  # a file repeats each trace's ids, question and findings: one copy of each
+            for name in _SHARED_TEXTS:
+                value = getattr(new, name)
+                if value is not None:
+                    setattr(new, name, shared.text(value))
+        return _sealed(new)
 
 
 _FIELD_ORDER = [f.name for f in dataclasses.fields(InsightSource)]
 _FIELD_NAMES = frozenset(_FIELD_ORDER)
+_OPTIONAL_TEXTS = ("sample_question", "error_identification", "learning_text", "reviewer", "reviewed_at")
+_SHARED_TEXTS = ("trace_uid", "source_system", "trace_id", "sample_question", "operation_type", "error_identification")
 
 
 class _Draft(InsightSource):
@@ -173,21 +177,6 @@ def _copy(source: InsightSource) -> Any:
 def _sealed(draft: Any) -> InsightSource:
     draft.__class__ = InsightSource
     return draft  # type: ignore[no-any-return]
-
-
-def _shared_strings(source: InsightSource, shared: SharedValues) -> InsightSource:
-    """`source` with each string replaced by the equal one `shared` already holds."""
-    copy = _copy(source)
-    text = shared.text
-    copy.trace_uid = text(source.trace_uid)
-    copy.source_system = text(source.source_system)
-    copy.trace_id = text(source.trace_id)
-    copy.timestamp = text(source.timestamp)
-    for name in ("sample_question", "operation_type", "error_identification", "learning_text", "reviewer"):
-        value = getattr(source, name)
-        if value is not None:
-            setattr(copy, name, text(value))
-    return _sealed(copy)
 
 
 def provenance_entry(

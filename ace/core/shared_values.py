@@ -3,46 +3,27 @@
 The JSON parser makes a new string for every value it reads, so a file of 100,000 skills holds each trace id,
 keyword, question and timestamp thousands of times, and each audit-log entry a second copy of its skill's texts.
 A load passes one `SharedValues` to every reader of its records (`Skill.from_dict`, `InsightSource.from_dict`,
-`UpdateOperation.from_dict`), which keep the first copy of each value; the load drops it when it is done.
+`UpdateOperation.from_dict`), which keep the first copy of each value; the load drops it when it is done. (An
+audit-log entry shares its skill's texts by another way: `UpdateOperation.from_dict(..., skills=...)`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 __all__ = ["SharedValues"]
-
-_T = TypeVar("_T")
 
 
 class SharedValues:
-    """The strings, provenance records and keyword lists one load has read, for the next equal value to reuse."""
+    """The strings and keyword labels one load has read, for the next equal value to reuse."""
 
-    __slots__ = ("_labels", "_records", "_strings")
+    __slots__ = ("_labels", "_strings")
 
     def __init__(self) -> None:
         self._strings: dict[str, str] = {}
-        self._records: dict[tuple[Any, ...], Any] = {}
         self._labels: dict[str, str] = {}
 
     def text(self, value: str) -> str:
         """The first string equal to `value` this load has seen (`value` itself the first time)."""
         return self._strings.setdefault(value, value)
-
-    def record(self, data: object, build: Callable[[Any], _T]) -> _T:
-        """`build(data)`, or the record built before from an equal object (same keys, order, values and types)."""
-        if type(data) is not dict:
-            return build(data)
-        # the types too: 1 == True == 1.0 as keys, but `epoch: true` must still be refused
-        key = (tuple(data.items()), tuple(map(type, data.values())))
-        try:
-            found: _T | None = self._records.get(key)
-        except TypeError:  # a list or an object among the values: not shared (and checked by `build`)
-            return build(data)
-        if found is None:
-            found = self._records[key] = build(data)
-        return found
 
     def labels(self, keywords: object) -> list[str] | None:
         """`keywords` as a new list of the stored labels when it is a list of labels all checked before (normalised,

@@ -225,11 +225,14 @@ class Skill:
         if not isinstance(occurrences, list):
             raise ValueError(f"skill {skill_id}: field 'occurrences' must be a list")
         get = data.get
-        counters = [_counter(get(name, 0), name, skill_id) for name in _COUNTERS]
+        counters = [get(name, 0) for name in _COUNTERS]
+        if not all(type(n) is int and n >= 0 for n in counters):  # else the check that accepts int subclasses
+            counters = [_counter(n, name, skill_id) for n, name in zip(counters, _COUNTERS, strict=True)]
         active = get("active", True)
         if not isinstance(active, bool):
             raise ValueError(f"skill {skill_id}: field 'active' must be true or false, got {active!r}")
-        created_at, updated_at = (_timestamp(get(name), name, skill_id) for name in ("created_at", "updated_at"))
+        created_at = _timestamp(get("created_at"), "created_at", skill_id)
+        updated_at = _timestamp(get("updated_at"), "updated_at", skill_id)
         try:
             quarantine = Quarantine.from_dict(data["quarantine"]) if "quarantine" in data else None
         except ValueError as e:

@@ -13,6 +13,9 @@ __all__ = ["OperationKind", "UpdateOperation", "logged"]
 
 OperationKind = Literal["ADD", "UPDATE", "TAG", "REMOVE", "PURGE", "QUARANTINE", "RELEASE"]
 _KINDS: frozenset[str] = frozenset(get_args(OperationKind))
+_KIND_NAMES: dict[str, OperationKind] = {kind: kind for kind in get_args(OperationKind)}
+_SECTION_NAMES: dict[str | None, str] = {"context": "context", "harness": "harness"}
+_TEXTS = ("skill_id", "section", "issue", "insight", "reason", "trace_uid")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,46 +66,33 @@ class UpdateOperation:
     ) -> UpdateOperation:
         """Inverse of `to_dict`; raises `ValueError` naming the bad field.
 
-        `shared` and `skills` (the skills already read from the same file): the entry's strings and keyword list are
-        the equal ones of its skill, or of the file, rather than copies of them."""
+        `skills` (those already read from the same file) and `shared` (`SharedValues`): the entry's texts, keyword
+        list and time are its skill's own objects where equal, and its other strings the file's first copy."""
         if not isinstance(data, dict):
             raise ValueError(f"operation must be an object, got {type(data).__name__}")
-        unknown = set(data) - _KEYS
-        if unknown:
-            raise ValueError(f"operation has unknown field(s) {sorted(unknown)}")
-        kind = data.get("type")
-        if kind not in _KINDS:
+        if not data.keys() <= _KEYS:
+            raise ValueError(f"operation has unknown field(s) {sorted(set(data) - _KEYS)}")
+        get = data.get
+        kind = get("type")
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise ValueError(f"operation field 'type' must be one of {sorted(_KINDS)}, got {kind!r}")
-        keywords = data.get("keywords")
+        keywords = get("keywords")
         if keywords is not None and (not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords)):
             raise ValueError(f"operation field 'keywords' must be a list of strings, got {keywords!r}")
-        for name in ("skill_id", "section", "issue", "insight", "reason", "trace_uid"):
-            value = data.get(name)
+        texts = skill_id, section, issue, insight, reason, trace_uid = tuple(map(get, _TEXTS))
+        for name, value in zip(_TEXTS, texts, strict=True):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"operation field {name!r} must be a string or null, got {value!r}")
-        evidence = data.get("evidence")
+        evidence = get("evidence")
         if evidence is not None and (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)):
             raise ValueError(f"operation field 'evidence' must be a list of trace ids, got {evidence!r}")
-        delta = data.get("delta")
+        delta = get("delta")
         if delta is not None and (not isinstance(delta, int) or isinstance(delta, bool)):
             raise ValueError(f"operation field 'delta' must be an integer or null, got {delta!r}")
-        timestamp = data.get("timestamp")
+        timestamp = get("timestamp")
         if not isinstance(timestamp, str):
             raise ValueError("operation field 'timestamp' must be an ISO timestamp string")
-        get = data.get
-        skill_id, section, issue, insight, reason = (
-            get("skill_id"),
-            get("section"),
-            get("issue"),
-            get("insight"),
-            get("reason"),
-        )
-        trace_uid = get("trace_uid")
-        if shared is None:
-            return logged(
-                kind, skill_id, section, issue, insight, keywords, delta, reason, evidence, trace_uid, timestamp
-            )
-        text = shared.text
+        kind, section = _KIND_NAMES[kind], _SECTION_NAMES.get(section, section)  # one string for every entry
         skill = skills.get(skill_id) if skills is not None and skill_id is not None else None
         if skill is not None:  # the entry that made the skill as it is holds the same texts: one copy of each
             skill_id = skill.id
@@ -111,21 +101,12 @@ class UpdateOperation:
             keywords = skill.keywords if keywords == skill.keywords else keywords
             timestamp = skill.updated_at if timestamp == skill.updated_at else timestamp
             timestamp = skill.created_at if timestamp == skill.created_at else timestamp
-        if keywords is not None and (skill is None or keywords is not skill.keywords):
-            keywords = [text(k) for k in keywords]
-        return logged(
-            text(kind),  # type: ignore[arg-type]  # checked above
-            skill_id,
-            None if section is None else text(section),
-            issue,
-            insight,
-            keywords,
-            delta,
-            reason,
-            evidence,
-            None if trace_uid is None else text(trace_uid),
-            timestamp,
-        )
+        if shared is not None:
+            text = shared.text
+            trace_uid = text(trace_uid) if trace_uid is not None else None
+            if keywords is not None and (skill is None or keywords is not skill.keywords):
+                keywords = [text(k) for k in keywords]
+        return logged(kind, skill_id, section, issue, insight, keywords, delta, reason, evidence, trace_uid, timestamp)
 
 
 class SkillTexts(Protocol):
