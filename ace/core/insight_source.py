@@ -135,6 +135,7 @@ class InsightSource:
         )
         new.reviewer, new.reviewed_at = get("reviewer"), get("reviewed_at")
         if shared is not None:  # a file repeats each trace's ids, question and findings: one copy of each
+            new.timestamp = shared.time(new.timestamp)
             for name in _SHARED_TEXTS:
                 value = getattr(new, name)
                 if value is not None:

@@ -9,17 +9,29 @@ audit-log entry shares its skill's texts by another way: `UpdateOperation.from_d
 
 from __future__ import annotations
 
+from collections import deque
+
 __all__ = ["SharedValues"]
 
 
 class SharedValues:
     """The strings and keyword labels one load has read, for the next equal value to reuse."""
 
-    __slots__ = ("_labels", "_strings")
+    __slots__ = ("_labels", "_recent_times", "_strings")
 
     def __init__(self) -> None:
         self._strings: dict[str, str] = {}
         self._labels: dict[str, str] = {}
+        self._recent_times: deque[str] = deque(maxlen=4)
+
+    def time(self, value: str) -> str:
+        """One string for equal timestamps read close together: a skill's `created_at`, `updated_at` and the
+        entries a mutation without a source appends (made at the same instant), without keeping every time seen."""
+        for seen in self._recent_times:
+            if seen == value:
+                return seen
+        self._recent_times.append(value)
+        return value
 
     def text(self, value: str) -> str:
         """The first string equal to `value` this load has seen (`value` itself the first time)."""

@@ -233,6 +233,8 @@ class Skill:
             raise ValueError(f"skill {skill_id}: field 'active' must be true or false, got {active!r}")
         created_at = _timestamp(get("created_at"), "created_at", skill_id)
         updated_at = _timestamp(get("updated_at"), "updated_at", skill_id)
+        if shared is not None:
+            created_at, updated_at = shared.time(created_at), shared.time(updated_at)
         try:
             quarantine = Quarantine.from_dict(data["quarantine"]) if "quarantine" in data else None
         except ValueError as e:
@@ -245,8 +247,7 @@ class Skill:
         new.id, new.section, new.keywords, new.issue, new.insight = skill_id, section, stored, issue, insight
         new.occurrences, new.active, new.quarantine = chain, active, quarantine
         new.used_count, new.helpful_count, new.harmful_count, new.neutral_count = counters
-        new.created_at = created_at
-        new.updated_at = created_at if updated_at == created_at else updated_at  # one string for both
+        new.created_at, new.updated_at = created_at, updated_at
         return sealed(new)
 
 
