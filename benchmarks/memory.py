@@ -30,17 +30,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
+from _report import load_average, print_table, rss_mb
 from _synthetic import words
 
 from ace import InsightSource, Skillbook
 from ace.redaction import Redactor
 
 DIM = 384
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * 4096 / 1e6
 
 
 def source(trace: int) -> InsightSource:
@@ -170,15 +166,6 @@ def bench(n: int, mutations: int, folder: Path) -> dict[str, str]:
     }
 
 
-def print_table(rows: list[dict[str, str]]) -> None:
-    keys = list(rows[0])
-    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in keys}
-    print(" | ".join(k.ljust(widths[k]) for k in keys))
-    print("-+-".join("-" * widths[k] for k in keys))
-    for r in rows:
-        print(" | ".join(r[k].ljust(widths[k]) for k in keys))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000])
@@ -190,15 +177,13 @@ def main() -> None:
         child(args.child)
         return
     sizes, mutations = ([500], 50) if args.smoke else (args.sizes, args.mutations)
-    with open("/proc/loadavg", encoding="ascii") as f:
-        print(f"load average at start: {' '.join(f.read().split()[:3])}")
+    print(f"load average at start: {load_average()}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="ace-memory-") as tmp:
         for n in sizes:
             rows.append(bench(n, mutations, Path(tmp)))
             print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
-    with open("/proc/loadavg", encoding="ascii") as f:
-        print(f"load average at end: {' '.join(f.read().split()[:3])}")
+    print(f"load average at end: {load_average()}")
     print_table(rows)
 
 
