@@ -3,8 +3,8 @@
 `_commit` takes one operation (redacted first, `ace.redaction.sink`), checks it, makes the skill's new version
 (`ace.core.mutations`: a skill handed out never changes), appends the operation's provenance entry to it and logs
 the operation (`ace.core.audit_log`). A tag, the most frequent mutation, has a path of its own that makes three
-objects: the new version, its occurrence chain and the log entry (its provenance entry is shared while the same
-record comes back).
+objects: the new version, its occurrence chain and the log entry's fields, which become an `UpdateOperation` when
+the log is first read (its provenance entry is shared while the same record comes back).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ace.core.insight_source import InsightSource, OperationType, provenance_ent
 from ace.core.mutations import checked_delta, checked_reason, created, quarantined, removed, tagged, updated
 from ace.core.serialization import SECTION_ORDER
 from ace.core.skill import Section, Skill, validate_section
-from ace.core.update_operation import UpdateOperation, logged
+from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UnknownSkillError
 from ace.redaction import Redactor
 from ace.redaction.sink import redact_commit
@@ -96,20 +96,8 @@ class SkillStore:
         self._skills[skill.id] = skill
         texts = kind == "ADD" or kind == "UPDATE"  # the entry holds the texts it wrote: the skill's own objects
         issue, insight, keywords = (skill.issue, skill.insight, skill.keywords) if texts else (None, None, None)
-        entry_op = logged(
-            kind,
-            skill.id,
-            skill.section,
-            issue,
-            insight,
-            keywords,
-            op.delta,
-            op.reason,
-            op.evidence,
-            entry.trace_uid,
-            now,
-        )
-        self._log.append(entry_op, skill.id)
+        fields = (kind, skill.id, skill.section, issue, insight, keywords, op.delta, op.reason, op.evidence)
+        self._log.append((*fields, entry.trace_uid, now), skill.id)  # `logged(*...)` when first read
         return skill
 
     def _tagged(self, op: UpdateOperation, skill_id: str | None, delta: object, source: InsightSource | None) -> Skill:
@@ -120,10 +108,8 @@ class SkillStore:
         now = utc_now()
         entry = self._entry(source, "TAG", now)
         skill = self._skills[old.id] = tagged(old, checked, entry, now)
-        entry_op = logged(
-            "TAG", old.id, old.section, None, None, None, checked, op.reason, op.evidence, entry.trace_uid, now
-        )
-        self._log.append(entry_op, old.id)
+        fields = ("TAG", old.id, old.section, None, None, None, checked, op.reason, op.evidence, entry.trace_uid, now)
+        self._log.append(fields, old.id)  # `logged(*fields)` when first read
         return skill
 
     def _entry(self, source: InsightSource | None, kind: OperationType, now: str) -> InsightSource:

@@ -121,6 +121,9 @@ def test_the_log_holds_the_skills_own_texts() -> None:
     assert added.issue is skill.issue == "Fares change." and added.keywords is skill.keywords == ["fare_rules"]
     updated = book.update_skill(skill.id, "Fares change daily.")
     assert book.operations[-1].issue is updated.issue and updated.keywords is skill.keywords
+    assert book.operations[-1] is book.operations_since(1)[0]  # an entry is made once, when first read
+    book.tag_skill(skill.id, 0)
+    assert book.operations_since(2)[0].delta == 0 and len(book.operations) == book.operations_count == 3
 
 
 def test_a_failed_mutation_leaves_no_trace() -> None:
