@@ -79,7 +79,7 @@ class SkillStore:
             self._sections[skill.section][skill.id] = None
             self._active += 1
         else:
-            old = self._active_skill(op.skill_id, _VERBS[kind])
+            old = self._active_skill(op.skill_id, _VERBS.get(kind, "changed"))
             match kind:
                 case "UPDATE":
                     entry = self._entry(source, kind, now)
