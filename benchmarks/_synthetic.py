@@ -12,13 +12,14 @@ import numpy.typing as npt
 
 from ace.core.skillbook import Skillbook
 
-__all__ = ["ClusteredEmbedder", "SyntheticEmbedder", "synthetic_queries", "synthetic_skillbook"]
+__all__ = ["ClusteredEmbedder", "SyntheticEmbedder", "synthetic_queries", "synthetic_skillbook", "words"]
 
 _VOCAB = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "tu", "vo", "ze") for b in range(300)]
 _KEYWORDS = [f"topic_{i}" for i in range(200)]
 
 
-def _words(rng: random.Random, n: int) -> str:
+def words(rng: random.Random, n: int) -> str:
+    """`n` words of the Zipf-like vocabulary."""
     # Zipf-like: a few words are very common (as in real prose), most are rare.
     return " ".join(_VOCAB[min(int(rng.paretovariate(1.1)) - 1, len(_VOCAB) - 1)] for _ in range(n))
 
@@ -33,11 +34,11 @@ def synthetic_skillbook(n: int, *, seed: int = 0, duplicates: float = 0.01) -> S
     issues: dict[str, list[str]] = {"context": [], "harness": []}
     for _ in range(n):
         section = "context" if rng.random() < 0.7 else "harness"
-        issue = _words(rng, rng.randint(25, 60))
+        issue = words(rng, rng.randint(25, 60))
         if issues[section] and rng.random() < duplicates:
-            issue = " ".join(rng.choice(issues[section]).split()[:20]) + " " + _words(rng, rng.randint(5, 30))
+            issue = " ".join(rng.choice(issues[section]).split()[:20]) + " " + words(rng, rng.randint(5, 30))
         issues[section].append(issue)
-        insight = _words(rng, rng.randint(10, 25)) if section == "context" or rng.random() < 0.5 else None
+        insight = words(rng, rng.randint(10, 25)) if section == "context" or rng.random() < 0.5 else None
         keywords = rng.sample(_KEYWORDS, rng.randint(1, 4))
         sb.add_skill(section, issue, keywords, insight)
     return sb
@@ -46,7 +47,7 @@ def synthetic_skillbook(n: int, *, seed: int = 0, duplicates: float = 0.01) -> S
 def synthetic_queries(n: int, *, seed: int = 1) -> list[str]:
     """`n` queries of 8-30 words from the same distribution."""
     rng = random.Random(seed)
-    return [_words(rng, rng.randint(8, 30)) for _ in range(n)]
+    return [words(rng, rng.randint(8, 30)) for _ in range(n)]
 
 
 @dataclass

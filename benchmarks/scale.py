@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _report import load_average, print_table, rss_mb
 from _synthetic import ClusteredEmbedder, synthetic_queries, synthetic_skillbook
 
 from ace import InsightSource
@@ -44,12 +45,6 @@ from ace.retrieval._dense import ANN_MIN, faiss_module
 from ace.retrieval.index import _CACHE_KEY
 
 THRESHOLD = 0.85
-
-
-def rss_mb() -> float:
-    """Current resident set size of this process."""
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * 4096 / 1e6
 
 
 def clocked(fn: Any) -> tuple[float, float, Any]:
@@ -222,15 +217,6 @@ def _built(index: SkillSearchIndex, book: Skillbook) -> SkillSearchIndex:
     return index
 
 
-def print_table(rows: list[dict[str, str]]) -> None:
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    widths = {k: max(len(k), *(len(r.get(k, "-")) for r in rows)) for k in keys}
-    print(" | ".join(k.ljust(widths[k]) for k in keys))
-    print("-+-".join("-" * widths[k] for k in keys))
-    for r in rows:
-        print(" | ".join(r.get(k, "-").ljust(widths[k]) for k in keys))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 50000, 100000])
@@ -243,16 +229,13 @@ def main() -> None:
         return
     sizes, ann_min, mutations = (args.sizes, ANN_MIN, 300) if not args.smoke else ([400], 200, 20)
     queries = 20 if args.smoke else args.queries
-    with open("/proc/loadavg", encoding="ascii") as f:
-        load = f.read().split()[:3]
-    print(f"load average at start: {' '.join(load)}; faiss installed: {faiss_module() is not None}")
+    print(f"load average at start: {load_average()}; faiss installed: {faiss_module() is not None}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="ace-scale-") as tmp:
         for n in sizes:
             rows.append(bench(n, queries, ann_min, mutations, Path(tmp)))
             print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
-    with open("/proc/loadavg", encoding="ascii") as f:
-        print(f"load average at end: {' '.join(f.read().split()[:3])}")
+    print(f"load average at end: {load_average()}")
     print_table(rows)
 
 

@@ -24,6 +24,7 @@ SMOKE: dict[str, list[str]] = {
     "scale.py": ["--smoke"],
     "search.py": ["--smoke"],
     "skillbook_ops.py": ["--smoke"],
+    "memory.py": ["--smoke"],
     "retrieval_quality.py": ["--smoke"],
     "quarantine.py": ["--sizes", "200", "--queries", "10"],
     "any_density.py": [],

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "JsonInputError",
     "iter_json_lines",
+    "iter_object",
     "loads",
     "max_bytes",
     "read_bytes",
@@ -128,13 +130,8 @@ def loads(
         except UnicodeDecodeError as e:
             raise JsonInputError(f"not UTF-8 text (byte {e.start})", kind="encoding", file=file, line=line) from None
 
-    def parse_int(digits: str) -> int:
-        if len(digits.lstrip("-")) > max_int_digits:
-            raise JsonInputError("an integer too long", kind="integer")  # located by the handler below
-        return int(digits)
-
     try:
-        value = json.loads(text, parse_int=parse_int)
+        value = json.loads(text, parse_int=_int_parser(max_int_digits))
     except json.JSONDecodeError as e:
         reason = "empty: a JSON document was expected" if not text.strip() else f"not valid JSON ({e.msg})"
         blank = not text.strip()
@@ -152,18 +149,120 @@ def loads(
     return value
 
 
+def _int_parser(max_int_digits: int) -> Callable[[str], int]:
+    def parse_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > max_int_digits:
+            raise JsonInputError("an integer too long", kind="integer")  # located by the caller's handler
+        return int(digits)
+
+    return parse_int
+
+
+_CONTAINERS = frozenset({dict, list})
+
+
 def _too_deep(value: object, max_depth: int) -> bool:
-    """Whether objects and arrays nest more than `max_depth` levels in `value` (without recursing)."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
+    """Whether objects and arrays nest more than `max_depth` levels in `value` (without recursing): level by
+    level, keeping only the containers of each (in C: a file's strings and numbers are never visited one by one)."""
+    level: list[Any] = [value] if type(value) in _CONTAINERS else []
+    depth = 1
+    while level:
         if depth > max_depth:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        children: list[Any] = []
+        for container in level:
+            children.extend(container.values() if type(container) is dict else container)
+        level = list(compress(children, map(_CONTAINERS.__contains__, map(type, children))))
+        depth += 1
     return False
+
+
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]  # C
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _NotStreamed(JsonInputError):
+    """`iter_object` met what it leaves to `loads` (malformed JSON, a repeated top-level key)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__(f"not streamed (at character {at}): read the whole document with loads", kind="syntax")
+
+
+def iter_object(
+    text: str,
+    *,
+    split: Collection[str],
+    max_depth: int = MAX_DEPTH,
+    max_int_digits: int = MAX_INT_DIGITS,
+) -> Iterator[tuple[str, Any, bool]]:
+    """The top-level object of `text`, parsed piece by piece: `(key, value, False)` per member, except that a
+    member of `split` whose value is an array yields `(key, [], False)` and then `(key, item, True)` per item, so
+    the items of a big file are never all parsed at once (a skillbook of 100,000 skills is 340 MB as one tree).
+
+    Accepts exactly what `loads` accepts, within the same limits, or raises `JsonInputError`: also for a repeated
+    top-level key, which `loads` takes (the last wins). On any error, read the document with `loads`: it says
+    what is wrong, the same way for every file.
+    """
+    decoder = json.JSONDecoder(parse_int=_int_parser(max_int_digits))
+    scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]  # the C scanner
+    seen: set[str] = set()
+    i = _skip(text, 0)
+    if text[i : i + 1] != "{":
+        raise _NotStreamed(i)
+    i = _skip(text, i + 1)
+    more = text[i : i + 1] != "}"
+    while more:
+        if text[i : i + 1] != '"':
+            raise _NotStreamed(i)
+        key, i = _scanstring(text, i + 1)
+        i = _skip(text, i)
+        if key in seen or text[i : i + 1] != ":":
+            raise _NotStreamed(i)
+        seen.add(key)
+        i = _skip(text, i + 1)
+        if key in split and text[i : i + 1] == "[":
+            yield key, [], False
+            i = _skip(text, i + 1)
+            items = text[i : i + 1] != "]"
+            while items:
+                item, end = _value(scan, text, i, max_depth - 2)
+                yield key, item, True
+                i, items = _next(text, end, "]")
+            end = i + 1
+        else:
+            value, end = _value(scan, text, i, max_depth - 1)
+            yield key, value, False
+        i, more = _next(text, end, "}")
+    if _skip(text, i + 1) != len(text):
+        raise _NotStreamed(i + 1)
+
+
+def _skip(text: str, at: int) -> int:
+    """The index of the first character at or after `at` that is not JSON whitespace."""
+    found = _SPACE.match(text, at)
+    return found.end() if found is not None else at
+
+
+def _value(scan: Callable[[str, int], tuple[Any, int]], text: str, start: int, max_depth: int) -> tuple[Any, int]:
+    """The JSON value at `start` and where it ends, refused when nested deeper than `max_depth` below it."""
+    try:
+        value, end = scan(text, start)
+    except StopIteration:  # no value starts here
+        raise _NotStreamed(start) from None
+    if text.count("[", start, end) + text.count("{", start, end) > max_depth and _too_deep(value, max_depth):
+        raise _NotStreamed(start)
+    return value, end
+
+
+def _next(text: str, at: int, closer: str) -> tuple[int, bool]:
+    """After a member or an item: (where the next one starts, True) after a comma, or (the closer's index, False)."""
+    i = _skip(text, at)
+    mark = text[i : i + 1]
+    if mark == ",":
+        return _skip(text, i + 1), True
+    if mark == closer:
+        return i, False
+    raise _NotStreamed(i)
 
 
 def _refuse_deep(text: str, *, file: str | None, line: int | None, max_depth: int) -> None:

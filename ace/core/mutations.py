@@ -1,21 +1,23 @@
 """A skill as one operation makes it: a new one (add), or an existing one updated, tagged, removed, quarantined or
-released.
+released, with the operation's provenance entry appended to its `occurrences`.
 
-Pure functions of the active skill, the operation and the time: the skillbook looks the skill up, holds its lock,
-and records the result, its provenance and the audit-log entry.
+Pure functions of the active skill, the operation, its entry and the time: the skillbook looks the skill up, holds
+its lock, and records the result and the audit-log entry. Each builds the new version from a `draft` of the old
+one (a skill handed out never changes).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import numpy as np
 
+from ace.core.insight_source import InsightSource
 from ace.core.skill import (
     Embedding,
     Quarantine,
     Skill,
+    draft,
     normalize_keywords,
+    sealed,
     validate_insight,
     validate_issue,
     validate_section,
@@ -23,12 +25,19 @@ from ace.core.skill import (
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError
 
-__all__ = ["checked_vector", "created", "evolve", "quarantined", "removed", "tagged", "updated"]
+__all__ = [
+    "checked_delta",
+    "checked_reason",
+    "checked_vector",
+    "created",
+    "quarantined",
+    "removed",
+    "tagged",
+    "updated",
+]
 
-_T = TypeVar("_T")
 
-
-def created(op: UpdateOperation, skill_id: str, now: str, *, max_chars: int | None) -> Skill:
+def created(op: UpdateOperation, skill_id: str, entry: InsightSource, now: str, *, max_chars: int | None) -> Skill:
     """The new skill an ADD describes, under the id the skillbook assigned."""
     section = validate_section(op.section)
     issue = validate_issue(op.issue, max_chars=max_chars)
@@ -36,66 +45,90 @@ def created(op: UpdateOperation, skill_id: str, now: str, *, max_chars: int | No
         raise SkillbookError("keywords are required when adding a skill: pass 1-5 short labels")
     keywords = normalize_keywords(op.keywords)
     insight = validate_insight(section, op.insight, max_chars=max_chars)
-    return Skill(
-        id=skill_id, section=section, keywords=keywords, issue=issue, insight=insight, created_at=now, updated_at=now
-    )
+    new = draft()
+    new.id, new.section, new.keywords, new.issue, new.insight = skill_id, section, keywords, issue, insight
+    new.occurrences = (entry,)
+    new.created_at = new.updated_at = now
+    return sealed(new)
 
 
-def updated(old: Skill, op: UpdateOperation, now: str, *, max_chars: int | None) -> Skill:
+def updated(old: Skill, op: UpdateOperation, entry: InsightSource, now: str, *, max_chars: int | None) -> Skill:
     """`old` with the operation's issue, and its keywords / insight when given; a text change drops the vector."""
     issue = validate_issue(op.issue, max_chars=max_chars)
-    keywords = normalize_keywords(op.keywords) if op.keywords is not None else list(old.keywords)
+    keywords = old.keywords
+    if op.keywords is not None:
+        keywords = normalize_keywords(op.keywords)
+        keywords = old.keywords if keywords == old.keywords else keywords  # unchanged: share the old list
     insight = old.insight if op.insight is None else validate_insight(old.section, op.insight, max_chars=max_chars)
-    changed = (issue, insight, keywords) != (old.issue, old.insight, old.keywords)
-    return evolve(
-        old,
-        issue=issue,
-        insight=insight,
-        keywords=keywords,
-        embedding=None if changed else old.embedding,
-        updated_at=now,
-    )
+    new = draft(old)
+    if issue != old.issue or insight != old.insight or keywords is not old.keywords:
+        new.issue, new.insight, new.keywords, new.embedding = issue, insight, keywords, None
+    new.occurrences = (*old.occurrences, entry)
+    new.updated_at = now
+    return sealed(new)
 
 
-def tagged(old: Skill, op: UpdateOperation, now: str) -> Skill:
-    """`old` with one more use counted: delta 1 helpful, -1 harmful, 0 neutral (an integer, not `True` or 1.0)."""
-    delta = op.delta
+def tagged(old: Skill, delta: int, entry: InsightSource, now: str) -> Skill:
+    """`old` with one more use counted: delta 1 helpful, -1 harmful, 0 neutral (checked by `checked_delta`)."""
+    new = draft(old)
+    new.used_count = old.used_count + 1
+    if delta == 1:
+        new.helpful_count = old.helpful_count + 1
+    elif delta == -1:
+        new.harmful_count = old.harmful_count + 1
+    else:
+        new.neutral_count = old.neutral_count + 1
+    new.occurrences = (*old.occurrences, entry)
+    new.updated_at = now
+    return sealed(new)
+
+
+def checked_delta(delta: object) -> int:
+    """A tag's delta: the integer -1, 0 or 1 (not `True` or 1.0); raise naming the fix otherwise."""
     if type(delta) is not int or delta not in (-1, 0, 1):
         raise SkillbookError(
             f"delta must be -1 (harmful), 0 (neutral) or 1 (helpful), as an integer; got {delta!r} "
             f"({type(delta).__name__})"
         )
-    return evolve(
-        old,
-        used_count=old.used_count + 1,
-        helpful_count=old.helpful_count + (delta == 1),
-        harmful_count=old.harmful_count + (delta == -1),
-        neutral_count=old.neutral_count + (delta == 0),
-        updated_at=now,
-    )
+    return delta
 
 
-def removed(old: Skill, op: UpdateOperation, now: str) -> Skill:
-    """`old`, deactivated; the reason is required."""
+def checked_reason(op: UpdateOperation) -> str:
+    """The reason a REMOVE, QUARANTINE or RELEASE must give (for the audit log)."""
     if not isinstance(op.reason, str) or not op.reason.strip():
-        raise SkillbookError("reason is required to remove a skill: say why it is harmful or outdated")
-    return evolve(old, active=False, updated_at=now)
-
-
-def quarantined(old: Skill, op: UpdateOperation, now: str) -> Skill:
-    """`old` quarantined (`QUARANTINE`) or released (`RELEASE`); the reason is required."""
-    quarantining = op.type == "QUARANTINE"
-    if not isinstance(op.reason, str) or not op.reason.strip():
-        verb = "quarantine" if quarantining else "release"
+        if op.type == "REMOVE":
+            raise SkillbookError("reason is required to remove a skill: say why it is harmful or outdated")
+        verb = "quarantine" if op.type == "QUARANTINE" else "release"
         raise SkillbookError(f"reason is required to {verb} a skill: say why, for the audit log")
+    return op.reason
+
+
+def removed(old: Skill, entry: InsightSource, now: str) -> Skill:
+    """`old`, deactivated (its reason checked by `checked_reason`)."""
+    new = draft(old)
+    new.active = False
+    new.occurrences = (*old.occurrences, entry)
+    new.updated_at = now
+    return sealed(new)
+
+
+def quarantined(old: Skill, op: UpdateOperation, entry: InsightSource, now: str) -> Skill:
+    """`old` quarantined (`QUARANTINE`) or released (`RELEASE`); the reason is checked by `checked_reason`."""
+    quarantining = op.type == "QUARANTINE"
     if quarantining and old.quarantine is not None:
         raise SkillbookError(
             f"skill {old.id} is already quarantined ({old.quarantine.reason}): release it first to quarantine it again"
         )
     if not quarantining and old.quarantine is None:
         raise SkillbookError(f"skill {old.id} is not quarantined, so there is nothing to release")
-    record = Quarantine(reason=op.reason.strip(), evidence=tuple(op.evidence or ()), timestamp=now)
-    return evolve(old, quarantine=record if quarantining else None, updated_at=now)
+    new = draft(old)
+    reason = checked_reason(op).strip()
+    new.quarantine = (
+        Quarantine(reason=reason, evidence=tuple(op.evidence or ()), timestamp=now) if quarantining else None
+    )
+    new.occurrences = (*old.occurrences, entry)
+    new.updated_at = now
+    return sealed(new)
 
 
 def checked_vector(skill_id: str, embedding: Embedding, dim: int | None) -> Embedding:
@@ -112,15 +145,3 @@ def checked_vector(skill_id: str, embedding: Embedding, dim: int | None) -> Embe
             "clear all embeddings (set_embedding(id, None)) before switching embedding models"
         )
     return vector
-
-
-def evolve(obj: _T, **changes: object) -> _T:
-    """A copy of the dataclass `obj` with `changes` (already valid): `dataclasses.replace` without running
-    `__init__` again, several times faster; for the skillbook's records, whose constructors only set defaults."""
-    unknown = changes.keys() - obj.__dict__.keys()
-    if unknown:
-        raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}")
-    new = object.__new__(type(obj))
-    new.__dict__.update(obj.__dict__)
-    new.__dict__.update(changes)
-    return new

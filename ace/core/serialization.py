@@ -15,7 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ace.core import json_safe
 from ace.core.journal import apply_deltas
+from ace.core.json_safe import iter_object
+from ace.core.shared_values import SharedValues
 from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
 from ace.core.storage import (
     FileState,
@@ -24,6 +27,7 @@ from ace.core.storage import (
     atomic_write_many,
     bytes_writer,
     commit_files,
+    format_errors,
     json_bytes,
     read_json_with_digest,
     recover_commit,
@@ -82,45 +86,89 @@ class SkillbookDocument:
     @classmethod
     def from_dict(cls, data: Any, *, source: str = "skillbook") -> SkillbookDocument:
         """Check `data` against schema v2 and every invariant of the stored state."""
-        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-            found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-            raise SkillbookFormatError(
-                f"Skillbook format v2 required — regenerate ({source}: schema_version is {found!r})", path=source
-            )
-        unknown = set(data) - _TOP_KEYS
-        if unknown:
-            raise SkillbookFormatError(f"{source}: unknown top-level field(s) {sorted(unknown)}", path=source)
-        missing = [key for key in _REQUIRED_KEYS if key not in data]
-        if missing:
-            raise SkillbookFormatError(
-                f'{source}: the required field {missing[0]!r} is missing (a skillbook with no skills has "skills": [])',
-                path=source,
-            )
-        model = data.get("embedding_model")
-        if model is not None and not isinstance(model, str):
-            raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
-        doc = cls(embedding_model=model)
+        _check_top(data, source)
+        doc = cls(embedding_model=data.get("embedding_model"))
+        shared = SharedValues()
         raw_skills = data["skills"]
-        if not isinstance(raw_skills, list):
-            raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
         for i, raw in enumerate(raw_skills):
-            try:
-                skill = Skill.from_dict(raw)
-            except ValueError as e:
-                raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
-            if skill.id in doc.skills:
-                raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
-            doc.skills[skill.id] = skill
-        raw_ops = data.get("operations", [])
-        if not isinstance(raw_ops, list):
-            raise SkillbookFormatError(f"{source}: 'operations' must be a list", path=source)
+            doc._add_skill(i, raw, shared, source)
+        for raw in _check_operations(data, source):
+            doc._add_operation(raw, shared, source)
+        doc._finish(data, source)
+        return doc
+
+    @classmethod
+    def from_text(cls, text: str, *, source: str = "skillbook") -> tuple[SkillbookDocument, dict[str, Any]]:
+        """`from_dict` of the JSON document `text`, its skills and operations parsed and checked one at a time
+        (`json_safe.iter_object`), so their dicts are never all alive at once; returns the document and the
+        top-level fields but those two. Raises on every file `from_dict(json_safe.loads(text))` refuses, and on a
+        few it takes (a repeated top-level key): read those with it, which names the problem."""
+        doc = cls()
+        shared = SharedValues()
+        top: dict[str, Any] = {}
+        counts = dict.fromkeys(_LIST_FIELDS, 0)
+        for key, value, item in iter_object(text, split=_LIST_FIELDS):
+            if not item:
+                top[key] = value
+            elif key == "skills":
+                doc._add_skill(counts[key], value, shared, source)
+                counts[key] += 1
+            else:
+                doc._add_operation(value, shared, source)
+        _check_top(top, source)
+        _check_operations(top, source)
+        doc.embedding_model = top.get("embedding_model")
+        doc._finish(top, source)
+        return doc, top
+
+    def _add_skill(self, i: int, raw: Any, shared: SharedValues, source: str) -> None:
         try:
-            doc.operations = [UpdateOperation.from_dict(op) for op in raw_ops]
+            skill = Skill.from_dict(raw, shared=shared)
+        except ValueError as e:
+            raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
+        if skill.id in self.skills:
+            raise SkillbookFormatError(f"{source}: skills[{i}]: duplicate id {skill.id!r}", path=source)
+        self.skills[skill.id] = skill
+
+    def _add_operation(self, raw: Any, shared: SharedValues, source: str) -> None:
+        try:
+            self.operations.append(UpdateOperation.from_dict(raw, shared=shared, skills=self.skills))
         except ValueError as e:
             raise SkillbookFormatError(f"{source}: operations: {e}", path=source) from None
-        doc.next_ids = _next_ids(doc, data.get("next_ids"), source)
-        doc.keep_pairs = _keep_pairs(doc, data.get("dedup_keep_pairs", []), source)
-        return doc
+
+    def _finish(self, data: dict[str, Any], source: str) -> None:
+        self.next_ids = _next_ids(self, data.get("next_ids"), source)
+        self.keep_pairs = _keep_pairs(self, data.get("dedup_keep_pairs", []), source)
+
+
+def _check_top(data: Any, source: str) -> None:
+    """The top level of a schema v2 document: version, known and required fields, their types."""
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+        raise SkillbookFormatError(
+            f"Skillbook format v2 required — regenerate ({source}: schema_version is {found!r})", path=source
+        )
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise SkillbookFormatError(f"{source}: unknown top-level field(s) {sorted(unknown)}", path=source)
+    missing = [key for key in _REQUIRED_KEYS if key not in data]
+    if missing:
+        raise SkillbookFormatError(
+            f'{source}: the required field {missing[0]!r} is missing (a skillbook with no skills has "skills": [])',
+            path=source,
+        )
+    model = data.get("embedding_model")
+    if model is not None and not isinstance(model, str):
+        raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
+    if not isinstance(data["skills"], list):
+        raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
+
+
+def _check_operations(data: dict[str, Any], source: str) -> list[Any]:
+    raw_ops = data.get("operations", [])
+    if not isinstance(raw_ops, list):
+        raise SkillbookFormatError(f"{source}: 'operations' must be a list", path=source)
+    return raw_ops
 
 
 def write_skillbook(
@@ -169,11 +217,13 @@ def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[st
     """Read a skillbook file (schema v2 only), apply `journal` deltas, reuse every cached vector whose text is
     unchanged."""
     recover_commit(commit_intent(path))  # a kill interrupted a commit with other files: finish it first
-    data, digest = read_json_with_digest(path)
-    if journal and isinstance(data, dict):
-        data = apply_deltas(data, journal, source=str(path))
-    doc = SkillbookDocument.from_dict(data, source=str(path))
-    doc.digest = None if journal else digest
+    if journal:
+        data, _ = read_json_with_digest(path)
+        if isinstance(data, dict):
+            data = apply_deltas(data, journal, source=str(path))
+        doc = SkillbookDocument.from_dict(data, source=str(path))
+    else:
+        doc, data = _read_document(Path(path))
     stored_dim = data.get("embedding_dim")
     dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
     cached = read_embeddings(sidecar_path(path), model=doc.embedding_model, dim=dim, max_rows=len(doc.skills))
@@ -183,6 +233,32 @@ def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[st
             if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
                 object.__setattr__(skill, "embedding", hit[1])
     return doc
+
+
+def _read_document(path: Path) -> tuple[SkillbookDocument, Any]:
+    """The document in the file (with its digest) and its top-level fields: streamed (`SkillbookDocument.from_text`),
+    or, when the stream refuses it, parsed whole and checked by `from_dict`, which names what is wrong."""
+    with format_errors(path):
+        raw = json_safe.read_bytes(path)
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        text: str | bytes = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw  # `loads` says where
+    del raw  # the file's bytes go before its skills are built
+    if isinstance(text, str):
+        try:
+            doc, top = SkillbookDocument.from_text(text, source=str(path))
+        except Exception:
+            pass
+        else:
+            doc.digest = digest
+            return doc, top
+    with format_errors(path):
+        data = json_safe.loads(text, file=str(path))
+    doc = SkillbookDocument.from_dict(data, source=str(path))
+    doc.digest = digest
+    return doc, data
 
 
 def embedding_dim(skills: Iterable[Skill], exclude: str | None = None) -> int | None:
@@ -232,8 +308,13 @@ def _next_ids(doc: SkillbookDocument, raw: Any, source: str) -> dict[Section, in
             raise SkillbookFormatError(f"{source}: 'next_ids' must map sections to positive integers", path=source)
         for sec, value in raw.items():
             out[validate_section(sec)] = value
-    used = [*doc.skills, *(op.skill_id for op in doc.operations if op.type == "ADD" and op.skill_id)]
-    for parsed in filter(None, map(skill_id_number, used)):
-        section, number = parsed
-        out[validate_section(section)] = max(out[validate_section(section)], number + 1)
+    for section in SECTION_ORDER:  # a skill's id is checked: its section, a dash (8 characters) and digits
+        numbers = [int(skill_id[8:]) for skill_id, skill in doc.skills.items() if skill.section == section]
+        out[section] = max(out[section], max(numbers, default=0) + 1)
+    purged = {
+        op.skill_id for op in doc.operations if op.type == "ADD" and op.skill_id and op.skill_id not in doc.skills
+    }
+    for parsed in filter(None, map(skill_id_number, purged)):
+        purged_section, number = validate_section(parsed[0]), parsed[1]
+        out[purged_section] = max(out[purged_section], number + 1)
     return out

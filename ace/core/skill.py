@@ -1,19 +1,32 @@
-"""`Skill`, the skillbook's one record, and the invariants every skill obeys."""
+"""`Skill`, the skillbook's one record, and the invariants every skill obeys.
+
+A `Skill` never changes once made: every mutation makes a new one (`draft` of the old, changed, `sealed`), so a
+skill handed out stays as it was, and its fields are slots (a skill is ~150 bytes before its texts, not ~400).
+"""
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict  # pydantic builds tool-result schemas only from this one on 3.11
 
 from ace.core.insight_source import InsightSource, utc_now
-from ace.core.text_rules import check_text, validate_skill_id
+from ace.core.shared_values import SharedValues
+from ace.core.text_rules import (
+    MAX_KEYWORD_LENGTH,
+    VALID_SECTIONS,
+    Section,
+    keyword_list,
+    normalize_keywords,
+    validate_insight,
+    validate_issue,
+    validate_section,
+    validate_skill_id,
+)
 from ace.exceptions import SkillbookError, SkillFieldError
 
 __all__ = [
@@ -25,18 +38,18 @@ __all__ = [
     "Section",
     "Skill",
     "SkillSummary",
+    "draft",
     "embedding_input",
     "embedding_input_hash",
+    "keyword_list",
     "normalize_keywords",
+    "sealed",
     "skill_summary",
     "validate_insight",
     "validate_issue",
     "validate_section",
 ]
 
-Section = Literal["context", "harness"]
-VALID_SECTIONS: frozenset[str] = frozenset({"context", "harness"})
-MAX_KEYWORD_LENGTH = 40
 Embedding: TypeAlias = npt.NDArray[np.float32]
 
 _TEXT_FIX = "use skillbook.update_skill({id!r}, issue, keywords, insight) (omit keywords or insight to keep them)"
@@ -60,11 +73,9 @@ SKILL_FIELD_METHODS: dict[str, str] = {
     "section": "a skill keeps its section: add a new skill in the other section and remove this one",
 }
 """The skillbook method that changes each field (every field of `Skill`), named by the error an assignment raises."""
-_NON_IDENT = re.compile(r"[^\w.]+")
-_UNDERSCORES = re.compile(r"_{2,}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Quarantine:
     """Why a skill is out of service though still active: the reason, the harmful traces, since when."""
 
@@ -93,7 +104,7 @@ class Quarantine:
         return cls(reason=reason, evidence=tuple(evidence), timestamp=timestamp)
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, frozen=True, slots=True)
 class Skill:
     """One learned skill: a problem (`issue`, scope inline), the action (`insight`) and labels (`keywords`)."""
 
@@ -101,13 +112,14 @@ class Skill:
     section: Section
     """`context` (the agent should act differently) or `harness` (a problem of the runtime around it)."""
     keywords: list[str]
-    """Fine-grained, normalised category labels; never empty."""
+    """Fine-grained, normalised category labels; never empty. Shared with the skill's other versions and its
+    audit-log entries: read it, never change it."""
     issue: str
     """The problem and where it applies, in prose."""
     insight: str | None
     """The imperative action; required for `context`, optional for `harness`."""
-    occurrences: list[InsightSource] = field(default_factory=list[InsightSource])
-    """Append-only audit chain: one entry per mutation."""
+    occurrences: tuple[InsightSource, ...] = ()
+    """Append-only audit chain: one entry per mutation (a list given to the constructor is stored as a tuple)."""
     active: bool = True
     quarantine: Quarantine | None = None
     """Set while the skill is quarantined: kept and active, but out of every prompt and search (`visible`)."""
@@ -120,18 +132,11 @@ class Skill:
     created_at: str = field(default_factory=utc_now)
     updated_at: str = field(default_factory=utc_now)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_sealed", True)
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like the list it holds: not hashable
 
-    def __setattr__(self, name: str, value: object) -> None:
-        """Fields are set once, by the constructor: every change goes through the skillbook, which validates it,
-        records its provenance and keeps the sidecar and the search index in step."""
-        if self.__dict__.get("_sealed") and name in SKILL_FIELD_METHODS:
-            raise SkillFieldError(
-                f"Skill.{name} cannot be assigned: the skillbook validates and records every change; "
-                f"{SKILL_FIELD_METHODS[name].format(id=self.id)}"
-            )
-        object.__setattr__(self, name, value)
+    def __post_init__(self) -> None:
+        if type(self.occurrences) is not tuple:
+            object.__setattr__(self, "occurrences", tuple(self.occurrences))
 
     @property
     def visible(self) -> bool:
@@ -186,25 +191,31 @@ class Skill:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Skill:
-        """Inverse of `to_dict`, checking every invariant; raises `ValueError` naming the field."""
+    def from_dict(cls, data: dict[str, Any], *, shared: SharedValues | None = None) -> Skill:
+        """Inverse of `to_dict`, checking every invariant; raises `ValueError` naming the field.
+
+        `shared`: the values already read from the same file (`SharedValues`), for equal strings, keyword labels
+        and provenance entries to be stored once."""
         if not isinstance(data, dict):
             raise ValueError(f"skill must be an object, got {type(data).__name__}")
-        unknown = set(data) - _SKILL_KEYS
+        unknown = data.keys() - _SKILL_KEYS
         if unknown:
             raise ValueError(f"unknown skill field(s) {sorted(unknown)}")
-        missing = [k for k in ("id", "section", "keywords", "issue", "occurrences") if k not in data]
-        if missing:
-            raise ValueError(f"missing skill field(s) {missing}")
+        if not data.keys() >= _REQUIRED_KEYS:
+            raise ValueError(f"missing skill field(s) {[k for k in _REQUIRED if k not in data]}")
         skill_id = data["id"]
         if not isinstance(skill_id, str) or not skill_id:
             raise ValueError(f"skill field 'id' must be a non-empty string, got {skill_id!r}")
         section = validate_section(data["section"])
         validate_skill_id(skill_id, section)
         keywords = data["keywords"]
-        stored = normalize_keywords(keywords)
-        if stored != keywords:
-            raise ValueError(f"skill {skill_id}: keywords {keywords!r} are not normalised (expected {stored!r})")
+        stored = shared.labels(keywords) if shared is not None else None  # every label seen and checked before
+        if stored is None:
+            stored = normalize_keywords(keywords)
+            if stored != keywords:
+                raise ValueError(f"skill {skill_id}: keywords {keywords!r} are not normalised (expected {stored!r})")
+            if shared is not None:
+                stored = shared.learn_labels(stored)
         try:
             issue = validate_issue(data["issue"])
             insight = validate_insight(section, data.get("insight"))
@@ -213,54 +224,105 @@ class Skill:
         occurrences = data["occurrences"]
         if not isinstance(occurrences, list):
             raise ValueError(f"skill {skill_id}: field 'occurrences' must be a list")
-        counters = [_counter(data, name, skill_id) for name in _COUNTERS]
-        active = data.get("active", True)
+        get = data.get
+        counters = [get(name, 0) for name in _COUNTERS]
+        if not all(type(n) is int and n >= 0 for n in counters):  # else the check that accepts int subclasses
+            counters = [_counter(n, name, skill_id) for n, name in zip(counters, _COUNTERS, strict=True)]
+        active = get("active", True)
         if not isinstance(active, bool):
             raise ValueError(f"skill {skill_id}: field 'active' must be true or false, got {active!r}")
-        created_at, updated_at = (_timestamp(data, name, skill_id) for name in ("created_at", "updated_at"))
+        created_at = _timestamp(get("created_at"), "created_at", skill_id)
+        updated_at = _timestamp(get("updated_at"), "updated_at", skill_id)
+        if shared is not None:
+            created_at, updated_at = shared.time(created_at), shared.time(updated_at)
         try:
             quarantine = Quarantine.from_dict(data["quarantine"]) if "quarantine" in data else None
         except ValueError as e:
             raise ValueError(f"skill {skill_id}: {e}") from None
         try:
-            chain = [InsightSource.from_dict(o) for o in occurrences]
+            chain = tuple([InsightSource.from_dict(o, shared=shared) for o in occurrences])
         except ValueError as e:
             raise ValueError(f"skill {skill_id}: {e}") from None
-        return cls(
-            id=skill_id,
-            section=section,
-            keywords=list(stored),
-            issue=issue,
-            insight=insight,
-            occurrences=chain,
-            active=active,
-            quarantine=quarantine,
-            used_count=counters[0],
-            helpful_count=counters[1],
-            harmful_count=counters[2],
-            neutral_count=counters[3],
-            created_at=created_at,
-            updated_at=updated_at,
+        new = draft()
+        new.id, new.section, new.keywords, new.issue, new.insight = skill_id, section, stored, issue, insight
+        new.occurrences, new.active, new.quarantine = chain, active, quarantine
+        new.used_count, new.helpful_count, new.harmful_count, new.neutral_count = counters
+        new.created_at, new.updated_at = created_at, updated_at
+        return sealed(new)
+
+
+def _refuse_change(skill: Skill, name: str, value: object = None) -> None:
+    """`Skill.__setattr__` / `__delattr__`: every field is the skillbook's to change, through the method named."""
+    if name in SKILL_FIELD_METHODS:
+        raise SkillFieldError(
+            f"Skill.{name} cannot be assigned: the skillbook validates and records every change; "
+            f"{SKILL_FIELD_METHODS[name].format(id=skill.id)}"
         )
+    raise AttributeError(f"'Skill' object has no attribute {name!r}")
+
+
+Skill.__setattr__ = _refuse_change  # type: ignore[method-assign,assignment]  # the frozen one names no method
+Skill.__delattr__ = _refuse_change  # type: ignore[method-assign,assignment]
+
+
+class _Draft(Skill):
+    """Same layout as `Skill`, but assignable: a new version is filled field by field with plain slot stores (the
+    frozen constructor's `object.__setattr__` per field costs 4x more) and then `sealed` into a `Skill`."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+
+
+def draft(old: Skill | None = None) -> Any:
+    """An assignable copy of `old` (or, without it, a skill with the defaults and no id or texts yet): set what
+    changes, then `sealed(...)` makes it a `Skill`. Only the skillbook's own mutations and loads use it."""
+    new: Any = object.__new__(_Draft)
+    if old is None:
+        new.occurrences, new.active, new.quarantine, new.embedding = (), True, None, None
+        new.used_count = new.helpful_count = new.harmful_count = new.neutral_count = 0
+        return new
+    new.id = old.id
+    new.section = old.section
+    new.keywords = old.keywords
+    new.issue = old.issue
+    new.insight = old.insight
+    new.occurrences = old.occurrences
+    new.active = old.active
+    new.quarantine = old.quarantine
+    new.used_count = old.used_count
+    new.helpful_count = old.helpful_count
+    new.harmful_count = old.harmful_count
+    new.neutral_count = old.neutral_count
+    new.embedding = old.embedding
+    new.created_at = old.created_at
+    new.updated_at = old.updated_at
+    return new
+
+
+def sealed(new: Any) -> Skill:
+    """The `draft` as a `Skill`: from here on no field can be assigned."""
+    new.__class__ = Skill
+    return new  # type: ignore[no-any-return]
 
 
 _COUNTERS = ("used_count", "helpful_count", "harmful_count", "neutral_count")
 
 
-def _counter(data: dict[str, Any], name: str, skill_id: str) -> int:
-    value = data.get(name, 0)
+def _counter(value: object, name: str, skill_id: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"skill {skill_id}: field {name!r} must be a non-negative integer, got {value!r}")
     return value
 
 
-def _timestamp(data: dict[str, Any], name: str, skill_id: str) -> str:
-    value = data.get(name)
+def _timestamp(value: object, name: str, skill_id: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"skill {skill_id}: field {name!r} must be an ISO timestamp string, got {value!r}")
     return value
 
 
+_REQUIRED = ("id", "section", "keywords", "issue", "occurrences")
+_REQUIRED_KEYS = frozenset(_REQUIRED)
 _SKILL_KEYS = frozenset(
     {
         "id",
@@ -279,79 +341,6 @@ _SKILL_KEYS = frozenset(
         "occurrences",
     }
 )
-
-
-def validate_section(section: object) -> Section:
-    """Return `section` if it is `context` or `harness`; raise naming the fix otherwise."""
-    if section == "context":
-        return "context"
-    if section == "harness":
-        return "harness"
-    raise SkillbookError(
-        f"section must be one of {sorted(VALID_SECTIONS)}, got {section!r}: use 'context' for guidance the "
-        "agent should follow and 'harness' for problems of the runtime around it; put finer categories in "
-        "keywords"
-    )
-
-
-def validate_issue(issue: object, *, max_chars: int | None = None) -> str:
-    """The issue text, stripped; every mutation needs a non-empty one, of plain text, at most `max_chars` long."""
-    if not isinstance(issue, str) or not issue.strip():
-        raise SkillbookError(
-            f"issue is required and must be non-empty text, got {issue!r}: describe the problem and where it applies"
-        )
-    return check_text("issue", issue.strip(), max_chars=max_chars)
-
-
-def validate_insight(section: Section, insight: object, *, max_chars: int | None = None) -> str | None:
-    """The insight text, stripped: required for `context`, optional (`None` when blank) for `harness`; plain text
-    of at most `max_chars`."""
-    if insight is not None and not isinstance(insight, str):
-        raise SkillbookError(f"insight must be text or null, got {type(insight).__name__}")
-    text = insight.strip() if isinstance(insight, str) else ""
-    if section == "context" and not text:
-        raise SkillbookError(
-            "insight is required for a context skill: pass insight= with the imperative action the agent "
-            "should take (or use section='harness' for a problem with no agent-side action)"
-        )
-    return check_text("insight", text, max_chars=max_chars) or None
-
-
-def normalize_keywords(keywords: object) -> list[str]:
-    """Keywords as short lowercase identifiers (`Booking API` -> `booking_api`), de-duplicated, order kept.
-
-    Raises `SkillbookError` when `keywords` is not a list of strings, when a label is longer than
-    `MAX_KEYWORD_LENGTH` after normalisation, or when nothing is left.
-    """
-    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
-        raise SkillbookError(
-            f"keywords must be a list of short labels, got {type(keywords).__name__}: pass e.g. "
-            "['airline', 'booking_api']"
-        )
-    out: list[str] = []
-    seen: set[str] = set()
-    for raw in keywords:
-        if not isinstance(raw, str):
-            raise SkillbookError(f"keywords must be strings, got {raw!r}")
-        if not raw.isprintable():
-            check_text(f"keyword {raw!r}", raw, prose=False)
-        label = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
-        if not label:
-            continue
-        if len(label) > MAX_KEYWORD_LENGTH:
-            raise SkillbookError(
-                f"keyword {raw!r} is too long ({len(label)} > {MAX_KEYWORD_LENGTH} characters): keywords are "
-                "short stable labels (domain, subsystem, API family); put prose in issue"
-            )
-        if label not in seen:
-            seen.add(label)
-            out.append(label)
-    if not out:
-        raise SkillbookError(
-            "keywords must contain at least one label: pass 1-5 short labels such as the domain, subsystem, "
-            "API family or behaviour category"
-        )
-    return out
 
 
 def embedding_input(issue: str, insight: str | None, keywords: list[str]) -> str:
@@ -394,10 +383,3 @@ def skill_summary(skill: Skill) -> SkillSummary:
         "harmful": skill.harmful_count,
         "neutral": skill.neutral_count,
     }
-
-
-def keyword_list(keywords: object) -> list[str]:
-    """A copy of `keywords` as a list, refusing a bare string (which would split into letters)."""
-    if isinstance(keywords, str) or not isinstance(keywords, Iterable):
-        return normalize_keywords(keywords)  # always raises, with the error that names the fix
-    return list(keywords)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import threading
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, assert_never
+from typing import Any
 
-from ace.core.insight_source import InsightSource, OperationType, utc_now
-from ace.core.mutations import checked_vector, created, evolve, quarantined, removed, tagged, updated
+from ace.core.audit_log import AuditLog
+from ace.core.insight_source import InsightSource
+from ace.core.mutations import (
+    checked_vector,
+)
 from ace.core.rendering import render_prompt, skillbook_stats
 from ace.core.serialization import (
     SCHEMA_VERSION,
@@ -31,19 +31,19 @@ from ace.core.skill import (
     skill_summary,
     validate_section,
 )
+from ace.core.skill_store import SkillStore
 from ace.core.storage import FileState, PathLike, SidecarOwner, Writer, gc_paused
 from ace.core.text_rules import DEFAULT_MAX_TEXT_CHARS
-from ace.core.update_operation import UpdateOperation
-from ace.exceptions import SkillbookError, UnknownSkillError
-from ace.redaction import Redactor
-from ace.redaction.sink import redact_commit
+from ace.core.update_operation import UpdateOperation, logged
+from ace.exceptions import SkillbookError
 
 __all__ = ["SCHEMA_VERSION", "VALID_SECTIONS", "Skill", "Skillbook", "UpdateOperation"]
 
-_CHANGELOG_SIZE = 10_000
+_ASKED = ""
+"""The timestamp of a request the skillbook makes for itself: unused, its log entry gets the time of the commit."""
 
 
-class Skillbook:
+class Skillbook(SkillStore):
     """A flat set of skills, each mutation checked against the spec's invariants and recorded twice:
     in the skill's own `occurrences` chain and in the skillbook's `operations` log.
 
@@ -52,19 +52,7 @@ class Skillbook:
 
     def __init__(self, *, max_text_chars: int | None = DEFAULT_MAX_TEXT_CHARS) -> None:
         """`max_text_chars`: longest `issue`, and longest `insight`, an add or update may write (`None`: no cap)."""
-        self.max_text_chars = max_text_chars
-        """Cap on new issue / insight text; files are loaded whatever their length."""
-        self._lock = threading.RLock()
-        self._skills: dict[str, Skill] = {}
-        self._sections: dict[Section, dict[str, None]] = {s: {} for s in SECTION_ORDER}
-        self._next_ids: dict[Section, int] = dict.fromkeys(SECTION_ORDER, 1)
-        self._operations: list[UpdateOperation] = []
-        self._version = 0
-        self._active = 0
-        self._changes: deque[tuple[int, str]] = deque(maxlen=_CHANGELOG_SIZE)
-        self._keep_pairs: dict[tuple[str, str], None] = {}
-        self.redactor: Redactor | None = Redactor()
-        """Redacts every text a mutation stores (`ace.redaction.sink`); `None` stores them as given."""
+        super().__init__(max_text_chars=max_text_chars)
         self.embedding_model: str | None = None
         """Name of the model the cached embeddings came from; a different model means re-embed."""
         self.caches: dict[str, object] = {}
@@ -89,24 +77,24 @@ class Skillbook:
     @property
     def version(self) -> int:
         """Increases by one with every mutation; indexes compare it to know when they are stale."""
-        return self._version
+        return self._log.version
 
     @property
     def operations(self) -> tuple[UpdateOperation, ...]:
         """The audit log, oldest first."""
         with self._lock:
-            return tuple(self._operations)
+            return self._log.since(0)
 
     def operations_since(self, position: int) -> tuple[UpdateOperation, ...]:
         """The audit-log entries from `position` on (`len(operations)` before them), without copying the rest."""
         with self._lock:
-            return tuple(self._operations[position:])
+            return self._log.since(position)
 
     @property
     def operations_count(self) -> int:
         """Length of the audit log."""
         with self._lock:
-            return len(self._operations)
+            return len(self._log)
 
     @property
     def keep_pairs(self) -> tuple[tuple[str, str], ...]:
@@ -117,17 +105,6 @@ class Skillbook:
     def is_kept_pair(self, first_id: str, second_id: str) -> bool:
         """Whether a deduplication already decided to keep these two skills apart."""
         return pair_key(first_id, second_id) in self._keep_pairs
-
-    def get_skill(self, skill_id: str) -> Skill | None:
-        """The skill with this id, or `None`."""
-        return self._skills.get(skill_id)
-
-    def require_skill(self, skill_id: str) -> Skill:
-        """The skill with this id; raises `UnknownSkillError` (with close matches) otherwise."""
-        skill = self._skills.get(skill_id)
-        if skill is None:
-            raise UnknownSkillError(skill_id, list(self._skills))
-        return skill
 
     def skills(self, *, include_inactive: bool = False, section: Section | None = None) -> list[Skill]:
         """Skills in creation order; only the visible ones (active, not quarantined) unless `include_inactive`."""
@@ -141,16 +118,7 @@ class Skillbook:
     def changes_since(self, version: int) -> set[str] | None:
         """Ids of skills changed after `version`, or `None` when the change log no longer reaches back."""
         with self._lock:
-            if version == self._version:
-                return set()
-            if not self._changes or self._changes[0][0] > version + 1:
-                return None
-            changed: set[str] = set()
-            for v, sid in reversed(self._changes):  # newest first: stop at the first change already seen
-                if v <= version:
-                    break
-                changed.add(sid)
-            return changed
+            return self._log.changed_since(version)
 
     # --------------------------------------------------------------- mutations
     def add_skill(
@@ -163,7 +131,7 @@ class Skillbook:
         insight_source: InsightSource | None = None,
     ) -> Skill:
         """Add a skill and return it; its id is `<section>-NNNNN`, never reused."""
-        op = UpdateOperation(type="ADD", section=section, issue=issue, insight=insight, keywords=keyword_list(keywords))
+        op = logged("ADD", None, section, issue, insight, keyword_list(keywords), None, None, None, None, _ASKED)
         with self._lock:
             return self._commit(op, insight_source)
 
@@ -177,20 +145,15 @@ class Skillbook:
         insight_source: InsightSource | None = None,
     ) -> Skill:
         """Rewrite a skill's issue (required), and its keywords / insight when given (omit to keep them)."""
-        op = UpdateOperation(
-            type="UPDATE",
-            skill_id=skill_id,
-            issue=issue,
-            insight=insight,
-            keywords=keyword_list(keywords) if keywords is not None else None,
-        )
+        kws = keyword_list(keywords) if keywords is not None else None
+        op = logged("UPDATE", skill_id, None, issue, insight, kws, None, None, None, None, _ASKED)
         with self._lock:
             return self._commit(op, insight_source)
 
     def tag_skill(self, skill_id: str, delta: int, *, insight_source: InsightSource | None = None) -> Skill:
         """Record one use of a skill: delta 1 helpful, -1 harmful, 0 neutral."""
         with self._lock:
-            return self._commit(UpdateOperation(type="TAG", skill_id=skill_id, delta=delta), insight_source)
+            return self._tag(skill_id, delta, insight_source)
 
     def remove_skill(
         self,
@@ -278,102 +241,6 @@ class Skillbook:
             vector = checked_vector(skill_id, embedding, embedding_dim(self._skills.values(), exclude=skill_id))
             object.__setattr__(skill, "embedding", vector)
 
-    def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
-        """Validate and apply one operation, append its provenance, log it. Caller holds the lock."""
-        op, source = redact_commit(self.redactor, op, source)
-        now = utc_now()
-        match op.type:
-            case "ADD":
-                skill = self._build_new(op, now)
-            case "UPDATE":
-                skill = updated(self._active_skill(op.skill_id, "updated"), op, now, max_chars=self.max_text_chars)
-            case "TAG":
-                skill = tagged(self._active_skill(op.skill_id, "tagged"), op, now)
-            case "REMOVE":
-                skill = removed(self._active_skill(op.skill_id, "removed again"), op, now)
-            case "QUARANTINE":
-                skill = quarantined(self._active_skill(op.skill_id, "quarantined"), op, now)
-            case "RELEASE":
-                skill = quarantined(self._active_skill(op.skill_id, "released"), op, now)
-            case "PURGE":
-                skill = self.require_skill(op.skill_id or "")
-                del self._skills[skill.id]
-                del self._sections[skill.section][skill.id]
-                self._active -= skill.active
-                self._keep_pairs = {k: None for k in self._keep_pairs if skill.id not in k}
-                self._log(dataclasses.replace(op, section=skill.section, timestamp=now), skill.id)
-                return skill
-            case _ as unreachable:
-                assert_never(unreachable)
-        kind: OperationType = op.type
-        entry = evolve(source or InsightSource.manual(), operation_type=kind)
-        if kind in ("REMOVE", "QUARANTINE", "RELEASE"):
-            entry = evolve(entry, learning_text=op.reason)
-        object.__setattr__(skill, "occurrences", [*skill.occurrences, entry])  # `skill` is new here: not shared yet
-        previous = self._skills.get(skill.id)
-        if previous is None:
-            self._sections[skill.section][skill.id] = None
-        self._active += skill.active - (previous.active if previous is not None else False)
-        self._skills[skill.id] = skill
-        self._log(
-            evolve(
-                op,
-                skill_id=skill.id,
-                section=skill.section,
-                issue=skill.issue if op.type in ("ADD", "UPDATE") else None,
-                insight=skill.insight if op.type in ("ADD", "UPDATE") else None,
-                keywords=list(skill.keywords) if op.type in ("ADD", "UPDATE") else None,
-                trace_uid=entry.trace_uid,
-                timestamp=now,
-            ),
-            skill.id,
-        )
-        return skill
-
-    def _build_new(self, op: UpdateOperation, now: str) -> Skill:
-        section = validate_section(op.section)
-        number = self._next_ids[section]
-        while f"{section}-{number:05d}" in self._skills:  # a new id never replaces a skill
-            number += 1
-        skill = created(op, f"{section}-{number:05d}", now, max_chars=self.max_text_chars)
-        self._next_ids[section] = number + 1
-        return skill
-
-    def _active_skill(self, skill_id: str | None, verb: str) -> Skill:
-        skill = self.require_skill(skill_id or "")
-        if not skill.active:
-            raise SkillbookError(
-                f"skill {skill.id} was removed ({skill.removal_reason or 'no reason given'}), so it cannot be "
-                f"{verb}: add a new skill instead"
-            )
-        return skill
-
-    def _log(self, op: UpdateOperation, skill_id: str) -> None:
-        self._operations.append(op)
-        self._version += 1
-        self._changes.append((self._version, skill_id))
-
-    def _snapshot(self) -> tuple[Any, ...]:
-        return (
-            dict(self._skills),
-            {s: dict(ids) for s, ids in self._sections.items()},
-            dict(self._next_ids),
-            dict(self._keep_pairs),
-            len(self._operations),
-            self._version,
-            len(self._changes),
-            self._active,
-        )
-
-    def _restore(self, snap: tuple[Any, ...]) -> None:
-        skills, sections, next_ids, keep_pairs, n_ops, version, n_changes, active = snap
-        self._active = active
-        self._skills, self._sections, self._next_ids, self._keep_pairs = skills, sections, next_ids, keep_pairs
-        del self._operations[n_ops:]
-        self._version = version
-        while len(self._changes) > n_changes:
-            self._changes.pop()
-
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the skillbook's lock for a consistent multi-step read (e.g. building an index)."""
@@ -392,7 +259,7 @@ class Skillbook:
     def stats(self) -> dict[str, Any]:
         """Counts for dashboards and logs (`ace.core.rendering.skillbook_stats`)."""
         with self._lock:
-            return skillbook_stats(list(self._skills.values()), len(self._operations), SECTION_ORDER)
+            return skillbook_stats(list(self._skills.values()), len(self._log), SECTION_ORDER)
 
     # ----------------------------------------------------------------- storage
     def to_dict(self) -> dict[str, Any]:
@@ -409,7 +276,7 @@ class Skillbook:
         """Write `path` (JSON), its `.embeddings.npz` and the sidecars of persisting caches (the search index)
         atomically; drop an `.npz` with no vectors. `also`: files beside it, committed with them (all or nothing)."""
         with self._lock:
-            doc, version = self._document(), self._version
+            doc, version = self._document(), self._log.version
             owners = [c for c in self.caches.values() if isinstance(c, SidecarOwner)]
         with gc_paused():
             files = lambda saved: [f for o in owners for f in o.sidecar_files(self, saved)]  # noqa: E731
@@ -432,7 +299,7 @@ class Skillbook:
         """The stored state, shallow-copied (skills are immutable). Caller holds the lock."""
         return SkillbookDocument(
             skills=dict(self._skills),
-            operations=list(self._operations),
+            operations=self._log.entries(),
             next_ids=dict(self._next_ids),
             keep_pairs=dict(self._keep_pairs),
             embedding_model=self.embedding_model,
@@ -446,5 +313,6 @@ class Skillbook:
         for skill in doc.skills.values():
             book._active += skill.active
             book._sections[skill.section][skill.id] = None
-        book._operations, book._next_ids, book._keep_pairs = doc.operations, doc.next_ids, doc.keep_pairs
+        book._log = AuditLog(doc.operations)
+        book._next_ids, book._keep_pairs = doc.next_ids, doc.keep_pairs
         return book

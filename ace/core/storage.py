@@ -33,6 +33,7 @@ __all__ = [
     "atomic_write_many",
     "bytes_writer",
     "commit_files",
+    "format_errors",
     "gc_paused",
     "json_bytes",
     "json_writer",
@@ -285,9 +286,17 @@ def read_json_file(path: str | os.PathLike[str]) -> Any:
 def read_json_with_digest(path: str | os.PathLike[str]) -> tuple[Any, str]:
     """Parse a JSON file (as `read_json_file`) and return the SHA-256 of its bytes too."""
     p = Path(path)
-    try:
+    with format_errors(p):
         raw = json_safe.read_bytes(p)
         return json_safe.loads(raw, file=str(p)), hashlib.sha256(raw).hexdigest()
+
+
+@contextlib.contextmanager
+def format_errors(p: Path) -> Iterator[None]:
+    """A file refused by the safe JSON reader (`JsonInputError`), as the `SkillbookFormatError` naming the file,
+    and the line and column of malformed JSON."""
+    try:
+        yield
     except json_safe.JsonInputError as e:
         if e.kind == "missing":
             raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args
 
 from ace.core.insight_source import utc_now
+from ace.core.shared_values import SharedValues
 
-__all__ = ["OperationKind", "UpdateOperation"]
+__all__ = ["OperationKind", "UpdateOperation", "logged"]
 
 OperationKind = Literal["ADD", "UPDATE", "TAG", "REMOVE", "PURGE", "QUARANTINE", "RELEASE"]
 _KINDS: frozenset[str] = frozenset(get_args(OperationKind))
+_KIND_NAMES: dict[str, OperationKind] = {kind: kind for kind in get_args(OperationKind)}
+_SECTION_NAMES: dict[str | None, str] = {"context": "context", "harness": "harness"}
+_TEXTS = ("skill_id", "section", "issue", "insight", "reason", "trace_uid")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class UpdateOperation:
     """A skill mutation: what was asked (`type`, target, new values) and, once applied, when and from where.
 
@@ -56,45 +61,108 @@ class UpdateOperation:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> UpdateOperation:
-        """Inverse of `to_dict`; raises `ValueError` naming the bad field."""
+    def from_dict(
+        cls, data: dict[str, Any], *, shared: SharedValues | None = None, skills: Mapping[str, SkillTexts] | None = None
+    ) -> UpdateOperation:
+        """Inverse of `to_dict`; raises `ValueError` naming the bad field.
+
+        `skills` (those already read from the same file) and `shared` (`SharedValues`): the entry's texts, keyword
+        list and time are its skill's own objects where equal, and its other strings the file's first copy."""
         if not isinstance(data, dict):
             raise ValueError(f"operation must be an object, got {type(data).__name__}")
-        unknown = set(data) - _KEYS
-        if unknown:
-            raise ValueError(f"operation has unknown field(s) {sorted(unknown)}")
-        kind = data.get("type")
-        if kind not in _KINDS:
+        if not data.keys() <= _KEYS:
+            raise ValueError(f"operation has unknown field(s) {sorted(set(data) - _KEYS)}")
+        get = data.get
+        kind = get("type")
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise ValueError(f"operation field 'type' must be one of {sorted(_KINDS)}, got {kind!r}")
-        keywords = data.get("keywords")
+        keywords = get("keywords")
         if keywords is not None and (not isinstance(keywords, list) or not all(isinstance(k, str) for k in keywords)):
             raise ValueError(f"operation field 'keywords' must be a list of strings, got {keywords!r}")
-        for name in ("skill_id", "section", "issue", "insight", "reason", "trace_uid"):
-            value = data.get(name)
+        texts = skill_id, section, issue, insight, reason, trace_uid = tuple(map(get, _TEXTS))
+        for name, value in zip(_TEXTS, texts, strict=True):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"operation field {name!r} must be a string or null, got {value!r}")
-        evidence = data.get("evidence")
+        evidence = get("evidence")
         if evidence is not None and (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)):
             raise ValueError(f"operation field 'evidence' must be a list of trace ids, got {evidence!r}")
-        delta = data.get("delta")
+        delta = get("delta")
         if delta is not None and (not isinstance(delta, int) or isinstance(delta, bool)):
             raise ValueError(f"operation field 'delta' must be an integer or null, got {delta!r}")
-        timestamp = data.get("timestamp")
+        timestamp = get("timestamp")
         if not isinstance(timestamp, str):
             raise ValueError("operation field 'timestamp' must be an ISO timestamp string")
-        return cls(
-            type=kind,
-            skill_id=data.get("skill_id"),
-            section=data.get("section"),
-            issue=data.get("issue"),
-            insight=data.get("insight"),
-            keywords=keywords,
-            delta=delta,
-            reason=data.get("reason"),
-            evidence=evidence,
-            trace_uid=data.get("trace_uid"),
-            timestamp=timestamp,
-        )
+        kind, section = _KIND_NAMES[kind], _SECTION_NAMES.get(section, section)  # one string for every entry
+        skill = skills.get(skill_id) if skills is not None and skill_id is not None else None
+        if skill is not None:  # the entry that made the skill as it is holds the same texts: one copy of each
+            skill_id = skill.id
+            issue = skill.issue if issue == skill.issue else issue
+            insight = skill.insight if insight == skill.insight else insight
+            keywords = skill.keywords if keywords == skill.keywords else keywords
+            timestamp = skill.updated_at if timestamp == skill.updated_at else timestamp
+            timestamp = skill.created_at if timestamp == skill.created_at else timestamp
+        if shared is not None:
+            text = shared.text
+            trace_uid = text(trace_uid) if trace_uid is not None else None
+            if keywords is not None and (skill is None or keywords is not skill.keywords):
+                keywords = [text(k) for k in keywords]
+        return logged(kind, skill_id, section, issue, insight, keywords, delta, reason, evidence, trace_uid, timestamp)
+
+
+class SkillTexts(Protocol):
+    """What an audit-log entry read from a file may share with its skill (a `Skill` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def issue(self) -> str: ...
+    @property
+    def insight(self) -> str | None: ...
+    @property
+    def keywords(self) -> list[str]: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def updated_at(self) -> str: ...
+
+
+class _Draft(UpdateOperation):
+    """Same layout as `UpdateOperation`, but assignable: an entry is filled with plain slot stores (the frozen
+    constructor's `object.__setattr__` per field costs 4x more), then becomes an `UpdateOperation`."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+
+
+def logged(
+    kind: OperationKind,
+    skill_id: str | None,
+    section: str | None,
+    issue: str | None,
+    insight: str | None,
+    keywords: list[str] | None,
+    delta: int | None,
+    reason: str | None,
+    evidence: list[str] | None,
+    trace_uid: str | None,
+    timestamp: str,
+) -> UpdateOperation:
+    """An `UpdateOperation` of values already checked (an audit-log entry the skillbook writes or reads)."""
+    entry: Any = object.__new__(_Draft)
+    entry.type = kind
+    entry.skill_id = skill_id
+    entry.section = section
+    entry.issue = issue
+    entry.insight = insight
+    entry.keywords = keywords
+    entry.delta = delta
+    entry.reason = reason
+    entry.evidence = evidence
+    entry.trace_uid = trace_uid
+    entry.timestamp = timestamp
+    entry.__class__ = UpdateOperation
+    return entry  # type: ignore[no-any-return]
 
 
 _KEYS = frozenset(

@@ -70,3 +70,52 @@ def test_size_limit_refuses_before_reading(tmp_path: Path, monkeypatch: pytest.M
     assert json_safe.max_bytes() == json_safe.MAX_BYTES
     with pytest.raises(JsonInputError, match="no such file"):
         read_json(tmp_path / "missing.json")
+
+
+STREAMED = [
+    "{}",
+    ' {\n "a" : 1 } \n',
+    '{"items": [], "b": "c"}',
+    '{"items": [1, {"x": [2, null]}, "s"], "b": [true]}',
+    '{"items": "not a list", "b": NaN}',
+    '{"a": 1,}',
+    '{"a": 1 "b": 2}',
+    '{"items": [1,]}',
+    '{"items": [1 2]}',
+    '{"items": [1]',
+    '{"a": 1} x',
+    "",
+    "{",
+    "\ufeff{}",
+    '{"items": [' + "[" * 98 + "]" * 98 + "]}",
+    '{"items": [' + "[" * 99 + "]" * 99 + "]}",
+    '{"a": ' + "[" * 99 + "]" * 99 + "}",
+    '{"a": ' + "[" * 100 + "]" * 100 + "}",
+    '{"a": 1' + "0" * 99 + "}",
+    '{"items": [1' + "0" * 100 + "]}",
+]
+
+
+@pytest.mark.parametrize("text", STREAMED, ids=range(len(STREAMED)))
+def test_iter_object_takes_what_loads_takes_and_refuses_the_rest(text: str) -> None:
+    try:
+        expected: object = loads(text)
+    except JsonInputError:
+        expected = JsonInputError
+    try:
+        got: dict[str, object] = {}
+        for key, value, item in json_safe.iter_object(text, split={"items"}):
+            if item:
+                got[key].append(value)  # type: ignore[attr-defined]
+            else:
+                got[key] = value
+        streamed: object = got
+    except JsonInputError:
+        streamed = JsonInputError
+    assert streamed == expected
+
+
+def test_iter_object_leaves_repeated_keys_and_other_documents_to_loads() -> None:
+    for text in ('{"a": 1, "a": 2}', "[1]", '"text"'):
+        with pytest.raises(JsonInputError, match="read the whole document with loads"):
+            list(json_safe.iter_object(text, split=()))
