@@ -276,6 +276,9 @@ class Skillbook:
                 object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
             vector = checked_vector(skill_id, embedding, embedding_dim(self._skills.values(), exclude=skill_id))
+            if vector.flags.writeable:  # the caller's array: keep a copy nobody can change behind the checks
+                vector = vector.copy()
+                vector.flags.writeable = False
             object.__setattr__(skill, "embedding", vector)
 
     def _commit(self, op: UpdateOperation, source: InsightSource | None) -> Skill:
