@@ -58,15 +58,26 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * 4096 / 1e6
 
 
-def rss_split() -> tuple[float, float]:
-    """(anonymous, file-backed) resident MB of this process: its own memory, and touched pages of mapped files."""
+def _status(*keys: str) -> list[float]:
+    """Fields of `/proc/self/status` in MB."""
     found = {}
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in ("RssAnon", "RssFile"):
+            if key in keys:
                 found[key] = int(value.split()[0]) * 1024 / 1e6
-    return found["RssAnon"], found["RssFile"]
+    return [found[k] for k in keys]
+
+
+def rss_split() -> tuple[float, float]:
+    """(anonymous, file-backed) resident MB of this process: its own memory, and touched pages of mapped files."""
+    anon, file = _status("RssAnon", "RssFile")
+    return anon, file
+
+
+def peak_mb() -> float:
+    """This process's peak resident MB. Not `ru_maxrss`: after fork and exec that starts at the parent's peak."""
+    return _status("VmHWM")[0]
 
 
 def clocked(fn: Any) -> tuple[float, float, Any]:
@@ -167,8 +178,6 @@ def journal_ms(book: Skillbook, traces: int, folder: Path) -> float:
 
 def child(path: str, queries: int) -> None:
     """Fresh process: load the saved skillbook, search once (the index sidecar is read), then a few times more."""
-    import resource
-
     from ace.retrieval.top_k import retrieve_top_k
 
     out: dict[str, float] = {"rss_import": rss_mb()}
@@ -183,7 +192,7 @@ def child(path: str, queries: int) -> None:
     out["anon_index"], out["file_index"] = rss_split()
     walls = [clocked(lambda q=q: retrieve_top_k(book, q, top_k=5, embedder=emb))[0] * 1e3 for q in qs[1:]]
     out["next_ms"] = statistics.median(walls)
-    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    out["peak_rss"] = peak_mb()
     out["from_sidecar"] = float(book.caches[_CACHE_KEY].loaded_from is not None)  # type: ignore[attr-defined]
     print(json.dumps(out))
 

@@ -148,19 +148,27 @@ def read_arrays(
     """
     wanted = list(names)
     if _CAN_MAP and path.stat().st_size >= (MAP_MIN_BYTES if map_min_bytes is None else map_min_bytes):
-        with open(path, "rb") as f:
-            access = mmap.ACCESS_COPY if writable else mmap.ACCESS_READ
-            if sys.version_info >= (3, 13):
-                mapped = mmap.mmap(f.fileno(), 0, access=access, trackfd=False)  # no descriptor held open
-            else:
-                mapped = mmap.mmap(f.fileno(), 0, access=access)
-        return _mapped(path, mapped, members, wanted, finite, only_mapped)
+        mapped = _map(path, writable=writable)
+        if mapped is not None:
+            return _mapped(path, mapped, members, wanted, finite, only_mapped)
     out: dict[str, _Array] = {}
     with zipfile.ZipFile(path) as zf:
         for name in (n for n in wanted if n not in only_mapped):
             with zf.open(members[name].info) as member:  # read to the end: zipfile verifies the CRC
                 out[name] = np.lib.format.read_array(member, allow_pickle=False)
     return Stored(out, {name: _finite_rows(out[name]) for name in finite})
+
+
+def _map(path: Path, *, writable: bool) -> mmap.mmap | None:
+    """The whole file mapped (copy-on-write when `writable`), or `None` where the file system cannot map it."""
+    access = mmap.ACCESS_COPY if writable else mmap.ACCESS_READ
+    try:
+        with open(path, "rb") as f:
+            if sys.version_info >= (3, 13):
+                return mmap.mmap(f.fileno(), 0, access=access, trackfd=False)  # no descriptor held open
+            return mmap.mmap(f.fileno(), 0, access=access)
+    except OSError:
+        return None
 
 
 def _mapped(

@@ -269,7 +269,8 @@ class Skillbook:
             return True
 
     def set_embedding(self, skill_id: str, embedding: Embedding | None) -> None:
-        """Cache a skill's vector (float32, 1-D); not a content mutation, so nothing is logged."""
+        """Cache a skill's vector (float32, 1-D, kept read-only: a copy when given a writable array); not a content
+        mutation, so nothing is logged."""
         with self._lock:
             skill = self.require_skill(skill_id)
             if embedding is None:

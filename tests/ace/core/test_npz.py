@@ -136,3 +136,17 @@ def test_headers_are_checked_before_anything_is_read(tmp_path: Path) -> None:
     path.write_bytes(buffer.getvalue())
     assert "its header announces" in str(npz_members(path, frozenset({"vectors.npy"})))
     assert "holds ['vectors.npy']" in str(npz_members(path, frozenset({"other.npy"})))
+
+
+def test_a_file_system_that_cannot_map_gets_the_arrays_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = written(tmp_path / "a.npz")
+    members = npz_members(path, MEMBERS)
+    assert not isinstance(members, str)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")  # what mmap says on a file system without mapping
+
+    monkeypatch.setattr("ace.core.npz.mmap.mmap", refuse)
+    stored = read_arrays(path, members, ["vectors"], map_min_bytes=0)
+    assert not isinstance(stored, str) and not stored.mapped
+    assert np.array_equal(stored.arrays["vectors"], ARRAYS["vectors"])
