@@ -156,7 +156,7 @@ def read_arrays(
         for name in (n for n in wanted if n not in only_mapped):
             with zf.open(members[name].info) as member:  # read to the end: zipfile verifies the CRC
                 out[name] = np.lib.format.read_array(member, allow_pickle=False)
-    return Stored(out, {name: _finite_rows(out[name]) for name in finite})
+    return Stored(out, {name: _finite_rows(out[name]) for name in finite if name in out})
 
 
 def _map(path: Path, *, writable: bool) -> mmap.mmap | None:
@@ -236,13 +236,15 @@ def _scan(
     return None
 
 
-def _drop_pages(mapped: mmap.mmap, start: int, stop: int) -> None:
-    """Let go of the pages of `[start, stop)` (they stay in the file cache; a later touch maps them again)."""
+def _drop_pages(mapped: mmap.mmap, start: int, stop: int, *, inner: bool = False) -> None:
+    """Let go of the pages of `[start, stop)` (they stay in the file cache; a later touch maps them again): from the
+    page `start` is in, or with `inner` only pages wholly inside. On a copy-on-write mapping this also drops the
+    process's changes to those pages, so it is done before anything changes, or (`inner`) to an unchanged array."""
     dontneed = getattr(mmap, "MADV_DONTNEED", None)
-    if dontneed is None:
-        return
-    first = start - start % mmap.PAGESIZE
-    mapped.madvise(dontneed, first, stop - first)
+    first = start - start % mmap.PAGESIZE + (mmap.PAGESIZE if inner and start % mmap.PAGESIZE else 0)
+    last = stop - stop % mmap.PAGESIZE if inner else stop
+    if dontneed is not None and last > first:
+        mapped.madvise(dontneed, first, last - first)
 
 
 def _mapping(array: _Array) -> mmap.mmap | None:
@@ -261,13 +263,14 @@ def is_mapped(array: _Array) -> bool:
 
 
 def drop_resident(array: _Array) -> None:
-    """Let go of the resident pages of an array mapped by `read_arrays` (nothing for an array in memory): they
-    stay in the file cache and come back when touched."""
+    """Let go of the resident pages of an unchanged array mapped by `read_arrays` (nothing for an array in memory):
+    they stay in the file cache and come back when touched. Only pages wholly inside the array: a neighbour's
+    changes on a shared page stay."""
     owner = _mapping(array)
     if owner is None:
         return
     start = array.__array_interface__["data"][0] - np.frombuffer(owner, dtype=np.uint8).__array_interface__["data"][0]
-    _drop_pages(owner, start, start + array.nbytes)
+    _drop_pages(owner, start, start + array.nbytes, inner=True)
 
 
 def _finite_rows(array: _Array) -> npt.NDArray[np.bool_]:

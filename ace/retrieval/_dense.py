@@ -53,26 +53,33 @@ class RowBlocks:
         self.blocks: list[_F32] = []
         self.count = 0
         """Rows appended so far."""
+        self._held = 0
+        self._block = 0
+        """The block the next row goes to, which starts at row `_start`."""
+        self._start = 0
 
     def reserve(self, n: int) -> None:
         """Room for `n` rows: a new block of what is missing, at least the rows held so far (up to `_BLOCK_MAX`)."""
-        held = sum(block.shape[0] for block in self.blocks)
-        if n > held:
-            self.blocks.append(np.zeros((max(n - held, min(max(64, held), _BLOCK_MAX)), self.dim), dtype=np.float32))
+        if n > self._held:
+            rows = max(n - self._held, min(max(64, self._held), _BLOCK_MAX))
+            self.blocks.append(np.zeros((rows, self.dim), dtype=np.float32))
+            self._held += rows
 
-    def append(self, row: _F32) -> _F32:
-        """Store `row` as the next one; returns the stored row, read-only."""
-        self.reserve(self.count + 1)
-        at = self.count
-        for block in self.blocks:
-            if at < block.shape[0]:
-                block[at] = row
-                self.count += 1
-                stored: _F32 = block[at]
-                stored.flags.writeable = False
-                return stored
-            at -= block.shape[0]
-        raise AssertionError("reserve() made room for the row")
+    def append(self, row: _F32, *, view: bool = True) -> _F32 | None:
+        """Store `row` as the next one; returns the stored row, read-only (with `view`)."""
+        if self.count >= self._held:
+            self.reserve(self.count + 1)
+        while self.count >= self._start + self.blocks[self._block].shape[0]:
+            self._start += self.blocks[self._block].shape[0]
+            self._block += 1
+        block, at = self.blocks[self._block], self.count - self._start
+        block[at] = row
+        self.count += 1
+        if not view:
+            return None
+        stored: _F32 = block[at]
+        stored.flags.writeable = False
+        return stored
 
     def holds(self, vector: _F32) -> bool:
         """Whether `vector` is one of these rows."""
@@ -125,18 +132,20 @@ class DenseStore:
         """Whether searches go through the HNSW graph."""
         return self._hnsw is not None
 
-    def set(self, slot: int, unit: _F32) -> _F32 | None:
-        """Store the vector of a new slot (slots arrive in increasing order, after any read from a sidecar); returns
-        its stored row (read-only, never changed) in exact mode."""
+    def set(self, slot: int, unit: _F32, *, row: bool = False) -> _F32 | None:
+        """Store the vector of a new slot (slots arrive in increasing order, after any read from a sidecar); with
+        `row`, returns its stored row (read-only, never changed) in exact mode."""
         if self._hnsw is not None:
             self._pending.append(unit)
             return None
         assert slot == self._base.shape[0] + self._rows.count, "slots arrive in order"
-        return self._rows.append(unit)
+        return self._rows.append(unit, view=row)
 
     def keep(self, vector: _F32) -> _F32:
         """`vector` stored as it is (not as a unit row), compactly, for its skill to hold (read-only)."""
-        return self._kept.append(vector)
+        kept = self._kept.append(vector)
+        assert kept is not None
+        return kept
 
     def reserve(self, n: int) -> None:
         """Room for `n` slots in the exact rows (one block for all that are missing, as a rebuild asks)."""
@@ -148,14 +157,19 @@ class DenseStore:
         parts = [self._base[:n_slots], *self._rows.parts(n_slots - self._base.shape[0])]
         return [part for part in parts if part.shape[0]]
 
+    def would_switch(self, n_live: int) -> bool:
+        """Whether `n_live` live vectors make (or keep) this store an HNSW graph."""
+        return self._hnsw is not None or (
+            self.ann_min is not None and n_live >= self.ann_min and faiss_module() is not None
+        )
+
     def maybe_switch(self, n_slots: int, n_live: int) -> RowBlocks | None:
         """Move the first `n_slots` vectors into an HNSW graph once `n_live` reaches `ann_min` (faiss installed);
         returns the unit rows it let go of, which skills may still hold (to move them to `keep`)."""
-        if self._hnsw is not None or self.ann_min is None or n_live < self.ann_min:
+        if self._hnsw is not None or not self.would_switch(n_live):
             return None
         faiss = faiss_module()
-        if faiss is None:
-            return None
+        assert faiss is not None
         index = faiss.IndexHNSWSQ(self.dim, faiss.ScalarQuantizer.QT_fp16, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = _EF_CONSTRUCTION
         index.train(np.zeros((1, self.dim), dtype=np.float32))  # fp16 needs no training data: this marks it trained

@@ -80,6 +80,8 @@ class SkillSearchIndex:
         self._pending: set[str] = set()
         self._shared: list[tuple[str, EmbeddingMatrix]] = []
         """Rows of the index for the skills just indexed to hold instead of a copy of their own (`_index`)."""
+        self._sharing = True
+        """False while a rebuild goes to HNSW: the graph holds float16 codes, so there is nothing to share."""
 
     @property
     def size(self) -> int:
@@ -229,6 +231,7 @@ class SkillSearchIndex:
             self._reset()
             ids: set[str] | list[str] = [s.id for s in skillbook.skills(include_inactive=True)]
             self._reserve(len(ids))
+            self._sharing = not self._dense.would_switch(len(skillbook.skills()))
         else:
             ids = changed | self._pending
         self._version, self._model = version, model
@@ -247,7 +250,7 @@ class SkillSearchIndex:
         self._order_new_slots()
         self._index(skillbook, [])
         let_go = self._dense.maybe_switch(self._bm25.n_slots, self._live)
-        if let_go is None:
+        if let_go is None or not self._sharing:
             return
         for sid in self._slots_by_id():  # a skill holding a unit row that the graph replaced keeps its vector
             vec = skillbook.require_skill(sid).embedding
@@ -301,11 +304,12 @@ class SkillSearchIndex:
         slot = self._bm25.add(tokenize(text))
         self._reserve(slot + 1)
         norm = float(np.linalg.norm(vec))
-        row = self._dense.set(slot, vec / norm if norm > 0 else vec)
-        if row is None or norm not in (0.0, 1.0):  # not the unit row bit for bit: the vector itself, compactly
-            row = None if is_mapped(vec) else self._dense.keep(vec)
-        if row is not None:  # handed to the skill by `_index` (ace.retrieval._embedding): one copy, not two
-            self._shared.append((sid, row))
+        row = self._dense.set(slot, vec / norm if norm > 0 else vec, row=self._sharing)
+        if row is not None:  # exact: the skill holds a row of ours (ace.retrieval._embedding)
+            if norm not in (0.0, 1.0):  # not the unit row bit for bit: the vector itself, compactly
+                row = None if is_mapped(vec) else self._dense.keep(vec)
+            if row is not None:
+                self._shared.append((sid, row))  # handed over by `_index`
         self._sections[slot] = _SECTION_CODE[skill.section]
         self._tie_keys[slot] = tie_key(sid)
         self._new_slots.append(slot)

@@ -84,6 +84,18 @@ def test_a_writable_mapping_is_copy_on_write(tmp_path: Path) -> None:
         assert npz["flags"].tolist() == [True, False, True]
 
 
+def test_letting_an_arrays_pages_go_keeps_a_neighbours_changes(tmp_path: Path) -> None:
+    path = written(tmp_path / "n.npz", {"big": np.arange(30_000, dtype=np.float32), "small": np.zeros(8, np.int64)})
+    members = npz_members(path, frozenset({"big.npy", "small.npy"}))
+    assert not isinstance(members, str)
+    stored = read_arrays(path, members, ["big", "small"], writable=True, map_min_bytes=0)
+    assert not isinstance(stored, str)
+    stored.arrays["small"][:] = 7  # on the page where `big` ends
+    drop_resident(stored.arrays["big"])
+    assert stored.arrays["small"].tolist() == [7] * 8
+    assert np.array_equal(stored.arrays["big"], np.arange(30_000, dtype=np.float32))
+
+
 @pytest.mark.parametrize("map_min_bytes", [0, 1 << 40])
 def test_damaged_bytes_fail_the_crc_and_non_finite_rows_are_found(tmp_path: Path, map_min_bytes: int) -> None:
     vectors = np.ones((4, 3), dtype=np.float32)
@@ -128,10 +140,9 @@ def test_members_of_another_writer_are_read_not_mapped(tmp_path: Path) -> None:
 
 def test_headers_are_checked_before_anything_is_read(tmp_path: Path) -> None:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        with zf.open("vectors.npy", "w") as member:
-            np.lib.format.write_array_header_1_0(member, {"descr": "<f4", "fortran_order": False, "shape": (10**9, 8)})
-            member.write(b"\0" * 64)
+    with zipfile.ZipFile(buffer, "w") as zf, zf.open("vectors.npy", "w") as member:
+        np.lib.format.write_array_header_1_0(member, {"descr": "<f4", "fortran_order": False, "shape": (10**9, 8)})
+        member.write(b"\0" * 64)
     path = tmp_path / "big.npz"
     path.write_bytes(buffer.getvalue())
     assert "its header announces" in str(npz_members(path, frozenset({"vectors.npy"})))

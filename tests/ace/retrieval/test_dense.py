@@ -78,10 +78,12 @@ def test_indexed_skills_hold_the_rows_of_the_exact_index_not_copies_of_their_own
 def test_row_blocks_keep_every_row_where_it_was() -> None:
     rows = RowBlocks(3)
     held = [rows.append(np.full(3, i, dtype=np.float32)) for i in range(200)]
-    assert len(rows.blocks) > 1 and [int(v[0]) for v in held] == list(range(200))
+    assert len(rows.blocks) > 1 and [int(v[0]) for v in held if v is not None] == list(range(200))
     assert np.concatenate(rows.parts(150))[:, 0].tolist() == list(range(150))
+    first = held[0]
+    assert first is not None
     with pytest.raises(ValueError, match="read-only"):
-        held[0][0] = 9.0
+        first[0] = 9.0
 
 
 def test_exact_scores_are_the_same_in_parts_as_in_one_matrix() -> None:
@@ -166,7 +168,7 @@ def test_a_graph_whose_links_leave_its_vectors_is_refused() -> None:
     links[int(np.flatnonzero(links >= 0)[0])] = 300  # a link to a vector that does not exist
     assert graph_problem(faiss, store._hnsw, 8, 300) == "its HNSW graph's links do not fit its vectors"
     bad = faiss.serialize_index(store._hnsw)
-    with pytest.raises(ValueError, match="links do not fit|out of range"):  # faiss >= 1.11 checks links itself
+    with pytest.raises(ValueError, match=r"links do not fit|out of range"):  # a recent faiss checks links itself
         DenseStore.from_state({"hnsw": bad}, 8, 300, ann_min=1)
     with pytest.raises(ValueError, match="HNSW graph of 300 vectors"):
         DenseStore.from_state({"hnsw": good}, 8, 299, ann_min=1)
