@@ -2,6 +2,7 @@
 memory, mutations and the checkpoint journal; prints one table (issue #27's acceptance list).
 
     .venv/bin/python benchmarks/scale.py [--sizes 5000 50000 100000] [--queries 200] [--smoke]
+    .venv/bin/python benchmarks/scale.py --memory-only [--baseline ../main] [--sizes ...]
 
 Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors
 from `ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine
@@ -14,7 +15,11 @@ index's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the 
 other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full pass confirms at 5,000
 and 50,000).
 "First search" and the RSS columns come from a fresh process that loads the saved skillbook (with its index
-sidecar) and searches. `--smoke` runs 400 skills with the HNSW threshold lowered to 200, in seconds.
+sidecar) and searches; RSS counts the pages of mapped files the process touched (`file`) besides its own memory
+(`anon`). `--smoke` runs 400 skills with the HNSW threshold lowered to 200, in seconds.
+`--memory-only` builds and saves each skillbook, then only runs the fresh process, three times; with `--baseline
+DIR` (another checkout of the repository, e.g. `main`) it alternates that code and this one on the same files
+(the older reader reads the newer files as it reads its own), so both are measured under the same load.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -45,6 +51,28 @@ from ace.retrieval._dense import ANN_MIN, faiss_module
 from ace.retrieval.index import _CACHE_KEY
 
 THRESHOLD = 0.85
+
+
+def _status(*keys: str) -> list[float]:
+    """Fields of `/proc/self/status` in MB."""
+    found = {}
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in keys:
+                found[key] = int(value.split()[0]) * 1024 / 1e6
+    return [found[k] for k in keys]
+
+
+def rss_split() -> tuple[float, float]:
+    """(anonymous, file-backed) resident MB of this process: its own memory, and touched pages of mapped files."""
+    anon, file = _status("RssAnon", "RssFile")
+    return anon, file
+
+
+def peak_mb() -> float:
+    """This process's peak resident MB. Not `ru_maxrss`: after fork and exec that starts at the parent's peak."""
+    return _status("VmHWM")[0]
 
 
 def clocked(fn: Any) -> tuple[float, float, Any]:
@@ -145,21 +173,21 @@ def journal_ms(book: Skillbook, traces: int, folder: Path) -> float:
 
 def child(path: str, queries: int) -> None:
     """Fresh process: load the saved skillbook, search once (the index sidecar is read), then a few times more."""
-    import resource
-
     from ace.retrieval.top_k import retrieve_top_k
 
     out: dict[str, float] = {"rss_import": rss_mb()}
     start = time.perf_counter()
     book = Skillbook.load_from_file(path)
     out["load_s"], out["rss_load"] = time.perf_counter() - start, rss_mb()
+    out["anon_load"], out["file_load"] = rss_split()
     qs = synthetic_queries(queries, seed=11)
     emb = ClusteredEmbedder()
     wall, cpu, _ = clocked(lambda: retrieve_top_k(book, qs[0], top_k=5, section="context", embedder=emb))
     out["first_ms"], out["first_cpu_ms"], out["rss_index"] = wall * 1e3, cpu * 1e3, rss_mb()
+    out["anon_index"], out["file_index"] = rss_split()
     walls = [clocked(lambda q=q: retrieve_top_k(book, q, top_k=5, embedder=emb))[0] * 1e3 for q in qs[1:]]
     out["next_ms"] = statistics.median(walls)
-    out["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    out["peak_rss"] = peak_mb()
     out["from_sidecar"] = float(book.caches[_CACHE_KEY].loaded_from is not None)  # type: ignore[attr-defined]
     print(json.dumps(out))
 
@@ -194,22 +222,69 @@ def bench(n: int, n_queries: int, ann_min: int, mutations: int, folder: Path) ->
     row["pair recall"] = f"{len(got & truth) / max(1, len(truth)):.3f} of {len(truth)}"
     path = folder / f"skillbook-{n}.json"
     save_s, _, _ = clocked(lambda: book.save_to_file(path))
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), "--queries", "21"], check=True, capture_output=True, text=True
-    )
-    if done.stderr.strip():
-        print(f"fresh process at {n:,}: {done.stderr.strip()[-2000:]}", file=sys.stderr)
-    loaded = json.loads(done.stdout)
+    loaded = fresh_process(path, None)
     row["save s"] = f"{save_s:.1f}"
     row["load s"] = f"{loaded['load_s']:.2f}"
     row["first search ms"] = f"{loaded['first_ms']:.0f} ({loaded['first_cpu_ms']:.0f} CPU)" + (
         "" if loaded["from_sidecar"] else " rebuilt!"
     )
     row["RSS MB load / index / peak"] = "{rss_load:.0f} / {rss_index:.0f} / {peak_rss:.0f}".format(**loaded)
+    row["anon + file MB after index"] = "{anon_index:.0f} + {file_index:.0f}".format(**loaded)
     ops = mutation_us(book, mutations)
     row["add / update / tag µs"] = "{add:.0f} / {update:.0f} / {tag:.0f}".format(**ops)
     row["journal ms/trace"] = f"{journal_ms(book, 50, folder / f'journal-{n}'):.2f}"
     return row
+
+
+def fresh_process(path: Path, code: str | None) -> dict[str, float]:
+    """`child` in a new process, importing `ace` from `code` (a checkout) when given, else from here."""
+    env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())} if code else None
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), "--queries", "21"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if done.stderr.strip():
+        print(f"fresh process on {path.name}: {done.stderr.strip()[-2000:]}", file=sys.stderr)
+    loaded: dict[str, float] = json.loads(done.stdout)
+    return loaded
+
+
+def memory_rows(n: int, folder: Path, baseline: str | None, repeats: int = 3) -> list[dict[str, str]]:
+    """Save `n` skills with their index (HNSW from `ANN_MIN` with faiss), then load and search them in fresh
+    processes, alternating the `baseline` code and this one; the median of `repeats` runs of each."""
+    emb = ClusteredEmbedder()
+    book = synthetic_skillbook(n)
+    index = _built(SkillSearchIndex(emb), book)
+    book.caches[_CACHE_KEY] = index
+    dense = "HNSW" if index._dense.approximate else "exact"
+    path = folder / f"skillbook-{n}.json"
+    book.save_to_file(path)
+    del book, index
+    codes: list[str | None] = [baseline, None] if baseline else [None]
+    runs: dict[str | None, list[dict[str, float]]] = {code: [] for code in codes}
+    for _ in range(repeats):
+        for code in codes:
+            runs[code].append(fresh_process(path, code))
+    rows = []
+    for code, found in runs.items():
+        med = {k: statistics.median(r[k] for r in found) for k in found[0]}
+        rows.append(
+            {
+                "skills": f"{n:,}",
+                "dense": dense,
+                "code": Path(code).name if code else "this",
+                "RSS MB load / index / peak": "{rss_load:.0f} / {rss_index:.0f} / {peak_rss:.0f}".format(**med),
+                "anon + file MB after index": "{anon_index:.0f} + {file_index:.0f}".format(**med),
+                "first search ms": f"{med['first_ms']:.0f} ({med['first_cpu_ms']:.0f} CPU)"
+                + ("" if med["from_sidecar"] else " rebuilt!"),
+                "next searches ms": f"{med['next_ms']:.1f}",
+                "load s": f"{med['load_s']:.2f}",
+            }
+        )
+    return rows
 
 
 def _built(index: SkillSearchIndex, book: Skillbook) -> SkillSearchIndex:
@@ -222,6 +297,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 50000, 100000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--smoke", action="store_true", help="400 skills, HNSW from 200: checks that it runs")
+    parser.add_argument("--memory-only", action="store_true", help="only the fresh process: load, search, RSS")
+    parser.add_argument("--baseline", help="with --memory-only: a checkout whose code runs alternately with this one")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -233,8 +310,14 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ace-scale-") as tmp:
         for n in sizes:
-            rows.append(bench(n, queries, ann_min, mutations, Path(tmp)))
-            print(json.dumps(rows[-1], ensure_ascii=False), file=sys.stderr, flush=True)
+            found = (
+                memory_rows(n, Path(tmp), args.baseline)
+                if args.memory_only
+                else [bench(n, queries, ann_min, mutations, Path(tmp))]
+            )
+            rows.extend(found)
+            for row in found:
+                print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
     print(f"load average at end: {load_average()}")
     print_table(rows)
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ace.core import json_safe
 from ace.core.journal import apply_deltas
 from ace.core.json_safe import iter_object
@@ -195,7 +193,7 @@ def write_skillbook(
     if vectors:
         ids = [s.id for s in embedded]
         hashes = [embedding_input_hash(s.embedding_text()) for s in embedded]
-        cache = embeddings_writer(ids=ids, hashes=hashes, matrix=np.stack(vectors), model=doc.embedding_model)
+        cache = embeddings_writer(ids=ids, hashes=hashes, matrix=vectors, model=doc.embedding_model)
         files.append((sidecar, cache))
     files.append((path, bytes_writer(data)))  # the skillbook last: renamed once all are written
     if also:
@@ -226,8 +224,9 @@ def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[st
         doc, data = _read_document(Path(path))
     stored_dim = data.get("embedding_dim")
     dim = stored_dim if isinstance(stored_dim, int) and not isinstance(stored_dim, bool) else None
+    del data  # the parsed JSON: the skills hold what they need of it; free it before the vectors come in
     cached = read_embeddings(sidecar_path(path), model=doc.embedding_model, dim=dim, max_rows=len(doc.skills))
-    if cached:
+    if cached is not None:
         for skill in doc.skills.values():
             hit = cached.get(skill.id)
             if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):

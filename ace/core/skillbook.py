@@ -232,13 +232,17 @@ class Skillbook(SkillStore):
             return True
 
     def set_embedding(self, skill_id: str, embedding: Embedding | None) -> None:
-        """Cache a skill's vector (float32, 1-D); not a content mutation, so nothing is logged."""
+        """Cache a skill's vector (float32, 1-D, kept read-only: a copy when given a writable array); not a content
+        mutation, so nothing is logged."""
         with self._lock:
             skill = self.require_skill(skill_id)
             if embedding is None:
                 object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
             vector = checked_vector(skill_id, embedding, embedding_dim(self._skills.values(), exclude=skill_id))
+            if vector.flags.writeable:  # the caller's array: keep a copy nobody can change behind the checks
+                vector = vector.copy()
+                vector.flags.writeable = False
             object.__setattr__(skill, "embedding", vector)
 
     @contextmanager

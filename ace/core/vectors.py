@@ -2,31 +2,31 @@
 
 The cache is untrusted input like any file: its arrays' shapes and types are read from their `.npy` headers and
 checked before anything is loaded, and vectors with NaN or infinite values are dropped (they are recomputed).
+The matrix is mapped from the file, not read (`ace.core.npz`): the skills' vectors are read-only rows of it, and
+its pages count in the process's memory only while something (a save, duplicate detection) reads them.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
-import zipfile
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
+from ace.core.npz import Member, Streamed, drop_resident, npz_members, npz_writer, read_arrays, rows_in_chunks
 from ace.core.skill import Embedding
 from ace.core.storage import Writer
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
+    "CachedVectors",
     "Sidecar",
     "embeddings_writer",
-    "load_npz_arrays",
     "load_sidecar",
-    "npz_headers",
     "read_embeddings",
     "sidecar_problem",
 ]
@@ -37,23 +37,30 @@ _MAX_MODEL_CHARS = 1_024
 _NPZ_MEMBERS = frozenset({"ids.npy", "hashes.npy", "embeddings.npy", "model.npy"})
 
 
-def embeddings_writer(*, ids: list[str], hashes: list[str], matrix: Embedding, model: str | None) -> Writer:
-    """A writer of the vector cache: ids, the text fingerprint of each, one float32 matrix, the model name."""
+def embeddings_writer(
+    *, ids: list[str], hashes: list[str], matrix: Embedding | Sequence[Embedding], model: str | None
+) -> Writer:
+    """A writer of the vector cache: ids, the text fingerprint of each, one float32 matrix, the model name.
 
-    def write(f: IO[bytes]) -> None:
-        # One entry per array, not per skill, and stored rather than deflated: float32 vectors shrink by
-        # under 10% while deflate costs ~0.7 s at 5,000 x 384. It is still a standard `.npz` for `np.load`.
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
-            for name, arr in (
-                ("ids", np.asarray(ids, dtype=np.str_)),
-                ("hashes", np.asarray(hashes, dtype=np.str_)),
-                ("embeddings", np.ascontiguousarray(matrix, dtype=np.float32)),
-                ("model", np.asarray(model or "", dtype=np.str_)),
-            ):
-                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, arr, allow_pickle=False)
-
-    return write
+    `matrix` may be the skills' vectors themselves (rows of one length): they are written in chunks, never stacked
+    into one more full copy.
+    """
+    if isinstance(matrix, np.ndarray):
+        vectors: Any = np.ascontiguousarray(matrix, dtype=np.float32)
+    else:
+        width = int(np.asarray(matrix[0]).shape[0]) if len(matrix) else 0
+        rows = (np.asarray(row, dtype=np.float32) for row in matrix)
+        vectors = Streamed((len(matrix), width), np.dtype(np.float32), rows_in_chunks(rows))
+    # One entry per array, not per skill, and stored rather than deflated: float32 vectors shrink by under 10%
+    # while deflate costs ~0.7 s at 5,000 x 384. It is still a standard `.npz` for `np.load`.
+    return npz_writer(
+        {
+            "ids": np.asarray(ids, dtype=np.str_),
+            "hashes": np.asarray(hashes, dtype=np.str_),
+            "embeddings": vectors,
+            "model": np.asarray(model or "", dtype=np.str_),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,23 @@ class Sidecar:
     model: str | None
 
 
+@dataclass(frozen=True)
+class CachedVectors:
+    """The usable vectors of a cache: for each skill id, its text fingerprint and its row of one (mapped) matrix."""
+
+    rows: dict[str, int]
+    hashes: list[str]
+    matrix: Embedding
+
+    def get(self, skill_id: str) -> tuple[str, Embedding] | None:
+        """(fingerprint, read-only vector) of `skill_id`, or `None`."""
+        row = self.rows.get(skill_id)
+        return None if row is None else (self.hashes[row], self.matrix[row])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
 def load_sidecar(path: str | os.PathLike[str], *, dim: int | None = None, max_rows: int | None = None) -> Sidecar:
     """The vector cache at `path`, its `.npy` headers checked before anything is loaded (`sidecar_problem`).
 
@@ -73,59 +97,71 @@ def load_sidecar(path: str | os.PathLike[str], *, dim: int | None = None, max_ro
         SkillbookFormatError: the file is missing, damaged or suspicious; the message names the problem.
     """
     p = Path(path)
-    found = _load_sidecar(p, dim=dim, max_rows=max_rows)
+    found = _load(p, dim=dim, max_rows=max_rows)
     if isinstance(found, str):
         raise SkillbookFormatError(f"{p}: {found}", path=str(p))
-    return found
+    arrays = found[0]
+    ids, hashes = (tuple(str(x) for x in arrays[k].tolist()) for k in ("ids", "hashes"))
+    return Sidecar(ids, hashes, arrays["embeddings"], str(arrays["model"]) or None)
 
 
-def _load_sidecar(p: Path, *, dim: int | None, max_rows: int | None) -> Sidecar | str:
-    """The cache, or what is wrong with it."""
+_Loaded = tuple[dict[str, np.ndarray[Any, np.dtype[Any]]], np.ndarray[Any, np.dtype[np.bool_]]]
+
+
+def _load(p: Path, *, dim: int | None, max_rows: int | None, map_min_bytes: int | None = None) -> _Loaded | str:
+    """The cache's arrays and which vectors are finite, or what is wrong with it."""
     try:
-        problem = sidecar_problem(p, dim=dim, max_rows=max_rows)
+        members = npz_members(p, _NPZ_MEMBERS)
+        problem = members if isinstance(members, str) else sidecar_problem(members, dim=dim, max_rows=max_rows)
     except Exception as e:
         problem = f"not a readable .npz ({type(e).__name__}: {e})"
     if problem is not None:
         return problem
+    assert not isinstance(members, str)
     try:
-        with np.load(p, allow_pickle=False) as npz:
-            ids, hashes, matrix, model = npz["ids"], npz["hashes"], npz["embeddings"], str(npz["model"]) or None
+        found = read_arrays(p, members, members, finite=["embeddings"], map_min_bytes=map_min_bytes)
     except Exception as e:
         return f"cannot be loaded ({type(e).__name__}: {e})"
-    return Sidecar(tuple(str(i) for i in ids), tuple(str(h) for h in hashes), matrix, model)
+    if isinstance(found, str):
+        return found
+    return found.arrays, found.finite["embeddings"]
 
 
 def read_embeddings(
-    path: str | os.PathLike[str], *, model: str | None, dim: int | None, max_rows: int | None = None
-) -> dict[str, tuple[str, Embedding]]:
+    path: str | os.PathLike[str],
+    *,
+    model: str | None,
+    dim: int | None,
+    max_rows: int | None = None,
+    map_min_bytes: int | None = None,
+) -> CachedVectors | None:
     """The cached vectors by skill id, each with the fingerprint of the text it was computed from.
 
     A cache, never an error: a missing file, or one from another model or of another dimension than `dim`, yields
-    `{}`; so does a damaged or suspicious one (its `.npy` headers announce other arrays than the cache's, more than
-    `max_rows` vectors, absurd sizes, or sizes its members do not hold), with a warning. Vectors holding NaN or
-    infinite values are dropped with a warning. What is not returned is recomputed when needed.
+    `None`; so does a damaged or suspicious one (its `.npy` headers announce other arrays than the cache's, more
+    than `max_rows` vectors, absurd sizes, or sizes its members do not hold; a wrong CRC), with a warning. Vectors
+    holding NaN or infinite values are dropped with a warning. What is not returned is recomputed when needed.
+    Files from `map_min_bytes` on (default `ace.core.npz.MAP_MIN_BYTES`) are mapped, not read.
     """
     p = Path(path)
     if not p.is_file():
-        return {}
-    found = _load_sidecar(p, dim=dim, max_rows=max_rows)
+        return None
+    found = _load(p, dim=dim, max_rows=max_rows, map_min_bytes=map_min_bytes)
     if isinstance(found, str):
         _ignored(p, found)
-        return {}
-    ids, hashes, matrix = found.ids, found.hashes, found.matrix
-    if (
-        found.model != model
-        or matrix.dtype != np.float32
-        or matrix.ndim != 2
-        or (dim is not None and matrix.shape[1] != dim)
-        or not (len(ids) == len(hashes) == matrix.shape[0])
-    ):
-        return {}
-    finite = np.isfinite(matrix).all(axis=1)
+        return None
+    arrays, finite = found
+    if (str(arrays["model"]) or None) != model:
+        return None
+    ids: list[str] = arrays["ids"].tolist()
+    hashes: list[str] = arrays["hashes"].tolist()
+    for name in ("ids", "hashes"):
+        drop_resident(arrays[name])  # read once: their pages need not stay
     if not finite.all():
-        bad = [i for i, ok in zip(ids, finite, strict=True) if not ok]
+        bad = [i for i, ok in zip(ids, finite.tolist(), strict=True) if not ok]
         _ignored(p, f"vectors of {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''} hold NaN or infinite values")
-    return {i: (h, matrix[k]) for k, (i, h) in enumerate(zip(ids, hashes, strict=True)) if finite[k]}
+    rows = {sid: k for k, (sid, ok) in enumerate(zip(ids, finite.tolist(), strict=True)) if ok}
+    return CachedVectors(rows, hashes, arrays["embeddings"])
 
 
 def _ignored(path: Path, problem: str) -> None:
@@ -137,45 +173,12 @@ def _ignored(path: Path, problem: str) -> None:
     )
 
 
-def npz_headers(path: Path, members_allowed: frozenset[str]) -> dict[str, tuple[tuple[int, ...], np.dtype[Any]]] | str:
-    """Each member's (shape, dtype) from its `.npy` header (name without `.npy`), checked against the member's
-    size, or what is wrong: other members than `members_allowed`, an unknown `.npy` version, Python objects."""
-    with zipfile.ZipFile(path) as zf:
-        members = {info.filename: info for info in zf.infolist()}
-        if set(members) != members_allowed:
-            return f"holds {sorted(members)}, not {sorted(members_allowed)}"
-        headers: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = {}
-        for name, info in members.items():
-            with zf.open(info) as member:
-                version = np.lib.format.read_magic(member)
-                if version == (1, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
-                elif version == (2, 0):
-                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
-                else:
-                    return f"{name}: unsupported .npy version {version}"
-                data_start = member.tell()
-            if dtype.hasobject:
-                return f"{name}: holds Python objects"
-            if info.file_size != data_start + math.prod(shape) * dtype.itemsize:
-                return f"{name}: its header announces {shape} of {dtype} but it holds {info.file_size} bytes"
-            headers[name[:-4]] = (shape, dtype)
-    return headers
-
-
-def load_npz_arrays(path: Path, names: Iterable[str]) -> dict[str, np.ndarray[Any, np.dtype[Any]]]:
-    """The named arrays of an `.npz` (no pickles); check its `npz_headers` first."""
-    with np.load(path, allow_pickle=False) as npz:
-        return {name: npz[name] for name in names}
-
-
-def sidecar_problem(path: Path, *, dim: int | None, max_rows: int | None) -> str | None:
+def sidecar_problem(members: dict[str, Member], *, dim: int | None, max_rows: int | None) -> str | None:
     """What is wrong with a vector cache, judged from its members' `.npy` headers alone; `None`: fine to load."""
-    headers = npz_headers(path, _NPZ_MEMBERS)
-    if isinstance(headers, str):
-        return headers
-    (ids, ids_type), (hashes, hashes_type) = headers["ids"], headers["hashes"]
-    (matrix, matrix_type), (model, model_type) = headers["embeddings"], headers["model"]
+    ids, ids_type = members["ids"].shape, members["ids"].dtype
+    hashes, hashes_type = members["hashes"].shape, members["hashes"].dtype
+    matrix, matrix_type = members["embeddings"].shape, members["embeddings"].dtype
+    model, model_type = members["model"].shape, members["model"].dtype
     text = {
         "ids": (ids_type, _MAX_ID_CHARS),
         "hashes": (hashes_type, _MAX_ID_CHARS),

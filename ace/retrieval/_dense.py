@@ -9,8 +9,9 @@ slot numbers: slots are added in order and never reused; dead ones are filtered 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ANN_MIN", "DenseStore", "faiss_module"]
+from ace.core.npz import Streamed, drop_resident
+
+__all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
 
 ANN_MIN = 50_000
 """Live vectors from which the HNSW graph replaces exact search (when faiss is installed)."""
@@ -26,6 +29,7 @@ _HNSW_M = 16
 _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
+_BLOCK_MAX = 16_384
 """Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
 
 _F32 = npt.NDArray[np.float32]
@@ -40,15 +44,86 @@ def faiss_module() -> ModuleType | None:
         return None
 
 
+class RowBlocks:
+    """float32 rows in blocks that are never moved, and rows never written twice: a view of a row stays valid and
+    unchanged for as long as anyone holds it. Blocks grow geometrically up to `_BLOCK_MAX` rows."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.blocks: list[_F32] = []
+        self.count = 0
+        """Rows appended so far."""
+        self._held = 0
+        self._block = 0
+        """The block the next row goes to, which starts at row `_start`."""
+        self._start = 0
+
+    def reserve(self, n: int) -> None:
+        """Room for `n` rows: a new block of what is missing, at least the rows held so far (up to `_BLOCK_MAX`)."""
+        if n > self._held:
+            rows = max(n - self._held, min(max(64, self._held), _BLOCK_MAX))
+            self.blocks.append(np.zeros((rows, self.dim), dtype=np.float32))
+            self._held += rows
+
+    def append(self, row: _F32, *, view: bool = True) -> _F32 | None:
+        """Store `row` as the next one; returns the stored row, read-only (with `view`)."""
+        if self.count >= self._held:
+            self.reserve(self.count + 1)
+        while self.count >= self._start + self.blocks[self._block].shape[0]:
+            self._start += self.blocks[self._block].shape[0]
+            self._block += 1
+        block, at = self.blocks[self._block], self.count - self._start
+        block[at] = row
+        self.count += 1
+        if not view:
+            return None
+        stored: _F32 = block[at]
+        stored.flags.writeable = False
+        return stored
+
+    def holds(self, vector: _F32) -> bool:
+        """Whether `vector` is one of these rows."""
+        at = vector.__array_interface__["data"][0]
+        for block in self.blocks:
+            start = block.__array_interface__["data"][0]
+            if start <= at < start + block.nbytes:
+                return True
+        return False
+
+    def parts(self, n: int) -> list[_F32]:
+        """Rows `0 .. n - 1`, block after block."""
+        parts, left = [], n
+        for block in self.blocks:
+            if left <= 0:
+                break
+            parts.append(block[:left])
+            left -= block.shape[0]
+        return parts
+
+
 class DenseStore:
-    """Unit vectors by slot: a float32 matrix (exact), or a faiss HNSW index once `ann_min` live vectors exist."""
+    """Unit vectors by slot: float32 rows (exact), or a faiss HNSW index once `ann_min` live vectors exist.
+
+    Exact rows read from a sidecar stay where they are (`_base`, mapped from the file and never written). Rows of
+    slots added since go to `RowBlocks`, so a skill can hold its vector's row instead of a copy of its own: the
+    unit row itself when dividing the vector by its norm changes no bit (`set` returns it), else a row of `_kept`
+    (`keep`), a block store of such vectors as they are. A graph read from a mapped sidecar is a view of the file's
+    bytes (faiss's zero-copy reader, checked on load): it moves into memory of its own only when a vector is added.
+    """
 
     def __init__(self, dim: int, *, ann_min: int | None = ANN_MIN) -> None:
         self.dim = dim
         self.ann_min = ann_min
         """Live vectors from which to switch to HNSW; `None`: always exact."""
-        self._matrix: _F32 = np.zeros((64, dim), dtype=np.float32)
+        self._base: _F32 = np.zeros((0, dim), dtype=np.float32)
+        """Rows of slots `0 .. len(_base) - 1` as read from a sidecar; never written."""
+        self._rows = RowBlocks(dim)
+        """Rows of the later slots, from `len(_base)` on."""
+        self._kept = RowBlocks(dim)
+        """Vectors that are not exactly unit, as skills hold them (`keep`)."""
         self._hnsw: Any = None
+        self._graph: npt.NDArray[np.uint8] | None = None
+        """The sidecar bytes `_hnsw` is a view of; `None` when the graph owns its memory."""
         self._pending: list[_F32] = []
         """Vectors of slots `hnsw.ntotal ...` not yet added to the graph (added in one batch before a search)."""
 
@@ -57,46 +132,67 @@ class DenseStore:
         """Whether searches go through the HNSW graph."""
         return self._hnsw is not None
 
-    @property
-    def matrix(self) -> _F32 | None:
-        """The exact float32 matrix (rows are slots), or `None` in HNSW mode."""
-        return None if self._hnsw is not None else self._matrix
-
-    def set(self, slot: int, unit: _F32) -> None:
-        """Store the vector of a new slot (slots arrive in increasing order)."""
+    def set(self, slot: int, unit: _F32, *, row: bool = False) -> _F32 | None:
+        """Store the vector of a new slot (slots arrive in increasing order, after any read from a sidecar); with
+        `row`, returns its stored row (read-only, never changed) in exact mode."""
         if self._hnsw is not None:
             self._pending.append(unit)
-            return
-        if slot >= self._matrix.shape[0]:
-            self.reserve(slot + 1)
-        self._matrix[slot] = unit
+            return None
+        assert slot == self._base.shape[0] + self._rows.count, "slots arrive in order"
+        return self._rows.append(unit, view=row)
+
+    def keep(self, vector: _F32) -> _F32:
+        """`vector` stored as it is (not as a unit row), compactly, for its skill to hold (read-only)."""
+        kept = self._kept.append(vector)
+        assert kept is not None
+        return kept
 
     def reserve(self, n: int) -> None:
-        """Room for `n` slots in the exact matrix (grown by doubling, or to `n` at once)."""
-        if self._hnsw is not None or n <= self._matrix.shape[0]:
-            return
-        grown = np.zeros((max(n, 2 * self._matrix.shape[0]), self.dim), dtype=np.float32)
-        grown[: self._matrix.shape[0]] = self._matrix
-        self._matrix = grown
+        """Room for `n` slots in the exact rows (one block for all that are missing, as a rebuild asks)."""
+        if self._hnsw is None:
+            self._rows.reserve(n - self._base.shape[0])
 
-    def maybe_switch(self, n_slots: int, n_live: int) -> None:
-        """Move the first `n_slots` vectors into an HNSW graph once `n_live` reaches `ann_min` (faiss installed)."""
-        if self._hnsw is not None or self.ann_min is None or n_live < self.ann_min:
-            return
+    def _exact(self, n_slots: int) -> list[_F32]:
+        """The exact rows of slots `0 .. n_slots - 1`, part after part (base, then the blocks)."""
+        parts = [self._base[:n_slots], *self._rows.parts(n_slots - self._base.shape[0])]
+        return [part for part in parts if part.shape[0]]
+
+    def would_switch(self, n_live: int) -> bool:
+        """Whether `n_live` live vectors make (or keep) this store an HNSW graph."""
+        return self._hnsw is not None or (
+            self.ann_min is not None and n_live >= self.ann_min and faiss_module() is not None
+        )
+
+    def maybe_switch(self, n_slots: int, n_live: int) -> RowBlocks | None:
+        """Move the first `n_slots` vectors into an HNSW graph once `n_live` reaches `ann_min` (faiss installed);
+        returns the unit rows it let go of, which skills may still hold (to move them to `keep`)."""
+        if self._hnsw is not None or not self.would_switch(n_live):
+            return None
         faiss = faiss_module()
-        if faiss is None:
-            return
+        assert faiss is not None
         index = faiss.IndexHNSWSQ(self.dim, faiss.ScalarQuantizer.QT_fp16, _HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = _EF_CONSTRUCTION
-        index.train(self._matrix[:1])  # fp16 needs no training data; the call just marks the index trained
-        index.add(np.ascontiguousarray(self._matrix[:n_slots]))
+        index.train(np.zeros((1, self.dim), dtype=np.float32))  # fp16 needs no training data: this marks it trained
+        for part in self._exact(n_slots):
+            index.add(np.ascontiguousarray(part))
         self._hnsw = index
-        self._matrix = np.zeros((0, self.dim), dtype=np.float32)
+        rows, self._rows, self._base = self._rows, RowBlocks(self.dim), np.zeros((0, self.dim), dtype=np.float32)
+        return rows
 
     def _flush(self) -> None:
         if self._pending:
+            self._own()
             self._hnsw.add(np.stack(self._pending))
             self._pending = []
+
+    def _own(self) -> None:
+        """Copy a graph that views a sidecar's bytes into memory of its own, so that it can grow."""
+        if self._graph is None:
+            return
+        faiss = faiss_module()
+        assert faiss is not None
+        self._hnsw = faiss.read_index(faiss.PyCallbackIOReader(_reader(self._graph)))
+        self._graph = None  # only now: the viewing graph is gone with the line above
 
     def scores(self, query: _F32, n_slots: int, cand: _I64, depth: int) -> tuple[_I64, npt.NDArray[np.floating]]:
         """Dense ranking over the candidate slots `cand`: (positions in `cand`, ascending; their cosines).
@@ -108,8 +204,12 @@ class DenseStore:
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
-            dense = np.einsum("ij,j->i", self._matrix[:n_slots], query)[cand]
-            return np.arange(m, dtype=np.int64), dense
+            out = np.empty(n_slots, dtype=np.result_type(query.dtype, np.float32))
+            at = 0
+            for part in self._exact(n_slots):
+                np.einsum("ij,j->i", part, query, out=out[at : at + part.shape[0]])
+                at += part.shape[0]
+            return np.arange(m, dtype=np.int64), out[cand]
         self._flush()
         if m <= _EXACT_BELOW:
             rows = self._hnsw.reconstruct_batch(cand)
@@ -134,10 +234,14 @@ class DenseStore:
         return items[order], sims[order]
 
     # ----------------------------------------------------------- persistence
-    def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic]]:
-        """The vectors as arrays for a sidecar: `vectors` (float32) or `hnsw` (faiss's serialised index)."""
+    def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic] | Streamed]:
+        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) or `hnsw` (faiss's serialised
+        index, a snapshot: the graph may grow before the sidecar is written)."""
         if self._hnsw is None:
-            return {"vectors": self._matrix[:n_slots]}
+            parts = self._exact(n_slots)
+            if len(parts) <= 1:
+                return {"vectors": parts[0] if parts else np.zeros((0, self.dim), dtype=np.float32)}
+            return {"vectors": Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))}
         self._flush()
         faiss = faiss_module()
         assert faiss is not None
@@ -146,32 +250,102 @@ class DenseStore:
     @classmethod
     def from_state(
         cls,
-        state: dict[str, npt.NDArray[np.generic]],
+        state: Mapping[str, npt.NDArray[np.generic]],
         dim: int,
         n_slots: int,
         *,
         ann_min: int | None,
         graph: AbstractContextManager[Callable[[int], bytes]] | None = None,
     ) -> DenseStore:
-        """A store from `state()` output, the HNSW graph read from `graph` (a `read(n)`) when `vectors` is absent;
-        raises `ValueError` when it does not fit (or needs faiss, absent)."""
+        """A store from `state()` output as read from a sidecar: `vectors`, or the HNSW graph, viewed in place when
+        `hnsw` is there (mapped) and else read from `graph` (a `read(n)`); raises `ValueError` when it does not fit
+        (or needs faiss, absent)."""
         store = cls(dim, ann_min=ann_min)
-        if graph is None:
+        mapped = state.get("hnsw")
+        if graph is None and mapped is None:
             matrix = np.asarray(state.get("vectors"))
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
-            store._matrix = matrix
+            store._base = matrix
             return store
         faiss = faiss_module()
         if faiss is None or ann_min is None:
             raise ValueError("the index holds an HNSW graph: pip install 'agentic-context-engine[ann]' (the ann extra)")
-        with graph as read:
-            try:
-                index = faiss.read_index(faiss.PyCallbackIOReader(read))
-            except Exception as e:  # faiss's RuntimeError, or the zip member's CRC error (BadZipFile)
-                raise ValueError(f"its HNSW graph cannot be read ({type(e).__name__}: {e})") from None
-        if index.d != dim or index.ntotal != n_slots:
-            raise ValueError(f"HNSW graph of {index.ntotal} vectors of dimension {index.d}, expected {n_slots}, {dim}")
+        try:
+            view = np.asarray(mapped, dtype=np.uint8) if mapped is not None else None
+            if view is not None and hasattr(faiss, "ZeroCopyIOReader"):
+                index = faiss.read_index(faiss.ZeroCopyIOReader(faiss.swig_ptr(view), view.size))
+                store._graph = view
+            else:
+                source = contextlib.nullcontext(_reader(view)) if view is not None else graph
+                assert source is not None
+                with source as read:
+                    index = faiss.read_index(faiss.PyCallbackIOReader(read))
+        except Exception as e:  # faiss's RuntimeError, or the zip member's CRC error (BadZipFile)
+            raise ValueError(f"its HNSW graph cannot be read ({type(e).__name__}: {e})") from None
+        problem = graph_problem(faiss, index, dim, n_slots)
+        if store._graph is not None:
+            drop_resident(store._graph)  # the check touched the graph's links: let the pages go again
+        if problem is not None:
+            raise ValueError(problem)
         store._hnsw = index
-        store._matrix = np.zeros((0, dim), dtype=np.float32)
         return store
+
+
+def graph_problem(faiss: ModuleType, index: Any, dim: int, n_slots: int) -> str | None:
+    """What makes a graph read from a file unfit to search, or `None`: faiss trusts its file, and a link to a vector
+    that does not exist would make a search read (and write) out of bounds."""
+    if not isinstance(index, faiss.IndexHNSW) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
+        return f"its graph is a {type(index).__name__}, not an inner-product HNSW index"
+    if index.d != dim or index.ntotal != n_slots:
+        return f"HNSW graph of {index.ntotal} vectors of dimension {index.d}, expected {n_slots}, {dim}"
+    storage = faiss.downcast_index(index.storage)
+    if (
+        not isinstance(storage, faiss.IndexFlatCodes)
+        or storage.ntotal != n_slots
+        or storage.d != dim
+        or storage.codes.size() != n_slots * storage.code_size
+    ):
+        return "its HNSW graph's vectors do not fit its size"
+    hnsw = index.hnsw
+    levels = faiss.vector_to_array(hnsw.levels).astype(np.int64)
+    offsets = faiss.vector_to_array(hnsw.offsets).astype(np.int64)
+    per_level = faiss.vector_to_array(hnsw.cum_nneighbor_per_level).astype(np.int64)
+    size = int(hnsw.neighbors.size())
+    links = faiss.rev_swig_ptr(hnsw.neighbors.data(), size) if size else np.zeros(0, dtype=np.int32)
+    top = per_level.shape[0] - 1
+    fits = (
+        levels.shape == (n_slots,)
+        and offsets.shape == (n_slots + 1,)
+        and int(offsets[0]) == 0
+        and int(offsets[-1]) == size
+        and bool(((levels >= 1) & (levels <= top)).all())
+        and bool((np.diff(offsets) == per_level[np.clip(levels, 0, top)]).all())
+    )
+    entry = int(hnsw.entry_point)
+    if n_slots and fits:
+        fits = 0 <= entry < n_slots and int(hnsw.max_level) == int(levels[entry]) - 1
+    if not fits or (size and (int(links.min()) < -1 or int(links.max()) >= n_slots)):
+        return "its HNSW graph's links do not fit its vectors"
+    return None
+
+
+def _reader(buffer: npt.NDArray[np.uint8]) -> Callable[[int], bytes]:
+    """A `read(n)` over bytes in memory, for faiss's callback reader."""
+    position = 0
+
+    def read(n: int) -> bytes:
+        nonlocal position
+        chunk = buffer[position : position + n].tobytes()
+        position += len(chunk)
+        return chunk
+
+    return read
+
+
+def _parts(parts: list[_F32]) -> Callable[[Callable[[Any], object]], None]:
+    def fill(write: Callable[[Any], object]) -> None:
+        for part in parts:
+            write(np.ascontiguousarray(part).data)
+
+    return fill

@@ -1,4 +1,5 @@
-"""The search index's keywords: each slot's labels, and the live slots of each label (for the keyword boost).
+"""The search index's keywords: each slot's labels, the live slots of each label (for the keyword boost), and a
+query's keywords normalised like stored ones.
 
 A loaded index keeps its slots' labels as the flat arrays of its sidecar and builds the label -> slots map only
 when a query first asks for keywords, with numpy: turning 100,000 skills' labels into Python tuples and sets
@@ -7,12 +8,15 @@ cost the first search after a load ~0.5 s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KeywordTable"]
+from ace.core.skill import normalize_keywords
+from ace.exceptions import SkillbookError
+
+__all__ = ["KeywordTable", "search_keywords"]
 
 
 class KeywordTable:
@@ -97,3 +101,14 @@ class KeywordTable:
         ptr = np.concatenate([self._ptr, self._ptr[-1] + np.cumsum(lengths)])
         ids = np.concatenate([self._ids, np.asarray(extra_ids, dtype=np.int32)])
         return vocab, ptr, ids
+
+
+def search_keywords(keywords: Sequence[str]) -> list[str]:
+    """Requested keywords normalised like stored ones; a label that cannot be one is ignored, not an error."""
+    out: list[str] = []
+    for raw in keywords:
+        try:
+            out.extend(normalize_keywords([raw]))
+        except SkillbookError:
+            continue
+    return list(dict.fromkeys(out))

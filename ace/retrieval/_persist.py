@@ -13,15 +13,15 @@ import contextlib
 import json
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from ace.core.npz import Streamed, npz_members, npz_writer, read_arrays
 from ace.core.storage import Writer
-from ace.core.vectors import load_npz_arrays, npz_headers
 
 __all__ = ["INDEX_FORMAT", "graph_reader", "index_path", "index_writer", "read_index"]
 
@@ -62,21 +62,18 @@ def index_path(skillbook_path: str | Path) -> Path:
     return p.with_name(f"{p.stem}.index.npz")
 
 
-def index_writer(header: dict[str, Any], arrays: _Arrays) -> Writer:
-    """A writer of the sidecar: the JSON `header` and the arrays, stored uncompressed (loads without inflating)."""
-    members = {"header": np.asarray(json.dumps(header, sort_keys=True), dtype=np.str_), **arrays}
-
-    def write(f: IO[bytes]) -> None:
-        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
-            for name, arr in members.items():
-                with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
-
-    return write
+def index_writer(header: dict[str, Any], arrays: Mapping[str, npt.NDArray[Any] | Streamed]) -> Writer:
+    """A writer of the sidecar: the JSON `header` and the arrays, stored uncompressed and aligned (`ace.core.npz`),
+    so a later process maps them instead of reading them."""
+    return npz_writer({"header": np.asarray(json.dumps(header, sort_keys=True), dtype=np.str_), **arrays})
 
 
 def read_index(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, Any], _Arrays] | None:
-    """The sidecar's header and arrays if it belongs to the skillbook file of SHA-256 `digest`; else `None`."""
+    """The sidecar's header and arrays if it belongs to the skillbook file of SHA-256 `digest`; else `None`.
+
+    The arrays are mapped from the file when it is large enough (copy-on-write: the index changes them in place);
+    the HNSW graph (`hnsw`) is among them only then, else faiss streams it from the file (`graph_reader`).
+    """
     if not path.is_file():
         return None
     try:
@@ -111,14 +108,14 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
     if header.get("model") != model or header.get("dim") != dim:
         return ""  # another embedder: the index is rebuilt for this one
     layout = {**_LAYOUT, dense: _DENSE[dense]}
-    headers = npz_headers(path, frozenset(f"{name}.npy" for name in layout))
-    if isinstance(headers, str):
-        return headers
+    members = npz_members(path, frozenset(f"{name}.npy" for name in layout))
+    if isinstance(members, str):
+        return members
     sizes = header.get("sizes")
     if not isinstance(sizes, dict) or not all(isinstance(v, int) and v >= 0 for v in sizes.values()):
         return "its header has no sizes"
     for name, (kind, dims) in layout.items():
-        shape, dtype = headers[name]
+        shape, dtype = members[name].shape, members[name].dtype
         try:
             expected = tuple(_size(d, sizes) for d in dims)
         except KeyError as e:
@@ -126,10 +123,16 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
         ok = (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) if kind == "U" else dtype == np.dtype(kind)
         if not ok or shape != expected:
             return f"{name}: {shape} of {dtype}, expected {expected} of {kind}"
-    # The graph is left in the file: faiss reads it from there (`graph_reader`), without two copies through numpy.
-    arrays = load_npz_arrays(path, [name for name in layout if name not in ("header", "hnsw")])
+    names_read = [name for name in layout if name != "header"]
+    stored = read_arrays(
+        path, members, names_read, writable=True, finite=["vectors"] * (dense == "vectors"), only_mapped=["hnsw"]
+    )
+    if isinstance(stored, str):
+        return stored
+    if dense == "vectors" and not stored.finite["vectors"].all():
+        return "vectors: some hold NaN or infinite values"
     header["graph"] = dense == "hnsw"
-    return header, arrays
+    return header, stored.arrays
 
 
 @contextlib.contextmanager

@@ -23,6 +23,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ace.core.npz import drop_resident
+
 __all__ = ["BM25Index"]
 
 _IntArray = npt.NDArray[np.int64]
@@ -226,6 +228,7 @@ class BM25Index:
             raise ValueError("BM25 state holds out-of-range term or slot numbers")
         if int((index._doc_off[:n] + index._doc_n[:n]).max(initial=0)) > p:
             raise ValueError("BM25 state's documents point past its postings")
+        drop_resident(index._terms)  # checked; read again only when the index changes (`ace.core.npz`)
         index._main = _Segment(start=0, stop=n, ptr=ptr, slots=slots, tfs=np.asarray(state["main_tfs"], np.float32))
         index._main.live = index._n_alive
         index._delta = _Segment(start=n, stop=n)

@@ -18,15 +18,17 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ace.core.skill import Section, Skill, embedding_input_hash, normalize_keywords
+from ace.core.npz import is_mapped
+from ace.core.skill import Section, Skill, embedding_input_hash
 from ace.core.skillbook import Skillbook
 from ace.core.storage import FileState, Writer
-from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix, check_embeddings, l2_normalize
+from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
-from ace.exceptions import SkillbookError
 from ace.retrieval._dense import ANN_MIN, DenseStore
-from ace.retrieval._keywords import KeywordTable
+from ace.retrieval._embedding import embed_query, embed_texts, own_copy
+from ace.retrieval._keywords import KeywordTable, search_keywords
 from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
+from ace.retrieval._slots import TextColumn, tie_key
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import RRF_K, Ranking, fuse_top_k
 from ace.retrieval.tokenize import tokenize
@@ -37,26 +39,6 @@ SearchMode = Literal["hybrid", "bm25", "dense"]
 _SECTION_CODE: dict[Section, int] = {"context": 0, "harness": 1}
 _EMBED_BATCH = 64
 _IntArray = npt.NDArray[np.int64]
-
-
-def _tie_key(skill_id: str) -> int:
-    """Creation order from an id like `context-00042` (number first, then section); other ids sort after."""
-    prefix, _, number = skill_id.rpartition("-")
-    code = {"context": 0, "harness": 1}.get(prefix)
-    if number.isdigit() and code is not None:
-        return int(number) * 2 + code
-    return (1 << 62) + int(embedding_input_hash(skill_id)[:15], 16)
-
-
-def _search_keywords(keywords: Sequence[str]) -> list[str]:
-    """Requested keywords normalised like stored ones; a label that cannot be one is ignored, not an error."""
-    out: list[str] = []
-    for raw in keywords:
-        try:
-            out.extend(normalize_keywords([raw]))
-        except SkillbookError:
-            continue
-    return list(dict.fromkeys(out))
 
 
 class SkillSearchIndex:
@@ -82,10 +64,12 @@ class SkillSearchIndex:
         self._version = -1
         self._model: str | None = None
         self._bm25 = BM25Index()
-        self._slot_ids: list[str] = []
-        self._slot_hashes: list[str] = []
+        self._slot_ids = TextColumn()
+        self._slot_hashes = TextColumn()
         self._keywords = KeywordTable()
-        self._slot_of: dict[str, int] = {}
+        self._slot_of: dict[str, int] | None = {}
+        """The live slot of each indexed skill id; `None` until a change needs it after a load (`_slots_by_id`)."""
+        self._live = 0
         self._sections = np.zeros(64, dtype=np.int8)
         self._tie_keys = np.zeros(64, dtype=np.int64)
         self._by_key = np.zeros(0, dtype=np.int64)
@@ -94,11 +78,15 @@ class SkillSearchIndex:
         self._new_slots: list[int] = []
         self._dense = DenseStore(self.embedder.dimension, ann_min=self.ann_min)
         self._pending: set[str] = set()
+        self._shared: list[tuple[str, EmbeddingMatrix]] = []
+        """Rows of the index for the skills just indexed to hold instead of a copy of their own (`_index`)."""
+        self._sharing = True
+        """False while a rebuild goes to HNSW: the graph holds float16 codes, so there is nothing to share."""
 
     @property
     def size(self) -> int:
         """Number of skills currently indexed."""
-        return len(self._slot_of)
+        return self._live
 
     # ------------------------------------------------------------------ search
     def search(
@@ -119,7 +107,7 @@ class SkillSearchIndex:
         """
         query_vec = self.embed_query(query) if mode != "bm25" else None
         tokens = tokenize(query) if mode != "dense" else []
-        wanted = _search_keywords(keywords or ())
+        wanted = search_keywords(keywords or ())
         with self._lock:
             self._sync(skillbook)
             with skillbook.locked():
@@ -130,16 +118,7 @@ class SkillSearchIndex:
 
     def embed_query(self, query: str) -> EmbeddingMatrix:
         """The query's unit vector; `EmbeddingError` when the embedder fails or returns garbage."""
-        name = self.embedder.model_name
-        try:
-            raw = self.embedder.embed([query])
-        except EmbeddingError:
-            raise
-        except Exception as e:
-            raise EmbeddingError(f"could not embed the search query with {name!r}: {e}") from e
-        vec = check_embeddings(raw, n_texts=1, dimension=self.embedder.dimension, model_name=name)
-        unit: EmbeddingMatrix = l2_normalize(vec)[0]
-        return unit
+        return embed_query(self.embedder, query)
 
     def sync(self, skillbook: Skillbook) -> None:
         """Bring the index up to date with `skillbook`, embedding the skills that have no vector yet."""
@@ -190,35 +169,37 @@ class SkillSearchIndex:
         return [int(s) for s in cand[best]]
 
     def _sync(self, skillbook: Skillbook) -> None:
-        """Apply skillbook changes; embed missing vectors outside the skillbook lock; repeat until done."""
+        """Apply skillbook changes; embed missing vectors outside the skillbook lock, a batch at a time, indexing
+        each batch at once (its array is then free for the next: no batch outlives its turn); repeat until done."""
         for _ in range(100):
             with skillbook.locked():
                 todo = self._apply(skillbook)
             if not todo:
                 return
-            vectors = self._embed_texts([text for _, text in todo])
-            with skillbook.locked():
-                if skillbook.embedding_model != self.embedder.model_name:
-                    continue  # someone switched models meanwhile; start over
-                for (sid, text), vec in zip(todo, vectors, strict=True):
-                    skill = skillbook.get_skill(sid)
-                    if skill is not None and skill.embedding is None and skill.embedding_text() == text:
-                        skillbook.set_embedding(sid, vec)
+            for start in range(0, len(todo), self.batch_size):
+                batch = todo[start : start + self.batch_size]
+                vectors = embed_texts(self.embedder, [text for _, text in batch], self.batch_size)
+                with skillbook.locked():
+                    if skillbook.embedding_model != self.embedder.model_name:
+                        break  # someone switched models meanwhile; start over
+                    for (sid, text), vec in zip(batch, vectors, strict=True):
+                        skill = skillbook.get_skill(sid)
+                        if skill is not None and skill.embedding is None and skill.embedding_text() == text:
+                            # An indexed skill is handed a row of the index's (`_add`); a quarantined one keeps a
+                            # copy, so that no batch stays alive for one row of it.
+                            skillbook.set_embedding(sid, vec if skill.visible else own_copy(vec))
+                    self._index(skillbook, [sid for sid, _ in batch])
         raise EmbeddingError("the skillbook kept changing while its skills were being embedded; retry the search")
 
-    def _embed_texts(self, texts: list[str]) -> list[EmbeddingMatrix]:
-        name, dim = self.embedder.model_name, self.embedder.dimension
-        out: list[EmbeddingMatrix] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = texts[start : start + self.batch_size]
-            try:
-                raw = self.embedder.embed(batch)
-            except EmbeddingError:
-                raise
-            except Exception as e:
-                raise EmbeddingError(f"could not embed {len(batch)} skill(s) with {name!r}: {e}") from e
-            out.extend(check_embeddings(raw, n_texts=len(batch), dimension=dim, model_name=name))
-        return out
+    def _index(self, skillbook: Skillbook, ids: list[str]) -> None:
+        """Index these pending skills now that they have vectors, and hand them their rows (the next `_apply` orders
+        the new slots: one merge, not one per batch)."""
+        for sid in ids:
+            if self._update_one(sid, skillbook.get_skill(sid)) is None:
+                self._pending.discard(sid)
+        for sid, row in self._shared:
+            skillbook.set_embedding(sid, row)
+        self._shared = []
 
     def _apply(self, skillbook: Skillbook) -> list[tuple[str, str]]:
         """Index every changed skill that has a vector; return `(id, text)` of those still needing one.
@@ -240,15 +221,17 @@ class SkillSearchIndex:
             self._load_sidecar(skillbook)
         version = skillbook.version
         if self._version == version and self._model == model and not self._pending:
+            self._settle(skillbook)  # the skills `_sync` indexed batch by batch
             return []
         changed = skillbook.changes_since(self._version) if 0 <= self._version <= version else None
-        dead = self._bm25.n_slots - len(self._slot_of)
-        if dead > max(1024, len(self._slot_of)):
+        dead = self._bm25.n_slots - self._live
+        if dead > max(1024, self._live):
             changed = None  # mostly dead slots: compact by rebuilding from the skills' cached vectors
         if changed is None:
             self._reset()
             ids: set[str] | list[str] = [s.id for s in skillbook.skills(include_inactive=True)]
             self._reserve(len(ids))
+            self._sharing = not self._dense.would_switch(len(skillbook.skills()))
         else:
             ids = changed | self._pending
         self._version, self._model = version, model
@@ -259,9 +242,20 @@ class SkillSearchIndex:
             if need is not None:
                 self._pending.add(sid)
                 todo.append((sid, need))
-        self._order_new_slots()
-        self._dense.maybe_switch(self._bm25.n_slots, len(self._slot_of))
+        self._settle(skillbook)
         return todo
+
+    def _settle(self, skillbook: Skillbook) -> None:
+        """After skills were indexed: order their slots, hand them their rows, move to HNSW at the threshold."""
+        self._order_new_slots()
+        self._index(skillbook, [])
+        let_go = self._dense.maybe_switch(self._bm25.n_slots, self._live)
+        if let_go is None or not self._sharing:
+            return
+        for sid in self._slots_by_id():  # a skill holding a unit row that the graph replaced keeps its vector
+            vec = skillbook.require_skill(sid).embedding
+            if vec is not None and let_go.holds(vec):
+                skillbook.set_embedding(sid, self._dense.keep(vec))
 
     def _order_new_slots(self) -> None:
         """Merge the slots added since last time into `_by_key` (one sort of the new ones, one insert)."""
@@ -287,7 +281,7 @@ class SkillSearchIndex:
 
     def _update_one(self, sid: str, skill: Skill | None) -> str | None:
         """Re-index one skill; returns its text when it needs a vector first."""
-        slot = self._slot_of.get(sid)
+        slot = self._slots_by_id().get(sid)
         if skill is None or not skill.visible:  # removed or quarantined: out of every search
             if slot is not None:
                 self._drop(slot)
@@ -310,19 +304,32 @@ class SkillSearchIndex:
         slot = self._bm25.add(tokenize(text))
         self._reserve(slot + 1)
         norm = float(np.linalg.norm(vec))
-        self._dense.set(slot, vec / norm if norm > 0 else vec)
+        row = self._dense.set(slot, vec / norm if norm > 0 else vec, row=self._sharing)
+        if row is not None:  # exact: the skill holds a row of ours (ace.retrieval._embedding)
+            if norm not in (0.0, 1.0):  # not the unit row bit for bit: the vector itself, compactly
+                row = None if is_mapped(vec) else self._dense.keep(vec)
+            if row is not None:
+                self._shared.append((sid, row))  # handed over by `_index`
         self._sections[slot] = _SECTION_CODE[skill.section]
-        self._tie_keys[slot] = _tie_key(sid)
+        self._tie_keys[slot] = tie_key(sid)
         self._new_slots.append(slot)
         self._slot_ids.append(sid)
         self._slot_hashes.append(digest)
         self._keywords.append(slot, tuple(skill.keywords))
-        self._slot_of[sid] = slot
+        self._slots_by_id()[sid] = slot
+        self._live += 1
 
     def _drop(self, slot: int) -> None:
         self._bm25.remove(slot)
-        del self._slot_of[self._slot_ids[slot]]
+        del self._slots_by_id()[self._slot_ids[slot]]
         self._keywords.drop(slot)
+        self._live -= 1
+
+    def _slots_by_id(self) -> dict[str, int]:
+        if self._slot_of is None:
+            live = np.flatnonzero(self._bm25.alive)
+            self._slot_of = dict(zip(self._slot_ids.where(live), live.tolist(), strict=True))
+        return self._slot_of
 
     # ------------------------------------------------------------ persistence
     def sidecar_files(self, skillbook: object, saved: FileState) -> list[tuple[Path, Writer]]:
@@ -338,8 +345,8 @@ class SkillSearchIndex:
             kw_vocab, kw_ptr, kw_ids = self._keywords.arrays()
             bm25 = {f"bm25_{k}": v.copy() for k, v in self._bm25.state().items()}
             arrays = {
-                "slot_ids": np.asarray(self._slot_ids, dtype=np.str_),
-                "slot_hashes": np.asarray(self._slot_hashes, dtype=np.str_),
+                "slot_ids": self._slot_ids.array(),
+                "slot_hashes": self._slot_hashes.array(),
                 "sections": self._sections[:n].copy(),
                 "tie_keys": self._tie_keys[:n].copy(),
                 "kw_vocab": np.asarray(kw_vocab, dtype=np.str_),
@@ -378,7 +385,7 @@ class SkillSearchIndex:
         n = a["slot_ids"].shape[0]
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
-            graph = graph_reader(path) if header["graph"] else None
+            graph = graph_reader(path) if header["graph"] and "hnsw" not in a else None
             dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph)
             ptr, ids = a["kw_ptr"], a["kw_ids"]
             if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:
@@ -388,16 +395,15 @@ class SkillSearchIndex:
         except ValueError as e:
             warnings.warn(f"{path}: {e}; ignored (the search index is rebuilt)", RuntimeWarning, stacklevel=2)
             return
-        slot_ids: list[str] = a["slot_ids"].tolist()
-        alive = bm25.alive
-        slot_of = {slot_ids[i]: i for i in np.flatnonzero(alive).tolist()}
-        if len(slot_of) != int(alive.sum()):
+        slot_ids = TextColumn(a["slot_ids"])
+        live = np.flatnonzero(bm25.alive)
+        if len(set(slot_ids.where(live))) != live.size:
             warnings.warn(f"{path}: a skill holds two live slots; ignored", RuntimeWarning, stacklevel=2)
             return
         self._keywords = KeywordTable(a["kw_vocab"].tolist(), ptr, ids)
-        self._bm25, self._dense, self._slot_ids, self._slot_of = bm25, dense, slot_ids, slot_of
-        self._slot_hashes = a["slot_hashes"].tolist()
-        self._sections, self._tie_keys = a["sections"].copy(), a["tie_keys"].copy()
+        self._bm25, self._dense, self._slot_ids, self._slot_of, self._live = bm25, dense, slot_ids, None, live.size
+        self._slot_hashes = TextColumn(a["slot_hashes"])
+        self._sections, self._tie_keys = a["sections"], a["tie_keys"]  # writable: copy-on-write when mapped
         self._by_key = np.argsort(self._tie_keys, kind="stable").astype(np.int64)
         self._sorted_keys = self._tie_keys[self._by_key]
         self._pending = {str(p) for p in a["pending"].tolist()}

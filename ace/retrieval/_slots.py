@@ -1,0 +1,61 @@
+"""What the search index keeps by slot besides its rankings: text (skill ids, text fingerprints) in a column read
+from the sidecar, kept as its array (mapped from the file, `ace.core.npz`) plus the values of slots added since;
+and the tie key that orders slots by their skills' creation.
+
+A loaded index that only searches never turns 100,000 ids and fingerprints into Python strings (~20 MB with the map
+from id to slot); it reads the few it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ace.core.npz import drop_resident
+from ace.core.skill import embedding_input_hash
+
+__all__ = ["TextColumn", "tie_key"]
+
+
+class TextColumn:
+    """Strings by slot: `base` (a read-only array of the first slots), then a list for the later ones."""
+
+    def __init__(self, base: npt.NDArray[np.str_] | None = None) -> None:
+        self._base: npt.NDArray[np.str_] = base if base is not None else np.zeros(0, dtype="<U1")
+        self._tail: list[str] = []
+
+    def __len__(self) -> int:
+        return int(self._base.shape[0]) + len(self._tail)
+
+    def __getitem__(self, slot: int) -> str:
+        base = self._base.shape[0]
+        return str(self._base[slot]) if slot < base else self._tail[slot - base]
+
+    def append(self, value: str) -> None:
+        self._tail.append(value)
+
+    def where(self, slots: npt.NDArray[np.int64]) -> list[str]:
+        """The values of `slots` (ascending), reading the base array once and letting its pages go again."""
+        base = self._base.shape[0]
+        head = slots[slots < base]
+        out: list[str] = self._base[head].tolist()
+        drop_resident(self._base)
+        out.extend(self._tail[int(s) - base] for s in slots[slots >= base])
+        return out
+
+    def array(self) -> npt.NDArray[Any]:
+        """Every value, as one array for the sidecar."""
+        if not self._tail:
+            return self._base
+        return np.concatenate([self._base, np.asarray(self._tail, dtype=np.str_)])
+
+
+def tie_key(skill_id: str) -> int:
+    """Creation order from an id like `context-00042` (number first, then section); other ids sort after."""
+    prefix, _, number = skill_id.rpartition("-")
+    code = {"context": 0, "harness": 1}.get(prefix)
+    if number.isdigit() and code is not None:
+        return int(number) * 2 + code
+    return (1 << 62) + int(embedding_input_hash(skill_id)[:15], 16)
