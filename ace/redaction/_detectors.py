@@ -34,7 +34,8 @@ class Detector:
     after: str | None = None
     """Searched only once a match of this kind was seen in the same text or session (a bare AWS secret)."""
     shapes: tuple[str, ...] = ()
-    """Like `triggers`, in the text's shape (digits as `0`, see `shape`): `0000 0000` for a card number."""
+    """Like `triggers`, in the text's shape (digits as `0`, capitals as `A`, see `shape`): `0000 0000` for a card
+    number, `AA` for an IBAN's country code."""
     shape_pattern: str = ""
     """A regular expression searched in the text's shape like `shapes` (nine digits with no letter or digit around)."""
 
@@ -64,11 +65,12 @@ class Detector:
     after a longer run of digits (`12-4111...`) is still found. Only for patterns with a bounded match length."""
 
 
-_SHAPE = bytes.maketrans(b"0123456789", b"0000000000")
+_SHAPE = bytes.maketrans(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"0" * 10 + b"A" * 26)
 
 
 def shape(text: str) -> bytes:
-    """The text with every digit as `0` (as UTF-8 bytes): one fast pass that `Detector.shapes` are looked up in."""
+    """The text with every ASCII digit as `0` and capital as `A` (as UTF-8 bytes): one fast pass that
+    `Detector.shapes` are looked up in."""
     return text.encode("utf-8", "surrogatepass").translate(_SHAPE)
 
 
@@ -248,6 +250,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "aws_secret_key",
         r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+])",
+        "/",
+        "+",
         narrow=_slashed_secret,
         left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
@@ -324,6 +328,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=iban_valid,
         normalize=_compact,
+        shapes=("AA",),  # the country code (its check digits may be any script's: `\d`)
     ),
     _d(
         "card_number",
@@ -351,7 +356,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=_phone,
         normalize=_digits_only,
-        shapes=("(000)", "000-000-0000", "000.000.0000"),
+        shapes=("000-000-0000", "000.000.0000"),
+        shape_pattern=r"000\)(?<=\(000\))",  # `(000)`, written to start as the other digit shapes do
     ),
     _d(  # national numbers with a trunk 0 and spaces: 020 7946 0958, 0161 496 0000, 030 1234 5678
         "phone",

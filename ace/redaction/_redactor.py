@@ -20,6 +20,7 @@ from typing import Any
 
 from ace.exceptions import UserError
 from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, shape
+from ace.redaction._prefilter import Prefilter
 
 __all__ = [
     "PLACEHOLDER",
@@ -145,17 +146,20 @@ class Redactor:
         self.detectors: tuple[Detector, ...] = (*detectors, *extra)
         self._first = tuple(d for d in self.detectors if d.after is None)
         self._later = tuple(d for d in self.detectors if d.after is not None)
+        self._prefilter = Prefilter.of(self._first)
         self.allow: frozenset[str] = frozenset(allow)
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
         self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
         """`_redact_id` results: keys and ids repeat in every trace ("role", "content", a source system)."""
+        self._texts: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+        """`redact_texts(..., remember=True)` results: a provenance record's texts recur on every mutation."""
 
     # ------------------------------------------------------------------------------------------ text
     def find(self, text: str, *, session: RedactionSession | None = None) -> list[Finding]:
         """The secrets in `text`, in order, without changing it."""
         return [
             Finding(kind=m.detector.kind, start=m.start, end=m.end, preview=mask(text[m.start : m.end]))
-            for m in self._matches(text, session or RedactionSession())
+            for m in self._matches(text, session)
         ]
 
     def redact(
@@ -165,15 +169,34 @@ class Redactor:
 
         `session` keeps the numbering across the texts of one trace; `numbered=False` writes `[REDACTED:kind]`.
         """
-        session = session if session is not None else RedactionSession()
         matches = self._matches(text, session)
         if not matches:
             return text, []
-        return self._replace(text, matches, _placeholders(session, numbered))
+        return self._replace(text, matches, _placeholders(session or RedactionSession(), numbered))
 
     def redact_text(self, text: str) -> str:
         """`text` redacted with un-numbered placeholders: the sinks' second line."""
         return self.redact(text, numbered=False)[0]
+
+    def redact_texts(self, texts: Sequence[str], *, remember: bool = False) -> tuple[str, ...] | None:
+        """`texts` redacted with un-numbered placeholders as one text (as `redact_data` joins a list's strings), or
+        `None` when none holds a secret: the skillbook sink's path, one prefilter pass for clean texts.
+
+        `remember=True` keeps the answer for these exact strings (the last `_TEXTS_CACHE_SIZE`): a provenance
+        record's texts recur on every mutation of a trace.
+        """
+        key = tuple(texts)
+        if remember and key in self._texts:
+            return self._texts[key]
+        out: tuple[str, ...] | None = None
+        if not self._prefilter.clean(_SEP.join(key)):
+            clean, findings = self.redact_data(list(key), numbered=False)
+            out = tuple(clean) if findings else None
+        if remember:
+            if len(self._texts) >= _TEXTS_CACHE_SIZE:
+                self._texts.clear()
+            self._texts[key] = out
+        return out
 
     # ------------------------------------------------------------------------------------- structures
     def redact_data(
@@ -193,7 +216,6 @@ class Redactor:
         An integer that is a card or phone number becomes its placeholder. Findings carry their JSON path. All
         the other strings are searched in one pass (joined by NUL, which no detector matches across).
         """
-        session = session if session is not None else RedactionSession()
         texts: list[str] = []
         paths: list[str] = []
         fixed: dict[tuple[bool, str], str] = {}
@@ -236,6 +258,7 @@ class Redactor:
         matches = self._matches(joined, session)
         if not matches and not fixed:
             return data, []
+        session = session if session is not None else RedactionSession()
         starts: list[int] = []
         offset = 0
         for text in texts:
@@ -283,7 +306,7 @@ class Redactor:
         """A key or an id with each secret replaced by its `id_placeholder` (no card check for an id)."""
         known = self._ids.get((text, is_id))
         if known is None:
-            matches = self._matches(text, RedactionSession())
+            matches = self._matches(text, None)
             if is_id:
                 matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
             redacted, findings = self._replace(text, matches, id_placeholder) if matches else (text, [])
@@ -312,7 +335,17 @@ class Redactor:
         parts.append(text[position:])
         return "".join(parts), findings
 
-    def _matches(self, text: str, session: RedactionSession) -> list[_Match]:
+    def _matches(self, text: str, session: RedactionSession | None) -> list[_Match]:
+        """What the detectors find in `text`, without overlaps; `[]` at once when the prefilter proves it clean and
+        no detector waits on a kind `session` has seen."""
+        if self._prefilter.clean(text) and not (
+            session is not None and session.kinds_seen and any(d.after in session.kinds_seen for d in self._later)
+        ):
+            return []
+        return self._all_matches(text, session if session is not None else RedactionSession())
+
+    def _all_matches(self, text: str, session: RedactionSession) -> list[_Match]:
+        """`_matches` without the prefilter: every detector's gate, then its pattern."""
         candidates: list[_Match] = []
         gate = _Gate(_DIGIT.search(text) is not None, [])
         self._search(text, self._first, candidates, 0, gate)
@@ -378,6 +411,8 @@ def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, s
 
 _ID_CACHE_SIZE = 4096
 """Distinct keys and ids a `Redactor` remembers the redaction of (it forgets them all past that)."""
+_TEXTS_CACHE_SIZE = 256
+"""Distinct groups of texts `redact_texts(remember=True)` remembers (it forgets them all past that)."""
 
 
 def _any_in(literals: tuple[str, ...], text: str) -> bool:

@@ -8,7 +8,7 @@ deduplication, `apply_operations`, a script) stores placeholders, not secrets. `
 from __future__ import annotations
 
 import dataclasses
-import weakref
+from collections.abc import Iterator
 
 from ace.core.insight_source import InsightSource
 from ace.core.update_operation import UpdateOperation
@@ -23,57 +23,56 @@ SAMPLE_QUESTION_MAX = 300
 def redact_commit(
     redactor: Redactor | None, op: UpdateOperation, source: InsightSource | None
 ) -> tuple[UpdateOperation, InsightSource | None]:
-    """`op` and `source` with their free texts redacted (when `redactor` is set), then the question truncated."""
+    """`op` and `source` with their free texts redacted (when `redactor` is set), then the question truncated.
+
+    The texts of `op` are redacted as one text, and so are those of `source`, which the redactor remembers: a
+    harness passes the same record to every mutation of a trace, so it is searched once, not per mutation.
+    """
     if redactor is not None:
-        op, source = _redacted(redactor, op, source)
+        op = _redacted_op(redactor, op)
+        if source is not None:
+            source = _redacted_source(redactor, source)
     if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
         source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
     return op, source
 
 
-_SOURCE_CACHE_SIZE = 64
-_clean_sources: weakref.WeakKeyDictionary[Redactor, dict[InsightSource, InsightSource]] = weakref.WeakKeyDictionary()
-"""Each redactor's last redacted provenance records: a harness passes the same record to every mutation of a
-trace, so it is redacted once, not per mutation (records are frozen; a redactor's patterns do not change)."""
+def _redacted_op(redactor: Redactor, op: UpdateOperation) -> UpdateOperation:
+    texts = [t for t in (op.issue, op.insight, op.reason) if t is not None]
+    if op.keywords:
+        texts.extend(op.keywords)
+    clean = redactor.redact_texts(texts) if texts else None
+    if clean is None:
+        return op
+    it = iter(clean)
+    return dataclasses.replace(
+        op,
+        issue=_next(it, op.issue),
+        insight=_next(it, op.insight),
+        reason=_next(it, op.reason),
+        keywords=list(it) if op.keywords else op.keywords,
+    )
 
 
-def _redacted(
-    redactor: Redactor, op: UpdateOperation, source: InsightSource | None
-) -> tuple[UpdateOperation, InsightSource | None]:
-    """Every text of `op` redacted in one pass (`redact_data` joins them); `source` through `_clean_source`."""
-    texts = {
-        k: v
-        for k, v in (("issue", op.issue), ("insight", op.insight), ("reason", op.reason), ("keywords", op.keywords))
-        if v is not None
-    }
-    if source is not None:
-        source = _clean_source(redactor, source)
-    if not texts:
-        return op, source
-    clean, findings = redactor.redact_data(texts, numbered=False)
-    if findings:
-        op = dataclasses.replace(op, **clean)
-    return op, source
+def _redacted_source(redactor: Redactor, source: InsightSource) -> InsightSource:
+    texts = [
+        t
+        for t in (source.sample_question, source.error_identification, source.learning_text, source.reviewer)
+        if t is not None
+    ]  # the reviewer: a person's name or e-mail
+    clean = redactor.redact_texts(texts, remember=True) if texts else None
+    if clean is None:
+        return source
+    it = iter(clean)
+    return dataclasses.replace(
+        source,
+        sample_question=_next(it, source.sample_question),
+        error_identification=_next(it, source.error_identification),
+        learning_text=_next(it, source.learning_text),
+        reviewer=_next(it, source.reviewer),
+    )
 
 
-def _clean_source(redactor: Redactor, source: InsightSource) -> InsightSource:
-    cache = _clean_sources.setdefault(redactor, {})
-    hit = cache.get(source)
-    if hit is not None:
-        return hit
-    texts = {
-        k: v
-        for k, v in (
-            ("sample_question", source.sample_question),
-            ("error_identification", source.error_identification),
-            ("learning_text", source.learning_text),
-            ("reviewer", source.reviewer),  # a person's name or e-mail
-        )
-        if v is not None
-    }
-    clean, findings = redactor.redact_data(texts, numbered=False)
-    out = dataclasses.replace(source, **clean) if findings else source
-    if len(cache) >= _SOURCE_CACHE_SIZE:
-        cache.clear()
-    cache[source] = out
-    return out
+def _next(clean: Iterator[str], old: str | None) -> str | None:
+    """The redacted text of a field that had one (`clean` holds only those), else `None`."""
+    return next(clean) if old is not None else None

@@ -1,0 +1,133 @@
+"""`Prefilter`: a few quick passes over a text that prove no detector can find anything in it, so the per-detector
+loop is skipped for clean prose (most of what the skillbook and the other sinks store).
+
+It is built from the detectors' own gates, so it agrees with them by construction: a detector searches its pattern
+only when one of its `triggers` is in the text (any digit, for the digit triggers) and its shape gate matches. The
+prefilter says "clean" only when no trigger literal of any detector is in the text, the shape gates of the
+detectors a digit opens all fail (or the text has no digit), and no detector without triggers could search.
+
+Speed comes from the regular expression engine's prefix scan: the trigger literals are one expression in which
+each literal starts at its rarest character (`w(?<=aw)s` for `aws`), so the engine stops only at rare characters;
+the shape gates are grouped by their first character (`000...`, `AA`), so each group is a fast literal search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ace.redaction._detectors import Detector, shape
+
+__all__ = ["Prefilter", "literal_pattern"]
+
+_T = TypeVar("_T")
+_DIGIT = re.compile(r"\d")
+_BY_FREQUENCY = " etaoinsrhl0123456789dcumfpgwybvk,.xjqzTAISECBWHMPORDNLFGUYVKJXQZ-'()\":;/"
+"""Characters from the most to the least frequent in the texts sinks store (English letter frequencies, digits
+among the common letters, then capitals and punctuation); a literal starts at its character latest in this list
+(a character not in it is rarer still)."""
+
+
+def _rarity(char: str) -> int:
+    position = _BY_FREQUENCY.find(char)
+    return len(_BY_FREQUENCY) if position < 0 else position
+
+
+def literal_pattern(literals: Iterable[str]) -> str:
+    """A regular expression that matches where any of `literals` occurs: `anchor(?<=before)after` per literal,
+    grouped by anchor, so a search only tries a match at the anchors (a literal containing another is left out)."""
+    unique = sorted(set(literals))
+    kept = [s for s in unique if not any(other != s and other in s for other in unique)]
+    groups: dict[str, list[str]] = {}
+    for literal in kept:
+        i = max(range(len(literal)), key=lambda k: _rarity(literal[k]))
+        before = f"(?<={re.escape(literal[: i + 1])})" if i else ""
+        groups.setdefault(literal[i], []).append(before + re.escape(literal[i + 1 :]))
+    return "|".join(
+        re.escape(anchor) + ("" if "" in rests else f"(?:{'|'.join(rests)})") for anchor, rests in groups.items()
+    )
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    """The gates of a set of detectors, merged: `clean(text)` is `True` only when none of them would search."""
+
+    literals: re.Pattern[str] | None
+    """Every trigger literal (not a digit) of every detector."""
+    digit_shapes: tuple[re.Pattern[bytes], ...]
+    """Shape gates of the detectors a digit opens, grouped by first character (searched when the text has a digit)."""
+    digit_patterns: tuple[re.Pattern[str], ...]
+    """Patterns of the detectors a digit opens that have no shape gate."""
+    shapes: tuple[re.Pattern[bytes], ...]
+    """Shape gates of the detectors without triggers."""
+    patterns: tuple[re.Pattern[str], ...]
+    """Patterns of the detectors without triggers or shape gate (searched whatever the text)."""
+
+    @classmethod
+    def of(cls, detectors: Sequence[Detector]) -> Prefilter:
+        """The prefilter of `detectors` (those with `after=` are left to the caller: they depend on a session)."""
+        literals = [literal for d in detectors for literal in d.literals]
+        digit = [d for d in detectors if d.on_digit]
+        ungated = [d for d in detectors if not d.triggers]
+        return cls(
+            literals=re.compile(literal_pattern(literals)) if literals else None,
+            digit_shapes=_grouped_shapes(d for d in digit if d.shape_gate is not None),
+            digit_patterns=_unique(d.pattern for d in digit if d.shape_gate is None),
+            shapes=_grouped_shapes(d for d in ungated if d.shape_gate is not None),
+            patterns=_unique(d.pattern for d in ungated if d.shape_gate is None),
+        )
+
+    def clean(self, text: str) -> bool:
+        """Whether no detector would search `text` (or none of its patterns matches): then it holds nothing to find."""
+        if self.literals is not None and self.literals.search(text) is not None:
+            return False
+        for pattern in self.patterns:
+            if pattern.search(text) is not None:
+                return False
+        if not (self.shapes or self.digit_shapes or self.digit_patterns):
+            return True
+        shaped = shape(text)
+        for gate in self.shapes:
+            if gate.search(shaped) is not None:
+                return False
+        if b"0" in shaped or (not text.isascii() and _DIGIT.search(text) is not None):
+            for pattern in self.digit_patterns:
+                if pattern.search(text) is not None:
+                    return False
+            for gate in self.digit_shapes:
+                if gate.search(shaped) is not None:
+                    return False
+        return True
+
+
+def _grouped_shapes(detectors: Iterable[Detector]) -> tuple[re.Pattern[bytes], ...]:
+    """The shapes and shape patterns of `detectors` as a few expressions, one per first character: the engine
+    searches `000(?:...)` as fast as a literal. A shape pattern with groups stays alone (its back-references)."""
+    groups: dict[str, list[bytes]] = {}
+    alone: list[re.Pattern[bytes]] = []
+    for d in detectors:
+        for s in d.shapes:
+            groups.setdefault(s[0] if s[0].isalnum() else "", []).append(re.escape(s.encode()))
+        if d.shape_pattern:
+            compiled = re.compile(d.shape_pattern.encode())
+            if compiled.groups:
+                alone.append(compiled)
+            else:
+                first = d.shape_pattern[0]
+                groups.setdefault(first if first.isalnum() else "", []).append(d.shape_pattern.encode())
+    return _unique([*(p for g in groups.values() for p in _compiled(_unique(g))), *alone])
+
+
+def _compiled(alternatives: Sequence[bytes]) -> list[re.Pattern[bytes]]:
+    """One expression for `alternatives`, or one each when they cannot be joined (a global flag in one of them)."""
+    try:
+        return [re.compile(b"|".join(alternatives))]
+    except re.error:
+        return [re.compile(a) for a in alternatives]
+
+
+def _unique(items: Iterable[_T]) -> tuple[_T, ...]:
+    """`items` without repeats, in order."""
+    return tuple(dict.fromkeys(items))
