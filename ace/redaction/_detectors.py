@@ -13,7 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["BUILTIN_DETECTORS", "Detector", "iban_valid", "luhn_valid", "shape"]
+__all__ = ["BUILTIN_DETECTORS", "DIGIT", "Detector", "any_in", "iban_valid", "luhn_valid", "shape"]
+
+DIGIT = re.compile(r"\d")
+"""Any digit, of any script: what opens a detector whose triggers are the digits."""
 
 Check = Callable[[str], bool]
 
@@ -72,6 +75,14 @@ def shape(text: str) -> bytes:
     """The text with every ASCII digit as `0` and capital as `A` (as UTF-8 bytes): one fast pass that
     `Detector.shapes` are looked up in."""
     return text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+
+
+def any_in(literals: tuple[str, ...], text: str) -> bool:
+    """Whether one of `literals` is in `text`: how a detector's triggers are looked up."""
+    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
+        if literal in text:
+            return True
+    return False
 
 
 def luhn_valid(number: str) -> bool:
@@ -253,6 +264,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "/",
         "+",
         narrow=_slashed_secret,
+        # 40 of [A-Za-z0-9/+] in a row around the `/` or `+`: 20 of them before it, or 20 after
+        shape_pattern=r"[/+](?:(?<=[A0a-z/+]{21})|(?=[A0a-z/+]{20}))",
         left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
     _d("aws_secret_key", _B64_40_ALONE, check=_mixed_case_token, after="aws_access_key"),
@@ -328,7 +341,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         *_DIGITS,
         check=iban_valid,
         normalize=_compact,
-        shapes=("AA",),  # the country code (its check digits may be any script's: `\d`)
+        # the country code, two check digits (of any script: `\d`, as UTF-8 bytes above 0x7f), eight more characters
+        shape_pattern=r"AA(?:0|[\x80-\xff]+){2}(?: ?[A0]{4}){2}",
     ),
     _d(
         "card_number",

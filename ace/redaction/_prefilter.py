@@ -18,12 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ace.redaction._detectors import Detector, shape
+from ace.redaction._detectors import DIGIT, Detector, any_in, shape
 
 __all__ = ["Prefilter", "literal_pattern"]
 
 _T = TypeVar("_T")
-_DIGIT = re.compile(r"\d")
 _BY_FREQUENCY = " etaoinsrhl0123456789dcumfpgwybvk,.xjqzTAISECBWHMPORDNLFGUYVKJXQZ-'()\":;/"
 """Characters from the most to the least frequent in the texts sinks store (English letter frequencies, digits
 among the common letters, then capitals and punctuation); a literal starts at its character latest in this list
@@ -55,7 +54,10 @@ class Prefilter:
     """The gates of a set of detectors, merged: `clean(text)` is `True` only when none of them would search."""
 
     literals: re.Pattern[str] | None
-    """Every trigger literal (not a digit) of every detector."""
+    """Every trigger literal (not a digit) of the detectors without a shape gate."""
+    shaped_literals: tuple[tuple[tuple[str, ...], re.Pattern[bytes]], ...]
+    """The trigger literals and the shape gate of each detector that has both (searched only when a literal is in
+    the text, as the detector does)."""
     digit_shapes: tuple[re.Pattern[bytes], ...]
     """Shape gates of the detectors a digit opens, grouped by first character (searched when the text has a digit)."""
     digit_patterns: tuple[re.Pattern[str], ...]
@@ -68,11 +70,14 @@ class Prefilter:
     @classmethod
     def of(cls, detectors: Sequence[Detector]) -> Prefilter:
         """The prefilter of `detectors` (those with `after=` are left to the caller: they depend on a session)."""
-        literals = [literal for d in detectors for literal in d.literals]
+        literals = [literal for d in detectors if d.shape_gate is None for literal in d.literals]
         digit = [d for d in detectors if d.on_digit]
         ungated = [d for d in detectors if not d.triggers]
         return cls(
             literals=re.compile(literal_pattern(literals)) if literals else None,
+            shaped_literals=tuple(
+                (d.literals, d.shape_gate) for d in detectors if d.literals and d.shape_gate is not None
+            ),
             digit_shapes=_grouped_shapes(d for d in digit if d.shape_gate is not None),
             digit_patterns=_unique(d.pattern for d in digit if d.shape_gate is None),
             shapes=_grouped_shapes(d for d in ungated if d.shape_gate is not None),
@@ -86,13 +91,19 @@ class Prefilter:
         for pattern in self.patterns:
             if pattern.search(text) is not None:
                 return False
+        shaped = b""
+        for literals, gate in self.shaped_literals:
+            if any_in(literals, text):
+                shaped = shaped or shape(text)
+                if gate.search(shaped) is not None:
+                    return False
         if not (self.shapes or self.digit_shapes or self.digit_patterns):
             return True
-        shaped = shape(text)
+        shaped = shaped or shape(text)
         for gate in self.shapes:
             if gate.search(shaped) is not None:
                 return False
-        if b"0" in shaped or (not text.isascii() and _DIGIT.search(text) is not None):
+        if b"0" in shaped or (not text.isascii() and DIGIT.search(text) is not None):
             for pattern in self.digit_patterns:
                 if pattern.search(text) is not None:
                     return False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ace.exceptions import UserError
-from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, shape
+from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, shape
 from ace.redaction._prefilter import Prefilter
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
-_DIGIT = re.compile(r"\d")
 _MIN_INT = 10**7  # ints below this are never a phone or card number
 _NOT_IN_IDS = frozenset({"card_number"})
 """Kinds not looked for in ids: hex span ids of decimal digits pass the Luhn check one time in ten."""
@@ -151,7 +151,7 @@ class Redactor:
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
         self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
         """`_redact_id` results: keys and ids repeat in every trace ("role", "content", a source system)."""
-        self._texts: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+        self._texts: dict[tuple[str, ...], tuple[tuple[str, ...] | None]] = {}
         """`redact_texts(..., remember=True)` results: a provenance record's texts recur on every mutation."""
 
     # ------------------------------------------------------------------------------------------ text
@@ -182,20 +182,23 @@ class Redactor:
         """`texts` redacted with un-numbered placeholders as one text (as `redact_data` joins a list's strings), or
         `None` when none holds a secret: the skillbook sink's path, one prefilter pass for clean texts.
 
-        `remember=True` keeps the answer for these exact strings (the last `_TEXTS_CACHE_SIZE`): a provenance
-        record's texts recur on every mutation of a trace.
+        `remember=True` keeps the answer for these exact strings (the last `_TEXTS_CACHE_SIZE`, each group up to
+        `_TEXTS_CACHE_CHARS` long): a provenance record's texts recur on every mutation of a trace.
         """
         key = tuple(texts)
-        if remember and key in self._texts:
-            return self._texts[key]
+        known = self._texts.get(key) if remember else None
+        if known is not None:
+            return known[0]
+        joined = _SEP.join(key)
         out: tuple[str, ...] | None = None
-        if not self._prefilter.clean(_SEP.join(key)):
-            clean, findings = self.redact_data(list(key), numbered=False)
-            out = tuple(clean) if findings else None
-        if remember:
+        matches = [] if self._prefilter.clean(joined) else self._all_matches(joined, RedactionSession())
+        if matches:
+            replaced = self._replace_joined(key, matches, _placeholders(RedactionSession(), False))
+            out = tuple(replaced[i][0] if i in replaced else text for i, text in enumerate(key))
+        if remember and len(joined) <= _TEXTS_CACHE_CHARS:
             if len(self._texts) >= _TEXTS_CACHE_SIZE:
                 self._texts.clear()
-            self._texts[key] = out
+            self._texts[key] = (out,)
         return out
 
     # ------------------------------------------------------------------------------------- structures
@@ -259,20 +262,10 @@ class Redactor:
         if not matches and not fixed:
             return data, []
         session = session if session is not None else RedactionSession()
-        starts: list[int] = []
-        offset = 0
-        for text in texts:
-            starts.append(offset)
-            offset += len(text) + 1
-        by_text: dict[int, list[_Match]] = {}
-        for m in matches:
-            by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
         replaced: dict[int, str] = {}
         findings: list[Finding] = id_findings
-        for index, found in by_text.items():
-            base = starts[index]
-            local = [_Match(m.start - base, m.end - base, m.order, m.detector) for m in found]
-            replaced[index], new = self._replace(texts[index], local, _placeholders(session, numbered))
+        for index, (text, new) in self._replace_joined(texts, matches, _placeholders(session, numbered)).items():
+            replaced[index] = text
             findings.extend(_at(new, paths[index]))
         position = -1
 
@@ -315,6 +308,24 @@ class Redactor:
             known = self._ids[(text, is_id)] = (redacted, tuple(findings))
         return known[0], list(known[1])
 
+    def _replace_joined(
+        self, texts: Sequence[str], matches: list[_Match], placeholder_of: Callable[[str, str], str]
+    ) -> dict[int, tuple[str, list[Finding]]]:
+        """For each of `texts` that `matches` (found in the texts joined by NUL) fall in: it with them replaced, and
+        its findings (offsets in it)."""
+        starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
+        by_text: dict[int, list[_Match]] = {}
+        for m in matches:
+            by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
+        return {
+            index: self._replace(
+                texts[index],
+                [_Match(m.start - starts[index], m.end - starts[index], m.order, m.detector) for m in found],
+                placeholder_of,
+            )
+            for index, found in by_text.items()
+        }
+
     def _replace(
         self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
     ) -> tuple[str, list[Finding]]:
@@ -347,7 +358,7 @@ class Redactor:
     def _all_matches(self, text: str, session: RedactionSession) -> list[_Match]:
         """`_matches` without the prefilter: every detector's gate, then its pattern."""
         candidates: list[_Match] = []
-        gate = _Gate(_DIGIT.search(text) is not None, [])
+        gate = _Gate(DIGIT.search(text) is not None, [])
         self._search(text, self._first, candidates, 0, gate)
         if self._later:
             session.kinds_seen.update(m.detector.kind for m in candidates)
@@ -366,7 +377,7 @@ class Redactor:
 
     def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
         for order, detector in enumerate(detectors, offset):
-            if detector.triggers and not (detector.on_digit and gate.digit) and not _any_in(detector.literals, text):
+            if detector.triggers and not (detector.on_digit and gate.digit) and not any_in(detector.literals, text):
                 continue
             if detector.shape_gate is not None:
                 if not gate.shaped:
@@ -413,13 +424,8 @@ _ID_CACHE_SIZE = 4096
 """Distinct keys and ids a `Redactor` remembers the redaction of (it forgets them all past that)."""
 _TEXTS_CACHE_SIZE = 256
 """Distinct groups of texts `redact_texts(remember=True)` remembers (it forgets them all past that)."""
-
-
-def _any_in(literals: tuple[str, ...], text: str) -> bool:
-    for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
-        if literal in text:
-            return True
-    return False
+_TEXTS_CACHE_CHARS = 8192
+"""Longer groups of texts are not remembered (the cache stays under a few MB)."""
 
 
 def _compile(pattern: str, what: str) -> re.Pattern[str]:
