@@ -115,7 +115,8 @@ class Prefilter:
 
 def _grouped_shapes(detectors: Iterable[Detector]) -> tuple[re.Pattern[bytes], ...]:
     """The shapes and shape patterns of `detectors` as a few expressions, one per first character: the engine
-    searches `000(?:...)` as fast as a literal. A shape pattern with groups stays alone (its back-references)."""
+    searches `000(?:...)` as fast as a literal. A shape pattern that does not start with a letter or digit (a flag,
+    a group) or that has groups (back-references) keeps its own expression."""
     groups: dict[str, list[bytes]] = {}
     alone: list[re.Pattern[bytes]] = []
     for d in detectors:
@@ -123,20 +124,11 @@ def _grouped_shapes(detectors: Iterable[Detector]) -> tuple[re.Pattern[bytes], .
             groups.setdefault(s[0] if s[0].isalnum() else "", []).append(re.escape(s.encode()))
         if d.shape_pattern:
             compiled = re.compile(d.shape_pattern.encode())
-            if compiled.groups:
-                alone.append(compiled)
+            if d.shape_pattern[0].isalnum() and not compiled.groups:
+                groups.setdefault(d.shape_pattern[0], []).append(d.shape_pattern.encode())
             else:
-                first = d.shape_pattern[0]
-                groups.setdefault(first if first.isalnum() else "", []).append(d.shape_pattern.encode())
-    return _unique([*(p for g in groups.values() for p in _compiled(_unique(g))), *alone])
-
-
-def _compiled(alternatives: Sequence[bytes]) -> list[re.Pattern[bytes]]:
-    """One expression for `alternatives`, or one each when they cannot be joined (a global flag in one of them)."""
-    try:
-        return [re.compile(b"|".join(alternatives))]
-    except re.error:
-        return [re.compile(a) for a in alternatives]
+                alone.append(compiled)
+    return _unique([*(re.compile(b"|".join(_unique(g))) for g in groups.values()), *alone])
 
 
 def _unique(items: Iterable[_T]) -> tuple[_T, ...]:
