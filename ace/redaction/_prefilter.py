@@ -20,13 +20,16 @@ from typing import TypeVar
 
 from ace.redaction._detectors import DIGIT, Detector, any_in, shape
 
-__all__ = ["Prefilter", "literal_pattern"]
+__all__ = ["Prefilter", "literal_pattern", "split_literals"]
 
 _T = TypeVar("_T")
 _BY_FREQUENCY = " etaoinsrhl0123456789dcumfpgwybvk,.xjqzTAISECBWHMPORDNLFGUYVKJXQZ-'()\":;/"
 """Characters from the most to the least frequent in the texts sinks store (English letter frequencies, digits
 among the common letters, then capitals and punctuation); a literal starts at its character latest in this list
 (a character not in it is rarer still)."""
+_RARE = _BY_FREQUENCY.index("u")
+"""A literal whose every character comes before this one (`earer`, `ecret`) is looked up with `in`: as an anchor
+its character would stop the expression at one character in ten."""
 
 
 def _rarity(char: str) -> int:
@@ -34,13 +37,20 @@ def _rarity(char: str) -> int:
     return len(_BY_FREQUENCY) if position < 0 else position
 
 
-def literal_pattern(literals: Iterable[str]) -> str:
-    """A regular expression that matches where any of `literals` occurs: `anchor(?<=before)after` per literal,
-    grouped by anchor, so a search only tries a match at the anchors (a literal containing another is left out)."""
+def split_literals(literals: Iterable[str]) -> tuple[list[str], list[str]]:
+    """`literals` without those that contain another, split in two: those with a rare character (for
+    `literal_pattern`), and those of common characters only (looked up with `in`)."""
     unique = sorted(set(literals))
     kept = [s for s in unique if not any(other != s and other in s for other in unique)]
+    rare = [s for s in kept if max(map(_rarity, s)) >= _RARE]
+    return rare, [s for s in kept if s not in rare]
+
+
+def literal_pattern(literals: Iterable[str]) -> str:
+    """A regular expression that matches where any of `literals` occurs: `anchor(?<=before)after` per literal,
+    grouped by anchor (its rarest character), so a search only tries a match at the anchors."""
     groups: dict[str, list[str]] = {}
-    for literal in kept:
+    for literal in sorted(set(literals)):
         i = max(range(len(literal)), key=lambda k: _rarity(literal[k]))
         before = f"(?<={re.escape(literal[: i + 1])})" if i else ""
         groups.setdefault(literal[i], []).append(before + re.escape(literal[i + 1 :]))
@@ -54,7 +64,9 @@ class Prefilter:
     """The gates of a set of detectors, merged: `clean(text)` is `True` only when none of them would search."""
 
     literals: re.Pattern[str] | None
-    """Every trigger literal (not a digit) of the detectors without a shape gate."""
+    """The trigger literals (not digits) of the detectors without a shape gate, those with a rare character."""
+    common_literals: tuple[str, ...]
+    """The others (`in` costs less than stopping the expression at each of their characters)."""
     shaped_literals: tuple[tuple[tuple[str, ...], re.Pattern[bytes]], ...]
     """The trigger literals and the shape gate of each detector that has both (searched only when a literal is in
     the text, as the detector does)."""
@@ -70,11 +82,12 @@ class Prefilter:
     @classmethod
     def of(cls, detectors: Sequence[Detector]) -> Prefilter:
         """The prefilter of `detectors` (those with `after=` are left to the caller: they depend on a session)."""
-        literals = [literal for d in detectors if d.shape_gate is None for literal in d.literals]
+        rare, common = split_literals(literal for d in detectors if d.shape_gate is None for literal in d.literals)
         digit = [d for d in detectors if d.on_digit]
         ungated = [d for d in detectors if not d.triggers]
         return cls(
-            literals=re.compile(literal_pattern(literals)) if literals else None,
+            literals=re.compile(literal_pattern(rare)) if rare else None,
+            common_literals=tuple(common),
             shaped_literals=tuple(
                 (d.literals, d.shape_gate) for d in detectors if d.literals and d.shape_gate is not None
             ),
@@ -87,6 +100,8 @@ class Prefilter:
     def clean(self, text: str) -> bool:
         """Whether no detector would search `text` (or none of its patterns matches): then it holds nothing to find."""
         if self.literals is not None and self.literals.search(text) is not None:
+            return False
+        if any_in(self.common_literals, text):
             return False
         for pattern in self.patterns:
             if pattern.search(text) is not None:

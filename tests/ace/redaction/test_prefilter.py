@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ace.redaction import Detector, RedactionSession, Redactor
-from ace.redaction._prefilter import Prefilter, literal_pattern
+from ace.redaction._prefilter import Prefilter, literal_pattern, split_literals
 
 REDACTOR = Redactor()
 OTHER_DIGITS = "٠١٢٣٤٥٦٧٨٩０５"  # Arabic-Indic and full-width digits: `\d` matches them, the shapes do not
@@ -119,7 +119,9 @@ def test_extra_patterns_are_searched_whatever_the_text() -> None:
 
 
 def test_literals_start_at_their_rarest_character_and_a_longer_literal_is_left_out() -> None:
-    pattern = literal_pattern(["aws", "sk-", "sk-ant-", "@"])
+    rare, common = split_literals(["aws", "sk-", "sk-ant-", "@", "ecret", "earer"])
+    assert (rare, common) == (["@", "aws", "sk-"], ["earer", "ecret"])
+    pattern = literal_pattern(rare)
     assert pattern == r"@|w(?:(?<=aw)s)|\-(?:(?<=sk\-))"
     found = re.compile(pattern)
     assert [bool(found.search(t)) for t in ("an aws key", "sk-ant-x", "a@b", "awesome sk ant")] == [1, 1, 1, 0]
