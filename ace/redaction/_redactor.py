@@ -114,7 +114,7 @@ class _Match:
 
 class Redactor:
     """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Its settings are immutable;
-    thread-safe (the memo of redacted keys and ids is a plain dict, and a lost entry is only recomputed)."""
+    thread-safe (its memos, of keys and ids and of provenance texts, are plain dicts: a lost entry is recomputed)."""
 
     def __init__(
         self,
