@@ -128,15 +128,8 @@ def workloads(data_dir: Path, traces: list[Mapping[str, Any]], n: int) -> dict[s
         "policy prose": [(policy[i % len(policy)], policy[(i + 7) % len(policy)]) for i in range(n)],
         "trace messages": [(messages[i * 7 % len(messages)], messages[(i * 13 + 1) % len(messages)]) for i in range(n)],
     }
-    source = InsightSource(
-        trace_uid="bench:task-1-trial-0",
-        source_system="bench",
-        trace_id="task-1-trial-0",
-        sample_question="Change my flight to tomorrow and keep the cabin class.",
-        epoch=0,
-        error_identification="The agent skipped the fare confirmation.",
-        learning_text="Confirm the fare difference before updating.",
-    )
+    ids = {k: traces[0][k] for k in ("trace_uid", "source_system", "trace_id")}  # provenance: the first task
+    source = InsightSource(**ids, sample_question=traces[0]["question"], learning_text=policy[0])
     out: dict[str, list[Mutation]] = {}
     for name, pairs in sets.items():
         for kind in ("add", "update", "tag"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hypothesis import strategies as st
+
 
 @dataclass(frozen=True)
 class Plant:
@@ -91,3 +93,26 @@ DIGIT_KINDS = frozenset({"card_number", "phone", "ssn", "iban"})
 
 BOUNDARIES = ("-", "_", ".", "/", "=", ":", '"', "'", " ", "\n")
 """What may stand right before or after a planted value."""
+
+
+@dataclass(frozen=True)
+class Planting:
+    """A plant in random text: `before`, a boundary, the plant's text, a boundary, `after`."""
+
+    plant: Plant
+    before: str
+    left: str
+    right: str
+    after: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.before}{self.left}{self.plant.text}{self.right}{self.after}"
+
+
+def plantings(surroundings: st.SearchStrategy[str]) -> st.SearchStrategy[Planting]:
+    """Every plant at every pair of boundaries, between random texts drawn from `surroundings`."""
+    boundary = st.sampled_from(BOUNDARIES)
+    return st.builds(
+        Planting, plant=st.sampled_from(PLANTS), before=surroundings, left=boundary, right=boundary, after=surroundings
+    )

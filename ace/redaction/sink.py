@@ -8,7 +8,7 @@ deduplication, `apply_operations`, a script) stores placeholders, not secrets. `
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from ace.core.insight_source import InsightSource
 from ace.core.update_operation import UpdateOperation
@@ -20,6 +20,11 @@ SAMPLE_QUESTION_MAX = 300
 """Characters of a trace's question kept in `InsightSource.sample_question` (then `…`)."""
 
 
+_OP_TEXTS = ("issue", "insight", "reason", "keywords")
+_SOURCE_TEXTS = ("sample_question", "error_identification", "learning_text", "reviewer")  # reviewer: name or e-mail
+_Record = TypeVar("_Record", UpdateOperation, InsightSource)
+
+
 def redact_commit(
     redactor: Redactor | None, op: UpdateOperation, source: InsightSource | None
 ) -> tuple[UpdateOperation, InsightSource | None]:
@@ -29,50 +34,30 @@ def redact_commit(
     harness passes the same record to every mutation of a trace, so it is searched once, not per mutation.
     """
     if redactor is not None:
-        op = _redacted_op(redactor, op)
+        op = _redacted(redactor, op, _OP_TEXTS)
         if source is not None:
-            source = _redacted_source(redactor, source)
+            source = _redacted(redactor, source, _SOURCE_TEXTS, remember=True)
     if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
         source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
     return op, source
 
 
-def _redacted_op(redactor: Redactor, op: UpdateOperation) -> UpdateOperation:
-    texts = [t for t in (op.issue, op.insight, op.reason) if t is not None]
-    if op.keywords:
-        texts.extend(op.keywords)
-    clean = redactor.redact_texts(texts) if texts else None
+def _redacted(redactor: Redactor, record: _Record, fields: tuple[str, ...], *, remember: bool = False) -> _Record:
+    """`record` with its `fields` (texts, or lists of texts) redacted as one text; `record` itself when clean."""
+    values: list[str | list[str] | None] = [getattr(record, name) for name in fields]
+    texts: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            texts.append(value)
+        elif value:
+            texts.extend(value)
+    clean = redactor.redact_texts(texts, remember=remember) if texts else None
     if clean is None:
-        return op
+        return record
     it = iter(clean)
-    return dataclasses.replace(
-        op,
-        issue=_next(it, op.issue),
-        insight=_next(it, op.insight),
-        reason=_next(it, op.reason),
-        keywords=list(it) if op.keywords else op.keywords,
-    )
-
-
-def _redacted_source(redactor: Redactor, source: InsightSource) -> InsightSource:
-    texts = [
-        t
-        for t in (source.sample_question, source.error_identification, source.learning_text, source.reviewer)
-        if t is not None
-    ]  # the reviewer: a person's name or e-mail
-    clean = redactor.redact_texts(texts, remember=True) if texts else None
-    if clean is None:
-        return source
-    it = iter(clean)
-    return dataclasses.replace(
-        source,
-        sample_question=_next(it, source.sample_question),
-        error_identification=_next(it, source.error_identification),
-        learning_text=_next(it, source.learning_text),
-        reviewer=_next(it, source.reviewer),
-    )
-
-
-def _next(clean: Iterator[str], old: str | None) -> str | None:
-    """The redacted text of a field that had one (`clean` holds only those), else `None`."""
-    return next(clean) if old is not None else None
+    changes: dict[str, Any] = {
+        name: next(it) if isinstance(value, str) else [next(it) for _ in value]
+        for name, value in zip(fields, values, strict=True)
+        if value is not None
+    }
+    return dataclasses.replace(record, **changes)

@@ -6,7 +6,7 @@ import json
 import string
 
 import pytest
-from _planted_secrets import BOUNDARIES, DIGIT_KINDS, PLANTS, Plant
+from _planted_secrets import DIGIT_KINDS, PLANTS, Plant, Planting, plantings
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -27,18 +27,16 @@ def _continues_the_number(plant: Plant, outside: str, boundary: str) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    plant=st.sampled_from(PLANTS),
-    before=SURROUNDINGS,
-    left=st.sampled_from(BOUNDARIES),
-    right=st.sampled_from(BOUNDARIES),
-    after=SURROUNDINGS,
-)
+@given(planting=plantings(SURROUNDINGS))
 def test_a_planted_secret_is_redacted_and_scan_finds_it(
-    tmp_path_factory: pytest.TempPathFactory, plant: Plant, before: str, left: str, right: str, after: str
+    tmp_path_factory: pytest.TempPathFactory, planting: Planting
 ) -> None:
-    assume(not _continues_the_number(plant, before, left) and not _continues_the_number(plant, after[::-1], right))
-    text = f"{before}{left}{plant.text}{right}{after}"
+    plant, left, right = planting.plant, planting.left, planting.right
+    assume(
+        not _continues_the_number(plant, planting.before, left)
+        and not _continues_the_number(plant, planting.after[::-1], right)
+    )
+    text = planting.text
 
     redacted, findings = REDACTOR.redact(text)
     assert plant.secret not in redacted
