@@ -27,6 +27,8 @@ _BY_FREQUENCY = " etaoinsrhl0123456789dcumfpgwybvk,.xjqzTAISECBWHMPORDNLFGUYVKJX
 """Characters from the most to the least frequent in the texts sinks store (English letter frequencies, digits
 among the common letters, then capitals and punctuation); a literal starts at its character latest in this list
 (a character not in it is rarer still)."""
+_ZERO = ord("0")
+"""An ASCII digit in the shape (an int: `b"0" in shaped` first tries the bytes as a number, and that costs more)."""
 _RARE = _BY_FREQUENCY.index("u")
 """A literal whose every character comes before this one (`earer`, `ecret`) is looked up with `in`: as an anchor
 its character would stop the expression at one character in ten."""
@@ -118,7 +120,7 @@ class Prefilter:
         for gate in self.shapes:
             if gate.search(shaped) is not None:
                 return False
-        if b"0" in shaped or (not text.isascii() and DIGIT.search(text) is not None):
+        if _ZERO in shaped or (not text.isascii() and DIGIT.search(text) is not None):
             for pattern in self.digit_patterns:
                 if pattern.search(text) is not None:
                     return False

@@ -8,6 +8,7 @@ deduplication, `apply_operations`, a script) stores placeholders, not secrets. `
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, TypeVar
 
 from ace.core.insight_source import InsightSource
@@ -22,6 +23,8 @@ SAMPLE_QUESTION_MAX = 300
 
 _OP_TEXTS = ("issue", "insight", "reason", "keywords")
 _SOURCE_TEXTS = ("sample_question", "error_identification", "learning_text", "reviewer")  # reviewer: name or e-mail
+_GET_OP, _GET_SOURCE = operator.attrgetter(*_OP_TEXTS), operator.attrgetter(*_SOURCE_TEXTS)
+"""One C call reads a record's texts (a comprehension of `getattr` costs several times more)."""
 _Record = TypeVar("_Record", UpdateOperation, InsightSource)
 
 
@@ -34,17 +37,24 @@ def redact_commit(
     harness passes the same record to every mutation of a trace, so it is searched once, not per mutation.
     """
     if redactor is not None:
-        op = _redacted(redactor, op, _OP_TEXTS)
+        op = _redacted(redactor, op, _OP_TEXTS, _GET_OP(op))
         if source is not None:
-            source = _redacted(redactor, source, _SOURCE_TEXTS, remember=True)
+            source = _redacted(redactor, source, _SOURCE_TEXTS, _GET_SOURCE(source), remember=True)
     if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
         source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
     return op, source
 
 
-def _redacted(redactor: Redactor, record: _Record, fields: tuple[str, ...], *, remember: bool = False) -> _Record:
-    """`record` with its `fields` (texts, or lists of texts) redacted as one text; `record` itself when clean."""
-    values: list[str | list[str] | None] = [getattr(record, name) for name in fields]
+def _redacted(
+    redactor: Redactor,
+    record: _Record,
+    fields: tuple[str, ...],
+    values: tuple[str | list[str] | None, ...],
+    *,
+    remember: bool = False,
+) -> _Record:
+    """`record` with its `fields` (texts, or lists of texts: their `values`) redacted as one text; `record` itself
+    when they hold no secret."""
     texts: list[str] = []
     for value in values:
         if isinstance(value, str):
