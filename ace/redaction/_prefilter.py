@@ -50,15 +50,21 @@ def split_literals(literals: Iterable[str]) -> tuple[list[str], list[str]]:
 
 def literal_pattern(literals: Iterable[str]) -> str:
     """A regular expression that matches where any of `literals` occurs: `anchor(?<=before)after` per literal,
-    grouped by anchor (its rarest character), so a search only tries a match at the anchors."""
-    groups: dict[str, list[str]] = {}
+    grouped by anchor (its rarest character), so a search only tries a match at the anchors. Literals with the
+    same anchor, the same text after it and as many characters before share one look-behind (`(?<=ghp_|gho_)`)."""
+    groups: dict[str, dict[tuple[str, int], list[str]]] = {}
     for literal in sorted(set(literals)):
         i = max(range(len(literal)), key=lambda k: _rarity(literal[k]))
-        before = f"(?<={re.escape(literal[: i + 1])})" if i else ""
-        groups.setdefault(literal[i], []).append(before + re.escape(literal[i + 1 :]))
-    return "|".join(
-        re.escape(anchor) + ("" if "" in rests else f"(?:{'|'.join(rests)})") for anchor, rests in groups.items()
-    )
+        after = literal[i + 1 :]
+        groups.setdefault(literal[i], {}).setdefault((after, i), []).append(re.escape(literal[: i + 1]))
+    alternatives = []
+    for anchor, rests in groups.items():
+        tails = [
+            (f"(?<={'|'.join(befores)})" if width else "") + re.escape(after)
+            for (after, width), befores in rests.items()
+        ]
+        alternatives.append(re.escape(anchor) + ("" if "" in tails else f"(?:{'|'.join(tails)})"))
+    return "|".join(alternatives)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ace.exceptions import UserError
 from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, shape
@@ -151,7 +151,7 @@ class Redactor:
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
         self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
         """`_redact_id` results: keys and ids repeat in every trace ("role", "content", a source system)."""
-        self._texts: dict[tuple[str, ...], tuple[tuple[str, ...] | None]] = {}
+        self._texts: dict[tuple[str | None, ...], tuple[tuple[str | None, ...] | None]] = {}
         """`redact_texts(..., remember=True)` results: a provenance record's texts recur on every mutation."""
 
     # ------------------------------------------------------------------------------------------ text
@@ -178,23 +178,28 @@ class Redactor:
         """`text` redacted with un-numbered placeholders: the sinks' second line."""
         return self.redact(text, numbered=False)[0]
 
-    def redact_texts(self, texts: Sequence[str], *, remember: bool = False) -> tuple[str, ...] | None:
-        """`texts` redacted with un-numbered placeholders as one text (as `redact_data` joins a list's strings), or
-        `None` when none holds a secret: the skillbook sink's path, one prefilter pass for clean texts.
+    def redact_texts(self, texts: Sequence[str | None], *, remember: bool = False) -> tuple[str | None, ...] | None:
+        """The texts of a record (`None` for an absent field, kept as `None`) redacted with un-numbered
+        placeholders as one text (as `redact_data` joins a list's strings), or `None` when none holds a secret: the
+        skillbook sink's path, one prefilter pass for clean texts.
 
-        `remember=True` keeps the answer for these exact strings (the last `_TEXTS_CACHE_SIZE`, each group up to
+        `remember=True` keeps the answer for these exact texts (the last `_TEXTS_CACHE_SIZE`, each group up to
         `_TEXTS_CACHE_CHARS` long): a provenance record's texts recur on every mutation of a trace.
         """
-        key = tuple(texts)
+        key = texts if isinstance(texts, tuple) else tuple(texts)
         known = self._texts.get(key) if remember else None
         if known is not None:
             return known[0]
-        joined = _SEP.join(key)
-        out: tuple[str, ...] | None = None
+        present = [t for t in key if t is not None] if None in key else cast(tuple[str, ...], key)
+        if not present:
+            return None
+        joined = _SEP.join(present)
+        out: tuple[str | None, ...] | None = None
         matches = [] if self._prefilter.clean(joined) else self._all_matches(joined, RedactionSession())
         if matches:
-            replaced = self._replace_joined(key, matches, _placeholders(RedactionSession(), False))
-            out = tuple(replaced[i][0] if i in replaced else text for i, text in enumerate(key))
+            replaced = self._replace_joined(present, matches, _placeholders(RedactionSession(), False))
+            clean = iter([replaced[i][0] if i in replaced else text for i, text in enumerate(present)])
+            out = tuple(None if text is None else next(clean) for text in key)
         if remember and len(joined) <= _TEXTS_CACHE_CHARS:
             if len(self._texts) >= _TEXTS_CACHE_SIZE:
                 self._texts.clear()

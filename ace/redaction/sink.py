@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, TypeVar
 
 from ace.core.insight_source import InsightSource
 from ace.core.update_operation import UpdateOperation
@@ -21,11 +20,8 @@ SAMPLE_QUESTION_MAX = 300
 """Characters of a trace's question kept in `InsightSource.sample_question` (then `…`)."""
 
 
-_OP_TEXTS = ("issue", "insight", "reason", "keywords")
-_SOURCE_TEXTS = ("sample_question", "error_identification", "learning_text", "reviewer")  # reviewer: name or e-mail
-_GET_OP, _GET_SOURCE = operator.attrgetter(*_OP_TEXTS), operator.attrgetter(*_SOURCE_TEXTS)
-"""One C call reads a record's texts (a comprehension of `getattr` costs several times more)."""
-_Record = TypeVar("_Record", UpdateOperation, InsightSource)
+_SOURCE_TEXTS = operator.attrgetter("sample_question", "error_identification", "learning_text", "reviewer")
+"""The texts of a provenance record (the reviewer: a person's name or e-mail), read in one call."""
 
 
 def redact_commit(
@@ -37,37 +33,15 @@ def redact_commit(
     harness passes the same record to every mutation of a trace, so it is searched once, not per mutation.
     """
     if redactor is not None:
-        op = _redacted(redactor, op, _OP_TEXTS, _GET_OP(op))
-        if source is not None:
-            source = _redacted(redactor, source, _SOURCE_TEXTS, _GET_SOURCE(source), remember=True)
+        clean = redactor.redact_texts((op.issue, op.insight, op.reason, *(op.keywords or ())))
+        if clean is not None:
+            keywords = [k for k in clean[3:] if k is not None] if op.keywords is not None else None
+            op = dataclasses.replace(op, issue=clean[0], insight=clean[1], reason=clean[2], keywords=keywords)
+        if source is not None and (texts := redactor.redact_texts(_SOURCE_TEXTS(source), remember=True)):
+            question, error, learning, reviewer = texts
+            source = dataclasses.replace(
+                source, sample_question=question, error_identification=error, learning_text=learning, reviewer=reviewer
+            )
     if source is not None and source.sample_question is not None and len(source.sample_question) > SAMPLE_QUESTION_MAX:
         source = dataclasses.replace(source, sample_question=source.sample_question[: SAMPLE_QUESTION_MAX - 1] + "…")
     return op, source
-
-
-def _redacted(
-    redactor: Redactor,
-    record: _Record,
-    fields: tuple[str, ...],
-    values: tuple[str | list[str] | None, ...],
-    *,
-    remember: bool = False,
-) -> _Record:
-    """`record` with its `fields` (texts, or lists of texts: their `values`) redacted as one text; `record` itself
-    when they hold no secret."""
-    texts: list[str] = []
-    for value in values:
-        if isinstance(value, str):
-            texts.append(value)
-        elif value:
-            texts.extend(value)
-    clean = redactor.redact_texts(texts, remember=remember) if texts else None
-    if clean is None:
-        return record
-    it = iter(clean)
-    changes: dict[str, Any] = {
-        name: next(it) if isinstance(value, str) else [next(it) for _ in value]
-        for name, value in zip(fields, values, strict=True)
-        if value is not None
-    }
-    return dataclasses.replace(record, **changes)

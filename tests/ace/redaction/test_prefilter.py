@@ -48,11 +48,15 @@ def test_the_fast_and_the_full_path_agree_on_random_texts(parts: list[str]) -> N
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(SURROUNDINGS, st.sampled_from([p.text for p in PLANTS])), min_size=1, max_size=5))
-def test_redact_texts_redacts_its_strings_as_redact_data_does(texts: list[str]) -> None:
-    clean, findings = REDACTOR.redact_data(texts, numbered=False)
-    assert REDACTOR.redact_texts(texts) == (tuple(clean) if findings else None)
-    assert REDACTOR.redact_texts(texts, remember=True) == REDACTOR.redact_texts(texts, remember=True)
+@given(st.lists(st.one_of(SURROUNDINGS, st.sampled_from([p.text for p in PLANTS]), st.none()), max_size=5))
+def test_redact_texts_redacts_a_records_texts_as_redact_data_does(texts: list[str | None]) -> None:
+    present = [t for t in texts if t is not None]
+    clean, findings = REDACTOR.redact_data(present, numbered=False)
+    replaced = iter(clean)
+    expected = tuple(None if t is None else next(replaced) for t in texts) if findings else None
+    assert REDACTOR.redact_texts(texts) == expected
+    assert REDACTOR.redact_texts(tuple(texts), remember=True) == expected
+    assert REDACTOR.redact_texts(tuple(texts), remember=True) == expected  # remembered
 
 
 def test_a_detector_waiting_on_a_kind_the_session_saw_still_searches_a_clean_text() -> None:
