@@ -20,13 +20,15 @@ from typing import TypeVar
 
 from ace.redaction._detectors import DIGIT, Detector, any_in, shape
 
-__all__ = ["Prefilter", "literal_pattern", "split_literals"]
+__all__ = ["MAX_CHARS", "Prefilter", "literal_pattern", "split_literals"]
 
 _T = TypeVar("_T")
 _BY_FREQUENCY = " etaoinsrhl0123456789dcumfpgwybvk,.xjqzTAISECBWHMPORDNLFGUYVKJXQZ-'()\":;/"
 """Characters from the most to the least frequent in the texts sinks store (English letter frequencies, digits
 among the common letters, then capitals and punctuation); a literal starts at its character latest in this list
 (a character not in it is rarer still)."""
+MAX_CHARS = 4096
+"""The longest text the prefilter looks at."""
 _ZERO = ord("0")
 """An ASCII digit in the shape (an int: `b"0" in shaped` first tries the bytes as a number, and that costs more)."""
 _RARE = _BY_FREQUENCY.index("u")
@@ -106,7 +108,12 @@ class Prefilter:
         )
 
     def clean(self, text: str) -> bool:
-        """Whether no detector would search `text` (or none of its patterns matches): then it holds nothing to find."""
+        """Whether no detector would search `text` (or none of its patterns matches): then it holds nothing to find.
+
+        `False` for a text over `MAX_CHARS` without looking: a long text (a whole trace) almost always holds a
+        trigger somewhere, and the scan that finds it would only add to the detectors' own lookups."""
+        if len(text) > MAX_CHARS:
+            return False
         if self.literals is not None and self.literals.search(text) is not None:
             return False
         if any_in(self.common_literals, text):

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ace.redaction import Detector, RedactionSession, Redactor
-from ace.redaction._prefilter import Prefilter, literal_pattern, split_literals
+from ace.redaction._prefilter import MAX_CHARS, Prefilter, literal_pattern, split_literals
 
 REDACTOR = Redactor()
 OTHER_DIGITS = "٠١٢٣٤٥٦٧٨٩０５"  # Arabic-Indic and full-width digits: `\d` matches them, the shapes do not
@@ -78,10 +78,12 @@ SKILL_TEXTS = [
 ]
 
 
-def test_ordinary_skill_texts_are_clean() -> None:
-    """Prose with numbers, amounts, dates, flight numbers and ids takes the fast path."""
+def test_ordinary_skill_texts_are_clean_and_a_long_text_is_left_to_the_detectors() -> None:
+    """Prose with numbers, amounts, dates, flight numbers and ids takes the fast path; a whole trace does not."""
     for text in SKILL_TEXTS:
         assert REDACTOR._prefilter.clean(text), text
+    long = " ".join(SKILL_TEXTS[:2]) * (MAX_CHARS // 150)
+    assert len(long) > MAX_CHARS and not REDACTOR._prefilter.clean(long) and REDACTOR.find(long) == []
 
 
 def _d(kind: str, pattern: str, *triggers: str, **gates: str | tuple[str, ...]) -> Detector:
