@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.journal import apply_deltas
-from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
+from ace.core.mutations import checked_vector
+from ace.core.skill import Embedding, Section, Skill, embedding_input_hash, validate_section
 from ace.core.storage import (
     FileState,
     PathLike,
@@ -37,6 +38,7 @@ __all__ = [
     "SECTION_ORDER",
     "SkillbookDocument",
     "commit_intent",
+    "held_vector",
     "pair_key",
     "read_skillbook",
     "write_skillbook",
@@ -182,6 +184,16 @@ def read_skillbook(path: str | os.PathLike[str], *, journal: Sequence[Mapping[st
             if hit is not None and hit[0] == embedding_input_hash(skill.embedding_text()):
                 object.__setattr__(skill, "embedding", hit[1])
     return doc
+
+
+def held_vector(skill_id: str, embedding: Embedding, skills: Iterable[Skill]) -> Embedding:
+    """`embedding` checked for `skill_id` (`checked_vector`, against the dimension of the other skills' vectors), as
+    the skill holds it: read-only, a copy of a writable array (the caller's, which could change behind the checks)."""
+    vector = checked_vector(skill_id, embedding, embedding_dim(skills, exclude=skill_id))
+    if vector.flags.writeable:
+        vector = vector.copy()
+        vector.flags.writeable = False
+    return vector
 
 
 def embedding_dim(skills: Iterable[Skill], exclude: str | None = None) -> int | None:
