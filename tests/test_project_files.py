@@ -38,6 +38,8 @@ def test_the_licence_is_the_mit_text_the_pyprojects_declare() -> None:
     assert hashlib.sha256(body.encode()).hexdigest() == MIT_BODY_SHA256, (
         "LICENSE must carry the MIT licence word for word after its copyright line (https://spdx.org/licenses/MIT)"
     )
+    # hatchling puts a project folder's LICENSE* in its wheel: ace-eval's wheel ships the same licence.
+    assert (ROOT / "ace-eval" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes(), "copy LICENSE to ace-eval/"
 
 
 def _workflow() -> dict[Any, Any]:

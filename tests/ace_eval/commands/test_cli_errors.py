@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import shutil
 import urllib.error
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -232,6 +233,27 @@ def inspect_unknown_trace(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return ["inspect", str(run), "--trace", "demo-airline:0001"]
 
 
+def verify_damaged_skillbook(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "run").mkdir()
+    (tmp / "run" / "run.json").write_text(json.dumps({"status": "completed"}), encoding="utf-8")
+    (tmp / "run" / "skillbook.json").write_text('{"schema_version": "2", "skills": [', encoding="utf-8")
+    return ["verify", str(tmp / "run")]
+
+
+def inspect_no_span(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    (tmp / "run").mkdir()
+    (tmp / "run" / "run.json").write_text(json.dumps({"status": "running"}), encoding="utf-8")
+    (tmp / "run" / "spans.jsonl").write_text("", encoding="utf-8")
+    return ["inspect", str(tmp / "run")]
+
+
+def scan_malformed_collection(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    shutil.copytree(DEMO, tmp / "c")
+    lines = (tmp / "c" / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+    (tmp / "c" / "traces.jsonl").write_text("\n".join([lines[0], *lines]) + "\n", encoding="utf-8")
+    return ["scan", str(tmp / "c")]
+
+
 def scan_missing_path(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return ["scan", str(tmp / "missing")]
 
@@ -403,6 +425,9 @@ CASES = [
     Case("verify: no such folder", verify_missing_folder, 2, ("does not exist",)),
     Case("inspect: not a run", inspect_not_a_run, 2, ("is not a run folder (it has no run.json)",)),
     Case("inspect: unknown trace", inspect_unknown_trace, 2, ("no trace 'demo-airline:0001'",)),
+    Case("verify: damaged skillbook", verify_damaged_skillbook, 2, ("skillbook.json cannot be read (malformed JSON",)),
+    Case("inspect: no span", inspect_no_span, 2, ("spans.jsonl: holds no span", "ace-eval e2e --resume")),
+    Case("scan: malformed collection", scan_malformed_collection, 2, ("traces.jsonl line 2: field 'trace_uid'",)),
     Case("scan: missing path", scan_missing_path, 2, ("does not exist: pass a collection folder",)),
     Case("scan: bad config", scan_bad_config, 2, ("(unclosed",)),
     Case("benchmark: data folder", benchmark_data_folder, 2, ("ace-eval data fetch tau-bench",)),

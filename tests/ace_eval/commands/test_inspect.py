@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from _e2e_support import scripted_injections, scripted_models
+from _run_support import good_book, write_run
 from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -101,6 +102,27 @@ def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, 
     last = view.samples[-1]
     assert last.sample is None and [s.kind for s in last.sessions] == ["reflect", "sm"] and last.changed_ids
     assert "not recorded (interrupted)" in CliRunner().invoke(main, ["inspect", str(copy)]).output
+
+
+@pytest.mark.parametrize("status", ["running", "completed"])
+def test_an_empty_span_file_is_refused_saying_why_and_what_to_do(tmp_path: Path, status: str) -> None:
+    """A run writes spans.jsonl as its first span ends: empty, it stopped before that (or the file was emptied
+    since, when run.json says it completed). Only whitespace or a torn line counts as empty too."""
+    folder = write_run(tmp_path / "run", good_book(), status=status)
+    for text in ("", "\n\n", '{"name": "sm.sess'):
+        (folder / "spans.jsonl").write_text(text, encoding="utf-8")
+        for extra in ([], ["--json"]):
+            result = CliRunner().invoke(main, ["inspect", str(folder), *extra])
+            assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+            assert result.output.startswith(f"Error: {folder / 'spans.jsonl'}: holds no span"), result.output
+            if status == "completed":
+                assert "the file was emptied since. Restore it from a copy, or move it away" in result.output
+            else:
+                assert "it stopped (or is still running) before its first span ended" in result.output
+                assert f"`ace-eval verify {folder}`" in result.output
+                assert f"`ace-eval e2e --resume {folder}` continues it" in result.output
+    (folder / "spans.jsonl").unlink()  # moved away: the run is shown without its sessions
+    assert CliRunner().invoke(main, ["inspect", str(folder)]).exit_code == 0
 
 
 def test_not_a_run_folder(tmp_path: Path) -> None:

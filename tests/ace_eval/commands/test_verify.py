@@ -1,4 +1,5 @@
-"""`ace-eval verify`: each smoke-test check passes on a good run folder and fails, naming the skill, on a bad one."""
+"""`ace-eval verify`: each smoke-test check passes on a good run folder and fails, naming the skill, on a bad one
+(exit 1); a file the checks read that cannot be read is refused (exit 2), naming it, with no check printed."""
 
 from __future__ import annotations
 
@@ -11,12 +12,25 @@ from click.testing import CliRunner
 
 from ace import Skillbook
 from ace.observability import JsonlSpanExporter
-from ace_eval.commands.verify import run_checks, verify
+from ace_eval.cli import main
+from ace_eval.commands.verify import run_checks
 
 
 def lines_of(folder: Path) -> tuple[int, list[str]]:
-    result = CliRunner().invoke(verify, [str(folder)])
+    result = CliRunner().invoke(main, ["verify", str(folder)])
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit | None), result.exception
     return result.exit_code, result.output.splitlines()
+
+
+def refused(target: Path) -> str:
+    """The one message of a verify that refuses `target` (exit 2): no PASS or FAIL line, nothing written."""
+    folder = target.parent if target.is_file() else target
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    code, lines = lines_of(target)
+    assert code == 2, lines
+    assert not [line for line in lines if line.startswith(("PASS", "FAIL", "verify:"))], lines
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    return "\n".join(lines)
 
 
 def test_a_good_run_passes_every_check(tmp_path: Path) -> None:
@@ -46,17 +60,42 @@ def test_skill_without_occurrence_or_keyword_or_insight_is_named(tmp_path: Path)
     assert "FAIL  every skill has >= 1 occurrence: no occurrence on context-00001, harness-00001" in lines
 
 
-def test_invariant_violations_in_the_file_fail_the_v2_check(tmp_path: Path) -> None:
+def test_a_skillbook_that_breaks_the_v2_shape_is_refused_naming_the_file_and_the_reason(tmp_path: Path) -> None:
     folder = write_run(tmp_path / "run", good_book())
     data = json.loads((folder / "skillbook.json").read_text(encoding="utf-8"))
     data["skills"][0]["insight"] = None  # a context skill without insight cannot even be loaded
     (folder / "skillbook.json").write_text(json.dumps(data), encoding="utf-8")
-    code, lines = lines_of(folder)
-    assert code == 1
-    assert any(line.startswith("FAIL  skillbook.json conforms to the v2 shape") and "insight" in line for line in lines)
+    message = refused(folder)
+    assert message.startswith(f"Error: {folder / 'skillbook.json'} cannot be read (") and "insight" in message
+    assert "restore skillbook.json from a copy" in message
     data["schema_version"] = "1"
     (folder / "skillbook.json").write_text(json.dumps(data), encoding="utf-8")
-    assert any("Skillbook format v2 required" in line for line in lines_of(folder)[1])
+    assert "Skillbook format v2 required" in refused(folder)
+    assert "Skillbook format v2 required" in refused(folder / "skillbook.json")  # the file on its own, too
+    fix = ": verify cannot read it; fix it or restore it from a copy. Nothing was checked"
+    assert refused(folder / "skillbook.json").rstrip().endswith(fix)
+
+
+def test_a_damaged_run_json_or_samples_journal_is_refused_naming_the_line(tmp_path: Path) -> None:
+    folder = write_run(tmp_path / "run", good_book())
+    good = (folder / "run.json").read_bytes()
+    (folder / "run.json").write_text('{"status": "completed", "config": {}, "training": {"samples": "two"}}')
+    assert "run.json: field 'training.samples'" in refused(folder)
+    assert "run.json: field 'training.samples'" in refused(folder / "skillbook.json")
+    (folder / "run.json").write_bytes(good)
+    (folder / "samples.jsonl").write_text("[[[\n{}\n", encoding="utf-8")  # not the last line: not a torn write
+    message = refused(folder)
+    assert "samples.jsonl:1 is not a sample record (" in message and "): the journal is damaged" in message
+
+
+def test_a_run_that_saved_no_skillbook_yet_fails_its_check(tmp_path: Path) -> None:
+    """Nothing is damaged: the run stopped before its first snapshot, a failed check (exit 1), not a refusal."""
+    folder = write_run(tmp_path / "run", good_book(), status="interrupted")
+    (folder / "skillbook.json").unlink()
+    code, lines = lines_of(folder)
+    assert code == 1, lines
+    [fail] = [line for line in lines if line.startswith("FAIL  skillbook.snapshot.json")]
+    assert "holds no skillbook yet" in fail and "ace-eval e2e --resume" in fail
 
 
 def test_empty_skillbook_crashed_run_and_missing_spans_fail(tmp_path: Path) -> None:
@@ -79,6 +118,12 @@ def test_sessions_without_edits_fail_the_span_check(tmp_path: Path) -> None:
     checks = {c.name: c for c in run_checks(folder)}
     span_check = checks["spans.jsonl holds sm.session spans with their tool calls"]
     assert not span_check.passed and "no add/update/tag/remove_skill call" in span_check.detail
+    (folder / "spans.jsonl").write_text("", encoding="utf-8")  # readable, but empty: a failed check, not a refusal
+    code, lines = lines_of(folder)
+    assert code == 1 and "FAIL  spans.jsonl holds sm.session spans with their tool calls: " in "\n".join(lines)
+    assert any(
+        line.endswith("holds no span: the run stopped before its first span ended, or it was emptied") for line in lines
+    )
 
 
 def test_a_skillbook_file_can_be_verified_directly(tmp_path: Path) -> None:

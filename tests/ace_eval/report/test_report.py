@@ -47,6 +47,7 @@ def test_the_page_is_self_contained_and_holds_every_section(demo_run: Path, tmp_
     assert {u["role"] for u in run["usage"]} == {"reflector", "skill_manager"}
     assert [s["name"] for s in run["pipeline"]][:3] == ["redact", "reflect", "update"]
     assert run["benchmark"] is None  # --no-benchmark: no benchmark section
+    assert run["config"]["benchmark"] == "none (replay of --traces)"  # not the default benchmark's name
     assert 'data-tab="benchmark"' not in html
 
 

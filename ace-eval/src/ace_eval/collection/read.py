@@ -204,10 +204,10 @@ def _traces(manifest: CollectionManifest, data: bytes, file: str) -> Iterator[Tr
     for key, stored in manifest.counts.model_dump().items():
         if getattr(actual, key) != stored:
             manifest_path = Path(file).with_name(MANIFEST_FILE)
+            repair = "`ace-eval collection repair DIR" + (" --allow-empty`" if actual.traces == 0 else "`")
             raise CollectionError(
                 f"the manifest says {stored} but {TRACES_FILE} holds {getattr(actual, key)}: the collection was "
-                "edited, or its writer stopped before updating the manifest; `ace-eval collection repair DIR` "
-                "recounts",
+                f"edited, or its writer stopped before updating the manifest; {repair} recounts",
                 file=str(manifest_path),
                 line=_key_line(manifest_path.read_text(encoding="utf-8"), ("counts", key)),
                 field=f"counts.{key}",

@@ -135,10 +135,14 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
     the reason the model was given; identical consecutive calls show once with their count (x19). Reads
     RUN_DIR/run.json, samples.jsonl, spans.jsonl and the skillbook (the published one, else the checkpoint's
     snapshot with its journal; the header names the file read). Colour unless NO_COLOR is set or the output is
-    not a terminal.
+    not a terminal. A run without spans.jsonl is shown without its sessions; an empty one (the run stopped
+    before its first span ended) or a damaged one is refused, exit 2.
     """
     run = read_run(run_dir)
-    view = run.view()
+    spans = run.spans()
+    if run.has_spans and not spans:
+        raise UserError(_no_span(run))
+    view = run.view(spans)
     samples = view.samples
     if trace_uid is not None:
         samples = [s for s in samples if s.trace_uid == trace_uid]
@@ -160,6 +164,21 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
         click.echo(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
         return
     click.echo(format_run_view(view, skillbook_line(run)))
+
+
+def _no_span(run: Run) -> str:
+    """Why a run's `spans.jsonl` holds no span, and what to do: a run writes one when its first span ends (the
+    `ace.run` span ends last, so a completed run always has one)."""
+    if run.record.status == "completed":
+        return (
+            f"{run.folder.spans}: holds no span, yet run.json says the run completed (its ace.run span ended): the "
+            "file was emptied since. Restore it from a copy, or move it away to see the samples without their sessions"
+        )
+    return (
+        f"{run.folder.spans}: holds no span: the run recorded none, it stopped (or is still running) before its first "
+        f"span ended, so there is no session to show. `ace-eval verify {run.path}` checks what it left; "
+        f"`ace-eval e2e --resume {run.path}` continues it"
+    )
 
 
 def _skillbook_json(run: Run) -> dict[str, Any]:

@@ -12,14 +12,13 @@ import numpy as np
 from ace.core.skillbook import Skillbook
 from ace.core.storage import sidecar_path
 from ace.core.vectors import load_sidecar
-from ace.exceptions import SkillbookFormatError
+from ace.exceptions import SkillbookFormatError, UserError
 from ace.redaction.scan import scan_path
 from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run import Run, RunSkillbook, RunSkillbookError, read_run
 from ace_eval.run.checkpoint import snapshot_of
 from ace_eval.run.folder import RUN_JSON
-from ace_eval.run.record import RunRecordError, TrainingRecord
-from ace_eval.run.samples import SamplesJournalError
+from ace_eval.run.record import TrainingRecord
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 from ace_eval.text import plural, tone
 
@@ -109,6 +108,10 @@ def _spans_check(run: Run) -> Check:
     if not run.has_spans:
         return Check(name, False, f"{path} is missing: the run did not record its spans")
     spans = run.spans()
+    if not spans:  # readable, but nothing in it (as `inspect` says when it refuses the file)
+        return Check(
+            name, False, f"{path} holds no span: the run stopped before its first span ended, or it was emptied"
+        )
     sessions = {s["span_id"] for s in spans if s.get("name") == "sm.session"}
     parents = {s["span_id"]: s.get("parent_span_id") for s in spans}
 
@@ -162,10 +165,7 @@ def _samples_check(run: Run) -> Check:
     """One result per (trace, epoch) and per index: a later line may only supersede a failed attempt (a resume's
     retry). Two processes training in one folder at once record samples twice, and their edits land twice."""
     name = "samples.jsonl records each sample once"
-    try:
-        records = run.sample_lines()
-    except SamplesJournalError as e:
-        return Check(name, False, str(e))
+    records = run.sample_lines()  # a damaged line raises: exit 2
     latest: dict[tuple[str, int], SampleResult] = {}
     lines_of: dict[tuple[str, int], list[int]] = {}
     by_index: dict[int, list[int]] = {}
@@ -213,21 +213,29 @@ def _supersedes(sample: SampleResult, earlier: SampleResult) -> bool:
     )
 
 
-def _skillbook_checks(loaded: RunSkillbook) -> list[Check]:
-    """The run's skillbook as `read_run` read it (the published file, else the checkpoint's snapshot and journal):
-    a damaged published file fails its shape check, and the other checks read the snapshot."""
-    checks: list[Check] = []
+def _skillbook_checks(run: Run) -> list[Check]:
+    """The run's skillbook as `read_run` reads it (the published file, else the checkpoint's snapshot and journal).
+
+    Raises:
+        RunSkillbookError: a skillbook file is there but cannot be read, the published one included when the
+            snapshot could stand in for it (verify checks what the run publishes, not a stand-in).
+    """
+    try:
+        loaded = run.skillbook
+    except RunSkillbookError as e:
+        if e.damaged:
+            raise
+        published = run.step_output("persist", run.folder.skillbook.name)  # not saved yet: a failed check
+        named = published if published is not None and published.is_file() else snapshot_of(run.path)
+        return [Check(f"{named.name} conforms to the v2 shape", False, str(e))]
     if loaded.published is not None and loaded.published_error is not None:
-        detail = f"{loaded.published_error}; the checks below read {loaded.source.name} and the journal"
-        checks.append(Check(f"{loaded.published.name} conforms to the v2 shape", False, detail))
-    return checks + _book_checks(loaded.source, loaded.book, loaded)
-
-
-def _unreadable_check(run: Run, error: RunSkillbookError) -> Check:
-    """The shape check of a run none of whose skillbook files can be read."""
-    published = run.step_output("persist", run.folder.skillbook.name)
-    named = published if published is not None and published.is_file() else snapshot_of(run.path)
-    return Check(f"{named.name} conforms to the v2 shape", False, str(error))
+        held = loaded.source.name + (f" and {loaded.journal.name}" if loaded.journal is not None else "")
+        raise RunSkillbookError(
+            f"{loaded.published} cannot be read ({loaded.published_error}): restore it from a copy (the checkpoint's "
+            f"{held} still hold the run's skills; `ace-eval inspect {run.path}` shows them). Nothing was checked",
+            damaged=True,
+        )
+    return _book_checks(loaded.source, loaded.book, loaded)
 
 
 def _book_checks(file: Path, book: Skillbook, loaded: RunSkillbook | None = None) -> list[Check]:
@@ -244,39 +252,40 @@ def _book_checks(file: Path, book: Skillbook, loaded: RunSkillbook | None = None
 
 def run_checks(target: Path) -> list[Check]:
     """Every check for a run folder (read with `read_run`: a folder without `run.json` is refused), or for a
-    `skillbook.json` file directly (with its folder's `run.json` check when it has one)."""
+    `skillbook.json` file directly (with its folder's `run.json` check when it has one).
+
+    Raises:
+        UserError: a file the checks read cannot be read (`run.json`, a skillbook file, `samples.jsonl`,
+            `spans.jsonl`), naming it and the reader's reason: nothing is checked then (exit 2, not a FAIL).
+    """
     folder = target.parent if target.is_file() else target
     if target.is_file() and not (folder / RUN_JSON).is_file():
         return _file_checks(target)
-    try:
-        run = read_run(folder)
-    except RunRecordError as e:  # run.json is there but damaged: nothing else of the run can be trusted
-        failed = Check(_RUN_CHECK, False, str(e))
-        return [failed, *_file_checks(target)] if target.is_file() else [failed, _secrets_check(target)]
+    run = read_run(folder)
     if target.is_file():
         return [_run_check(run), *_file_checks(target)]
-    try:
-        loaded = run.skillbook
-    except RunSkillbookError as e:
-        return [_run_check(run), _unreadable_check(run, e)]
-    checks = [_run_check(run), *_skillbook_checks(loaded), _spans_check(run)]
+    checks = [_run_check(run), *_skillbook_checks(run), _spans_check(run)]
     if run.folder.samples.is_file():
         checks.append(_samples_check(run))
     return [*checks, _secrets_check(target)]
 
 
 def _file_checks(file: Path) -> list[Check]:
-    """The checks of a skillbook file on its own: shape, sidecar, skills, secrets."""
+    """The checks of a skillbook file on its own: shape, sidecar, skills, secrets; raises `UserError` when it cannot
+    be read."""
     try:
         book = Skillbook.load_from_file(file)
     except (ValueError, RecursionError) as e:
-        return [Check(f"{file.name} conforms to the v2 shape", False, str(e))]
+        text = "nested too deep" if isinstance(e, RecursionError) else str(e)
+        named = text if text.startswith(str(file)) else f"{file}: {text}"
+        fix = "verify cannot read it; fix it or restore it from a copy. Nothing was checked"
+        raise UserError(f"{named}: {fix}") from None
     return [*_book_checks(file, book), _secrets_check(file)]
 
 
 def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[SkillWarning]:
     """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
-    be read (the v2 check reports that)."""
+    be read (`run_checks` refuses it first)."""
     try:
         book = Skillbook.load_from_file(target) if target.is_file() else read_run(target).skillbook.book
     except (OSError, ValueError, RecursionError):
@@ -298,12 +307,21 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     """Check a run's skillbook against the smoke-test list of the skillbook v2 design.
 
     RUN_DIR is a run folder (its published skillbook; when that is missing or older than the journal, the
-    checkpoint's snapshot with the journal replayed; a damaged one fails and the snapshot is checked) or a skillbook
-    file. v2 shape, embeddings sidecar present, every skill with >= 1 occurrence and >= 1 keyword, context skills
-    with an insight, sm.session spans with skill edits, each sample recorded once in samples.jsonl (a failed
-    attempt may be superseded by its retry), no detectable secret in any file of the folder. Exit status 1 when a
-    check fails. Then a WARN line per degenerate skill (issue equal to insight, numbers or punctuation only, under
-    --min-words words, keywords that are numbers only); with --strict these fail the run too.
+    checkpoint's snapshot with the journal replayed) or a skillbook file. v2 shape, embeddings sidecar present,
+    every skill with >= 1 occurrence and >= 1 keyword, context skills with an insight, sm.session spans with skill
+    edits, each sample recorded once in samples.jsonl (a failed attempt may be superseded by its retry), no
+    detectable secret in any file of the folder. Then a WARN line per degenerate skill (issue equal to insight,
+    numbers or punctuation only, under --min-words words, keywords that are numbers only).
+
+    \b
+    Exit status:
+      0  every check passed
+      1  a check failed (with --strict, also a degenerate skill)
+      2  an input could not be read: run.json, a skillbook file (a damaged
+         skillbook.json too, even when the checkpoint's snapshot could stand
+         in), samples.jsonl or spans.jsonl. The message names the file and the
+         reason; nothing is checked. (A damaged embeddings sidecar is a failed
+         check: ACE recomputes it.)
     """
     checks = run_checks(run_dir)
     for check in checks:

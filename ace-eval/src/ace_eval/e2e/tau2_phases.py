@@ -142,7 +142,6 @@ def run_phase(
     """Run the unfinished episodes of `task_ids` x trials through tau2 into `directory` (its files redacted when
     `redactor` is set); returns `results.json`, whose pass^k is checked against `tau2.metrics`."""
     tau2 = load_tau2()
-    tau2.AceAgent.embedder = embedder
     config = tau2.EpisodeConfig(
         domain=plan.domain,
         agent_model=settings.agent_model,
@@ -154,6 +153,7 @@ def run_phase(
         injection=settings.skill_injection,
         top_k=settings.top_k,
         provider_limit=settings.provider_limit,
+        embedder=embedder,
     )
     journal = directory / tau2.JOURNAL_FILE
     done = sum(1 for line in journal.read_bytes().splitlines() if line.strip()) if journal.is_file() else 0

@@ -25,7 +25,7 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
         "created_at": extra.get("created_at"),
         "updated_at": extra.get("updated_at"),
         "versions": extra.get("versions") or {},
-        "config": {k: config.get(k) for k in _CONFIG_SHOWN if k in config},
+        "config": _shown_config(config),
         "pipeline": [
             {"name": s.get("name"), "phase": s.get("phase"), "options": s.get("options") or {}}
             for s in ((record.pipeline or {}).get("steps") or [])
@@ -43,6 +43,14 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
 
 
 _CONFIG_SHOWN = ("benchmark", "reflector_type", "epochs", "max_workers", "sm_sessions", "seed", "limit", "redact")
+
+
+def _shown_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings the overview lists; a replay (`--no-benchmark`) shows no benchmark rather than the default one."""
+    shown = {k: config.get(k) for k in _CONFIG_SHOWN if k in config}
+    if config.get("no_benchmark") and "benchmark" in shown:
+        shown["benchmark"] = "none (replay of --traces)"
+    return shown
 
 
 def _state(view: SampleView) -> str:

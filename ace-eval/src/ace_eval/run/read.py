@@ -31,6 +31,11 @@ _UNREADABLE = (AceError, OSError, ValueError, RecursionError)
 class RunSkillbookError(RunFolderError):
     """A run folder none of whose skillbook files can be read; the message names each file and the fix."""
 
+    def __init__(self, message: str, *, damaged: bool) -> None:
+        super().__init__(message)
+        self.damaged = damaged
+        """A skillbook file is there but cannot be read; `False`: the run saved none yet (it stopped early)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunSkillbook:
@@ -93,12 +98,13 @@ class Run:
         """Every span of `spans.jsonl` (none when the run recorded no spans)."""
         return read_spans_jsonl(self.folder.spans) if self.has_spans else []
 
-    def view(self) -> RunView:
-        """The samples with their sessions and tool calls, rebuilt from the spans (what `ace-eval inspect` shows)."""
+    def view(self, spans: list[dict[str, Any]] | None = None) -> RunView:
+        """The samples with their sessions and tool calls, rebuilt from the spans (what `ace-eval inspect` shows);
+        `spans`: `spans()` already read (the file is read once)."""
         return RunView(
             path=self.path,
             run=self.record,
-            samples=sample_views(self.samples, self.spans()),
+            samples=sample_views(self.samples, self.spans() if spans is None else spans),
             has_spans=self.has_spans,
         )
 
@@ -125,7 +131,7 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
         try:
             book = Skillbook.load_from_file(published)
         except _UNREADABLE as e:
-            error = _reason(e).removeprefix(f"{published}: ")
+            error = _reason(e).removeprefix(f"{published}: ").removeprefix(f"{published}, ")  # named once
             passed_over = f"{published.name} cannot be read: {error}"
         else:
             end = journal_end(folder.path)
@@ -134,13 +140,14 @@ def _load_skillbook(folder: RunFolder, published: Path | None) -> RunSkillbook:
             passed_over = f"{published.name} is older than the journal: the run was resumed and has not finished"
     snapshot = snapshot_of(folder.path)  # a folder from before the snapshot's own name: the published file itself
     if not snapshot.is_file() or (snapshot == published and error is not None):
-        raise RunSkillbookError(_no_skillbook(folder, published, passed_over, error))
+        raise RunSkillbookError(_no_skillbook(folder, published, passed_over, error), damaged=error is not None)
     try:
         book = read_checkpoint(folder.path)
     except (CheckpointError, *_UNREADABLE) as e:
         raise RunSkillbookError(
             f"{_reason(e)} ({passed_over}): the run's skillbook cannot be read; restore {snapshot.name} and "
-            f"{folder.samples.name} from a copy, or start a new run. Nothing was changed"
+            f"{folder.samples.name} from a copy, or start a new run. Nothing was changed",
+            damaged=True,
         ) from None
     journal = folder.samples if folder.samples.is_file() else None
     return RunSkillbook(

@@ -15,8 +15,9 @@ __all__ = ["SamplesJournalError", "load_sample_lines", "load_samples", "merge_sa
 class SamplesJournalError(UserError, ValueError):
     """A line of `samples.jsonl`, before its last, that is not a sample record: the journal is damaged."""
 
-    def __init__(self, path: Path, line: int) -> None:
-        super().__init__(f"{path}:{line} is not a sample record: the journal is damaged; start a new run")
+    def __init__(self, path: Path, line: int, reason: str = "") -> None:
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"{path}:{line} is not a sample record{why}: the journal is damaged; start a new run")
         self.path = path
         self.line = line
 
@@ -53,10 +54,10 @@ def numbered_sample_lines(path: Path) -> list[tuple[int, SampleResult]]:
             continue
         try:
             records.append((number, _sample(raw)))
-        except ValueError:
+        except ValueError as e:
             if number == len(lines):
                 continue  # a torn last line (the run was killed mid-write): the resume drops it
-            raise SamplesJournalError(path, number) from None
+            raise SamplesJournalError(path, number, str(e)) from None
     return records
 
 
@@ -68,8 +69,10 @@ def _sample(raw: str | bytes) -> SampleResult:
             raise ValueError("not an object")
         data.pop("checkpoint", None)  # the trainer's journal keeps the skillbook delta beside the result
         return SampleResult.from_dict(data)
+    except json_safe.JsonInputError as e:
+        raise ValueError(e.reason) from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
-        raise ValueError(f"not a sample record ({type(e).__name__})") from None
+        raise ValueError(f"not a sample record: {type(e).__name__}") from None  # no values: they may be secrets
 
 
 def merge_samples(*groups: Iterable[SampleResult]) -> list[SampleResult]:

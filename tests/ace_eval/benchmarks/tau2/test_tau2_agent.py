@@ -25,6 +25,7 @@ from ace_eval.benchmarks.tau2 import (
     skill_args,
 )
 from ace_eval.benchmarks.tau2._tau2 import LLMAgent, Results, UserMessage, registry
+from ace_eval.benchmarks.tau2.agent import EMBEDDER_ARG
 from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, say, scripted_model
 
 
@@ -56,22 +57,19 @@ def test_prompt_injection_puts_every_skill_after_the_policy(tmp_path: Path) -> N
 
 
 def test_top_k_injection_retrieves_for_the_users_first_message(tmp_path: Path) -> None:
-    AceAgent.embedder = TestEmbedder()
-    try:
-        agent = _agent(skill_args(_skillbook(tmp_path), "top-k", top_k=1))
-        assert "<skillbook>" not in agent.system_prompt
-        seen: list[str] = []
+    agent = _agent({**skill_args(_skillbook(tmp_path), "top-k", top_k=1), EMBEDDER_ARG: TestEmbedder()})
+    assert "<skillbook>" not in agent.system_prompt
+    assert "ace_embedder" not in agent.llm_args  # the embedder never reaches litellm
+    seen: list[str] = []
 
-        def reply(messages: list[dict[str, Any]], info: ScriptInfo) -> Reply:
-            seen.append(str(messages[0]["content"]))
-            return say("Let me look at that refund.")
+    def reply(messages: list[dict[str, Any]], info: ScriptInfo) -> Reply:
+        seen.append(str(messages[0]["content"]))
+        return say("Let me look at that refund.")
 
-        agent.llm = scripted_model("topk", reply)
-        state = agent.get_init_state()
-        agent.generate_next_message(UserMessage(role="user", content="I want a refund to my payment card."), state)
-        agent.generate_next_message(UserMessage(role="user", content="Also: task status?"), state)
-    finally:
-        AceAgent.embedder = None
+    agent.llm = scripted_model("topk", reply)
+    state = agent.get_init_state()
+    agent.generate_next_message(UserMessage(role="user", content="I want a refund to my payment card."), state)
+    agent.generate_next_message(UserMessage(role="user", content="Also: task status?"), state)
     assert "Offer the original payment method." in state.system_messages[0].content
     assert "Read back the new status." not in state.system_messages[0].content
     assert seen == [state.system_messages[0].content] * 2  # retrieved once, for the first message
@@ -94,6 +92,35 @@ def test_episodes_with_a_skillbook_show_it_to_the_agent(tmp_path: Path) -> None:
     assert [s.reward_info.reward for s in baseline.simulations] == [0.0]
     assert [s.reward_info.reward for s in learned.simulations] == [1.0]
     assert learned.info.agent_info.llm_args["ace_skill_injection"] == "prompt"
+
+
+def test_the_runs_embedder_reaches_each_agent_and_stays_out_of_the_results(tmp_path: Path) -> None:
+    class Recording(TestEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.texts: list[str] = []
+
+        def embed(self, texts: list[str]) -> Any:
+            self.texts.extend(texts)
+            return super().embed(texts)
+
+    embedder = Recording()
+    player = GoldPlayer(load_tasks("mock", ["update_task_1"]))
+    agent_model, user_model = player.models("mock-embedder")
+    config = EpisodeConfig(
+        domain="mock",
+        agent_model=agent_model,
+        user_model=user_model,
+        skillbook=_skillbook(tmp_path),
+        injection="top-k",
+        top_k=1,
+        embedder=embedder,
+    )
+    results = run_episodes(config, ["update_task_1"], tmp_path / "run")
+    [simulation] = Results.load(results).simulations
+    first_from_user = next(m.content for m in simulation.messages if m.role == "user")
+    assert embedder.texts[0] == first_from_user  # the run's embedder picked the skills for the user's first message
+    assert EMBEDDER_ARG not in results.read_text(encoding="utf-8")
 
 
 def test_tau2s_own_cli_runs_the_registered_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,9 +9,8 @@ tau2's `llm_agent` prompt, so a baseline run with `ace_agent` is tau2's baseline
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
@@ -28,10 +27,13 @@ from ace_eval.benchmarks.tau_bench.agent import SkillContext, SkillInjection, re
 
 __all__ = [
     "AGENT_NAME",
+    "EMBEDDER_ARG",
     "INJECTION_ARG",
+    "LOADED_ARG",
     "SKILLBOOK_ARG",
     "TOP_K_ARG",
     "AceAgent",
+    "load_agent_skillbook",
     "register_ace_agent",
     "skill_args",
 ]
@@ -41,6 +43,10 @@ AGENT_NAME = "ace_agent"
 SKILLBOOK_ARG = "ace_skillbook"
 INJECTION_ARG = "ace_skill_injection"
 TOP_K_ARG = "ace_top_k"
+EMBEDDER_ARG = "ace_embedder"
+"""An `Embedder` object for `top-k` retrieval, passed in process (`run_episodes`); absent: the skillbook's default."""
+LOADED_ARG = "ace_loaded_skillbook"
+"""The `Skillbook` read once for a whole run, passed in process (`run_episodes`); absent: read `ace_skillbook`."""
 _SKILLBOOK_BLOCK = """
 <skillbook>
 Lessons learned from earlier conversations. Apply the ones that fit; the policy above always wins.
@@ -48,21 +54,13 @@ Lessons learned from earlier conversations. Apply the ones that fit; the policy 
 {skills}
 </skillbook>"""
 
-_cache_lock = threading.Lock()
-_skillbooks: dict[tuple[str, int], Skillbook] = {}
 
-
-def _load_skillbook(path: str) -> Skillbook:
-    """The skillbook at `path`, read once per file version for all the episodes of a run."""
+def load_agent_skillbook(path: str) -> Skillbook:
+    """The skillbook at `path` (tau2's own CLI: read per agent; `run_episodes` passes one loaded for the run)."""
     resolved = Path(path).resolve()
-    try:
-        key = (str(resolved), os.stat(resolved).st_mtime_ns)
-    except FileNotFoundError:
-        raise UserError(f"{SKILLBOOK_ARG}: no skillbook file at {resolved}; pass a saved skillbook's path") from None
-    with _cache_lock:
-        if key not in _skillbooks:
-            _skillbooks[key] = Skillbook.load_from_file(resolved)
-        return _skillbooks[key]
+    if not resolved.is_file():
+        raise UserError(f"{SKILLBOOK_ARG}: no skillbook file at {resolved}; pass a saved skillbook's path")
+    return Skillbook.load_from_file(resolved)
 
 
 def skill_args(skillbook: str | os.PathLike[str] | None, injection: SkillInjection, top_k: int = 5) -> dict[str, Any]:
@@ -75,9 +73,6 @@ def skill_args(skillbook: str | os.PathLike[str] | None, injection: SkillInjecti
 class AceAgent(LLMAgent):  # type: ignore[misc]  # tau2 ships no type information
     """tau2's LLM agent with the skillbook in its system prompt (`prompt`: all skills; `top-k`: retrieved)."""
 
-    embedder: ClassVar[Embedder | None] = None
-    """The embedder `top-k` retrieval uses, for every `AceAgent` of the process (None: the skillbook's default)."""
-
     def __init__(
         self, tools: list[Any], domain_policy: str, llm: str | None = None, llm_args: dict[str, Any] | None = None
     ) -> None:
@@ -85,14 +80,22 @@ class AceAgent(LLMAgent):  # type: ignore[misc]  # tau2 ships no type informatio
         path = args.pop(SKILLBOOK_ARG, None)
         injection = args.pop(INJECTION_ARG, "prompt")
         top_k = args.pop(TOP_K_ARG, 5)
+        embedder = args.pop(EMBEDDER_ARG, None)
+        loaded = args.pop(LOADED_ARG, None)
         super().__init__(tools=tools, domain_policy=domain_policy, llm=llm, llm_args=args)
         if injection not in get_args(SkillInjection):
             raise UserError(f"{INJECTION_ARG}={injection!r}: choose one of {', '.join(get_args(SkillInjection))}")
         if not isinstance(top_k, int) or top_k < 1:
             raise UserError(f"{TOP_K_ARG}={top_k!r}: pass a whole number of skills, at least 1")
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise UserError(f"{EMBEDDER_ARG}: pass an ace Embedder object (in process), got {type(embedder).__name__}")
+        self.embedder: Embedder | None = embedder
+        """The embedder `top-k` retrieval uses (None: the skillbook's default)."""
         self.injection: SkillInjection = injection
         self.top_k = top_k
-        self.skillbook = _load_skillbook(str(path)) if path else None
+        if loaded is not None and not isinstance(loaded, Skillbook):
+            raise UserError(f"{LOADED_ARG}: pass an ace Skillbook object (in process), got {type(loaded).__name__}")
+        self.skillbook = loaded if loaded is not None else load_agent_skillbook(str(path)) if path else None
         self.skills = SkillContext("", ())
         self._retrieved = False
         if injection == "prompt":

@@ -14,13 +14,21 @@ import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ace.embeddings.base import Embedder
 from ace.exceptions import RunError, UserError
 from ace_eval.benchmarks.tau2._tau2 import Results, SimulationRun, get_info, run_task, tau2_version
-from ace_eval.benchmarks.tau2.agent import register_ace_agent, skill_args
+from ace_eval.benchmarks.tau2.agent import (
+    EMBEDDER_ARG,
+    LOADED_ARG,
+    SKILLBOOK_ARG,
+    load_agent_skillbook,
+    register_ace_agent,
+    skill_args,
+)
 from ace_eval.benchmarks.tau2.domains import load_tasks
 from ace_eval.benchmarks.tau2.limits import provider_limit
 from ace_eval.benchmarks.tau_bench.agent import SkillInjection
@@ -72,6 +80,8 @@ class EpisodeConfig:
     """At most this many model requests in flight per provider (`None`: only `max_workers` bounds them)."""
     user: str = "user_simulator"
     """The tau2 user implementation (a registered name)."""
+    embedder: Embedder | None = None
+    """The embedder the agent's `top-k` retrieval uses (`None`: the skillbook's default); not part of the plan."""
 
     def __post_init__(self) -> None:
         for name in ("num_trials", "max_steps", "max_errors", "max_workers", "top_k"):
@@ -96,9 +106,12 @@ def _file_digest(path: Path | None) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
 
 
+_NOT_PLANNED = ("max_workers", "skillbook", "embedder")
+
+
 def _plan(config: EpisodeConfig, task_ids: list[str]) -> dict[str, Any]:
     """What must not change between a run and its resume (the worker count may)."""
-    settings = {k: v for k, v in asdict(config).items() if k not in ("max_workers", "skillbook")}
+    settings = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in _NOT_PLANNED}
     settings["agent_llm_args"] = dict(config.agent_llm_args)
     settings["user_llm_args"] = dict(config.user_llm_args)
     return {
@@ -176,6 +189,12 @@ def run_episodes(
     agent = register_ace_agent()
     agent_args = {**config.agent_llm_args, **skill_args(config.skillbook, config.injection, config.top_k)}
     user_args = dict(config.user_llm_args)
+    # Objects tau2 hands to the agent untouched and never records; read once, shared by the run's episodes.
+    in_process: dict[str, Any] = {}
+    if config.embedder is not None:
+        in_process[EMBEDDER_ARG] = config.embedder
+    if LOADED_ARG not in agent_args and agent_args.get(SKILLBOOK_ARG):
+        in_process[LOADED_ARG] = load_agent_skillbook(agent_args[SKILLBOOK_ARG])
     seeds = trial_seeds(config.seed, config.num_trials)
     journal = folder / JOURNAL_FILE
     done = {(run.task_id, run.trial): run for run in _read_journal(journal)}
@@ -191,7 +210,7 @@ def run_episodes(
                 agent=agent,
                 user=config.user,
                 llm_agent=config.agent_model,
-                llm_args_agent=dict(agent_args),
+                llm_args_agent={**agent_args, **in_process},
                 llm_user=config.user_model,
                 llm_args_user=dict(user_args),
                 max_steps=config.max_steps,
