@@ -16,8 +16,9 @@ from typing import Any
 from ace.core import json_safe
 from ace.core.journal import apply_deltas
 from ace.core.json_safe import iter_object
+from ace.core.mutations import checked_vector
 from ace.core.shared_values import SharedValues
-from ace.core.skill import Section, Skill, embedding_input_hash, validate_section
+from ace.core.skill import Embedding, Section, Skill, embedding_input_hash, validate_section
 from ace.core.storage import (
     FileState,
     PathLike,
@@ -41,6 +42,7 @@ __all__ = [
     "SECTION_ORDER",
     "SkillbookDocument",
     "commit_intent",
+    "held_vector",
     "pair_key",
     "read_skillbook",
     "write_skillbook",
@@ -258,6 +260,16 @@ def _read_document(path: Path) -> tuple[SkillbookDocument, Any]:
     doc = SkillbookDocument.from_dict(data, source=str(path))
     doc.digest = digest
     return doc, data
+
+
+def held_vector(skill_id: str, embedding: Embedding, skills: Iterable[Skill]) -> Embedding:
+    """`embedding` checked for `skill_id` (`checked_vector`, against the dimension of the other skills' vectors), as
+    the skill holds it: read-only, a copy of a writable array (the caller's, which could change behind the checks)."""
+    vector = checked_vector(skill_id, embedding, embedding_dim(skills, exclude=skill_id))
+    if vector.flags.writeable:
+        vector = vector.copy()
+        vector.flags.writeable = False
+    return vector
 
 
 def embedding_dim(skills: Iterable[Skill], exclude: str | None = None) -> int | None:

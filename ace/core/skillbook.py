@@ -9,15 +9,12 @@ from typing import Any
 
 from ace.core.audit_log import AuditLog
 from ace.core.insight_source import InsightSource
-from ace.core.mutations import (
-    checked_vector,
-)
 from ace.core.rendering import render_prompt, skillbook_stats
 from ace.core.serialization import (
     SCHEMA_VERSION,
     SECTION_ORDER,
     SkillbookDocument,
-    embedding_dim,
+    held_vector,
     pair_key,
     read_skillbook,
     write_skillbook,
@@ -232,18 +229,13 @@ class Skillbook(SkillStore):
             return True
 
     def set_embedding(self, skill_id: str, embedding: Embedding | None) -> None:
-        """Cache a skill's vector (float32, 1-D, kept read-only: a copy when given a writable array); not a content
-        mutation, so nothing is logged."""
+        """Cache a skill's vector (float32, 1-D, read-only); not a content mutation, so nothing is logged."""
         with self._lock:
             skill = self.require_skill(skill_id)
             if embedding is None:
                 object.__setattr__(skill, "embedding", None)  # the one writer of Skill.embedding
                 return
-            vector = checked_vector(skill_id, embedding, embedding_dim(self._skills.values(), exclude=skill_id))
-            if vector.flags.writeable:  # the caller's array: keep a copy nobody can change behind the checks
-                vector = vector.copy()
-                vector.flags.writeable = False
-            object.__setattr__(skill, "embedding", vector)
+            object.__setattr__(skill, "embedding", held_vector(skill_id, embedding, self._skills.values()))
 
     @contextmanager
     def locked(self) -> Iterator[None]:
