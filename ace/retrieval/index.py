@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ace.core.npz import is_mapped
 from ace.core.skill import Section, Skill, embedding_input_hash
 from ace.core.skillbook import Skillbook
-from ace.core.storage import FileState, Writer
+from ace.core.storage import FileState, Writer, gc_paused
 from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
 from ace.retrieval._dense import ANN_MIN, DenseStore
@@ -218,7 +218,8 @@ class SkillSearchIndex:
             skillbook.embedding_model = model
             self._reset()
         if self._version == -1:
-            self._load_sidecar(skillbook)
+            with gc_paused():  # a few large arrays and lists: no need to walk every live object meanwhile
+                self._load_sidecar(skillbook)
         version = skillbook.version
         if self._version == version and self._model == model and not self._pending:
             self._settle(skillbook)  # the skills `_sync` indexed batch by batch
