@@ -26,6 +26,7 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _report import print_table
 from _synthetic import SyntheticEmbedder, synthetic_queries, synthetic_skillbook
 
 from ace.core.skillbook import Skillbook
@@ -107,15 +108,6 @@ def _rank_bm25_ms(book: Skillbook, queries: list[str]) -> float:
 
     bm25 = BM25Okapi([tokenize(s.embedding_text()) for s in book.skills()])
     return latencies(lambda q: bm25.get_scores(tokenize(q)), queries[:30])[0]
-
-
-def print_table(rows: list[dict[str, str]]) -> None:
-    keys = list(rows[0])
-    widths = {k: max(len(k), *(len(r.get(k, "")) for r in rows)) for k in keys}
-    print(" | ".join(k.ljust(widths[k]) for k in keys))
-    print("-+-".join("-" * widths[k] for k in keys))
-    for r in rows:
-        print(" | ".join(r.get(k, "-").ljust(widths[k]) for k in keys))
 
 
 def bench_minilm() -> None:
