@@ -1,13 +1,17 @@
 """Side by side with the peer, ace-framework 0.13.0: mutations, search, save, load, first search after load, pairs.
 
     .venv/bin/python benchmarks/peer_side_by_side.py --peer-python /work/venvs/peer/bin/python [--sizes 1000 5000]
+        [--rounds 3] [--ours-python PYTHON]
 
 The peer's import package is also named `ace`, so each side runs as a subprocess of this script (`--worker`) in its
 own environment (the peer needs Python 3.12+: `python3.12 -m venv peer && peer/bin/pip install
 ace-framework==0.13.0`). Both sides get the same skills (Zipf words, both sections, two keywords, an insight and a
-provenance record on every add / update / tag) and the same deterministic 384-d vectors (no network); the sides
-alternate size by size, and the table prints the peer's time over ours from this one run (above 1: we are faster).
-Times are medians of wall clock; the machine's load average is printed before and after.
+provenance record on every add / update / tag: the peer's `tag_skill` takes one too) and the same deterministic
+384-d vectors (no network). The sides alternate, size by size and round by round (`--rounds`), so both see the same
+load; each cell is the median over the rounds of each round's median, and the table prints the peer's time over ours
+from this one run (above 1: we are faster). The peer needs Python 3.12+; `--ours-python` runs our side on another
+interpreter (e.g. a 3.12 venv with this checkout installed) so both run on the same Python. The machine's load
+average is printed before and after.
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ def worker(n: int, queries: int) -> dict[str, float]:
             return book.update_skill(sid, issue=issue, insight_source=source)
 
         def tag(book: Any, sid: str) -> object:
-            return book.tag_skill(sid, 1)
+            return book.tag_skill(sid, 1, insight_source=source)
 
     rng = random.Random(0)
     texts = [(words(rng, rng.randint(25, 60)), words(rng, rng.randint(10, 25))) for _ in range(n)]
@@ -176,6 +180,11 @@ def load_average() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def python_version(python: str) -> str:
+    result = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True)
+    return f"{python} (Python {result.stdout.strip() or '?'})"
+
+
 def run_side(python: str, n: int, queries: int) -> dict[str, float]:
     result = subprocess.run(
         [python, __file__, "--worker", "--sizes", str(n), "--queries", str(queries)],
@@ -196,6 +205,7 @@ def main() -> None:
     parser.add_argument("--ours-python", default=sys.executable)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the two sides this many times per size")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -204,10 +214,14 @@ def main() -> None:
     if not Path(args.peer_python).exists():
         sys.exit(f"no peer interpreter at {args.peer_python}: pass --peer-python (a venv with ace-framework==0.13.0)")
     print(f"load average before: {load_average()}")
+    print(f"ours: {python_version(args.ours_python)}; peer: {python_version(args.peer_python)}")
     for n in args.sizes:
-        ours = run_side(args.ours_python, n, args.queries)
-        peer = run_side(args.peer_python, n, args.queries)
-        print(f"\n{n:,} skills        {'ours':>10} {'peer':>10} {'peer / ours':>12}")
+        runs: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
+        for _ in range(args.rounds):
+            runs["ours"].append(run_side(args.ours_python, n, args.queries))
+            runs["peer"].append(run_side(args.peer_python, n, args.queries))
+        ours, peer = ({k: statistics.median(r[k] for r in rs) for k in rs[0]} for rs in runs.values())
+        print(f"\n{f'{n:,} skills, {args.rounds} round(s)':<26} {'ours':>10} {'peer':>10} {'peer / ours':>12}")
         for label, key in ROWS:
             print(f"{label:<26} {ours[key]:>10.3f} {peer[key]:>10.3f} {peer[key] / ours[key]:>11.2f}x")
     print(f"\nload average after: {load_average()}")
