@@ -85,7 +85,8 @@ def test_a_damaged_run_json_or_samples_journal_is_refused_naming_the_line(tmp_pa
     (folder / "run.json").write_bytes(good)
     (folder / "samples.jsonl").write_text("[[[\n{}\n", encoding="utf-8")  # not the last line: not a torn write
     message = refused(folder)
-    assert "samples.jsonl:1 is not a sample record (" in message and "): the journal is damaged" in message
+    assert "samples.jsonl, line 1: not a sample record (" in message and "): the journal is damaged" in message
+    assert "restore samples.jsonl from a copy, or start a new run" in message
 
 
 def test_a_run_that_saved_no_skillbook_yet_fails_its_check(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def test_a_corrupt_line_in_the_middle_is_refused(tmp_path: Path) -> None:
     lines = journal.read_text().splitlines()
     lines[2] = lines[2][:40]
     journal.write_text("\n".join(lines) + "\n")
-    with pytest.raises(CheckpointError, match=r"samples.jsonl:3: not a checkpoint line"):
+    with pytest.raises(CheckpointError, match=r"samples\.jsonl, line 3: not a checkpoint line"):
         run(tmp_path, workers=1)
 
 

@@ -168,7 +168,7 @@ def test_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
-def test_a_damaged_journal_line_is_named_and_a_torn_last_one_left_alone(copy: Path) -> None:
+def test_a_damaged_journal_line_is_refused_by_every_reader_and_a_torn_last_one_left_alone(copy: Path) -> None:
     journal = copy / "samples.jsonl"
     lines = journal.read_text(encoding="utf-8").splitlines()
     journal.write_text("\n".join(lines) + '\n{"trace_uid": "a line still being wri', encoding="utf-8")
@@ -178,13 +178,11 @@ def test_a_damaged_journal_line_is_named_and_a_torn_last_one_left_alone(copy: Pa
     assert files(copy) == before  # the torn line is left for --resume to cut
     lines[4] = "not json"
     journal.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = read_run(copy)
-    assert len(run.samples) == 9  # the readers that only show samples skip it
-    with pytest.raises(
-        SamplesJournalError,
-        match=r"samples\.jsonl:5 is not a sample record \(not valid JSON .*\): the journal is damaged",
-    ):
-        run.sample_lines()
+    damaged = r"samples\.jsonl, line 5: not a sample record \(not valid JSON .*\): the journal is damaged"
+    for read in (read_run, lambda folder: load_samples(folder / "samples.jsonl")):  # no reader skips it silently
+        with pytest.raises(SamplesJournalError, match=damaged):
+            read(copy)
+    assert files(copy) == before | {"samples.jsonl": journal.read_bytes()}  # nothing else written
 
 
 def test_a_decision_on_a_run_with_a_damaged_skillbook_rewrites_it_from_the_checkpoint(copy: Path) -> None:

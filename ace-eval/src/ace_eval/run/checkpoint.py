@@ -111,7 +111,7 @@ def _read_journal(path: Path) -> tuple[list[_Line], int]:
             if line_end >= len(data):
                 break
             raise CheckpointError(
-                f"{path}:{number}: not a checkpoint line ({type(e).__name__}: {e}); the journal is corrupt — "
+                f"{path}, line {number}: not a checkpoint line ({type(e).__name__}: {e}); the journal is corrupt — "
                 "start a fresh checkpoint folder"
             ) from None
         lines.append(_Line(sample=obj, delta=delta))

@@ -34,6 +34,7 @@ from ace.exceptions import UserError
 from ace_eval.collection import MANIFEST_FILE, TRACES_FILE
 from ace_eval.run.checkpoint import SNAPSHOT_FILE, snapshot_of
 from ace_eval.run.record import RUN_JSON, RunRecord, RunRecordError, load_run_record
+from ace_eval.run.samples import numbered_sample_lines
 
 __all__ = [
     "RESUME_KEYS",
@@ -103,7 +104,8 @@ class UnresumableFolderError(RunFolderError):
 def check_resumable(folder: RunFolder) -> None:
     """Refuse to resume a folder with a skillbook (published or the checkpoint's snapshot) but no `samples.jsonl`:
     the journal of its training is gone, so a resume would train every sample again from an empty skillbook and
-    save it over the learned one."""
+    save it over the learned one; and a folder whose journal has a damaged line before its last
+    (`SamplesJournalError`): the resume would run that sample again and replay the rest on a broken chain."""
     held = next((p for p in (folder.skillbook, folder.snapshot) if p.is_file()), None)
     if held is not None and not folder.samples.is_file():
         raise UnresumableFolderError(
@@ -112,6 +114,8 @@ def check_resumable(folder: RunFolder) -> None:
             f"{folder.samples.name} to continue this run, or start a new run (without --resume); to keep training "
             "this skillbook, copy it somewhere first. Nothing was changed"
         )
+    if folder.samples.is_file():
+        numbered_sample_lines(folder.samples)  # a damaged line (not a torn last one) refuses, naming it
 
 
 def new_run_id() -> str:

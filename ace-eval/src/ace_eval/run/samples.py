@@ -17,31 +17,25 @@ class SamplesJournalError(UserError, ValueError):
 
     def __init__(self, path: Path, line: int, reason: str = "") -> None:
         why = f" ({reason})" if reason else ""
-        super().__init__(f"{path}:{line} is not a sample record{why}: the journal is damaged; start a new run")
+        super().__init__(
+            f"{path}, line {line}: not a sample record{why}: the journal is damaged, so the run cannot be read or "
+            f"resumed; restore {path.name} from a copy, or start a new run (without --resume). Nothing was changed"
+        )
         self.path = path
         self.line = line
 
 
 def load_samples(path: Path) -> list[SampleResult]:
     """The samples a training checkpoint recorded (`samples.jsonl`), one per (trace_uid, epoch): a sample run again
-    on resume (`attempt` 2, 3, ...) replaces its failed line. Order: first recorded; a torn last line is skipped."""
+    on resume (`attempt` 2, 3, ...) replaces its failed line. Order: first recorded; a torn last line is skipped, a
+    damaged line before it raises `SamplesJournalError`."""
     return list({(s.trace_uid, s.epoch): s for s in load_sample_lines(path)}.values())
 
 
 def load_sample_lines(path: Path) -> list[SampleResult]:
-    """Every line of `samples.jsonl`, failed attempts that a retry superseded included; a torn last line is skipped."""
-    if not path.is_file():
-        return []
-    out: list[SampleResult] = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                out.append(_sample(line))
-            except ValueError:
-                continue  # a torn last line (the run was killed mid-write)
-    return out
+    """Every line of `samples.jsonl`, failed attempts that a retry superseded included; a torn last line is skipped,
+    a damaged line before it raises `SamplesJournalError` (see `numbered_sample_lines`)."""
+    return [sample for _, sample in numbered_sample_lines(path)] if path.is_file() else []
 
 
 def numbered_sample_lines(path: Path) -> list[tuple[int, SampleResult]]:
