@@ -301,6 +301,6 @@ def format_errors(p: Path) -> Iterator[None]:
         if e.kind == "missing":
             raise SkillbookFormatError(f"{p}: no such skillbook file", path=str(p)) from None
         if e.kind == "syntax" and e.column:
-            where = f"line {e.line}, column {e.column}"
-            raise SkillbookFormatError(f"{p}: malformed JSON at {where}: {e.reason}", path=str(p)) from None
+            where = f"{p}, line {e.line}, column {e.column}"
+            raise SkillbookFormatError(f"{where}: malformed JSON: {e.reason}", path=str(p)) from None
         raise SkillbookFormatError(str(e), path=str(p)) from None

@@ -170,7 +170,7 @@ def test_non_v2_files_are_refused(tmp_path: Path, doc: object) -> None:
 def test_malformed_json_names_file_and_position(tmp_path: Path) -> None:
     path = tmp_path / "skillbook.json"
     path.write_text('{\n  "schema_version": "2",\n  "skills": [\n    {"id": "context-00001",,}\n  ]\n}')
-    with pytest.raises(SkillbookFormatError, match=r"skillbook\.json: malformed JSON at line 4, column 28"):
+    with pytest.raises(SkillbookFormatError, match=r"skillbook\.json, line 4, column 28: malformed JSON"):
         Skillbook.load_from_file(path)
 
 

@@ -262,7 +262,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 def test_a_killed_run_keeps_every_finished_trace(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(tmp_path)], capture_output=True, check=False)
     assert run.returncode == -9, run.stderr.decode()
-    with pytest.raises(CollectionError, match=r"traces.jsonl line 4: truncated"):
+    with pytest.raises(CollectionError, match=r"traces.jsonl, line 4: truncated"):
         read_collection(tmp_path)
     with CollectionWriter(tmp_path, mode="append") as writer:  # what --resume does
         assert writer.dropped_partial_line
@@ -285,7 +285,9 @@ def test_repair_drops_a_partial_line_and_recounts(tmp_path: Path) -> None:
 def test_append_refuses_a_corrupt_collection(tmp_path: Path) -> None:
     write_collection(tmp_path, [make_trace("a"), make_trace("b")], source_system="test-agent")
     _edit_line(1, lambda r: r.update(question=7))(tmp_path)
-    with pytest.raises(CollectionError, match=r"traces.jsonl line 1: field 'question': input should be a valid string"):
+    with pytest.raises(
+        CollectionError, match=r"traces.jsonl, line 1: field 'question': input should be a valid string"
+    ):
         CollectionWriter(tmp_path, mode="append")
 
 
@@ -346,18 +348,18 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "arguments not JSON",
         _edit_line(2, _set_arguments),
-        r"traces.jsonl line 2: field 'messages\[2\].tool_calls\[0\].function.arguments': not valid JSON",
+        r"traces.jsonl, line 2: field 'messages\[2\].tool_calls\[0\].function.arguments': not valid JSON",
     ),
-    ("truncated last line", _truncate, r"traces.jsonl line 3: truncated"),
+    ("truncated last line", _truncate, r"traces.jsonl, line 3: truncated"),
     (
         "wrong type",
         _edit_line(3, lambda r: r.update(reward="1.0")),
-        r"traces.jsonl line 3: field 'reward': input should be a valid number",
+        r"traces.jsonl, line 3: field 'reward': input should be a valid number",
     ),
     (
         "wrong type inside a message",
         _edit_line(1, lambda r: r["messages"][1].update(content=5)),
-        r"traces.jsonl line 1: field 'messages\[1\].content': must be a string or a list of content parts",
+        r"traces.jsonl, line 1: field 'messages\[1\].content': must be a string or a list of content parts",
     ),
     ("missing messages", _edit_line(2, lambda r: r.pop("messages")), r"line 2: field 'messages': missing"),
     ("empty messages", _edit_line(2, lambda r: r.update(messages=[])), r"line 2: field 'messages': empty"),
@@ -382,7 +384,7 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "unknown version",
         _edit_manifest(lambda m: m.update(format_version="2")),
-        r"manifest.json line 3: field 'format_version': unknown format_version '2'.*update your ace-eval \(git pull",
+        r"manifest.json, line 3: field 'format_version': unknown format_version '2'.*update your ace-eval \(git pull",
     ),
     (
         "missing version",
@@ -392,19 +394,19 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
     (
         "manifest wrong type",
         _edit_manifest(lambda m: m["counts"].update(traces="3")),
-        r"manifest.json line \d+: field 'counts.traces': input should be a valid integer",
+        r"manifest.json, line \d+: field 'counts.traces': input should be a valid integer",
     ),
     (
         "counts disagree",
         _drop_last_line,
-        r"manifest.json line \d+: field 'counts.traces': the manifest says 3 but traces.jsonl holds 2",
+        r"manifest.json, line \d+: field 'counts.traces': the manifest says 3 but traces.jsonl holds 2",
     ),
     (
         "successes disagree",
         _edit_manifest(lambda m: m["counts"].update(successes=3)),
         r"field 'counts.successes': the manifest says 3 but traces.jsonl holds 2",
     ),
-    ("manifest not JSON", lambda f: (f / MANIFEST_FILE).write_text('{"format": '), r"manifest.json line 1, column 12"),
+    ("manifest not JSON", lambda f: (f / MANIFEST_FILE).write_text('{"format": '), r"manifest.json, line 1, column 12"),
     ("no traces file", lambda f: (f / TRACES_FILE).unlink(), r"traces.jsonl: missing"),
     ("no manifest", lambda f: (f / MANIFEST_FILE).unlink(), r"not a trace collection: no manifest.json"),
 ]

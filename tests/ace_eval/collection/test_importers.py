@@ -140,7 +140,7 @@ def test_tau_bench_errors_name_the_entry_and_field(tmp_path: Path) -> None:
     with pytest.raises(CollectionError, match="use --format tau2"):
         import_tau_bench(path)
     path.write_text('[{"task_id": 0,\n "reward": }]')
-    with pytest.raises(CollectionError, match=r"runs.json line 2, column 12: not valid JSON"):
+    with pytest.raises(CollectionError, match=r"runs.json, line 2, column 12: not valid JSON"):
         import_tau_bench(path)
     with pytest.raises(CollectionError, match="no such file"):
         import_tau_bench(tmp_path / "missing.json")
@@ -196,7 +196,7 @@ def test_openai_jsonl_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"messages": [', r"chats.jsonl line 2, column 15: not valid JSON"),
+        ('{"messages": [', r"chats.jsonl, line 2, column 15: not valid JSON"),
         ('"hello"', r"line 2: a line is a list of messages or an object with `messages`, got str"),
         ({"messages": CHAT, "score": 1}, r"line 2: field 'score': unknown key \(accepted: messages, id"),
         ({"id": "x"}, r"line 2: field 'messages': missing"),

@@ -103,7 +103,7 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
     runner = CliRunner()
     bad = runner.invoke(collection, ["import", "--format", "openai-jsonl", str(src), "--out", str(tmp_path / "c")])
     assert bad.exit_code == 2
-    assert "Error: " in bad.output and "chats.jsonl line 2, column 15: not valid JSON" in bad.output
+    assert "Error: " in bad.output and "chats.jsonl, line 2, column 15: not valid JSON" in bad.output
     assert not (tmp_path / "c").exists()  # nothing written when the source is refused
     model = runner.invoke(collection, ["import", "--format", "openai-jsonl", str(src), "--out", "x", "--model", "gpt"])
     assert model.exit_code == 2 and "write ROLE=MODEL" in model.output

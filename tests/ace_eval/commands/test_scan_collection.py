@@ -49,7 +49,7 @@ def test_a_malformed_collection_lists_its_findings_then_is_refused(tmp_path: Pat
     stats = invoke("collection", "stats", duplicate)  # the same reader, the same refusal
     assert stats.exit_code == 2 and stats.output.startswith("Error: ")
     reason = stats.output.removeprefix("Error: ").strip()
-    assert f"{duplicate / 'traces.jsonl'} line 2: field 'trace_uid': " in reason
+    assert f"{duplicate / 'traces.jsonl'}, line 2: field 'trace_uid': " in reason
     assert f"Error: {reason} (the collection is refused; its files were still searched)" in result.stderr
     assert "scan: 2 found in 2 file(s)" in result.stderr  # the key, in both copies of the trace
 
@@ -61,7 +61,7 @@ def test_a_missing_field_or_a_deep_line_is_named_once(tmp_path: Path) -> None:
     missing = collection_with_a_key(tmp_path / "missing", lambda traces: traces[3].pop("question"))
     result = invoke("scan", missing)
     assert result.exit_code == 2 and "openai_key" in result.stdout, result.output
-    assert f"Error: {missing / 'traces.jsonl'} line 4: field 'question': missing (required)" in result.stderr
+    assert f"Error: {missing / 'traces.jsonl'}, line 4: field 'question': missing (required)" in result.stderr
 
     deep = collection_with_a_key(tmp_path / "deep", lambda traces: traces[2].update(metadata={"x": "DEEP"}))
     text = (deep / "traces.jsonl").read_text(encoding="utf-8").replace('"DEEP"', "[" * 5_000 + "]" * 5_000)
@@ -69,7 +69,7 @@ def test_a_missing_field_or_a_deep_line_is_named_once(tmp_path: Path) -> None:
     result = invoke("scan", deep)
     assert result.exit_code == 2 and "openai_key" in result.stdout, result.output
     [error] = [line for line in result.stderr.splitlines() if line.startswith("Error")]  # not the scan's own too
-    assert "traces.jsonl line 3, column" in error and "nested more than 100 levels deep" in error
+    assert "traces.jsonl, line 3, column" in error and "nested more than 100 levels deep" in error
 
 
 def test_an_empty_collection_is_refused_unless_allowed(tmp_path: Path) -> None:

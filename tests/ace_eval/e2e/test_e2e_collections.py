@@ -47,13 +47,13 @@ def unknown_version(folder: Path) -> None:
 
 
 CASES = {
-    "truncated line": (truncate_last_line, ["traces.jsonl line 10", "truncated"]),
-    "wrong types": (edit_line(3, lambda t: t.update(reward="1.0")), ["traces.jsonl line 3", "field 'reward'"]),
-    "unknown version": (unknown_version, ["manifest.json line 3", "field 'format_version'", "unknown format_version"]),
-    "missing messages": (edit_line(5, lambda t: t.pop("messages")), ["traces.jsonl line 5", "field 'messages'"]),
+    "truncated line": (truncate_last_line, ["traces.jsonl, line 10", "truncated"]),
+    "wrong types": (edit_line(3, lambda t: t.update(reward="1.0")), ["traces.jsonl, line 3", "field 'reward'"]),
+    "unknown version": (unknown_version, ["manifest.json, line 3", "field 'format_version'", "unknown format_version"]),
+    "missing messages": (edit_line(5, lambda t: t.pop("messages")), ["traces.jsonl, line 5", "field 'messages'"]),
     "bad message": (
         edit_line(2, lambda t: t["messages"].append({"role": "robot", "content": "x"})),
-        ["traces.jsonl line 2", "field 'messages["],
+        ["traces.jsonl, line 2", "field 'messages["],
     ),
 }
 

@@ -92,8 +92,11 @@ def test_a_damaged_skillbook_is_read_from_the_snapshot_which_the_commands_name(c
 
     verify = CliRunner().invoke(main, ["verify", str(copy)])  # checks what the run publishes, not a stand-in
     assert verify.exit_code == 2 and "PASS" not in verify.output and "FAIL" not in verify.output, verify.output
-    assert verify.output.startswith(f"Error: {copy}/skillbook.json cannot be read (malformed JSON")
-    assert "skillbook.snapshot.json and samples.jsonl still hold" in verify.output
+    assert verify.output.startswith(f"Error: {copy}/skillbook.json cannot be read (line 1, column ")
+    assert (
+        ": malformed JSON: " in verify.output
+        and "skillbook.snapshot.json and samples.jsonl still hold" in verify.output
+    )
     assert files(copy) == before
 
 

@@ -258,7 +258,7 @@ def test_a_deeply_nested_line_is_a_collection_error_naming_the_line(tmp_path: Pa
     traces.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(
         CollectionError,
-        match=r"traces.jsonl line 2, column \d+: field .metadata.x\[0\].*: nested more than 100 levels deep",
+        match=r"traces.jsonl, line 2, column \d+: field .metadata.x\[0\].*: nested more than 100 levels deep",
     ):
         read_collection(folder)
     lines[1] = json.dumps(deep).replace('"PLACEHOLDER"', "[" * 200 + "]" * 200)  # parses, but too deep to process

@@ -62,7 +62,7 @@ class CollectionError(UserError, ValueError):
         self.line = line
         self.field = field
         at = f"line {line}" + (f", column {column}" if column else "") if line is not None else None
-        where = " ".join(part for part in (file, at) if part)
+        where = ", ".join(part for part in (file, at) if part)  # `<file>, line N, column M`, as `JsonInputError`
         what = f"field '{field}': " if field else ""
         super().__init__(f"{where}: {what}{message}" if where else f"{what}{message}")
 
