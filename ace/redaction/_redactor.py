@@ -37,7 +37,7 @@ __all__ = [
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
 _MIN_INT = 10**7  # ints below this are never a phone or card number
-_NOT_IN_IDS = frozenset({"card_number"})
+NOT_IN_IDS = frozenset({"card_number"})
 """Kinds not looked for in ids: hex span ids of decimal digits pass the Luhn check one time in ten."""
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+(?:#\d+)?\]")
 
@@ -306,7 +306,7 @@ class Redactor:
         if known is None:
             matches = self._matches(text, None)
             if is_id:
-                matches = [m for m in matches if m.detector.kind not in _NOT_IN_IDS]
+                matches = [m for m in matches if m.detector.kind not in NOT_IN_IDS]
             redacted, findings = self._replace(text, matches, id_placeholder) if matches else (text, [])
             if len(self._ids) >= _ID_CACHE_SIZE:
                 self._ids.clear()

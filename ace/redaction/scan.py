@@ -1,27 +1,35 @@
 """Where detectable secrets are in a file or a folder: file, line, JSON path, kind and a masked preview.
 
-JSON files are searched value by value (a secret inside an escaped string is still found), JSON Lines files line by
-line, other text files line by line. Text need not be UTF-8: UTF-16 is read by its byte-order mark, other bytes
-that are not UTF-8 (latin-1) are replaced, and a gzip file is searched inside. Binary files (NUL bytes: the
-embeddings sidecar, zip archives) are skipped and listed as such.
+Every text file is searched line by line as it is written, and its JSON strings decoded too, so a secret written with
+JSON escapes (`jane\\u0040example.com`, a key with `\\/` or `\\n` escapes in it) is found whatever the file is
+called and whether or not it parses: a JSON file is searched value by value (with each value's JSON path), a JSON
+Lines file line by line the same way, and in text that does not parse (a torn last line, a temporary file of a
+killed save, a log) each string literal is decoded and searched. A second reading reports only what the first did
+not find (kind and masked preview). Text need not be UTF-8: UTF-16 is read by its byte-order mark, other bytes that
+are not UTF-8 (latin-1) are replaced, and a gzip file is searched inside. Binary files (NUL bytes: the embeddings
+sidecar, zip archives) are skipped and listed as such.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ace.core import json_safe
-from ace.redaction._redactor import Finding, Redactor
+from ace.redaction._redactor import NOT_IN_IDS, Finding, Redactor
 
 __all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]
 
 _GZIP = b"\x1f\x8b"
 _MAX_GUNZIP = 1 << 30
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)(?:"|$)')
+"""A JSON string literal (an unterminated one at the end of a torn line too): its content."""
 
 ID_KEYS: frozenset[str] = frozenset({"trace_uid", "source_system", "trace_id", "span_id", "parent_span_id"})
 """JSON keys whose values are ids (of traces, OpenTelemetry spans): searched for every kind but card numbers (a
@@ -125,19 +133,57 @@ def _parse(text: str, file: Path, line: int | None, refused: list[str]) -> tuple
 
 
 def _scan_text(file: Path, text: str, redactor: Redactor, suffix: str, refused: list[str]) -> Iterator[SecretLocation]:
+    """The raw text line by line, and its JSON decoded: value by value where it parses (the document of a `.json`
+    file, each line of a `.jsonl` one), else each escaped string literal of the line."""
+    lines = text.splitlines()
     if suffix == ".json":
         parsed, data = _parse(text, file, None, refused)
         if parsed:
-            yield from _located(file, None, redactor.find_data(data, skip_keys=ID_KEYS))
+            decoded = list(_located(file, None, redactor.find_data(data, skip_keys=ID_KEYS)))
+            yield from decoded
+            for number, line in enumerate(lines, 1):
+                yield from _new(_located(file, number, _raw(redactor, line, parsed=True)), decoded)
             return
-    for number, line in enumerate(text.splitlines(), 1):
-        findings: list[Finding] | None = None
+    for number, line in enumerate(lines, 1):
         if suffix == ".jsonl" and line.strip():
             parsed, data = _parse(line, file, number, refused)
-            findings = redactor.find_data(data, skip_keys=ID_KEYS) if parsed else None
-        if findings is None:
-            findings = redactor.find(line)
-        yield from _located(file, number, findings)
+            if parsed:
+                decoded = list(_located(file, number, redactor.find_data(data, skip_keys=ID_KEYS)))
+                yield from decoded
+                yield from _new(_located(file, number, _raw(redactor, line, parsed=True)), decoded)
+                continue
+        raw = list(_located(file, number, redactor.find(line)))
+        yield from raw
+        escaped = (m.group(1) for m in _STRING.finditer(line)) if "\\" in line else ()
+        literals = [_unescape(content) for content in escaped if "\\" in content]  # the others are searched above
+        found = redactor.find("\x00".join(t for t in literals if t))  # NUL: no detector matches across it
+        yield from _new(_located(file, number, found), raw)
+
+
+def _raw(redactor: Redactor, line: str, *, parsed: bool) -> list[Finding]:
+    """The findings in a line as it is written; in JSON that parsed, no card numbers (its ids are searched without
+    them: a span id of decimal digits can pass the Luhn check, see `ID_KEYS`)."""
+    found = redactor.find(line)
+    return [f for f in found if f.kind not in NOT_IN_IDS] if parsed else found
+
+
+def _new(locations: Iterator[SecretLocation], known: list[SecretLocation]) -> Iterator[SecretLocation]:
+    """The locations of a second reading of the same text that the first did not find (same kind and preview)."""
+    seen = {(k.kind, k.preview) for k in known}
+    for location in locations:
+        if (location.kind, location.preview) not in seen:
+            seen.add((location.kind, location.preview))
+            yield location
+
+
+def _unescape(content: str) -> str:
+    """A JSON string literal's content decoded (`\\u0040` is `@`); an escape cut short at its end is dropped."""
+    content = re.sub(r"\\(?:u[0-9a-fA-F]{0,3})?$", "", content)
+    try:
+        value = json.loads(f'"{content}"')
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def _located(file: Path, line: int | None, findings: list[Finding]) -> Iterator[SecretLocation]:

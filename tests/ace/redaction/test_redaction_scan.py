@@ -119,3 +119,26 @@ def test_text_that_is_not_utf8_is_still_searched_and_an_all_binary_path_is_an_er
     (binary / "vectors.npz").write_bytes(b"PK\x03\x04\x00\x00" + bytes(range(256)))
     skipped = cli.invoke(main, ["scan", str(binary)])
     assert skipped.exit_code == 2 and "nothing was searched" in skipped.output and "are binary" in skipped.output
+
+
+def test_a_secret_written_with_json_escapes_is_found_in_any_file_parsed_or_not(tmp_path: Path) -> None:
+    """`\\u0040` for @, `\\/` inside a key or a URL, `\\u002d` in an OpenAI key: found by decoding the JSON, in a
+    `.json` file, a torn `.jsonl` line, a temporary file and a log; the raw text is searched too."""
+    aws = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    url = "https://admin:S3cretPassw0rd@db.example.com/x"
+    escaped = json.dumps({"aws": aws, "url": url}).replace("/", "\\/")  # as PHP's json_encode writes them
+    (tmp_path / "run.json").write_text(escaped, encoding="utf-8")
+    (tmp_path / "samples.jsonl").write_text('{"ok": 1}\n{"error": "mail jane.doe\\u0040example.com, the', "utf-8")
+    key = "sk-proj-" + "Qw1Er2Ty3Ui4Op5As6Df7Gh8Jk9L"
+    (tmp_path / ".run.json.1.x.tmp").write_text(json.dumps({"k": key}).replace("-", "\\u002d"), encoding="utf-8")
+    (tmp_path / "agent.log").write_text('called with {"to": "ops\\u0040example.com"} and Bearer abcdef0123456789abcdef01')
+    found = [(p.file.name, p.line, p.json_path, p.kind) for p in scan_path(tmp_path).locations]
+    assert found == [
+        (".run.json.1.x.tmp", 1, "", "openai_key"),
+        ("agent.log", 1, "", "bearer_token"),
+        ("agent.log", 1, "", "email"),
+        ("run.json", None, "$.aws", "aws_secret_key"),
+        ("run.json", None, "$.url", "url_credentials"),
+        ("run.json", 1, "", "email"),  # the raw text: the escaped slashes hide the URL, not the user@host in it
+        ("samples.jsonl", 2, "", "email"),
+    ]

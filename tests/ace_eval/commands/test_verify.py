@@ -156,3 +156,22 @@ def test_a_damaged_or_suspicious_sidecar_fails_with_the_problem(tmp_path: Path) 
     [fail] = [line for line in lines if line.startswith("FAIL")]
     assert code == 1 and "skillbook.embeddings.npz: not a readable .npz (BadZipFile" in fail
     assert fail.endswith("delete it and the vectors are recomputed")
+
+
+def test_a_secret_written_with_json_escapes_fails_the_secret_check_naming_the_file(tmp_path: Path) -> None:
+    """A temporary file of a killed save holding an OpenAI key with escaped dashes, and a torn last span line holding
+    an e-mail with an escaped @: neither is searched as JSON values (a `.tmp` file, a line that does not parse)."""
+    folder = write_run(tmp_path / "run", good_book())
+    key = "sk-proj-" + "Qw1Er2Ty3Ui4Op5As6Df7Gh8Jk9L"
+    escaped_key = key.replace("-", "\\u002d")
+    (folder / ".run.json.4242.k3j2.tmp").write_text('{"config": {"api_key": "' + escaped_key + '"}}', "utf-8")
+    with (folder / "spans.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"name": "sm.session", "attributes": {"ace.user": "jane.doe\\u0040example.com, then')
+    code, lines = lines_of(folder)
+    assert code == 1, lines
+    [fail] = [line for line in lines if line.startswith("FAIL  no detectable secret")]
+    assert "2 found" in fail and ".run.json.4242.k3j2.tmp:1  openai_key" in fail, fail
+    assert "spans.jsonl:4  email" in fail, fail
+    output = "\n".join(lines)
+    for secret in (key, escaped_key, "jane.doe", "0040example"):
+        assert secret not in output, output
