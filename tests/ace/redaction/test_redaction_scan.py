@@ -131,7 +131,8 @@ def test_a_secret_written_with_json_escapes_is_found_in_any_file_parsed_or_not(t
     (tmp_path / "samples.jsonl").write_text('{"ok": 1}\n{"error": "mail jane.doe\\u0040example.com, the', "utf-8")
     key = "sk-proj-" + "Qw1Er2Ty3Ui4Op5As6Df7Gh8Jk9L"
     (tmp_path / ".run.json.1.x.tmp").write_text(json.dumps({"k": key}).replace("-", "\\u002d"), encoding="utf-8")
-    (tmp_path / "agent.log").write_text('called with {"to": "ops\\u0040example.com"} and Bearer abcdef0123456789abcdef01')
+    log = 'called with {"to": "ops\\u0040example.com"} and Bearer abcdef0123456789abcdef01'
+    (tmp_path / "agent.log").write_text(log, encoding="utf-8")
     found = [(p.file.name, p.line, p.json_path, p.kind) for p in scan_path(tmp_path).locations]
     assert found == [
         (".run.json.1.x.tmp", 1, "", "openai_key"),

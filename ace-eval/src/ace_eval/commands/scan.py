@@ -62,10 +62,11 @@ def scan(path: Path, config_file: Path | None, allow_empty: bool) -> None:
 
     One line per value: file, line, JSON path, kind and a masked preview (never the value). Text files may be
     UTF-8, latin-1 or UTF-16 (with its byte-order mark), or gzip-compressed; binary files are skipped. Any file is
-    searched as text; a collection (a folder with manifest.json and traces.jsonl) is also validated as
-    `collection stats` validates it: a duplicate trace id, a missing field, counts the manifest disagrees with or
-    (unless --allow-empty) no trace at all refuse it, naming the file and line. A refused collection is still
-    searched and its findings listed first: what it holds matters before it is shared, whatever its shape.
+    searched as text, as written and with its JSON strings decoded (JSON escapes hide nothing); a collection (a
+    folder with manifest.json and traces.jsonl) is also validated as `collection stats` validates it: a duplicate
+    trace id, a missing field, counts the manifest disagrees with or (unless --allow-empty) no trace at all refuse
+    it, naming the file and line. A refused collection is still searched and its findings listed first: what it
+    holds matters before it is shared, whatever its shape.
 
     \b
     Exit status:

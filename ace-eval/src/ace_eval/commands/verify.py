@@ -310,8 +310,9 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     checkpoint's snapshot with the journal replayed) or a skillbook file. v2 shape, embeddings sidecar present,
     every skill with >= 1 occurrence and >= 1 keyword, context skills with an insight, sm.session spans with skill
     edits, each sample recorded once in samples.jsonl (a failed attempt may be superseded by its retry), no
-    detectable secret in any file of the folder. Then a WARN line per degenerate skill (issue equal to insight,
-    numbers or punctuation only, under --min-words words, keywords that are numbers only).
+    detectable secret in any file of the folder (its JSON strings decoded too). Then a WARN line per degenerate
+    skill (issue equal to insight, numbers or punctuation only, under --min-words words, keywords that are numbers
+    only).
 
     \b
     Exit status:
@@ -319,8 +320,9 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
       1  a check failed (with --strict, also a degenerate skill)
       2  an input could not be read: run.json, a skillbook file (a damaged
          skillbook.json too, even when the checkpoint's snapshot could stand
-         in), samples.jsonl or spans.jsonl. The message names the file and the
-         reason; nothing is checked. (A damaged embeddings sidecar is a failed
+         in), samples.jsonl (a damaged line before its last) or spans.jsonl.
+         The message names the file, the line and the reason; nothing is
+         checked. (A damaged embeddings sidecar is a failed
          check: ACE recomputes it.)
     """
     checks = run_checks(run_dir)
