@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ace._extras import missing_extra_message
 from ace.core.npz import Streamed, drop_resident
 from ace.core.storage import gc_paused
 
@@ -273,8 +274,10 @@ class DenseStore:
             store._base = matrix
             return store
         faiss = faiss_module()
-        if faiss is None or ann_min is None:
-            raise ValueError("the index holds an HNSW graph: pip install 'agentic-context-engine[ann]' (the ann extra)")
+        if faiss is None:
+            raise ValueError(f"the index holds an HNSW graph, and {missing_extra_message('ann')}")
+        if ann_min is None:
+            raise ValueError("the index holds an HNSW graph and approximate search is off (ann_min=None)")
         try:
             view = np.asarray(mapped, dtype=np.uint8) if mapped is not None else None
             if view is not None and hasattr(faiss, "ZeroCopyIOReader"):
