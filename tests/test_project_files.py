@@ -131,20 +131,25 @@ def test_the_pre_commit_hooks_run_the_checks_of_dev_py_test(monkeypatch: pytest.
     dev = _dev()
     commands: list[list[str]] = []
     monkeypatch.setattr(dev, "ensure_venv", lambda job: Path("/venv/bin/python"))
+    monkeypatch.setattr(dev, "existing_venv", lambda: Path("/venv/bin/python"))
     monkeypatch.setattr(dev, "run", lambda cmd, env=None: commands.append(cmd))
     dev.main(["test"])
     checks = [[Path(cmd[0]).name, *cmd[1:]] for cmd in commands if Path(cmd[0]).name in ("ruff", "mypy")]
+    assert checks == list(dev.CHECKS.values()), commands
     assert {check[0] for check in checks} == {"ruff", "mypy"}, commands
 
     config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    assert all(repo["repo"] == "local" for repo in config["repos"])
     hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
-    entries = [shlex.split(hook["entry"]) for hook in hooks]
-    assert [[Path(entry[0]).name, *entry[1:]] for entry in entries] == checks
-    for hook, entry in zip(hooks, entries, strict=True):
-        assert all(repo["repo"] == "local" for repo in config["repos"])
-        assert entry[0].startswith(".venv/bin/"), f"{hook['id']}: call the project's venv's tool, not one on PATH"
+    assert [hook["id"] for hook in hooks] == list(dev.CHECKS)
+    for hook in hooks:
+        # dev.py picks the venv (ACE_VENV or .venv) and its tools; no path to a venv in the hook itself
+        assert shlex.split(hook["entry"]) == ["python3", "dev.py", "lint", hook["id"]], hook["id"]
         assert hook["language"] == "system"
         assert hook["pass_filenames"] is False, f"{hook['id']}: dev.py checks the whole tree, not the staged files"
+        commands.clear()
+        dev.main(shlex.split(hook["entry"])[2:])  # what the hook runs: its check, with the venv's tool
+        assert commands == [["/venv/bin/" + dev.CHECKS[hook["id"]][0], *dev.CHECKS[hook["id"]][1:]]]
 
 
 def test_contributing_lists_every_benchmark_with_flags_it_takes() -> None:
