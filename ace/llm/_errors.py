@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic_ai.exceptions import ModelAPIError
 
-from ace._extras import LOCAL_INSTALL_HINT
 from ace.exceptions import MissingExtraError, RunError, UserError
+from ace.extras import LOCAL_INSTALL_HINT
 
 __all__ = [
     "HOSTED_INSTEAD",
@@ -57,7 +57,7 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
 class LocalRuntimeUnavailableError(LocalModelUnavailableError, MissingExtraError):
     """No llama.cpp binding imports: the `local` extra (or `local-compiled`) is missing or broken.
 
-    Built by `ace._extras.missing_extra`, whose message names the extra and its install command.
+    Built by `ace.extras.missing_extra`, whose message names the extra and its install command.
     """
 
     def __init__(self, message: str, *, extra: str, installed: bool, failed_on: str | None = None) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from ace._extras import missing_extra, module_installed
+from ace.extras import missing_extra, module_installed
 from ace.llm._errors import HOSTED_INSTEAD, LocalRuntimeUnavailableError
 
 __all__ = ["RUNTIME_MODULES", "Completion", "LocalRuntime", "import_runtime", "load_runtime"]

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ace._extras import missing_extra_message
 from ace.core.npz import Streamed, drop_resident
 from ace.core.storage import gc_paused
+from ace.extras import missing_extra_message
 
 __all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
 

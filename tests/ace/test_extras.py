@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ace import MissingExtraError, UserError
-from ace._extras import EXTRAS, missing_extra, missing_extra_message, module_installed
+from ace.extras import EXTRAS, missing_extra, missing_extra_message, module_installed
 from ace.llm import LocalModelUnavailableError, ModelConfigError
 from ace.llm._local_runtime import RUNTIME_MODULES, import_runtime
 from ace.retrieval import _dense

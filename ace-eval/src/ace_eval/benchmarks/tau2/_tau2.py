@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ace._extras import EXTRAS, missing_extra
 from ace.exceptions import MissingExtraError
+from ace.extras import EXTRAS, missing_extra
 
 __all__ = [
     "AGENT_INSTRUCTION",
