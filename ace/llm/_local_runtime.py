@@ -14,12 +14,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from ace.llm._errors import LocalModelUnavailableError
+from ace.extras import missing_extra, module_installed
+from ace.llm._errors import HOSTED_INSTEAD, LocalRuntimeUnavailableError
 
 __all__ = ["RUNTIME_MODULES", "Completion", "LocalRuntime", "import_runtime", "load_runtime"]
 
 RUNTIME_MODULES = ("xllamacpp", "llama_cpp")
 """Import names of the supported bindings, in order of preference."""
+_RUNTIME_EXTRAS = {"xllamacpp": "local", "llama_cpp": "local-compiled"}
+"""The extra of pyproject.toml that installs each binding."""
 _GRAMMAR_CACHE_SIZE = 16
 _CHARS_PER_TOKEN = 3
 """A conservative estimate for English BPE text, used where a binding offers no tokenizer."""
@@ -61,13 +64,18 @@ class LocalRuntime(Protocol):
 
 
 def import_runtime() -> ModuleType:
-    """The first importable binding of `RUNTIME_MODULES`, or an error that names the install command."""
+    """The first importable binding of `RUNTIME_MODULES`, or a `LocalRuntimeUnavailableError` naming the extra: the
+    one of a binding that is installed but does not import (reinstall it), else the preferred one (install it)."""
+    errors: dict[str, ImportError] = {}
     for name in RUNTIME_MODULES:
         try:
             return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise LocalModelUnavailableError("a llama.cpp binding (xllamacpp, or llama-cpp-python)")
+        except ImportError as error:
+            errors[name] = error
+    name = next((n for n in RUNTIME_MODULES if module_installed(n)), RUNTIME_MODULES[0])
+    raise missing_extra(
+        _RUNTIME_EXTRAS.get(name, "local"), errors[name], advice=HOSTED_INSTEAD, cls=LocalRuntimeUnavailableError
+    ) from errors[name]
 
 
 def load_runtime(path: Path, *, n_ctx: int, n_threads: int, seed: int, slots: int = 1) -> LocalRuntime:

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from ace.core.npz import Streamed, drop_resident
 from ace.core.storage import gc_paused
+from ace.extras import missing_extra_message
 
 __all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
 
@@ -273,8 +274,10 @@ class DenseStore:
             store._base = matrix
             return store
         faiss = faiss_module()
-        if faiss is None or ann_min is None:
-            raise ValueError("the index holds an HNSW graph: pip install 'agentic-context-engine[ann]' (the ann extra)")
+        if faiss is None:
+            raise ValueError(f"the index holds an HNSW graph, and {missing_extra_message('ann')}")
+        if ann_min is None:
+            raise ValueError("the index holds an HNSW graph and approximate search is off (ann_min=None)")
         try:
             view = np.asarray(mapped, dtype=np.uint8) if mapped is not None else None
             if view is not None and hasattr(faiss, "ZeroCopyIOReader"):

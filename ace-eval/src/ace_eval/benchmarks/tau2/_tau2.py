@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ace.exceptions import UserError
+from ace.exceptions import MissingExtraError
+from ace.extras import EXTRAS, missing_extra
 
 __all__ = [
     "AGENT_INSTRUCTION",
@@ -30,11 +31,12 @@ __all__ = [
     "tau2_version",
 ]
 
-INSTALL_HINT = 'pip install "ace-eval[tau2]"'
+INSTALL_HINT = EXTRAS["tau2"].install_command
+"""`pip install "ace-eval[tau2]"`."""
 
 
-class Tau2NotInstalledError(UserError, ImportError):
-    """The optional `tau2` extra is missing."""
+class Tau2NotInstalledError(MissingExtraError):
+    """The optional `tau2` extra is missing, or installed without a module it needs."""
 
 
 # litellm (imported by tau2) fetches its price table from the network unless told to use its bundled copy.
@@ -71,10 +73,8 @@ try:
     )
     from tau2.registry import registry  # type: ignore[import-untyped,import-not-found,unused-ignore]
     from tau2.run import get_info, run_task  # type: ignore[import-untyped,import-not-found,unused-ignore]
-except ImportError as error:  # pragma: no cover - exercised only without the extra
-    raise Tau2NotInstalledError(
-        f"tau2-bench is not installed ({error}); install the optional extra: {INSTALL_HINT}"
-    ) from error
+except ImportError as error:  # tests/ace_eval/commands/test_missing_extras.py hides tau2 to get here
+    raise missing_extra("tau2", error, cls=Tau2NotInstalledError) from error
 
 
 def tau2_version() -> str:
