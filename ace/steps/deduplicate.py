@@ -199,7 +199,11 @@ def pairs_involving(
             skill, others = skillbook.get_skill(t), [skillbook.get_skill(i) for i in near[t]]
             if skill is None or not skill.visible:
                 continue  # removed since the index was asked
-            pool = [o for o in others if o is not None and o.visible and o.section == skill.section and o.embedding is not None]
+            pool = [
+                o
+                for o in others
+                if o is not None and o.visible and o.section == skill.section and o.embedding is not None
+            ]
             if not pool:
                 continue
             sims = l2_normalize(np.stack([o.embedding for o in pool if o.embedding is not None])) @ units[t]

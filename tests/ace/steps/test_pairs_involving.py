@@ -3,6 +3,7 @@ finds exactly the pairs (and cosines, order, KEEP and removed skills) of the ful
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -12,8 +13,7 @@ from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import SimilarPair
 from ace.embeddings.base import Embedder, l2_normalize
 from ace.embeddings.test import TestEmbedder
-from ace.retrieval import SkillSearchIndex, search_index
-from ace.retrieval import _dense
+from ace.retrieval import SkillSearchIndex, _dense, search_index
 from ace.retrieval._dense import DenseStore, faiss_module
 from ace.steps.deduplicate import _is_active, pairs_involving
 
@@ -66,7 +66,7 @@ def same(got: list[SimilarPair], want: list[SimilarPair]) -> None:
     assert len(got) == len(want)
     by_key = {p.key: p.similarity for p in want}
     assert [p.similarity for p in got] == pytest.approx([by_key[p.key] for p in got], abs=1e-6)
-    assert all(by_key[a.key] >= by_key[b.key] - 1e-6 for a, b in zip(got, got[1:], strict=False))
+    assert all(by_key[a.key] >= by_key[b.key] - 1e-6 for a, b in itertools.pairwise(got))
     if len({round(p.similarity, 4) for p in want}) == len(want):  # no near-ties: exactly the reference's order
         assert [p.key for p in got] == [p.key for p in want]
 
@@ -76,7 +76,7 @@ def check(book: Skillbook, embedder: Embedder, rng: random.Random, threshold: fl
     ids = [s.id for s in book.skills(include_inactive=True)]
     total = 0
     for _ in range(12):
-        targets = rng.sample(ids, rng.randint(1, 4)) + ["context-99999"]
+        targets = [*rng.sample(ids, rng.randint(1, 4)), "context-99999"]
         got = pairs_involving(book, targets, threshold=threshold, embedder=embedder)
         same(got, reference(book, targets, threshold, embedder))
         total += len(got)
@@ -112,7 +112,8 @@ def test_pairs_are_those_of_the_full_matrix_in_exact_mode(seed: int) -> None:
 
 @needs_faiss
 @pytest.mark.parametrize("seed", [0, 1])
-def test_pairs_are_those_of_the_full_matrix_through_the_hnsw_graph(seed: int) -> None:
+def test_pairs_are_those_of_the_full_matrix_through_the_hnsw_graph(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_dense, "_EXACT_BELOW", 64)  # sections of a few hundred skills go through the graph too
     book, rng, emb = planted(700, seed), random.Random(seed), TestEmbedder()
     index = SkillSearchIndex(emb, ann_min=300)
     book.caches["ace.search_index"] = index
