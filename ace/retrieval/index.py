@@ -135,7 +135,7 @@ class SkillSearchIndex:
                 n, slots, found = self._bm25.n_slots, self._slots_by_id(), dict[str, list[str]]()
                 for sid in (s for s in units if s in slots):
                     cand = np.flatnonzero(self._bm25.alive & (self._sections[:n] == self._sections[slots[sid]]))
-                    hits = self._dense.above(units[sid], n, cand, floor).tolist()
+                    hits = self._dense.above(units[sid], n, cand, floor, own=slots[sid]).tolist()
                     found[sid] = [self._slot_ids[s] for s in hits if s != slots[sid]]
         return found
 

@@ -139,12 +139,31 @@ def test_the_graph_search_grows_and_falls_back_to_every_candidate_when_all_pass(
     for slot, row in enumerate(unit):
         store.set(slot, row)
     assert store.maybe_switch(300, 300) is not None and store.approximate
+    monkeypatch.setattr(_dense, "_DEPTH_MIN", 64)
     query, cand = unit[0], np.arange(0, 300, 2, dtype=np.int64)  # a section: every other slot
     truth = {int(s) for s in cand if float(unit[s] @ query) >= 0.8}
     assert len(truth) > 64  # more than the first best-64 list holds: the list grows
-    assert set(store.above(query, 300, cand, 0.8).tolist()) == truth
+    assert set(store.above(query, 300, cand, 0.8, own=0).tolist()) == truth
     decoded = store._hnsw.reconstruct_batch(cand) @ query
     top = {int(s) for s, sim in zip(cand, decoded, strict=True) if sim >= 0.99}
     assert 0 < len(top) < 64 and set(store.above(query, 300, cand, 0.99).tolist()) == top
     monkeypatch.setattr(_dense, "_DEPTH_MAX", 32)  # the best-32 list is full: every candidate is scored instead
     assert set(store.above(query, 300, cand, 0.8).tolist()) == truth
+
+
+@needs_faiss
+def test_a_graph_search_that_misses_the_query_s_own_skill_is_done_again_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_dense, "_EXACT_BELOW", 16)
+    unit = l2_normalize(np.random.default_rng(1).standard_normal((100, 16)).astype(np.float32))
+    unit[1] = l2_normalize((unit[0] + 0.05 * unit[1])[None, :])[0]
+    store = DenseStore(16, ann_min=1)
+    for slot, row in enumerate(unit):
+        store.set(slot, row)
+    store.maybe_switch(100, 100)
+    cand = np.arange(100, dtype=np.int64)
+    lost = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    monkeypatch.setattr(store, "scores", lambda *a, **k: lost)  # a graph search that led nowhere near slot 0
+    assert store.above(unit[0], 100, cand, 0.9).tolist() == []
+    assert sorted(store.above(unit[0], 100, cand, 0.9, own=0).tolist()) == [0, 1]
