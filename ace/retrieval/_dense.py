@@ -31,6 +31,7 @@ _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
 _BLOCK_MAX = 16_384
+_DECODE_BLOCK = 4096
 _DEPTH_MIN = 512
 """The first best-k list `above` asks the graph for (efSearch 512 / the share of slots allowed): at 100,000 skills
 it found 0.96 of the planted near-duplicates' pairs, 0.93 at 64 (`benchmarks/dedup_scale.py`)."""
@@ -265,8 +266,8 @@ class DenseStore:
                 return hit
             depth *= 4
         hits = [np.zeros(0, dtype=np.int64)]
-        for start in range(0, cand.size, _BLOCK_MAX):  # every candidate, one block of rows at a time
-            part = cand[start : start + _BLOCK_MAX]
+        for start in range(0, cand.size, _DECODE_BLOCK):  # every candidate, a few MB of decoded rows at a time
+            part = cand[start : start + _DECODE_BLOCK]
             hits.append(part[self._hnsw.reconstruct_batch(part) @ query >= floor])
         return np.concatenate(hits)
 
