@@ -31,13 +31,14 @@ _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
 _BLOCK_MAX = 16_384
+"""Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
 _DECODE_BLOCK = 4096
+"""Rows decoded from the float16 codes at a time when `above` scores every candidate (6 MB as float32)."""
 _DEPTH_MIN = 512
 """The first best-k list `above` asks the graph for (efSearch 512 / the share of slots allowed): at 100,000 skills
 it found 0.96 of the planted near-duplicates' pairs, 0.93 at 64 (`benchmarks/dedup_scale.py`)."""
 _DEPTH_MAX = 4096
 """Longest best-k list `above` asks the graph for before it scores every candidate."""
-"""Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
 
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
