@@ -190,8 +190,8 @@ def pairs_involving(
     index = search_index(skillbook, embedder)
     index.sync(skillbook)
     with skillbook.locked():
-        held = {t: skillbook.require_skill(t).embedding for t in targets}
-    units = {t: l2_normalize(v[None, :])[0] for t, v in held.items() if v is not None}
+        held = {t: skillbook.get_skill(t) for t in targets}
+    units = {t: l2_normalize(s.embedding[None, :])[0] for t, s in held.items() if s and s.embedding is not None}
     near = index.near(skillbook, units, threshold - _MARGIN)
     found: dict[frozenset[str], SimilarPair] = {}
     with skillbook.locked():
