@@ -22,6 +22,7 @@ SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", ROOT.parent / "shared" / "d
 
 SMOKE: dict[str, list[str]] = {
     "scale.py": ["--smoke"],
+    "dedup_scale.py": ["--smoke"],
     "search.py": ["--smoke"],
     "skillbook_ops.py": ["--smoke"],
     "memory.py": ["--smoke"],

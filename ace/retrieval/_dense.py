@@ -33,6 +33,13 @@ _EF_SEARCH = 128
 _EXACT_BELOW = 4096
 _BLOCK_MAX = 16_384
 """Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
+_DECODE_BLOCK = 4096
+"""Rows decoded from the float16 codes at a time when `above` scores every candidate (6 MB as float32)."""
+_DEPTH_MIN = 512
+"""The first best-k list `above` asks the graph for (efSearch 512 / the share of slots allowed): at 100,000 skills
+it found 0.96 of the planted near-duplicates' pairs, 0.93 at 64 (`benchmarks/dedup_scale.py`)."""
+_DEPTH_MAX = 4096
+"""Longest best-k list `above` asks the graph for before it scores every candidate."""
 
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
@@ -237,6 +244,34 @@ class DenseStore:
         items = position[labels]
         order = np.argsort(items, kind="stable")
         return items[order], sims[order]
+
+    def above(self, query: _F32, n_slots: int, cand: _I64, floor: float, *, own: int = -1) -> _I64:
+        """The slots of `cand` whose cosine with the unit `query` is `floor` or more (in no particular order).
+
+        Exact mode scores every candidate (one matrix-vector product, no copy of the rows). HNSW mode asks the graph
+        for the best `k` (512, then 2,048) while all `k` pass: approximate (its recall on planted near-duplicates:
+        `benchmarks/dedup_scale.py`). Scored exactly from the float16 codes instead, in blocks: few candidates
+        (`_EXACT_BELOW`), a list still full at `_DEPTH_MAX`, and a search that did not find `own` (the query's own
+        slot: the graph leaves a few percent of its vectors hard to reach). HNSW cosines are float16's (~1e-3 off):
+        callers lower `floor` by a margin and score the hits again.
+        """
+        depth = _DEPTH_MIN
+        while depth <= _DEPTH_MAX:
+            items, sims = self.scores(query, n_slots, cand, depth)
+            if self._hnsw is None or cand.size <= _EXACT_BELOW:
+                exact: _I64 = cand[items[sims >= floor]]
+                return exact
+            hit: _I64 = cand[items[sims >= floor]]
+            if own >= 0 and own not in hit:
+                break  # the graph did not lead to the query's own skill: it may have missed its neighbours too
+            if items.size < depth or float(sims.min()) < floor:
+                return hit
+            depth *= 4
+        hits = [np.zeros(0, dtype=np.int64)]
+        for start in range(0, cand.size, _DECODE_BLOCK):  # every candidate, a few MB of decoded rows at a time
+            part = cand[start : start + _DECODE_BLOCK]
+            hits.append(part[self._hnsw.reconstruct_batch(part) @ query >= floor])
+        return np.concatenate(hits)
 
     # ----------------------------------------------------------- persistence
     def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic] | Streamed]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -124,6 +124,20 @@ class SkillSearchIndex:
         """Bring the index up to date with `skillbook`, embedding the skills that have no vector yet."""
         with self._lock:
             self._sync(skillbook)
+
+    def near(self, skillbook: Skillbook, units: Mapping[str, EmbeddingMatrix], floor: float) -> dict[str, list[str]]:
+        """For each indexed skill id of `units` (its unit vector), the other visible skills of its section whose
+        cosine with it is `floor` or more (`DenseStore.above`: HNSW cosines are float16's, ~1e-3 off)."""
+        with self._lock:
+            self._sync(skillbook)
+            with skillbook.locked():
+                self._apply(skillbook)
+                n, slots, found = self._bm25.n_slots, self._slots_by_id(), dict[str, list[str]]()
+                for sid in (s for s in units if s in slots):
+                    cand = np.flatnonzero(self._bm25.alive & (self._sections[:n] == self._sections[slots[sid]]))
+                    hits = self._dense.above(units[sid], n, cand, floor, own=slots[sid]).tolist()
+                    found[sid] = [self._slot_ids[s] for s in hits if s != slots[sid]]
+        return found
 
     # ------------------------------------------------------------- internals
     def _rank(

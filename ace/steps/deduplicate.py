@@ -37,6 +37,8 @@ from ace.retrieval.index import search_index
 __all__ = ["DedupScope", "DeduplicateStep", "pairs_involving"]
 
 DedupScope = Literal["changed", "all"]
+_MARGIN = 5e-3
+"""How far below the threshold the search index's candidates go: HNSW cosines are float16's (~1e-3 off)."""
 
 
 @dataclass(frozen=True)
@@ -177,31 +179,40 @@ def pairs_involving(
 ) -> list[SimilarPair]:
     """Pairs of active same-section skills, at least one of them in `skill_ids`, with cosine >= `threshold`.
 
-    Most similar first; pairs recorded KEEP on the skillbook are skipped. Costs one matrix-vector product per
-    id (missing vectors are computed first, as for search).
+    Most similar first; pairs recorded KEEP on the skillbook are skipped. Missing vectors are computed first, as for
+    search. The candidates come from the search index (`SkillSearchIndex.near`: one matrix-vector product per id
+    over its unit rows, or an HNSW query at scale), a margin below `threshold`; their cosines are then computed
+    from the skills' own vectors, as `find_similar_pairs` does, so the cost is that of the ids, not of the book.
     """
     targets = [i for i in dict.fromkeys(skill_ids) if _is_active(skillbook, i)]
     if not targets:
         return []
-    search_index(skillbook, embedder).sync(skillbook)
+    index = search_index(skillbook, embedder)
+    index.sync(skillbook)
+    with skillbook.locked():
+        held = {t: skillbook.get_skill(t) for t in targets}
+    units = {t: l2_normalize(s.embedding[None, :])[0] for t, s in held.items() if s and s.embedding is not None}
+    near = index.near(skillbook, units, threshold - _MARGIN)
     found: dict[frozenset[str], SimilarPair] = {}
-    for section in ("context", "harness"):
-        with skillbook.locked():
-            pool = [s for s in skillbook.skills(section=section) if s.embedding is not None]
-            ids = [s.id for s in pool]
-            matrix = np.stack([s.embedding for s in pool if s.embedding is not None]) if pool else None
-        mine = [ids.index(t) for t in targets if t in ids]
-        if matrix is None or not mine:
-            continue
-        unit = l2_normalize(matrix)
-        sims = unit[mine] @ unit.T
-        for row, i in enumerate(mine):
-            for j in np.nonzero(sims[row] >= threshold)[0].tolist():
-                key = frozenset((ids[i], ids[j]))
-                if j == i or key in found or skillbook.is_kept_pair(ids[i], ids[j]):
+    with skillbook.locked():
+        for t in (t for t in targets if t in near):
+            skill, others = skillbook.get_skill(t), [skillbook.get_skill(i) for i in near[t]]
+            if skill is None or not skill.visible:
+                continue  # removed since the index was asked
+            pool = [
+                o
+                for o in others
+                if o is not None and o.visible and o.section == skill.section and o.embedding is not None
+            ]
+            if not pool:
+                continue
+            sims = l2_normalize(np.stack([o.embedding for o in pool if o.embedding is not None])) @ units[t]
+            for other, sim in zip(pool, sims.tolist(), strict=True):
+                key = frozenset((t, other.id))
+                if sim < threshold or key in found or skillbook.is_kept_pair(t, other.id):
                     continue
                 first, second = sorted(key)
-                found[key] = SimilarPair(first, second, float(sims[row, j]), section)
+                found[key] = SimilarPair(first, second, float(sim), skill.section)
     return sorted(found.values(), key=lambda p: (-p.similarity, p.first_id, p.second_id))
 
 
