@@ -13,6 +13,7 @@ import re
 import signal
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,22 @@ def scripted_models(reflector: ScriptedReflector | None = None) -> dict[LLMRole,
 def scripted_injections(reflector: ScriptedReflector | None = None, **kwargs: Any) -> RunInjections:
     kwargs.setdefault("embedder", TestEmbedder())
     return RunInjections(models=scripted_models(reflector), show_progress=False, **kwargs)
+
+
+class Stop(Exception):
+    """Ends a run after a few samples (as a crash would), leaving a folder to resume."""
+
+
+def stop_after(k: int) -> Callable[[SampleResult], None]:
+    """An `on_sample` hook that raises `Stop` once `k` samples have been recorded."""
+    seen: list[SampleResult] = []
+
+    def hook(sample: SampleResult) -> None:
+        seen.append(sample)
+        if len(seen) == k:
+            raise Stop
+
+    return hook
 
 
 def import_trajectories(airline_data: Path, out: Path) -> Path:

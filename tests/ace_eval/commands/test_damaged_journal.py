@@ -9,31 +9,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _e2e_support import scripted_injections
+from _e2e_support import Stop, scripted_injections, stop_after
 from _review_support import demo_collection, published_skillbook, review_run
 from click.testing import CliRunner
 
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.training import SampleResult
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
-
-
-class Stop(Exception):
-    """Ends a run after a few samples, as a crash would."""
-
-
-def _stop_after(k: int) -> object:
-    seen: list[SampleResult] = []
-
-    def hook(sample: SampleResult) -> None:
-        seen.append(sample)
-        if len(seen) == k:
-            raise Stop
-
-    return hook
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +26,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("interrupted")
     settings = E2ESettings(traces=DEMO, no_benchmark=True, output_dir=tmp / "out")
     with pytest.raises(Stop):
-        runner.run_e2e(settings, injections=scripted_injections(on_sample=_stop_after(4)))
+        runner.run_e2e(settings, injections=scripted_injections(on_sample=stop_after(4)))
     [folder] = list((tmp / "out").iterdir())
     return folder
 

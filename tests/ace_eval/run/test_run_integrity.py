@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from _ace_scripts import make_trace, scripted_roles
-from _e2e_support import scripted_injections
+from _e2e_support import Stop, scripted_injections, stop_after
 from click.testing import CliRunner
 
 from ace import Skillbook
@@ -23,28 +23,13 @@ from ace_eval.cli import main
 from ace_eval.collection import CollectionError, Trace, read_collection, write_collection
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.training import CheckpointError, SampleResult, Trainer, TrainingConfig
+from ace_eval.e2e.training import CheckpointError, Trainer, TrainingConfig
 from ace_eval.run.folder import UnresumableFolderError
 from ace_eval.run.lock import FolderBusyError, folder_lock
 
 TRACES = 30
 WORKER = Path(__file__).parents[2] / "_resume_worker.py"
 _WAIT_S = 120.0
-
-
-class Stop(Exception):
-    """Ends a run after a few samples (as a crash would), leaving a folder to resume."""
-
-
-def stop_after(k: int) -> object:
-    seen: list[SampleResult] = []
-
-    def hook(sample: SampleResult) -> None:
-        seen.append(sample)
-        if len(seen) == k:
-            raise Stop
-
-    return hook
 
 
 def small_collection(directory: Path, n: int = TRACES) -> Path:
