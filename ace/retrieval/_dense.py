@@ -31,8 +31,9 @@ _HNSW_M = 16
 _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
-_BLOCK_MAX = 16_384
 """Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
+_BLOCK_MAX = 16_384
+"""The most rows a new block of the exact store holds (blocks grow geometrically up to it)."""
 _DECODE_BLOCK = 4096
 """Rows decoded from the float16 codes at a time when `above` scores every candidate (6 MB as float32)."""
 _DEPTH_MIN = 512
