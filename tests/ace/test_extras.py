@@ -3,17 +3,14 @@ cannot be imported, telling "not installed" (install it) from "installed but bro
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
-import importlib.util
 import sys
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from _extras_fakes import absent, broken_import, pretend_installed
 
 from ace import MissingExtraError, UserError
 from ace.extras import EXTRAS, missing_extra, missing_extra_message, module_installed
@@ -27,22 +24,6 @@ PYPROJECTS = {
     "agentic-context-engine": ROOT / "pyproject.toml",
     "ace-eval": ROOT / "ace-eval" / "pyproject.toml",
 }
-
-
-def pretend_installed(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
-    """`find_spec` finds `modules` (as if their packages were installed), whatever is really installed."""
-    real: Callable[..., importlib.machinery.ModuleSpec | None] = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> importlib.machinery.ModuleSpec | None:
-        return importlib.machinery.ModuleSpec(name, None) if name in modules else real(name, package)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-
-
-def absent(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
-    """What a package that is not installed looks like to `import` and to `find_spec`."""
-    for name in modules:
-        monkeypatch.setitem(sys.modules, name, None)
 
 
 def test_the_registry_holds_every_extra_the_pyprojects_declare_with_their_requirements() -> None:
@@ -135,14 +116,7 @@ def test_no_llama_cpp_binding_names_the_local_extra_and_a_hosted_model(monkeypat
 def test_a_binding_that_is_installed_but_broken_is_the_one_named(monkeypatch: pytest.MonkeyPatch) -> None:
     absent(monkeypatch, "xllamacpp")
     pretend_installed(monkeypatch, "llama_cpp")
-    real_import = importlib.import_module
-
-    def import_module(name: str, package: str | None = None) -> ModuleType:
-        if name == "llama_cpp":
-            raise ImportError("libllama.so: cannot open shared object file")
-        return real_import(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", import_module)
+    broken_import(monkeypatch, "llama_cpp", "libllama.so: cannot open shared object file")
     with pytest.raises(LocalModelUnavailableError) as caught:
         import_runtime()
     assert caught.value.extra == "local-compiled" and caught.value.installed  # type: ignore[attr-defined]

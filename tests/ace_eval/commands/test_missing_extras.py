@@ -5,14 +5,11 @@ installed: their absence is simulated (`sys.modules[name] = None`, and `find_spe
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.machinery
-import importlib.util
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _extras_fakes import broken_import, pretend_installed
 from click.testing import CliRunner
 
 import ace_eval.benchmarks
@@ -44,15 +41,6 @@ def hide_tau2(monkeypatch: pytest.MonkeyPatch, *also: str) -> None:
     for name in ("tau2", *also):
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delattr(ace_eval.benchmarks, "tau2", raising=False)
-
-
-def pretend_installed(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
-    real: Callable[..., importlib.machinery.ModuleSpec | None] = importlib.util.find_spec
-
-    def find_spec(name: str, package: str | None = None) -> importlib.machinery.ModuleSpec | None:
-        return importlib.machinery.ModuleSpec(name, None) if name in modules else real(name, package)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
 def invoke(args: list[str]) -> tuple[int, str]:
@@ -117,14 +105,7 @@ def test_a_broken_local_extra_asks_for_a_reinstall(
 ) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     pretend_installed(monkeypatch, "xllamacpp")
-    real_import = importlib.import_module
-
-    def import_module(name: str, package: str | None = None) -> object:
-        if name == "xllamacpp":
-            raise ImportError("libgomp.so.1: cannot open shared object file: No such file or directory")
-        return real_import(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", import_module)
+    broken_import(monkeypatch, "xllamacpp", "libgomp.so.1: cannot open shared object file: No such file or directory")
     code, output = invoke(replay_offline)
     assert code == 2, output
     assert "(xllamacpp) is installed but does not import (the `local` extra)" in output
