@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,7 @@ def test_without_tau2_every_tau2_command_names_the_extra_not_its_dependency(
     code, output = invoke(args)
     assert code == 2, output
     assert (
-        'Error: tau2-bench is not installed (the `tau2` extra): pip install "ace-eval[tau2]" (import failed on: loguru)'
+        'Error: tau2-bench is not installed (the `tau2` extra): pip install "ace-eval[tau2]" (import failed on: tau2)'
     ) in output
     assert "No module named" not in output and "Traceback" not in output
     assert list(workdir.iterdir()) == []
@@ -68,6 +69,7 @@ def test_tau2_installed_without_a_dependency_asks_for_a_reinstall(
     args: list[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hide_tau2(monkeypatch, "loguru")
+    monkeypatch.setitem(sys.modules, "tau2", types.ModuleType("tau2"))  # the package imports; a module it needs not
     pretend_installed(monkeypatch, "tau2")
     code, output = invoke(args)
     assert code == 2, output

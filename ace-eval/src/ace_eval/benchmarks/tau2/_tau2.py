@@ -42,6 +42,7 @@ class Tau2NotInstalledError(MissingExtraError):
 # litellm (imported by tau2) fetches its price table from the network unless told to use its bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 try:
+    import tau2  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401  (first: named when absent)
     from loguru import logger
 
     # tau2 logs every orchestrator step at DEBUG through loguru's default stderr sink; keep the console quiet.
