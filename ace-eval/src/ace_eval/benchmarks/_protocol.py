@@ -151,6 +151,11 @@ class BenchmarkFactory(Generic[OptionsT]):
     harness_settings: frozenset[str] = frozenset()
     """Options the harness fills from its own settings of the same name (`--num-trials`, `--train-split`, ...)
     unless the options are given explicitly; `ace-eval e2e` takes them from its flags."""
+    runner_phases: bool = False
+    """ace-eval's own tau-bench and tau2 only: the e2e runner still runs their phases itself (their run folders
+    keep their own files); every other benchmark runs through `collect` / `evaluate`."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Why a harness setting the benchmark does not take has no effect (e.g. `data_dir`: it ships its data)."""
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""

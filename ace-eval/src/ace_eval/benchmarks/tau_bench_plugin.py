@@ -179,7 +179,6 @@ tau_bench_airline: BenchmarkFactory[TauBenchOptions] = BenchmarkFactory(
     "tools and policy; reward 1 when the database ends as the gold actions leave it and the outputs were said.",
     options=TauBenchOptions,
     build=_build,
-    harness_settings=frozenset(
-        {"data_dir", "train_split", "eval_split", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}
-    ),
+    runner_phases=True,
+    harness_settings=frozenset({"data_dir", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}),
 )
