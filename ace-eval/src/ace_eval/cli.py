@@ -55,6 +55,12 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "export",
             "Write a skillbook (`skillbook.json`) as markdown: each skill, its evidence and the traces that taught it.",
         ),
+        "gate": LazyCommand(
+            "ace_eval.commands.gate",
+            "gate",
+            "Is a skillbook better? Paired comparisons of two scored runs on the same tasks and seeds: promote or "
+            "hold.",
+        ),
         "inspect": LazyCommand(
             "ace_eval.commands.inspect",
             "inspect",
@@ -75,6 +81,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "ace_eval.commands.runs",
             "runs",
             "List the run folders under DIR (default results/): status, date, samples, skills, score; newest first.",
+        ),
+        "scores": LazyCommand(
+            "ace_eval.commands.gate",
+            "scores",
+            "Print pass^1..k of a scored file (a tau2 results.json or benchmark scores JSON) with 95 % intervals.",
         ),
         "scan": LazyCommand(
             "ace_eval.commands.scan",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Any
 
 from ace.exceptions import RunError
 from ace_eval.benchmarks import scores
-from ace_eval.benchmarks.scores import BOOTSTRAP_RESAMPLES, PassHatK, pass_hat_ks, success_of
+from ace_eval.benchmarks.score_files import scores_from_tau2
+from ace_eval.benchmarks.scores import BOOTSTRAP_RESAMPLES, PassHatK, pass_hat_ks
 
 __all__ = [
     "MetricsMismatchError",
@@ -74,14 +74,9 @@ def _simulations(results: str | os.PathLike[str] | Mapping[str, Any]) -> list[Ma
 
 def task_outcomes(results: str | os.PathLike[str] | Mapping[str, Any]) -> list[TaskOutcome]:
     """Per task (in first-seen order): trials and successes, a success being a reward within 1e-6 of 1."""
-    trials: dict[str, int] = defaultdict(int)
-    wins: dict[str, int] = defaultdict(int)
-    for sim in _simulations(results):
-        task_id = str(sim["task_id"])
-        reward = (sim.get("reward_info") or {}).get("reward")
-        trials[task_id] += 1
-        wins[task_id] += int(isinstance(reward, int | float) and success_of(reward))
-    return [TaskOutcome(task_id, trials[task_id], wins[task_id]) for task_id in trials]
+    data = results if isinstance(results, Mapping) else json.loads(Path(results).read_text(encoding="utf-8"))
+    scores = scores_from_tau2(data, source="the results" if isinstance(results, Mapping) else str(results))
+    return [TaskOutcome(task, len(trials), sum(trials)) for task, trials in scores.successes().items()]
 
 
 def pass_hat_k(
