@@ -48,6 +48,7 @@ __all__ = [
     "StepEnvironment",
     "StepFactory",
     "StepRegistry",
+    "listed_options",
     "parse_step_spec",
 ]
 
@@ -150,13 +151,8 @@ class StepFactory(Generic[OptionsT]):
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""
-        values = dict(raw)
-        for key, value in raw.items():
-            info = self.options.model_fields.get(key)
-            if info is not None and isinstance(value, str) and _is_sequence(info.annotation):
-                values[key] = [value]
         try:
-            return self.options.model_validate(values)
+            return self.options.model_validate(listed_options(self.options, raw))
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -187,6 +183,16 @@ def _contract(step: type[Step], name: str) -> frozenset[str]:
     if not isinstance(value, frozenset):
         raise PluginError(f"step class {step.__qualname__} must declare `{name}` as a frozenset class attribute")
     return frozenset(str(v) for v in value)
+
+
+def listed_options(options: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`raw` with a single string given to a list option as a one-item list (`key=value` once on the command line)."""
+    values = dict(raw)
+    for key, value in raw.items():
+        info = options.model_fields.get(key)
+        if info is not None and isinstance(value, str) and _is_sequence(info.annotation):
+            values[key] = [value]
+    return values
 
 
 def _is_sequence(annotation: Any) -> bool:

@@ -38,6 +38,11 @@ class LazyCommand:
 COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
     {
         "benchmark": LazyCommand("ace_eval.commands.benchmark", "benchmark", "Check benchmark data offline."),
+        "benchmarks": LazyCommand(
+            "ace_eval.commands.benchmarks",
+            "benchmarks",
+            "The benchmarks `ace-eval e2e --benchmark NAME` can run (`--benchmark-option key=value`).",
+        ),
         "collection": LazyCommand(
             "ace_eval.commands.collection",
             "collection",

@@ -8,7 +8,7 @@ import click
 
 from ace.pipeline.registry import parse_step_spec
 from ace_eval.collection.importers import IMPORT_FORMATS
-from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.text import plural
@@ -83,7 +83,9 @@ def _tau2_table(record: dict[str, object]) -> str | None:
     """pass^k baseline -> with ACE of a tau2 run (`None` for tau-bench or before the baseline was scored)."""
     config = record.get("config")
     if not isinstance(config, dict) or not str(config.get("benchmark", "")).startswith("tau2-"):
-        return None
+        from ace_eval.benchmarks.phases import scores_table
+
+        return scores_table(record)
     from ace_eval.e2e.tau2_phases import tau2_table
 
     return tau2_table(record)
@@ -96,11 +98,20 @@ def _rate(value: float | None) -> str:
 @click.command("e2e")
 @click.option(
     "--benchmark",
-    type=click.Choice(BENCHMARKS),
     is_flag=False,
-    flag_value=BENCHMARKS[0],
-    help="Run the benchmark agent (default tau-bench-airline): without --traces it collects the traces; with "
-    "--traces it evaluates the learned skillbook, which --traces alone does not.",
+    flag_value=DEFAULT_BENCHMARK,
+    metavar="NAME",
+    help=f"Run the benchmark (default {DEFAULT_BENCHMARK}; any of `ace-eval benchmarks list`, or your scorer "
+    "MODULE:FUNCTION): without --traces it collects the traces; with --traces it evaluates the learned skillbook, "
+    "which --traces alone does not.",
+)
+@click.option(
+    "--benchmark-option",
+    "benchmark_option_specs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set one of the benchmark's own options (repeatable; `ace-eval benchmarks list` shows them), e.g. "
+    "--benchmark-option flakiness=0.1.",
 )
 @click.option(
     "--traces",
@@ -262,6 +273,7 @@ def e2e(
     resume_dir: Path | None,
     step_specs: tuple[str, ...],
     no_steps: tuple[str, ...],
+    benchmark_option_specs: tuple[str, ...],
     **flags: object,
 ) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
@@ -297,6 +309,8 @@ def e2e(
     try:
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
         given = {k: v for k, v in flags.items() if v is not None} | pipeline
+        if benchmark_option_specs:
+            given["benchmark_options"] = _benchmark_options(benchmark_option_specs)
         if resume_dir is not None:
             result = resume_e2e(resume_dir, given)
         else:
@@ -304,6 +318,18 @@ def e2e(
     except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
         raise click.UsageError(str(e)) from None
     click.echo(format_summary(result))
+
+
+def _benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
+    """`--benchmark-option key=value` (repeatable; a key given twice collects a list) as the benchmark's options."""
+    options: dict[str, object] = {}
+    for spec in specs:
+        key, eq, value = (part.strip() for part in spec.partition("="))
+        if not eq or not key:
+            raise click.UsageError(f"--benchmark-option {spec!r} is not key=value (e.g. --benchmark-option seed=3)")
+        previous = options.get(key)
+        options[key] = value if previous is None else [*(previous if isinstance(previous, list) else [previous]), value]
+    return options
 
 
 def _pipeline_flags(

@@ -18,6 +18,7 @@ from ace.core.skillbook import Skillbook
 from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
+from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark
 from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
 from ace_eval.collection import (
     TRACES_FILE,
@@ -66,6 +67,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
+    benchmark = _plan_benchmark(settings)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
@@ -90,7 +92,9 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "segments": [],
         "redaction": redaction_summary(settings.redact, [], collection_redactions),
     }
-    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False, tau2=tau2).execute()
+    return SegmentRun(
+        settings, folder, record, data, inj, checked, resumed=False, tau2=tau2, benchmark=benchmark
+    ).execute()
 
 
 def resume_e2e(
@@ -133,10 +137,11 @@ def resume_e2e(
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
+    benchmark = _plan_benchmark(settings)
     settings, inj = with_profiles(settings, injections or RunInjections())
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2)
+    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2, benchmark=benchmark)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -177,9 +182,23 @@ def _plan_tau2(settings: E2ESettings) -> Tau2Plan | None:
     return plan_tau2(settings) if settings.is_tau2 else None
 
 
+def _plan_benchmark(settings: E2ESettings) -> Benchmark | None:
+    """The benchmark built from its options when it runs through the protocol, its checks passed and its splits
+    resolved before any file is written (a bad option, task id or model: a `UserError`, exit 2)."""
+    if not settings.runs_agent or not settings.protocol_benchmark:
+        return None
+    benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
+    benchmark.check(BenchmarkEnv(model_names=settings.models))
+    if settings.traces is None:
+        benchmark.tasks("learn")
+    if not settings.no_benchmark:
+        benchmark.tasks("evaluate")
+    return benchmark
+
+
 def _load_data(settings: E2ESettings) -> AirlineData | None:
     """The tau-bench data when its agent runs; refused early (before any file is written) when missing."""
-    if not settings.runs_agent or settings.is_tau2:
+    if not settings.runs_agent or settings.is_tau2 or settings.protocol_benchmark:
         return None
     if settings.data_dir is None:
         raise ConfigError(

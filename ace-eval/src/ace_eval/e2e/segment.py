@@ -27,9 +27,10 @@ from ace.observability import AttributeInput, Observability, ace_span, configure
 from ace.skill_manager.deps import SMSettings
 from ace.skill_manager.manager import SkillManager
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
+from ace_eval.benchmarks import Benchmark, BenchmarkEnv
+from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
 from ace_eval.collection import (
-    MANIFEST_FILE,
     TRACES_FILE,
     CollectionWriter,
     Trace,
@@ -43,14 +44,7 @@ from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import (
-    LEARN_DIR,
-    Tau2Plan,
-    evaluation_skillbook,
-    install_learn_collection,
-    run_phase,
-    tau2_record,
-)
+from ace_eval.e2e.tau2_phases import Tau2Plan, tau2_collect, tau2_evaluate, tau2_record
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.review.step import ReviewStep
 from ace_eval.run.fields import summarize_run
@@ -117,9 +111,11 @@ class SegmentRun:
         *,
         resumed: bool,
         tau2: Tau2Plan | None = None,
+        benchmark: Benchmark | None = None,
     ) -> None:
         self.settings = settings
         self.tau2 = tau2
+        self.benchmark = benchmark
         self.folder = folder
         self.record = record
         self.data = data
@@ -211,9 +207,11 @@ class SegmentRun:
     async def _phases(self) -> Skillbook:
         s = self.settings
         if s.traces is None:
-            with self._timed("collect"):
-                if self.tau2 is not None:
-                    await self._tau2_collect(self.tau2)
+            with self.timed("collect"):
+                if self.benchmark is not None:
+                    await collect_phase(self.benchmark, self._benchmark_env(), self.folder, num_trials=s.num_trials)
+                elif self.tau2 is not None:
+                    await tau2_collect(self, self.tau2)
                 else:
                     await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
@@ -224,19 +222,22 @@ class SegmentRun:
             "sha256": file_sha256(self.folder.collection / TRACES_FILE),
             "manifest": manifest.model_dump(mode="json"),
         }
-        with self._timed("train"):
+        with self.timed("train"):
             skillbook = await self._train(traces)
-        if not s.no_benchmark and self.tau2 is not None:
-            await self._tau2_evaluate(self.tau2, skillbook)
+        if not s.no_benchmark and self.benchmark is not None:
+            env, trials = self._benchmark_env(), s.num_trials
+            await evaluate_phases(self.benchmark, env, self.folder, skillbook, num_trials=trials, timed=self.timed)
+        elif not s.no_benchmark and self.tau2 is not None:
+            await tau2_evaluate(self, self.tau2, skillbook)
         elif not s.no_benchmark:
             if s.traces is not None:
-                with self._timed("baseline"):
+                with self.timed("baseline"):
                     await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
-            with self._timed("evaluate"):
+            with self.timed("evaluate"):
                 await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
             unquarantined = with_quarantined_released(skillbook)
             if unquarantined is not None:
-                with self._timed("evaluate_with_quarantined"):
+                with self.timed("evaluate_with_quarantined"):
                     await self._episodes(
                         self.folder.evaluation_with_quarantined,
                         "evaluate_with_quarantined",
@@ -245,43 +246,20 @@ class SegmentRun:
                     )
         return skillbook
 
-    async def _tau2_phase(
-        self, plan: Tau2Plan, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None
-    ) -> Path:
-        return await asyncio.to_thread(
-            run_phase,
-            self.settings,
-            plan,
-            directory,
-            task_ids=task_ids,
-            skillbook=skillbook,
+    def _benchmark_env(self) -> BenchmarkEnv:
+        """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers."""
+        assert self.benchmark is not None
+        roles = [r for r in self.benchmark.models() if r in ("agent", "user")]
+        return BenchmarkEnv(
+            models={role: self.model(role) for role in roles},  # type: ignore[arg-type]  # checked: agent or user
+            model_names=self.settings.models,
             embedder=self.embedder,
             redactor=self.redactor,
-            phase=phase,
+            max_workers=self.settings.max_workers,
+            abort_after=self.settings.abort_after,
+            verbose=self.settings.verbose,
             show_progress=self.inj.show_progress,
         )
-
-    async def _tau2_collect(self, plan: Tau2Plan) -> None:
-        """The learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
-        if (self.folder.collection / MANIFEST_FILE).is_file():
-            return
-        results = await self._tau2_phase(plan, self.folder.path / LEARN_DIR, "collect", plan.learn, None)
-        counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
-        self.record.setdefault("redaction", {})["collection"] = counts
-
-    async def _tau2_evaluate(self, plan: Tau2Plan, skillbook: Skillbook) -> None:
-        """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
-        with self._timed("baseline"):
-            await self._tau2_phase(plan, self.folder.baseline, "baseline", plan.evaluate, None)
-        with self._timed("evaluate"):
-            path = evaluation_skillbook(skillbook, self.folder.evaluation)
-            await self._tau2_phase(plan, self.folder.evaluation, "evaluate", plan.evaluate, path)
-        unquarantined = with_quarantined_released(skillbook)
-        if unquarantined is not None:
-            with self._timed("evaluate_with_quarantined"):
-                directory = self.folder.evaluation_with_quarantined
-                path = evaluation_skillbook(unquarantined, directory)
-                await self._tau2_phase(plan, directory, "evaluate_with_quarantined", plan.evaluate, path)
 
     async def _train(self, traces: list[Trace]) -> Skillbook:
         from ace.reflector.simple import make_reflector
@@ -411,7 +389,7 @@ class SegmentRun:
             )
 
     @contextmanager
-    def _timed(self, phase: str) -> Iterator[None]:
+    def timed(self, phase: str) -> Iterator[None]:
         """Add the phase's wall time to this segment and save `run.json` (also when the phase fails)."""
         started = time.monotonic()
         try:
@@ -432,6 +410,8 @@ class SegmentRun:
         )
         if self.tau2 is not None:
             tau2_record(self.record, self.folder)
+        if self.benchmark is not None and (scored := scores_record(self.folder)) is not None:
+            self.record["benchmark"] = scored
         collection = (self.record.get("redaction") or {}).get("collection")
         samples = load_samples(self.folder.samples)
         self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)

@@ -7,6 +7,7 @@ each a tau2 results folder (`results.json`, `episodes.jsonl`, `plan.json`). A ki
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -15,20 +16,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.llm import ModelConfigError
 from ace.llm.credentials import missing_credentials
 from ace.redaction import Redactor
-from ace_eval.collection import write_collection
+from ace_eval.collection import MANIFEST_FILE, write_collection
 from ace_eval.e2e.config import DEFAULT_MODEL, E2ESettings
 from ace_eval.e2e.preflight import PreflightError
 from ace_eval.e2e.progress import Progress
 from ace_eval.run.folder import RunFolder
 from ace_eval.run.redaction import redact_trace
 from ace_eval.run.usage import total_cost
+
+if TYPE_CHECKING:
+    from ace_eval.e2e.segment import SegmentRun
 
 __all__ = [
     "LEARN_DIR",
@@ -38,6 +43,8 @@ __all__ = [
     "load_tau2",
     "plan_tau2",
     "run_phase",
+    "tau2_collect",
+    "tau2_evaluate",
     "tau2_record",
     "tau2_table",
 ]
@@ -307,3 +314,45 @@ def tau2_table(record: Mapping[str, Any]) -> str | None:
     after = rows(benchmark.get("after"))
     table: str = tau2.format_table(rows(before), after or None)
     return table
+
+
+async def _tau2_phase(
+    run: SegmentRun, plan: Tau2Plan, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None
+) -> Path:
+    results: Path = await asyncio.to_thread(
+        run_phase,
+        run.settings,
+        plan,
+        directory,
+        task_ids=task_ids,
+        skillbook=skillbook,
+        embedder=run.embedder,
+        redactor=run.redactor,
+        phase=phase,
+        show_progress=run.inj.show_progress,
+    )
+    return results
+
+
+async def tau2_collect(run: SegmentRun, plan: Tau2Plan) -> None:
+    """A tau2 run's learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
+    if (run.folder.collection / MANIFEST_FILE).is_file():
+        return
+    results = await _tau2_phase(run, plan, run.folder.path / LEARN_DIR, "collect", plan.learn, None)
+    counts = install_learn_collection(run.folder, results, run.settings, run.redactor)
+    run.record.setdefault("redaction", {})["collection"] = counts
+
+
+async def tau2_evaluate(run: SegmentRun, plan: Tau2Plan, skillbook: Skillbook) -> None:
+    """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
+    with run.timed("baseline"):
+        await _tau2_phase(run, plan, run.folder.baseline, "baseline", plan.evaluate, None)
+    with run.timed("evaluate"):
+        path = evaluation_skillbook(skillbook, run.folder.evaluation)
+        await _tau2_phase(run, plan, run.folder.evaluation, "evaluate", plan.evaluate, path)
+    unquarantined = with_quarantined_released(skillbook)
+    if unquarantined is not None:
+        with run.timed("evaluate_with_quarantined"):
+            directory = run.folder.evaluation_with_quarantined
+            path = evaluation_skillbook(unquarantined, directory)
+            await _tau2_phase(run, plan, directory, "evaluate_with_quarantined", plan.evaluate, path)

@@ -1,0 +1,142 @@
+"""A third party's benchmark (`examples/plugins/ace-toy-benchmark`, installed as a distribution) through `ace-eval
+e2e --benchmark toy-support` and `ace-eval report`, with the reflector and skill manager scripted: the run collects
+the learn split, learns a skill per failed topic, and scores the test split without and with it (pass^k)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _e2e_support import ScriptedReflector, prompt_text, responses
+from _plugins import install_toy_benchmark
+from click.testing import CliRunner, Result
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.embeddings.test import TestEmbedder
+from ace_eval.benchmarks.scores import read_scores
+from ace_eval.cli import main
+from ace_eval.e2e import runner
+from ace_eval.e2e.runner import RunInjections
+
+
+class TopicSkillManager:
+    """Adds one context skill on the topic of the trace's request (named in the reflection) with `insight`."""
+
+    def __init__(self, insight: str) -> None:
+        self.insight = insight
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) > 0:
+            return ModelResponse(parts=[TextPart("Updated the skillbook.")])
+        from ace_toy_benchmark import TASKS  # the plugin's sources are on the path once it is installed
+
+        prompt = prompt_text(messages)
+        topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
+        args = {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
+                "keywords": [topic], "insight": self.insight}  # fmt: skip
+        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+
+
+def invoke(monkeypatch: pytest.MonkeyPatch, args: list[str], insight: str) -> Result:
+    models: dict[Any, Any] = {
+        "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
+        "skill_manager": FunctionModel(TopicSkillManager(insight), model_name="scripted-sm"),
+    }
+    inj = RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=inj))
+    monkeypatch.setattr("ace_eval.commands.e2e.resume_e2e", functools.partial(runner.resume_e2e, injections=inj))
+    return CliRunner().invoke(main, args)
+
+
+@pytest.fixture
+def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_toy_benchmark(tmp_path / "site", monkeypatch)
+
+
+def only_run(out: Path) -> Path:
+    [folder] = [p for p in out.iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.mark.usefixtures("toy")
+def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    args = ["e2e", "--benchmark", "toy-support", "--num-trials", "2", "--output-dir", str(tmp_path / "out")]
+    result = invoke(monkeypatch, args, "Before processing it, do the step the customer's complaint names.")
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "out")
+    record = json.loads((folder / "run.json").read_text())
+    assert record["config"]["benchmark"] == "toy-support"
+    # collect: the train split (6 requests x 2 trials) as the collection the skillbook learned from
+    assert record["collection"]["traces_used"] == 12
+    before, after = read_scores(folder / "baseline" / "scores.json"), read_scores(folder / "evaluation" / "scores.json")
+    assert sorted(before.tasks) == sorted(after.tasks) == ["address-2", "cancel-2", "password-2", "refund-3",
+                                                           "refund-4", "upgrade-2"]  # fmt: skip
+    assert before.seeds == after.seeds  # the phases are paired: the same trials
+    assert {t for t, ok in before.successes().items() if not all(ok)} == {"address-2", "refund-3", "refund-4"}
+    assert all(all(ok) for ok in after.successes().values())  # refund and address skills were learned
+    benchmark = record["benchmark"]
+    assert benchmark["before"]["pass_hat_k"] == {"1": 0.5, "2": 0.5}
+    assert benchmark["after"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
+    assert {d["task_id"]: d["delta"] for d in benchmark["task_deltas"]}["refund-3"] == 1.0
+    assert "pass^1" in result.output and "50.0 %" in result.output and "100.0 %" in result.output
+
+    page = tmp_path / "report.html"
+    report = CliRunner().invoke(main, ["report", str(folder), "--output", str(page)])
+    assert report.exit_code == 0, report.output
+    assert "toy-support" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.usefixtures("toy")
+def test_a_harmful_skill_lowers_the_toy_benchmarks_score(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    args = ["e2e", "--benchmark", "toy-support", "--output-dir", str(tmp_path / "out")]
+    result = invoke(monkeypatch, args, "Escalate every such request to a human colleague.")
+    assert result.exit_code == 0, result.output
+    folder = only_run(tmp_path / "out")
+    before = read_scores(folder / "baseline" / "scores.json").successes()
+    after = read_scores(folder / "evaluation" / "scores.json").successes()
+    # every topic of the learn split got a skill telling the agent to escalate: the easy requests it solved alone
+    # now fail, and the hard ones still do (the skill names no missing step)
+    assert before == {"refund-3": [False], "cancel-2": [True], "address-2": [False], "password-2": [True],
+                      "upgrade-2": [True], "refund-4": [False]}  # fmt: skip
+    assert after == {task: [False] for task in before}
+
+
+@pytest.mark.usefixtures("toy")
+def test_a_benchmark_option_is_checked_by_the_plugins_options_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["e2e", "--benchmark", "toy-support", "--benchmark-option", "flakyness=0.1", "--output-dir", str(out)]
+    result = invoke(monkeypatch, args, "x")
+    assert result.exit_code == 2, result.output
+    assert "benchmark 'toy-support': option 'flakyness': Extra inputs are not permitted" in result.output
+    assert "its options: train_split, eval_split, flakiness, seed" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.usefixtures("toy")
+def test_the_flags_of_the_harness_fill_the_plugins_options_and_bad_task_ids_are_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    args = ["e2e", "--benchmark", "toy-support", "--eval-split", "refund-3,nope", "--output-dir", str(out)]
+    result = invoke(monkeypatch, args, "x")
+    assert result.exit_code == 2, result.output
+    assert (
+        "benchmark 'toy-support': nope is neither a split nor a task id; its splits: train (6 tasks)" in result.output
+    )
+    assert not out.exists()
+    args = ["e2e", "--benchmark", "toy-support", "--eval-split", "refund-3", "--benchmark-option", "flakiness=0.5",
+            "--num-trials", "4", "--output-dir", str(out)]  # fmt: skip
+    result = invoke(monkeypatch, args, "Before processing it, do the step the customer's complaint names.")
+    assert result.exit_code == 0, result.output
+    after = read_scores(only_run(out) / "evaluation" / "scores.json")
+    assert list(after.tasks) == ["refund-3"] and 0 < sum(after.successes()["refund-3"]) < 4  # flaky, seeded
+    record = json.loads((only_run(out) / "run.json").read_text())
+    assert record["config"]["benchmark_options"] == {"flakiness": "0.5"}
