@@ -81,6 +81,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
         ),
+        "skillbook": LazyCommand(
+            "ace_eval.commands.skillbook",
+            "skillbook",
+            "Skillbook versions: publish to a store, list, diff, roll back (a store is a folder of immutable versions).",
+        ),
         "skills": LazyCommand(
             "ace_eval.commands.skills",
             "skills",
