@@ -157,10 +157,15 @@ def diff(store: Path, a: int, b: int, as_json: bool) -> None:
 @click.option("--to", "to", type=click.IntRange(min=1), help="The version to make current (default: current's parent).")
 def rollback(store: Path, to: int | None) -> None:
     """Make an earlier version of STORE current again (default: the current one's parent). Deletes nothing."""
-    from ace_eval.store import SkillbookStore
+    from ace_eval.store import SkillbookStore, StoreFormatError
 
     opened = SkillbookStore(store)
-    before = opened.current_number()
+    try:
+        before: int | str | None = opened.current_number()
+    except StoreFormatError:  # a damaged or dangling pointer: `--to N` is its fix
+        if to is None:
+            raise
+        before = "(damaged)"
     if to is not None and to == before:
         raise UserError(f"version {to} is current already: nothing to roll back")
     version = opened.rollback(to)

@@ -189,8 +189,8 @@ class SkillbookStore:
         """Make version `to` current (default: the current version's parent); deletes nothing. The target is
         verified first: a version whose files do not match their hashes is refused."""
         with store_lock(self.root, lambda holder: StoreBusyError(self.root, holder), wait_s=PUBLISH_WAIT_S):
-            current = self.current()
-            if to is None:
+            if to is None:  # with `to`, a damaged or dangling `current` is not read: rolling back is its fix
+                current = self.current()
                 if current is None:
                     raise UserError(f"{self.root} has no version yet: there is nothing to roll back")
                 if current.parent is None:
