@@ -6,7 +6,7 @@
 With `ACE_TEST_KILL_AT=N` the process kills itself (SIGKILL: no handler, no `finally`) just before its N-th write
 to the disk (a folder made, a file fsynced or made read-only, a rename); with `ACE_TEST_COUNT=FILE` it writes how
 many writes it made to FILE at the end. With `ACE_TEST_START=FILE` it waits until FILE exists before starting (two
-workers then publish at the same moment).
+workers then publish at the same moment); it writes FILE.ready.<pid> when it is waiting.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def main(argv: list[str]) -> None:
     from ace_eval.store import ProducedBy, SkillbookStore  # imported before the hook: imports write nothing we count
 
     start = os.environ.get("ACE_TEST_START")
+    if start:
+        Path(f"{start}.ready.{os.getpid()}").write_text("ready")
     while start and not Path(start).exists():
         time.sleep(0.005)
     calls: list[str] = []

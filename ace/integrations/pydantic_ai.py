@@ -1,7 +1,7 @@
 """Skills into a pydantic-ai agent, and the agent's runs out into a trace collection to learn from.
 
 ```python
-skills = SkillInstructions(Skillbook.load("skillbook.json"), max_tokens=400)  # or a store: SkillInstructions("prod-store")
+skills = SkillInstructions(Skillbook.load("skillbook.json"), max_tokens=400)  # or a store folder: "prod-store"
 agent = Agent(model, instructions=["You book flights.", skills])
 capture = RunCapture("my-traces", source_system="flight-bot", skills=skills)
 result = await capture.run(agent, "Change my flight to Friday")

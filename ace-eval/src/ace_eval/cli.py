@@ -84,7 +84,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "skillbook": LazyCommand(
             "ace_eval.commands.skillbook",
             "skillbook",
-            "Skillbook versions: publish to a store, list, diff, roll back (a store is a folder of immutable versions).",
+            "Skillbook versions: publish to a store, list, diff, roll back (a store holds immutable versions).",
         ),
         "skills": LazyCommand(
             "ace_eval.commands.skills",

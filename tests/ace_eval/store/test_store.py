@@ -116,7 +116,7 @@ def test_a_tampered_file_or_a_stray_file_fails_verify_naming_it(tmp_path: Path) 
 
 
 def test_opening_a_missing_or_foreign_folder_names_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(StoreFormatError, match="no such skillbook store.*publish"):
+    with pytest.raises(StoreFormatError, match=r"no such skillbook store.*publish"):
         SkillbookStore(tmp_path / "nope")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "file.txt").write_text("x")
@@ -148,7 +148,7 @@ def test_a_malformed_version_json_is_refused_naming_it(tmp_path: Path) -> None:
     record = store.version(1).folder / "version.json"
     os.chmod(record, 0o644)
     record.write_text('{"number": 1,')
-    with pytest.raises(StoreFormatError, match="version.json.*malformed JSON") as caught:
+    with pytest.raises(StoreFormatError, match=r"version.json.*malformed JSON") as caught:
         store.versions()
     assert str(record) in str(caught.value)
     record.write_text('{"number": 2}')

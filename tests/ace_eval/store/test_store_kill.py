@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 from _store_support import skillbook_file, store_with
@@ -87,15 +88,16 @@ def test_a_kill_at_every_write_of_rollback_leaves_the_old_or_the_new_current(tmp
 def test_concurrent_publishers_get_distinct_numbers_and_every_version_verifies(tmp_path: Path, publishers: int) -> None:
     SkillbookStore.create(tmp_path / "st")
     go = tmp_path / "go"
+    sources = [skillbook_file(tmp_path / f"s{n}.json", f"Publisher {n}") for n in range(publishers)]
+    command = [sys.executable, str(WORKER), "publish", str(tmp_path / "st")]
+    env = {**os.environ, "ACE_TEST_START": str(go)}
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), "publish", str(tmp_path / "st"),
-             str(skillbook_file(tmp_path / f"s{n}.json", f"Publisher {n}")), f"publisher {n}"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "ACE_TEST_START": str(go)},
-        )  # fmt: skip
-        for n in range(publishers)
+        subprocess.Popen([*command, str(s), f"publisher {n}"], stdout=PIPE, stderr=PIPE, text=True, env=env)
+        for n, s in enumerate(sources)
     ]
-    time.sleep(2.0)  # every worker has imported and waits for the signal
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("go.ready.*"))) < publishers and time.monotonic() < deadline:
+        time.sleep(0.01)  # every worker has imported the store and waits for the signal
     go.write_text("go")
     numbers = []
     for proc in procs:

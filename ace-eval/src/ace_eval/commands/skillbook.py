@@ -22,7 +22,7 @@ _HAND_REASON = "published by hand (ace-eval skillbook publish): no gate compared
 
 @click.group("skillbook")
 def skillbook() -> None:
-    """Skillbook versions: publish to a store, list, diff, roll back (a store is a folder of immutable versions).
+    """Skillbook versions: publish to a store, list, diff, roll back (a store holds immutable versions).
 
     An agent reads a store's current version (`SkillInstructions(STORE)`, `ace-eval e2e --skillbook STORE`).
     """

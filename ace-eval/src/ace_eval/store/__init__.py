@@ -9,7 +9,7 @@ store.rollback()           # current -> its parent
 """
 
 from ace.integrations.store_format import StoreFormatError, is_store
-from ace_eval.store._diff import SkillChange, SkillbookDiff, diff_skillbooks
+from ace_eval.store._diff import SkillbookDiff, SkillChange, diff_skillbooks
 from ace_eval.store._model import ProducedBy, StoreProblem, Version, VersionRecord
 from ace_eval.store._store import SkillbookStore, StoreBusyError
 
