@@ -11,6 +11,7 @@ store.rollback()           # current -> its parent
 from ace.integrations.store_format import StoreFormatError, is_store
 from ace_eval.store._diff import SkillbookDiff, SkillChange, diff_skillbooks
 from ace_eval.store._model import ProducedBy, StoreProblem, Version, VersionRecord
+from ace_eval.store._origin import StoreOrigin, resolve_skillbook, store_origin
 from ace_eval.store._store import SkillbookStore, StoreBusyError
 
 __all__ = [
@@ -20,9 +21,12 @@ __all__ = [
     "SkillbookStore",
     "StoreBusyError",
     "StoreFormatError",
+    "StoreOrigin",
     "StoreProblem",
     "Version",
     "VersionRecord",
     "diff_skillbooks",
     "is_store",
+    "resolve_skillbook",
+    "store_origin",
 ]

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ace.integrations.store_format import is_store
 from ace_eval.e2e.config._file import find_config, load_config_file
 from ace_eval.e2e.config._settings import (
     ConfigError,
@@ -19,6 +20,7 @@ from ace_eval.e2e.config._settings import (
     ModelRole,
     inapplicable_settings,
 )
+from ace_eval.store import resolve_skillbook
 
 __all__ = ["MODEL_ENV", "SETTING_ENV", "TAU2_MAX_STEPS", "resolve_settings"]
 
@@ -108,6 +110,7 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    _skillbook_from_store(values)
     _replay_only_unless_benchmark(values, sources)
     if str(values.get("benchmark", "")).startswith("tau2-") and "max_num_steps" not in values:
         values["max_num_steps"] = TAU2_MAX_STEPS  # tau2 counts every message of an episode, not only the agent's
@@ -116,6 +119,24 @@ def resolve_settings(
     settings = E2ESettings(**values, config_file=config_path, sources=sources)
     _refuse_inapplicable_flags(settings)
     return settings
+
+
+def _skillbook_from_store(values: dict[str, Any]) -> None:
+    """`--skillbook STORE`: the store's current version's file, pinned for the run (and its resume)."""
+    path = values.get("skillbook")
+    if path is None or not path.is_dir():
+        return
+    if not is_store(path):
+        raise ConfigError(
+            f"--skillbook {path} is a folder but not a skillbook store (no store.json): pass a skillbook.json, or a "
+            "store made by ace-eval skillbook publish"
+        )
+    if values.get("review"):
+        raise ConfigError(
+            f"--review stages candidates beside the published skillbook file, and {path} is a store, whose versions "
+            "are immutable: review against a skillbook file, then publish it (ace-eval skillbook publish)"
+        )
+    values["skillbook"] = resolve_skillbook(path)
 
 
 def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:
