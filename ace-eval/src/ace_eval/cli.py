@@ -64,7 +64,8 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "report": LazyCommand(
             "ace_eval.commands.report",
             "report",
-            "Write one self-contained HTML page about one or more run folders (no network needed to open it).",
+            "Write one self-contained HTML page about one or more run folders, or a skillbook store (no network "
+            "needed).",
         ),
         "review": LazyCommand(
             "ace_eval.commands.review",

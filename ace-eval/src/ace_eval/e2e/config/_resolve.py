@@ -123,8 +123,7 @@ def resolve_settings(
 
 def _skillbook_from_store(values: dict[str, Any]) -> None:
     """`--skillbook STORE`: the store's current version's file, pinned for the run (and its resume)."""
-    path = values.get("skillbook")
-    if path is None or not path.is_dir():
+    if values.get("skillbook") is None or not (path := Path(values["skillbook"])).is_dir():
         return
     if not is_store(path):
         raise ConfigError(
