@@ -75,7 +75,8 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "report": LazyCommand(
             "ace_eval.commands.report",
             "report",
-            "Write one self-contained HTML page about one or more run folders (no network needed to open it).",
+            "Write one self-contained HTML page about one or more run folders, or a skillbook store (no network "
+            "needed).",
         ),
         "review": LazyCommand(
             "ace_eval.commands.review",
@@ -96,6 +97,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "ace_eval.commands.scan",
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
+        ),
+        "skillbook": LazyCommand(
+            "ace_eval.commands.skillbook",
+            "skillbook",
+            "Skillbook versions: publish to a store, list, diff, roll back (a store holds immutable versions).",
         ),
         "skills": LazyCommand(
             "ace_eval.commands.skills",
