@@ -25,7 +25,9 @@ from ace_eval.benchmarks.scores import (
 def _scores(rewards: dict[str, list[float]], *, num_trials: int = 4) -> BenchmarkScores:
     return BenchmarkScores(
         benchmark="toy",
-        tasks={task: [TrialScore.of(r, seed=300 + i) for i, r in enumerate(values)] for task, values in rewards.items()},
+        tasks={
+            task: [TrialScore.of(r, seed=300 + i) for i, r in enumerate(values)] for task, values in rewards.items()
+        },
         num_trials=num_trials,
         seeds=[300, 301, 302, 303][:num_trials],
     )
@@ -102,7 +104,7 @@ def test_a_malformed_scores_file_is_refused_with_its_name_and_the_fix(
     path.write_text(content)
     with pytest.raises(ScoresFileError, match=message):
         read_scores(path)
-    with pytest.raises(ScoresFileError, match="cannot read scores file .*missing.json"):
+    with pytest.raises(ScoresFileError, match=r"cannot read scores file .*missing\.json"):
         read_scores(tmp_path / "missing.json")
 
 
