@@ -29,9 +29,10 @@ from ace_eval.cli import main
 from ace_eval.commands.demo import format_demo_summary
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.fail_fast import RunAborted, RunFailedError
+from ace_eval.e2e.fail_fast import RunFailedError
 from ace_eval.e2e.preflight import PreflightError, preflight
 from ace_eval.e2e.sample_text import sample_line
+from ace_eval.run.abort import RunAborted
 from ace_eval.run.samples import load_sample_lines, load_samples
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ace.core.skillbook import Skillbook
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary
 from ace_eval.collection import Trace
 from ace_eval.commands.e2e import format_summary
-from ace_eval.e2e.episodes import benchmark_summary
-from ace_eval.e2e.fail_fast import AbortWatch, RunAborted, retries_on_resume
+from ace_eval.e2e.fail_fast import retries_on_resume
 from ace_eval.e2e.runner import E2EResult
 from ace_eval.e2e.training import SampleResult
+from ace_eval.run.abort import AbortWatch, RunAborted
 from ace_eval.run.folder import RunFolder
 
 

@@ -17,7 +17,9 @@ from ace.llm import infer_model
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole, resolve_tasks
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
-from ace_eval.collection import Trace, read_collection
+from ace_eval.benchmarks.tau_bench.episodes import run_episodes
+from ace_eval.collection import CollectionWriter, Trace, read_collection
+from ace_eval.run.progress import Progress
 
 __all__ = ["TauBenchAirline", "TauBenchOptions", "scores_of_episodes", "tau_bench_airline"]
 
@@ -76,10 +78,6 @@ class TauBenchAirline:
     def _run(
         self, env: BenchmarkEnv, skillbook: Skillbook | None, task_ids: Sequence[str], num_trials: int, directory: Path
     ) -> list[Trace]:
-        # The episode runner lives in the harness today (ace_eval.e2e.episodes); it moves here with issue 32's rest.
-        from ace_eval.collection import CollectionWriter
-        from ace_eval.e2e.episodes import run_episodes
-        from ace_eval.e2e.progress import Progress
 
         data = self.data()
         agent, user = infer_model(env.model("agent"), role="agent"), infer_model(env.model("user"), role="user")

@@ -19,7 +19,7 @@ from ace_eval.collection.chat import (
     check_json_value,
     parse_messages,
 )
-from ace_eval.e2e.grading.gold_diff import GraderReport
+from ace_eval.collection.gold_diff import GraderReport
 
 __all__ = [
     "FORMAT_NAME",

@@ -30,6 +30,7 @@ from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
+from ace_eval.benchmarks.tau_bench.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionWriter,
@@ -37,19 +38,18 @@ from ace_eval.collection import (
     read_collection,
 )
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
-from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import Tau2Plan, tau2_collect, tau2_evaluate, tau2_record
+from ace_eval.e2e.tau2_phases import Tau2Plan, Tau2Run, tau2_record
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.review.step import ReviewStep
 from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
 from ace_eval.run.lock import folder_lock
+from ace_eval.run.progress import FirstErrors, Progress
 from ace_eval.run.redaction import redact_record, redaction_summary
 from ace_eval.run.samples import load_samples
 from ace_eval.run.segments import Segment
@@ -211,7 +211,7 @@ class SegmentRun:
                 if self.benchmark is not None:
                     await collect_phase(self.benchmark, self._benchmark_env(), self.folder, num_trials=s.num_trials)
                 elif self.tau2 is not None:
-                    await tau2_collect(self, self.tau2)
+                    await self._tau2_run(self.tau2).collect()
                 else:
                     await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
@@ -228,7 +228,7 @@ class SegmentRun:
             env, trials = self._benchmark_env(), s.num_trials
             await evaluate_phases(self.benchmark, env, self.folder, skillbook, num_trials=trials, timed=self.timed)
         elif not s.no_benchmark and self.tau2 is not None:
-            await tau2_evaluate(self, self.tau2, skillbook)
+            await self._tau2_run(self.tau2).evaluate(skillbook)
         elif not s.no_benchmark:
             if s.traces is not None:
                 with self.timed("baseline"):
@@ -245,6 +245,11 @@ class SegmentRun:
                         traces=traces,
                     )
         return skillbook
+
+    def _tau2_run(self, plan: Tau2Plan) -> Tau2Run:
+        s, inj = self.settings, self.inj
+        return Tau2Run(settings=s, plan=plan, folder=self.folder, record=self.record, embedder=self.embedder,
+                       redactor=self.redactor, show_progress=inj.show_progress, timed=self.timed)  # fmt: skip
 
     def _benchmark_env(self) -> BenchmarkEnv:
         """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers."""

@@ -12,11 +12,12 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
@@ -27,24 +28,20 @@ from ace.redaction import Redactor
 from ace_eval.collection import MANIFEST_FILE, write_collection
 from ace_eval.e2e.config import DEFAULT_MODEL, E2ESettings
 from ace_eval.e2e.preflight import PreflightError
-from ace_eval.e2e.progress import Progress
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.progress import Progress
 from ace_eval.run.redaction import redact_trace
 from ace_eval.run.usage import total_cost
-
-if TYPE_CHECKING:
-    from ace_eval.e2e.segment import SegmentRun
 
 __all__ = [
     "LEARN_DIR",
     "Tau2Plan",
+    "Tau2Run",
     "evaluation_skillbook",
     "install_learn_collection",
     "load_tau2",
     "plan_tau2",
     "run_phase",
-    "tau2_collect",
-    "tau2_evaluate",
     "tau2_record",
     "tau2_table",
 ]
@@ -316,43 +313,53 @@ def tau2_table(record: Mapping[str, Any]) -> str | None:
     return table
 
 
-async def _tau2_phase(
-    run: SegmentRun, plan: Tau2Plan, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None
-) -> Path:
-    results: Path = await asyncio.to_thread(
-        run_phase,
-        run.settings,
-        plan,
-        directory,
-        task_ids=task_ids,
-        skillbook=skillbook,
-        embedder=run.embedder,
-        redactor=run.redactor,
-        phase=phase,
-        show_progress=run.inj.show_progress,
-    )
-    return results
+@dataclass(frozen=True, kw_only=True)
+class Tau2Run:
+    """What the tau2 phases need of the segment that runs them."""
 
+    settings: E2ESettings
+    plan: Tau2Plan
+    folder: RunFolder
+    record: dict[str, Any]
+    embedder: Embedder
+    redactor: Redactor | None
+    show_progress: bool | None
+    timed: Callable[[str], AbstractContextManager[None]]
 
-async def tau2_collect(run: SegmentRun, plan: Tau2Plan) -> None:
-    """A tau2 run's learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
-    if (run.folder.collection / MANIFEST_FILE).is_file():
-        return
-    results = await _tau2_phase(run, plan, run.folder.path / LEARN_DIR, "collect", plan.learn, None)
-    counts = install_learn_collection(run.folder, results, run.settings, run.redactor)
-    run.record.setdefault("redaction", {})["collection"] = counts
+    async def phase(self, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None) -> Path:
+        results: Path = await asyncio.to_thread(
+            run_phase,
+            self.settings,
+            self.plan,
+            directory,
+            task_ids=task_ids,
+            skillbook=skillbook,
+            embedder=self.embedder,
+            redactor=self.redactor,
+            phase=phase,
+            show_progress=self.show_progress,
+        )
+        return results
 
+    async def collect(self) -> None:
+        """The learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
+        if (self.folder.collection / MANIFEST_FILE).is_file():
+            return
+        results = await self.phase(self.folder.path / LEARN_DIR, "collect", self.plan.learn, None)
+        counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
+        self.record.setdefault("redaction", {})["collection"] = counts
 
-async def tau2_evaluate(run: SegmentRun, plan: Tau2Plan, skillbook: Skillbook) -> None:
-    """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
-    with run.timed("baseline"):
-        await _tau2_phase(run, plan, run.folder.baseline, "baseline", plan.evaluate, None)
-    with run.timed("evaluate"):
-        path = evaluation_skillbook(skillbook, run.folder.evaluation)
-        await _tau2_phase(run, plan, run.folder.evaluation, "evaluate", plan.evaluate, path)
-    unquarantined = with_quarantined_released(skillbook)
-    if unquarantined is not None:
-        with run.timed("evaluate_with_quarantined"):
-            directory = run.folder.evaluation_with_quarantined
-            path = evaluation_skillbook(unquarantined, directory)
-            await _tau2_phase(run, plan, directory, "evaluate_with_quarantined", plan.evaluate, path)
+    async def evaluate(self, skillbook: Skillbook) -> None:
+        """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
+        evaluate = self.plan.evaluate
+        with self.timed("baseline"):
+            await self.phase(self.folder.baseline, "baseline", evaluate, None)
+        with self.timed("evaluate"):
+            path = evaluation_skillbook(skillbook, self.folder.evaluation)
+            await self.phase(self.folder.evaluation, "evaluate", evaluate, path)
+        unquarantined = with_quarantined_released(skillbook)
+        if unquarantined is not None:
+            with self.timed("evaluate_with_quarantined"):
+                directory = self.folder.evaluation_with_quarantined
+                path = evaluation_skillbook(unquarantined, directory)
+                await self.phase(directory, "evaluate_with_quarantined", evaluate, path)

@@ -12,8 +12,8 @@ import ace
 import ace_eval
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary
 from ace_eval.collection import MANIFEST_FILE, read_collection
-from ace_eval.e2e.episodes import benchmark_summary
 from ace_eval.run.folder import RunFolder
 from ace_eval.run.samples import load_samples, merge_samples
 from ace_eval.run.segments import step_timings, timings

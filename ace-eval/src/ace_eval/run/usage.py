@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ace_eval.e2e.episodes import sum_usage
+from ace_eval.benchmarks.tau_bench.episodes import sum_usage
 from ace_eval.e2e.training import SampleResult
 
 __all__ = ["role_usage", "total_cost"]

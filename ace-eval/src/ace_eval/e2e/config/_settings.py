@@ -271,7 +271,11 @@ class E2ESettings:
         from ace_eval.benchmarks import BenchmarkRegistry
 
         note = BenchmarkRegistry.from_entry_points().factory(self.benchmark).notes.get(name)
-        return note or f"it is no option of the benchmark {self.benchmark} (its options: `ace-eval benchmarks list`)"
+        return (
+            note
+            or f"it applies only to benchmarks that take it as an option (this run: {self.benchmark}; "
+            "`ace-eval benchmarks list`)"
+        )
 
     def benchmark_raw_options(self) -> dict[str, object]:
         """The benchmark's options: its harness settings given to this run, then `benchmark_options` over them."""

@@ -35,10 +35,10 @@ from ace_eval.benchmarks.tau_bench import (
     pass_hat_ks,
     run_episode,
 )
+from ace_eval.benchmarks.tau_bench.episode_trace import episode_to_trace
 from ace_eval.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
-from ace_eval.e2e.episode_trace import episode_to_trace
-from ace_eval.e2e.fail_fast import AbortWatch, first_cause
-from ace_eval.e2e.progress import FirstErrors, Progress
+from ace_eval.run.abort import AbortWatch, first_cause
+from ace_eval.run.progress import FirstErrors, Progress
 from ace_eval.run.redaction import redact_trace
 
 __all__ = [

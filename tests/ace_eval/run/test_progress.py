@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import threading
 
-from ace_eval.e2e.progress import Progress
+from ace_eval.run.progress import Progress
 
 
 class Terminal(io.StringIO):
@@ -55,7 +55,7 @@ def test_advance_is_thread_safe() -> None:
 
 
 def test_first_errors_are_printed_once_per_kind_and_a_stopped_session_is_not_called_an_error() -> None:
-    from ace_eval.e2e.progress import FirstErrors
+    from ace_eval.run.progress import FirstErrors
 
     out = io.StringIO()
     with Progress("train", 4, file=out) as bar:
