@@ -41,8 +41,7 @@ def publish(source: Path, store: Path, no_gate: bool, reason: str | None) -> Non
     time, this command, the SHA-256 of every file, and that it is ungated and why), then `current` moves to it.
     A SOURCE that does not read as a skillbook is refused before anything is written.
     """
-    from ace_eval.store import ProducedBy, SkillbookStore
-    from ace_eval.store._source import read_source
+    from ace_eval.store import ProducedBy, SkillbookStore, read_source
 
     read_source(source)  # refuse a bad source before the store folder is even created
     command = ["ace-eval", "skillbook", "publish", str(source), "--to", str(store)]

@@ -12,10 +12,12 @@ from ace.integrations.store_format import StoreFormatError, is_store
 from ace_eval.store._diff import SkillbookDiff, SkillChange, diff_skillbooks
 from ace_eval.store._model import ProducedBy, StoreProblem, Version, VersionRecord
 from ace_eval.store._origin import StoreOrigin, resolve_skillbook, store_origin
+from ace_eval.store._source import PublishSource, read_source
 from ace_eval.store._store import SkillbookStore, StoreBusyError
 
 __all__ = [
     "ProducedBy",
+    "PublishSource",
     "SkillChange",
     "SkillbookDiff",
     "SkillbookStore",
@@ -27,6 +29,7 @@ __all__ = [
     "VersionRecord",
     "diff_skillbooks",
     "is_store",
+    "read_source",
     "resolve_skillbook",
     "store_origin",
 ]
