@@ -1,7 +1,7 @@
 """Skills into a pydantic-ai agent, and the agent's runs out into a trace collection to learn from.
 
 ```python
-skills = SkillInstructions(Skillbook.load("skillbook.json"), max_tokens=400)
+skills = SkillInstructions(Skillbook.load("skillbook.json"), max_tokens=400)  # or a store folder: "prod-store"
 agent = Agent(model, instructions=["You book flights.", skills])
 capture = RunCapture("my-traces", source_system="flight-bot", skills=skills)
 result = await capture.run(agent, "Change my flight to Friday")
@@ -35,6 +35,7 @@ from pydantic_ai.run import AgentRunResult
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.integrations._collection import CollectionAppender
+from ace.integrations.store_format import CurrentSkillbook, is_store
 from ace.retrieval.budget import approx_tokens, render_skill_list, retrieve_within_budget
 
 __all__ = ["DEFAULT_HEADER", "RunCapture", "SkillInstructions", "chat_messages"]
@@ -49,11 +50,14 @@ class SkillInstructions:
     retrieved by hybrid search on the prompt, the ones the evidence says hurt are dropped, and the rest kept
     most relevant first while they fit the budget (`ace.retrieval.budget`). `last_skill_ids` holds the ids given
     to the latest run, which `RunCapture` records as the trace's `skills_in_context`.
+
+    `skillbook` is a `Skillbook`, a skillbook file, or a skillbook store (`ace-eval skillbook publish ... --to
+    STORE`): a store's current version is used, and loaded again when `current` moves (one `stat` per call).
     """
 
     def __init__(
         self,
-        skillbook: Skillbook,
+        skillbook: Skillbook | str | os.PathLike[str],
         *,
         max_tokens: int = 500,
         candidates: int = 20,
@@ -61,13 +65,32 @@ class SkillInstructions:
         count_tokens: Callable[[str], int] = approx_tokens,
         header: str = DEFAULT_HEADER,
     ) -> None:
-        self.skillbook = skillbook
+        self._store: CurrentSkillbook | None = None
+        if isinstance(skillbook, Skillbook):
+            self._skillbook = skillbook
+        elif is_store(skillbook):
+            self._store = CurrentSkillbook(skillbook)
+            self._skillbook = self._store.get()
+        else:
+            self._skillbook = Skillbook.load_from_file(skillbook)
         self.max_tokens = max_tokens
         self.candidates = candidates
         self.embedder = embedder
         self.count_tokens = count_tokens
         self.header = header
         self.last_skill_ids: tuple[str, ...] = ()
+
+    @property
+    def skillbook(self) -> Skillbook:
+        """The skillbook the next run sees (a store's current version, reloaded when `current` moved)."""
+        if self._store is not None:
+            self._skillbook = self._store.get()
+        return self._skillbook
+
+    @property
+    def store_version(self) -> int | None:
+        """The store version the skillbook is (`None` when it did not come from a store)."""
+        return self._store.version if self._store is not None else None
 
     def for_prompt(self, prompt: str) -> str:
         """The skills block for `prompt` ("" when no skill fits or the prompt is empty)."""

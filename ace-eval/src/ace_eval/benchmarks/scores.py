@@ -30,6 +30,7 @@ __all__ = [
     "ScoresFileError",
     "TrialScore",
     "bootstrap_interval",
+    "bootstrap_intervals",
     "pass_hat_k",
     "pass_hat_k_interval",
     "pass_hat_ks",
@@ -193,6 +194,32 @@ def pass_hat_k(successes: Mapping[str, Sequence[bool]], k: int) -> float:
     return float(_per_task(successes, k).mean())
 
 
+def bootstrap_intervals(
+    values: Sequence[Sequence[float]] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> list[tuple[float, float]]:
+    """Percentile bootstrap intervals of the mean of each row of `values` (one column per task), all from the same
+    resamples of the tasks (with replacement): row i's interval does not depend on the other rows."""
+    array = np.atleast_2d(np.asarray(values, dtype=np.float64))
+    tasks = array.shape[1]
+    if tasks == 0:
+        raise ValueError("a bootstrap interval needs at least one value")
+    rng = np.random.default_rng(seed)
+    means = np.empty((array.shape[0], resamples))
+    chunk = max(1, 2_000_000 // tasks)  # bounded memory: picks of at most ~2M indices at a time
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        picks = rng.integers(0, tasks, size=(stop - start, tasks))
+        for row in range(array.shape[0]):
+            means[row, start:stop] = array[row][picks].mean(axis=1)
+    tail = (1.0 - confidence) / 2 * 100
+    bounds = np.percentile(means, [tail, 100 - tail], axis=1)
+    return [(float(low), float(high)) for low, high in bounds.T]
+
+
 def bootstrap_interval(
     values: Sequence[float] | np.ndarray,
     *,
@@ -201,19 +228,8 @@ def bootstrap_interval(
     seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of `values` (one per task; tasks resampled with replacement)."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.size == 0:
-        raise ValueError("a bootstrap interval needs at least one value")
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    chunk = max(1, 2_000_000 // array.size)  # bounded memory: picks of at most ~2M indices at a time
-    for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        picks = rng.integers(0, array.size, size=(stop - start, array.size))
-        means[start:stop] = array[picks].mean(axis=1)
-    tail = (1.0 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+    row = np.asarray(values, dtype=np.float64)[np.newaxis, :]
+    return bootstrap_intervals(row, confidence=confidence, resamples=resamples, seed=seed)[0]
 
 
 def pass_hat_k_interval(
@@ -225,27 +241,33 @@ def pass_hat_k_interval(
     seed: int = 0,
 ) -> PassHatK:
     """pass^k with a percentile bootstrap interval over tasks (seeded: the same call gives the same interval)."""
-    values = _per_task(successes, k)
-    low, high = bootstrap_interval(values, confidence=confidence, resamples=resamples, seed=seed)
-    mean = float(values.mean())
-    return PassHatK(k=k, value=mean, low=min(low, mean), high=max(high, mean))
+    return pass_hat_ks(successes, min_k=k, max_k=k, confidence=confidence, resamples=resamples, seed=seed)[0]
 
 
 def pass_hat_ks(
     successes: Mapping[str, Sequence[bool]],
     *,
+    min_k: int = 1,
     max_k: int | None = None,
     confidence: float = 0.95,
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> list[PassHatK]:
-    """pass^1..k with intervals, k up to the fewest trials a task has (or `max_k` if smaller); [] for no task."""
+    """pass^k with intervals for k from `min_k` up to the fewest trials a task has (or `max_k` if smaller); []
+    for no task. Every k's interval comes from the same resamples of the tasks.
+
+    Raises:
+        ValueError: `min_k` < 1, or above the fewest trials of a task.
+    """
     if not successes:
         return []
     top = min(len(trials) for trials in successes.values())
     if max_k is not None:
         top = min(top, max_k)
+    ks = range(min_k, top + 1)
+    values = [_per_task(successes, k) for k in ks] or [_per_task(successes, min_k)]  # the latter raises
+    intervals = bootstrap_intervals(np.stack(values), confidence=confidence, resamples=resamples, seed=seed)
     return [
-        pass_hat_k_interval(successes, k, confidence=confidence, resamples=resamples, seed=seed)
-        for k in range(1, top + 1)
+        PassHatK(k=k, value=float(v.mean()), low=min(low, float(v.mean())), high=max(high, float(v.mean())))
+        for k, v, (low, high) in zip(ks, values, intervals, strict=True)
     ]

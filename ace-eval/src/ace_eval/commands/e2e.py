@@ -250,8 +250,9 @@ def _rate(value: float | None) -> str:
 )
 @click.option(
     "--skillbook",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Start from this skillbook (never written by the run; with --review: the published skillbook).",
+    type=click.Path(path_type=Path),
+    help="Start from this skillbook, or a store's current version (never written by the run; with --review: the "
+    "published skillbook file).",
 )
 @click.option(
     "--review",

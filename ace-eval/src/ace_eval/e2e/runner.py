@@ -37,6 +37,7 @@ from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
 from ace_eval.run.redaction import install_run_collection, redaction_summary
+from ace_eval.store import store_origin
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "plan_line", "resume_e2e", "run_e2e"]
 
@@ -87,6 +88,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         "created_at": utc_now(),
         "versions": versions(),
         "config": {**settings.to_dict(), "traces_sha256": traces_sha},
+        **({"skillbook_origin": origin.to_dict()} if (origin := store_origin(settings.skillbook)) else {}),
         "models": {**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
         "pipeline": {"steps": [p.record() for p in plan]},
         "segments": [],

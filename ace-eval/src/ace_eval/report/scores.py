@@ -3,36 +3,30 @@ the comparison of several runs."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ace_eval.benchmarks.tau_bench.scoring import is_success
+from ace_eval.benchmarks.scores import pass_hat_k_interval as pass_hat_k_with_interval
+from ace_eval.benchmarks.scores import success_of
 from ace_eval.collection import Trace
 from ace_eval.report.read import ReportRun
 
 __all__ = ["benchmark_scores", "compare_runs", "pass_hat_k_interval"]
 
-_Z95 = 1.959964
-
 
 def pass_hat_k_interval(episodes: Sequence[Trace], k: int) -> dict[str, float] | None:
-    """pass^k over the scored episodes (the mean over tasks of C(c, k) / C(n, k)) with a normal 95 % interval
-    over tasks, clipped to [0, 1]; `None` when a task has fewer than `k` scored trials or none is scored."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    """pass^k over the scored episodes (the mean over tasks of C(c, k) / C(n, k)) with its bootstrap 95 % interval
+    over tasks (`ace_eval.benchmarks.scores`); `None` when a task has fewer than `k` scored trials or none is
+    scored."""
+    successes: dict[str, list[bool]] = defaultdict(list)
     for t in episodes:
-        if t.metadata.get("error"):
-            continue
-        counts[str(t.task_id)][0] += is_success(t.reward or 0.0)
-        counts[str(t.task_id)][1] += 1
-    if not counts or min(n for _, n in counts.values()) < k:
+        if not t.metadata.get("error"):
+            successes[str(t.task_id)].append(success_of(t.reward or 0.0))
+    if not successes or min(len(s) for s in successes.values()) < k:
         return None
-    values = [math.comb(c, k) / math.comb(n, k) for c, n in counts.values()]
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    half = _Z95 * sd / math.sqrt(len(values))
-    return {"value": mean, "low": max(0.0, mean - half), "high": min(1.0, mean + half), "tasks": len(values)}
+    row = pass_hat_k_with_interval(successes, k)
+    return {"value": row.value, "low": row.low, "high": row.high, "tasks": len(successes)}
 
 
 def _task_means(episodes: Sequence[Trace]) -> dict[str, float]:

@@ -26,6 +26,7 @@ __all__ = [
     "RunRecord",
     "RunRecordError",
     "SampleErrorRecord",
+    "SkillbookOrigin",
     "StepTiming",
     "TrainingRecord",
     "load_run_record",
@@ -97,6 +98,15 @@ class StepTiming(_Open):
     seconds: float = 0.0
 
 
+class SkillbookOrigin(BaseModel):
+    """The store and version of the skillbook a run started from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str
+    version: int = Field(ge=1)
+
+
 class RunRecord(_Open):
     """`run.json`."""
 
@@ -111,6 +121,8 @@ class RunRecord(_Open):
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     errors: list[SampleErrorRecord] = Field(default_factory=list)
     step_timings: dict[str, StepTiming] = Field(default_factory=dict)
+    skillbook_origin: SkillbookOrigin | None = None
+    """The store version the run started from (`--skillbook STORE`); the incumbent a gate compares with."""
     pipeline: dict[str, Any] | None = None
     """The steps the run planned (`{"steps": [{"name", "phase", "options"}, ...]}`); `None` before they were."""
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ace.integrations.store_format import is_store
 from ace_eval.e2e.config._file import find_config, load_config_file
 from ace_eval.e2e.config._settings import (
     DEFAULT_BENCHMARK,
@@ -20,6 +21,7 @@ from ace_eval.e2e.config._settings import (
     ModelRole,
     inapplicable_settings,
 )
+from ace_eval.store import resolve_skillbook
 
 __all__ = ["MODEL_ENV", "SETTING_ENV", "resolve_settings"]
 
@@ -109,6 +111,7 @@ def resolve_settings(
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
     if isinstance(flags.get("benchmark_options"), Mapping) and isinstance(from_file.get("benchmark_options"), Mapping):
         values["benchmark_options"] = {**from_file["benchmark_options"], **flags["benchmark_options"]}  # type: ignore[dict-item]
+    _skillbook_from_store(values)
     _replay_only_unless_benchmark(values, sources)
     if "max_num_steps" not in values and (steps := _benchmark_default(values, "max_num_steps")) is not None:
         values["max_num_steps"] = steps  # tau2 counts every message of an episode, not only the agent's
@@ -130,6 +133,23 @@ def _benchmark_default(values: Mapping[str, Any], name: str) -> Any:
     factory = registry.get(benchmark).factory
     info = factory.options.model_fields.get(name)
     return None if info is None or name not in factory.harness_settings else info.get_default()
+
+
+def _skillbook_from_store(values: dict[str, Any]) -> None:
+    """`--skillbook STORE`: the store's current version's file, pinned for the run (and its resume)."""
+    if values.get("skillbook") is None or not (path := Path(values["skillbook"])).is_dir():
+        return
+    if not is_store(path):
+        raise ConfigError(
+            f"--skillbook {path} is a folder but not a skillbook store (no store.json): pass a skillbook.json, or a "
+            "store made by ace-eval skillbook publish"
+        )
+    if values.get("review"):
+        raise ConfigError(
+            f"--review stages candidates beside the published skillbook file, and {path} is a store, whose versions "
+            "are immutable: review against a skillbook file, then publish it (ace-eval skillbook publish)"
+        )
+    values["skillbook"] = resolve_skillbook(path)
 
 
 def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:

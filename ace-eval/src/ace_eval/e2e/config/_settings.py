@@ -139,8 +139,9 @@ class E2ESettings:
     no_steps: tuple[str, ...] = ()
     """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
     skillbook: Path | None = None
-    """The skillbook training starts from (never written by the run); with `review`, the published skillbook
-    whose review queue (`<stem>.review.json` beside it) gets the candidates. A missing file starts empty."""
+    """The skillbook training starts from (never written by the run; a store resolves to its current version's
+    file); with `review`, the published skillbook whose review queue (`<stem>.review.json` beside it) gets the
+    candidates. A missing file starts empty."""
     review: bool = False
     """Stage the skill manager's edits as review candidates instead of publishing them (`ace-eval review`)."""
     config_file: Path | None = None
