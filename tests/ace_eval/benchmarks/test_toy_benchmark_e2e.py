@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,12 @@ def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
     page = tmp_path / "report.html"
     report = CliRunner().invoke(main, ["report", str(folder), "--output", str(page)])
     assert report.exit_code == 0, report.output
-    assert "toy-support" in page.read_text(encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
+    assert "toy-support" in html
+    # the page's pass^k comes from the phases' scores.json: the test split before and after, not the learn split
+    [row1] = re.findall(r"<tr><td>pass\^1</td>.*?</tr>", html, re.S)
+    assert "0.500" in row1 and "1.000" in row1 and "+0.500" in row1
+    assert re.search(r'<td class="mono">refund-3</td><td class="n">0(\.0+)?</td><td class="n">1(\.0+)?</td>', html)
 
 
 @pytest.mark.usefixtures("toy")
