@@ -85,7 +85,7 @@ def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
     assert benchmark["before"]["pass_hat_k"] == {"1": 0.5, "2": 0.5}
     assert benchmark["after"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
     assert {d["task_id"]: d["delta"] for d in benchmark["task_deltas"]}["refund-3"] == 1.0
-    assert "pass^1" in result.output and "50.0 %" in result.output and "100.0 %" in result.output
+    assert "pass^1    50.0 [ 16.7,  83.3]  100.0 [100.0, 100.0]  +50.0" in result.output.splitlines()
 
     page = tmp_path / "report.html"
     report = CliRunner().invoke(main, ["report", str(folder), "--output", str(page)])

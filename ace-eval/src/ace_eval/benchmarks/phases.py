@@ -17,6 +17,7 @@ from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
 from ace_eval.benchmarks._protocol import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.scores import BenchmarkScores, PassHatK, read_scores, write_scores
+from ace_eval.benchmarks.table import format_table
 from ace_eval.collection import MANIFEST_FILE
 from ace_eval.run.folder import RunFolder
 
@@ -131,21 +132,12 @@ def scores_table(record: Mapping[str, Any]) -> str | None:
     if not before or "pass_hat_k_95" not in before:
         return None
 
-    def rows(phase: Mapping[str, Any] | None) -> dict[int, PassHatK]:
+    def rows(phase: Mapping[str, Any] | None) -> list[PassHatK]:
         if not phase:
-            return {}
-        return {
-            int(k): PassHatK(int(k), float(v), *map(float, phase["pass_hat_k_95"][k]))
-            for k, v in phase["pass_hat_k"].items()
-        }
+            return []
+        return [
+            PassHatK(int(k), float(v), *map(float, phase["pass_hat_k_95"][k])) for k, v in phase["pass_hat_k"].items()
+        ]
 
-    base, after = rows(before), rows(benchmark.get("after"))
-    lines = [f"{'':8}{'baseline':>24}{'with the skillbook':>26}"]
-    for k, row in base.items():
-        cell = f"{row.value * 100:5.1f} % [{row.low * 100:5.1f}, {row.high * 100:5.1f}]"
-        other = after.get(k)
-        right = (
-            "-" if other is None else f"{other.value * 100:5.1f} % [{other.low * 100:5.1f}, {other.high * 100:5.1f}]"
-        )
-        lines.append(f"pass^{k:<3}{cell:>24}{right:>26}")
-    return "\n".join(lines)
+    after = rows(benchmark.get("after"))
+    return format_table(rows(before), after or None)

@@ -20,9 +20,10 @@ from ace.core.skillbook import Skillbook
 from ace.llm import ModelConfigError
 from ace.llm.credentials import missing_credentials
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole
-from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
+from ace_eval.benchmarks.score_files import read_score_file
+from ace_eval.benchmarks.scores import BenchmarkScores
 
-__all__ = ["LEARN_DIR", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "scores_of_results", "tau2_benchmark"]
+__all__ = ["LEARN_DIR", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
 
 LEARN_DIR = "learn"
 """Beside the collection: tau2's own files of the learn split (the collection is imported from its results.json)."""
@@ -223,47 +224,7 @@ class Tau2Benchmark:
         results = self.run(
             env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=directory, phase="evaluate"
         )
-        return scores_of_results(self.name, results, models=dict(env.model_names))
-
-
-def scores_of_results(benchmark: str, results: Path, *, models: Mapping[str, str]) -> BenchmarkScores:
-    """A tau2 `results.json` as typed scores: per task, per trial its reward, success (reward 1), tokens, cost."""
-    import json
-
-    data = json.loads(results.read_text(encoding="utf-8"))
-    tasks: dict[str, list[TrialScore]] = {}
-    seeds: dict[int, int] = {}
-    for sim in sorted(data["simulations"], key=lambda s: (str(s["task_id"]), int(s.get("trial") or 0))):
-        reward = float((sim.get("reward_info") or {}).get("reward") or 0.0)
-        messages = sim.get("messages") or []
-        tokens = sum(
-            int((m.get("usage") or {}).get("prompt_tokens") or 0)
-            + int((m.get("usage") or {}).get("completion_tokens") or 0)
-            for m in messages
-        )
-        cost = sum(float(m.get("cost") or 0.0) for m in messages)
-        seed = sim.get("seed")
-        trial = int(sim.get("trial") or 0)
-        if seed is not None:
-            seeds[trial] = int(seed)
-        tasks.setdefault(str(sim["task_id"]), []).append(
-            TrialScore(
-                reward=reward,
-                success=abs(reward - 1.0) <= 1e-6,
-                tokens=tokens,
-                cost=cost,
-                seed=None if seed is None else int(seed),
-                error=None,
-            )
-        )
-    return BenchmarkScores(
-        benchmark=benchmark,
-        tasks=tasks,
-        num_trials=min((len(t) for t in tasks.values()), default=0),
-        seeds=[seeds[t] for t in sorted(seeds)],
-        models=dict(models),
-        skillbook=None,
-    )
+        return read_score_file(results, "tau2").model_copy(update={"benchmark": self.name})
 
 
 def _build(name: str, options: Tau2Options) -> Tau2Benchmark:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ace.pipeline.registry import parse_step_spec
+from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
 from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
@@ -39,7 +40,7 @@ def format_summary(result: E2EResult) -> str:
     if record.errors:
         first = record.errors[0]
         lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
-    table = _tau2_table(result.record)
+    table = scores_table(result.record)  # pass^k with intervals, when the benchmark recorded them
     if table is not None:
         lines.append(table)
     elif record.benchmark is not None:
@@ -77,18 +78,6 @@ def format_summary(result: E2EResult) -> str:
         staged = " (the staged fork, not published)" if review else ""
         lines.append(f"Skillbook markdown{staged}: {markdown}")
     return "\n".join(lines)
-
-
-def _tau2_table(record: dict[str, object]) -> str | None:
-    """pass^k baseline -> with ACE of a tau2 run (`None` for tau-bench or before the baseline was scored)."""
-    config = record.get("config")
-    if not isinstance(config, dict) or not str(config.get("benchmark", "")).startswith("tau2-"):
-        from ace_eval.benchmarks.phases import scores_table
-
-        return scores_table(record)
-    from ace_eval.e2e.tau2_phases import tau2_table
-
-    return tau2_table(record)
 
 
 def _rate(value: float | None) -> str:

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +40,6 @@ __all__ = [
     "plan_tau2",
     "run_phase",
     "tau2_record",
-    "tau2_table",
 ]
 
 LEARN_DIR = "learn"
@@ -238,27 +237,6 @@ def tau2_record(record: dict[str, Any], folder: RunFolder) -> None:
             } | {"cost_usd": sum(item["cost_usd"] for item in items)}
     record["usage"] = usage
     record["cost_usd"] = total_cost(usage)
-
-
-def tau2_table(record: Mapping[str, Any]) -> str | None:
-    """The peer's table shape from `run.json`: pass^k baseline -> with ACE, each with its 95 % interval."""
-    benchmark = record.get("benchmark") or {}
-    before = benchmark.get("before")
-    if not before:
-        return None
-    tau2 = load_tau2()
-
-    def rows(phase: Mapping[str, Any] | None) -> list[Any]:
-        if not phase:
-            return []
-        return [
-            tau2.PassHatK(int(k), float(v), *map(float, phase["pass_hat_k_95"][k]))
-            for k, v in phase["pass_hat_k"].items()
-        ]
-
-    after = rows(benchmark.get("after"))
-    table: str = tau2.format_table(rows(before), after or None)
-    return table
 
 
 @dataclass(frozen=True, kw_only=True)

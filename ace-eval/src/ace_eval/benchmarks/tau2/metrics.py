@@ -17,6 +17,7 @@ from ace.exceptions import RunError
 from ace_eval.benchmarks import scores
 from ace_eval.benchmarks.score_files import scores_from_tau2
 from ace_eval.benchmarks.scores import BOOTSTRAP_RESAMPLES, PassHatK, pass_hat_ks
+from ace_eval.benchmarks.table import format_table
 
 __all__ = [
     "MetricsMismatchError",
@@ -130,19 +131,3 @@ def check_against_tau2(results: str | os.PathLike[str]) -> dict[int, float]:
     if theirs.keys() != ours.keys() or any(abs(theirs[k] - ours[k]) > 1e-9 for k in ours):
         raise MetricsMismatchError(f"pass^k of {results} differs from tau2.metrics: ours {ours}, tau2's {theirs}")
     return theirs
-
-
-def format_table(baseline: Sequence[PassHatK], candidate: Sequence[PassHatK] | None = None) -> str:
-    """The peer's table shape: one row per k, baseline -> with ACE (percent, 95 % interval)."""
-
-    def cell(row: PassHatK) -> str:
-        return f"{100 * row.value:5.1f} [{100 * row.low:5.1f}, {100 * row.high:5.1f}]"
-
-    lines = ["metric   baseline              " + ("with ACE              delta" if candidate else "")]
-    after = {row.k: row for row in candidate or []}
-    for row in baseline:
-        line = f"pass^{row.k:<3} {cell(row)}"
-        if row.k in after:
-            line += f"  {cell(after[row.k])}  {100 * (after[row.k].value - row.value):+5.1f}"
-        lines.append(line.rstrip())
-    return "\n".join(lines)
