@@ -111,3 +111,23 @@ def test_publishing_a_run_that_scores_nothing_is_refused_before_it_starts(
     result = e2e(monkeypatch, tmp_path, HELPFUL, "--publish", tmp_path / "file")
     assert result.exit_code == 2 and "is not a skillbook store" in result.output
     assert not (tmp_path / "out").exists() and store.numbers() == [1]
+
+
+def test_a_tau2_run_is_gated_on_tau2s_own_results_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eval[tau2]"')
+    from _tau2_e2e import tau2_injections, tau2_models
+
+    tasks = "create_task_1,update_task_1"
+    _, agent, user = tau2_models("mock", tasks.split(","), "e2e-publish")
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", lambda s: runner.run_e2e(s, injections=tau2_injections()))
+    args = ["e2e", "--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
+            "--max-num-steps", "30", "--train-split", tasks, "--eval-split", tasks, "--output-dir",
+            str(tmp_path / "out"), "--publish", str(tmp_path / "store")]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    # both tasks go from failing to passing, but two tasks can never reach p < 0.05 (the smallest p is 2/2^2)
+    assert result.exit_code == 1, result.output
+    [run] = (tmp_path / "out").glob("run_*")
+    verdict = json.loads((run / "gate.json").read_text())
+    assert verdict["benchmark"] == "tau2-mock" and verdict["delta"]["mean"] == 1.0 and verdict["p_value"] == 0.5
+    assert "nothing can be promoted: p < 0.05 needs at least 6 tasks" in result.output
+    assert not (tmp_path / "store").exists()  # held: the store is not even created
