@@ -16,7 +16,7 @@ from ace_eval.reporting import EXIT_RUN_FAILED
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.text import plural
 
-__all__ = ["e2e", "format_summary"]
+__all__ = ["benchmark_options", "e2e", "format_summary"]
 
 _PATH = click.Path(path_type=Path)
 _DIR = click.Path(path_type=Path, file_okay=False)
@@ -329,7 +329,7 @@ def e2e(
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
         given = {k: v for k, v in flags.items() if v is not None} | pipeline
         if benchmark_option_specs:
-            given["benchmark_options"] = _benchmark_options(benchmark_option_specs)
+            given["benchmark_options"] = benchmark_options(benchmark_option_specs)
         check_publish(publish_to)
         if resume_dir is not None:
             result = resume_e2e(resume_dir, given)
@@ -368,7 +368,7 @@ def _publish(run_dir: Path, store: Path, *, gate: bool) -> None:
         sys.exit(EXIT_RUN_FAILED)
 
 
-def _benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
+def benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
     """`--benchmark-option key=value` (repeatable; a key given twice collects a list) as the benchmark's options."""
     options: dict[str, object] = {}
     for spec in specs:

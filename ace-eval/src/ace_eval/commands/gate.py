@@ -94,18 +94,6 @@ def compare(
         sys.exit(EXIT_RUN_FAILED)
 
 
-def _options(specs: tuple[str, ...]) -> dict[str, object]:
-    """`--benchmark-option key=value` (repeatable; a key given twice collects a list)."""
-    options: dict[str, object] = {}
-    for spec in specs:
-        key, eq, value = (part.strip() for part in spec.partition("="))
-        if not eq or not key:
-            raise click.UsageError(f"--benchmark-option {spec!r} is not key=value (e.g. --benchmark-option seed=3)")
-        previous = options.get(key)
-        options[key] = value if previous is None else [*(previous if isinstance(previous, list) else [previous]), value]
-    return options
-
-
 @gate.command("run")
 @click.option("--candidate", type=click.Path(path_type=Path), required=True,
               help="The skillbook to judge: a skillbook.json, or a run folder (its published skillbook).")  # fmt: skip
@@ -151,6 +139,7 @@ def run(
     """
     from ace.exceptions import UserError
     from ace_eval.benchmarks import BenchmarkEnv, BenchmarkRegistry, resolve_tasks
+    from ace_eval.commands.e2e import benchmark_options
     from ace_eval.gate import (
         candidate_side,
         format_gate,
@@ -170,7 +159,7 @@ def run(
     if not 0.0 < alpha < 1.0:
         raise UserError(f"--alpha must be between 0 and 1 (exclusive), got {alpha:g}; the usual choice is 0.05")
     new, old = candidate_side(candidate), incumbent_side(incumbent)
-    benchmark = BenchmarkRegistry.from_entry_points().create(benchmark_name, _options(option_specs))
+    benchmark = BenchmarkRegistry.from_entry_points().create(benchmark_name, benchmark_options(option_specs))
     task_ids = (
         resolve_tasks(benchmark.name, benchmark.splits(), task_spec)
         if task_spec is not None
