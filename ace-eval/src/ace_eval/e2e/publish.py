@@ -8,7 +8,6 @@ trace collection (reward per trial). `--no-gate` publishes without the compariso
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
 from ace_eval.benchmarks.phases import SCORES_FILE
-from ace_eval.benchmarks.score_files import read_score_file, sniff_format
+from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.collection import MANIFEST_FILE, read_collection
 from ace_eval.gate import GATE_FILE, GateResult, compare, publish_promoted
@@ -25,6 +24,9 @@ from ace_eval.store import ProducedBy, SkillbookStore, Version, is_store
 
 __all__ = ["NO_GATE_REASON", "PublishOutcome", "check_publish", "phase_scores", "publish_run"]
 
+RESULTS_FILE = "results.json"
+"""The results file a benchmark that runs its own episodes leaves in a phase folder (read when it is a scored
+file `ace_eval.benchmarks.score_files` knows)."""
 NO_GATE_REASON = "published with --no-gate by ace-eval e2e: not compared with anything"
 
 
@@ -34,17 +36,6 @@ class PublishOutcome:
 
     result: GateResult | None
     version: Version | None
-
-
-def _results_file(phase: Path) -> Path | None:
-    """The one JSON file of the phase folder that reads as scores (a benchmark's own results file)."""
-    for path in sorted(phase.glob("*.json")):
-        try:
-            if sniff_format(json.loads(path.read_bytes())) is not None:
-                return path
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 def _from_collection(phase: Path) -> BenchmarkScores:
@@ -61,9 +52,8 @@ def _from_collection(phase: Path) -> BenchmarkScores:
 def _phase(phase: Path) -> BenchmarkScores | None:
     if (phase / SCORES_FILE).is_file():
         return read_score_file(phase / SCORES_FILE, "scores")
-    found = _results_file(phase) if phase.is_dir() else None
-    if found is not None:
-        return read_score_file(found)
+    if (phase / RESULTS_FILE).is_file():
+        return read_score_file(phase / RESULTS_FILE)  # a benchmark's own results file (tau2's), format sniffed
     if (phase / MANIFEST_FILE).is_file():
         return _from_collection(phase)
     return None
