@@ -131,3 +131,34 @@ def test_a_tau2_run_is_gated_on_tau2s_own_results_files(tmp_path: Path, monkeypa
     assert verdict["benchmark"] == "tau2-mock" and verdict["delta"]["mean"] == 1.0 and verdict["p_value"] == 0.5
     assert "nothing can be promoted: p < 0.05 needs at least 6 tasks" in result.output
     assert not (tmp_path / "store").exists()  # held: the store is not even created
+
+
+def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
+    """A run whose phases left trace collections (the harness's own episodes): the reward of each trial, an
+    errored episode a failure; 6 tasks all better promote."""
+    from _run_support import good_book, write_run
+
+    from ace_eval.collection import Trace, write_collection
+    from ace_eval.e2e.publish import phase_scores, publish_run
+    from ace_eval.run.folder import RunFolder
+
+    run = write_run(tmp_path / "run", good_book(), spans=False)
+
+    def episodes(folder: Path, reward: float, error: str | None = None) -> None:
+        traces = [
+            Trace(source_system="replay", trace_id=f"{task}-{trial}", task_id=task, question="q", reward=reward,
+                  messages=[{"role": "user", "content": "q"}], metadata={"error": error} if error else {})
+            for task in ("a", "b", "c", "d", "e", "f") for trial in range(2)
+        ]  # fmt: skip
+        write_collection(folder, traces, source_system="replay")
+
+    episodes(run / "baseline", 1.0, error="rate limited")
+    episodes(run / "evaluation", 1.0)
+    pair = phase_scores(RunFolder.open(run))
+    assert pair is not None
+    before, after = pair
+    assert before.successes() == {task: [False, False] for task in "abcdef"} and before.tasks["a"][0].error
+    assert after.successes() == {task: [True, True] for task in "abcdef"}
+    outcome = publish_run(run, tmp_path / "store")
+    assert outcome.result is not None and outcome.result.decision == "promote" and outcome.version is not None
+    assert outcome.version.number == 1 and outcome.version.gate == json.loads((run / "gate.json").read_text())
