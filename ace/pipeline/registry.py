@@ -50,6 +50,7 @@ __all__ = [
     "StepRegistry",
     "listed_options",
     "parse_step_spec",
+    "validate_options",
 ]
 
 ENTRY_POINT_GROUP = "ace.steps"
@@ -151,16 +152,7 @@ class StepFactory(Generic[OptionsT]):
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""
-        try:
-            return self.options.model_validate(listed_options(self.options, raw))
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            known = ", ".join(self.options.model_fields) or "none"
-            raise StepConfigError(
-                f"step {name!r}: option {where!r}: {first['msg']} (its options: {known}; "
-                f"`ace-eval steps list` describes them)"
-            ) from None
+        return validate_options(self.options, raw, f"step {name!r}", "`ace-eval steps list`", StepConfigError)
 
     def __call__(self, name: str, raw: Mapping[str, Any], env: StepEnvironment) -> Step:
         """Build the step from its settings; the step must carry the registered `name`."""
@@ -183,6 +175,22 @@ def _contract(step: type[Step], name: str) -> frozenset[str]:
     if not isinstance(value, frozenset):
         raise PluginError(f"step class {step.__qualname__} must declare `{name}` as a frozenset class attribute")
     return frozenset(str(v) for v in value)
+
+
+def validate_options(
+    options: type[OptionsT], raw: Mapping[str, Any], what: str, lister: str, error: type[UserError]
+) -> OptionsT:
+    """`raw` validated by `options`; the first problem raised as `error`, naming `what`, the option, the known
+    options and the command (`lister`) that describes them."""
+    try:
+        return options.model_validate(listed_options(options, raw))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        known = ", ".join(options.model_fields) or "none"
+        raise error(
+            f"{what}: option {where!r}: {first['msg']} (its options: {known}; {lister} describes them)"
+        ) from None
 
 
 def listed_options(options: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:

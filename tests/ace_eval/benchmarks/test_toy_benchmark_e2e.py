@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,12 @@ def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
     page = tmp_path / "report.html"
     report = CliRunner().invoke(main, ["report", str(folder), "--output", str(page)])
     assert report.exit_code == 0, report.output
-    assert "toy-support" in page.read_text(encoding="utf-8")
+    html = page.read_text(encoding="utf-8")
+    assert "toy-support" in html
+    # the page's pass^k comes from the phases' scores.json: the test split before and after, not the learn split
+    [row1] = re.findall(r"<tr><td>pass\^1</td>.*?</tr>", html, re.S)
+    assert "0.500" in row1 and "1.000" in row1 and "+0.500" in row1
+    assert re.search(r'<td class="mono">refund-3</td><td class="n">0(\.0+)?</td><td class="n">1(\.0+)?</td>', html)
 
 
 @pytest.mark.usefixtures("toy")
@@ -140,3 +146,51 @@ def test_the_flags_of_the_harness_fill_the_plugins_options_and_bad_task_ids_are_
     assert list(after.tasks) == ["refund-3"] and 0 < sum(after.successes()["refund-3"]) < 4  # flaky, seeded
     record = json.loads((only_run(out) / "run.json").read_text())
     assert record["config"]["benchmark_options"] == {"flakiness": "0.5"}
+
+
+@pytest.mark.usefixtures("toy")
+def test_a_run_that_fails_while_evaluating_resumes_with_the_phases_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from ace_toy_benchmark import ToySupport
+
+    scored: list[bool] = []
+    evaluate = ToySupport.evaluate
+
+    def failing_once(self: ToySupport, env: Any, *, skillbook: Any, **kwargs: Any) -> Any:
+        scored.append(skillbook is not None)
+        if skillbook is not None and scored.count(True) == 1:
+            raise ConnectionError("the scoring service went away")
+        return evaluate(self, env, skillbook=skillbook, **kwargs)
+
+    monkeypatch.setattr(ToySupport, "evaluate", failing_once)
+    insight = "Before processing it, do the step the customer's complaint names."
+    out = tmp_path / "out"
+    failed = invoke(monkeypatch, ["e2e", "--benchmark", "toy-support", "--output-dir", str(out)], insight)
+    assert failed.exit_code != 0 and "the scoring service went away" in failed.output
+    folder = only_run(out)
+    baseline = (folder / "baseline" / "scores.json").read_bytes()
+    assert not (folder / "evaluation" / "scores.json").exists()
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"
+
+    resumed = invoke(monkeypatch, ["e2e", "--resume", str(folder)], insight)
+    assert resumed.exit_code == 0, resumed.output
+    assert scored == [False, True, True]  # the baseline was not scored again
+    assert (folder / "baseline" / "scores.json").read_bytes() == baseline
+    record = json.loads((folder / "run.json").read_text())
+    assert record["status"] == "completed" and record["benchmark"]["after"]["pass_hat_k"] == {"1": 1.0}
+
+
+@pytest.mark.usefixtures("toy")
+def test_benchmark_options_from_the_config_file_and_flags_merge_key_by_key(tmp_path: Path) -> None:
+    from ace_eval.e2e.config import resolve_settings
+
+    config = tmp_path / "ace-eval.toml"
+    config.write_text(
+        '[e2e]\nbenchmark = "toy-support"\n\n[e2e.benchmark_options]\nflakiness = 0.25\nseed = 3\n', encoding="utf-8"
+    )
+    settings = resolve_settings(
+        {"benchmark_options": {"seed": "9"}, "eval_split": "refund-3"}, config=config, cwd=tmp_path
+    )
+    assert settings.benchmark == "toy-support"
+    assert settings.benchmark_raw_options() == {"eval_split": "refund-3", "flakiness": 0.25, "seed": "9"}

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ace.exceptions import UserError
-from ace.pipeline.registry import listed_options
+from ace.pipeline.registry import validate_options
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -159,16 +159,8 @@ class BenchmarkFactory(Generic[OptionsT]):
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""
-        try:
-            return self.options.model_validate(listed_options(self.options, raw))
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            known = ", ".join(self.options.model_fields) or "none"
-            raise BenchmarkConfigError(
-                f"benchmark {name!r}: option {where!r}: {first['msg']} (its options: {known}; "
-                f"`ace-eval benchmarks list` describes them)"
-            ) from None
+        lister = "`ace-eval benchmarks list`"
+        return validate_options(self.options, raw, f"benchmark {name!r}", lister, BenchmarkConfigError)
 
     def create(self, name: str, raw: Mapping[str, Any]) -> Benchmark:
         """The benchmark `name` built from its raw options; it must carry the registered name."""

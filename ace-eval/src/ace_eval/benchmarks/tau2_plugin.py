@@ -30,8 +30,6 @@ TAU2_MAX_STEPS = 200
 """tau2's own default `max_steps` (agent, user and tool messages)."""
 _IDS = frozenset({"id", "task_id", "trial", "seed"})
 """Keys of tau2's files that are ids the files need whole (redacted as ids, never searched for numbers)."""
-_SCRIPTED = "ace-scripted/"
-"""Model strings of scripted models registered in this process (tests): no credentials to check."""
 
 
 class Tau2Options(BaseModel):
@@ -87,6 +85,8 @@ class Tau2Benchmark:
         return {"agent": None, "user": None}
 
     def check(self, env: BenchmarkEnv) -> None:
+        from ace_eval.benchmarks.tau2.scripted import PROVIDER
+
         problems: list[str] = []
         for role in ("agent", "user"):
             model = env.model_names.get(role, "local")
@@ -97,7 +97,7 @@ class Tau2Benchmark:
                     "a litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
                 )
                 continue
-            if model.startswith(_SCRIPTED):
+            if model.startswith(f"{PROVIDER}/"):  # a scripted model registered in this process (tests)
                 continue
             try:
                 missing = missing_credentials(model)

@@ -158,10 +158,14 @@ def _rate(value: float | None) -> str:
 )
 @click.option(
     "--train-split",
-    help="tau2: the tasks the agent learns on: a split (train, test, base, ...) or comma-separated task ids "
-    "(default train, or base where the domain has none).",
+    help="The tasks the agent learns on, for a benchmark that takes the option train_split (tau2, toy-support): "
+    "a split (train, test, base, ...) or comma-separated task ids (tau2's default: train, or base).",
 )
-@click.option("--eval-split", help="tau2: the tasks scored without and with the skillbook (default test, or base).")
+@click.option(
+    "--eval-split",
+    help="The tasks scored without and with the skillbook, for a benchmark that takes the option eval_split "
+    "(tau2's default: test, or base).",
+)
 @click.option(
     "--provider-limit",
     type=click.IntRange(min=1),
@@ -322,8 +326,9 @@ def e2e(
       --skill-injection, --top-k, --skill-tokens   without the benchmark
       --top-k, --skill-tokens      without --skill-injection top-k (--top-k: with --skill-tokens)
       --format                     with a --traces folder (it names a --traces file's format)
-      --train-split, --eval-split, --provider-limit   on tau-bench
-      --data-dir   on tau2 (it ships its data)
+      --train-split, --eval-split, --provider-limit, --data-dir
+          on a benchmark whose options do not take them (`ace-eval benchmarks list`;
+          --data-dir on tau2: it ships its data)
     """
     try:
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`

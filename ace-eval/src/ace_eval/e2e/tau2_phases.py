@@ -22,12 +22,9 @@ from typing import Any
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
-from ace.llm import ModelConfigError
-from ace.llm.credentials import missing_credentials
 from ace.redaction import Redactor
 from ace_eval.collection import MANIFEST_FILE, write_collection
-from ace_eval.e2e.config import DEFAULT_MODEL, E2ESettings
-from ace_eval.e2e.preflight import PreflightError
+from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.folder import RunFolder
 from ace_eval.run.progress import Progress
 from ace_eval.run.redaction import redact_trace
@@ -70,65 +67,16 @@ class Tau2Plan:
 
 def plan_tau2(settings: E2ESettings) -> Tau2Plan:
     """The domain and the splits' task ids, checked before anything is written (unknown split or id, `local` as
-    the agent or user model, missing credentials: a `UserError`, exit 2)."""
-    tau2 = load_tau2()
-    domain = tau2.benchmark_domain(settings.benchmark)
-    splits: dict[str, list[str]] = tau2.task_splits(domain)
-    learn = _select(tau2, domain, splits, settings.train_split, tau2.DEFAULT_TRAIN_SPLIT, settings.limit)
-    evaluate = _select(tau2, domain, splits, settings.eval_split, tau2.DEFAULT_EVAL_SPLIT, settings.limit)
+    the agent or user model, missing credentials: a `UserError`, exit 2), by the registered benchmark."""
+    from ace_eval.benchmarks import BenchmarkEnv, load_benchmark
+    from ace_eval.benchmarks.tau2_plugin import Tau2Benchmark
+
+    benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
+    assert isinstance(benchmark, Tau2Benchmark), f"{settings.benchmark} is no tau2 benchmark"
+    learn, evaluate = tuple(benchmark.tasks("learn")), tuple(benchmark.tasks("evaluate"))
     if settings.runs_agent:
-        from ace_eval.benchmarks.tau2.scripted import PROVIDER
-
-        _check_models(settings, scripted=f"{PROVIDER}/")
-    return Tau2Plan(domain, learn, evaluate)
-
-
-def _select(
-    tau2: ModuleType,
-    domain: str,
-    splits: Mapping[str, Sequence[str]],
-    value: str | None,
-    default: str,
-    limit: int | None,
-) -> tuple[str, ...]:
-    """A split name (`train`, `test`, `base`, ...) or comma-separated task ids; the domain's default split, else
-    `base` (mock has only `base`)."""
-    name = value if value is not None else (default if default in splits else "base")
-    if name in splits:
-        tasks = tau2.load_tasks(domain, name)
-    else:
-        ids = [part.strip() for part in name.split(",") if part.strip()]
-        try:
-            tasks = tau2.load_tasks(domain, ids)
-        except tau2.TaskSelectionError:
-            if "," in name:
-                raise
-            tasks = tau2.load_tasks(domain, name)  # one word that is no task id: the error lists the splits
-    return tuple(str(task.id) for task in tasks[:limit])
-
-
-def _check_models(settings: E2ESettings, *, scripted: str) -> None:
-    problems: list[str] = []
-    for role in ("agent", "user"):
-        model = settings.model_for(role)
-        where = f"{role} model {model!r} ({settings.source_of(f'{role}_model')}; change it with --{role}-model)"
-        if model == DEFAULT_MODEL:
-            problems.append(
-                f"{where}: tau2 calls its models through litellm and the embedded offline model is not one; pass a "
-                "litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
-            )
-            continue
-        if model.startswith(scripted):  # registered in this process (tests)
-            continue
-        try:
-            missing = missing_credentials(model)
-        except ModelConfigError as e:
-            problems.append(f"{where}: {e}")
-            continue
-        if missing:
-            problems.append(f"{where}: set {' and '.join(missing)} in the environment (e.g. `export {missing[0]}=...`)")
-    if problems:
-        raise PreflightError(problems)
+        benchmark.check(BenchmarkEnv(model_names=settings.models))
+    return Tau2Plan(benchmark.domain, learn, evaluate)
 
 
 def run_phase(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from ace_eval.benchmarks.phases import SCORES_FILE
 from ace_eval.benchmarks.scores import pass_hat_k_interval as pass_hat_k_with_interval
-from ace_eval.benchmarks.scores import success_of
+from ace_eval.benchmarks.scores import pass_hat_ks, read_scores, success_of
 from ace_eval.collection import Trace
 from ace_eval.report.read import ReportRun
 
@@ -48,6 +50,9 @@ def _trials(episodes: Sequence[Trace]) -> int:
 def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
     """pass^1..k before and after (intervals from the episodes), per-task mean reward and its delta, every episode;
     the recorded pass^k alone when the folder kept no episodes; `None` for a run without a benchmark."""
+    scored = _scored_phases(run.path)
+    if scored is not None:
+        return scored
     before, after = run.baseline, run.evaluation
     recorded = run.record.benchmark
     if not before and not after:
@@ -94,6 +99,39 @@ def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
             for phase, episodes in (("before", before), ("after", after))
             for t in episodes
         ],
+    }
+
+
+def _scored_phases(folder: Path) -> dict[str, Any] | None:
+    """The same table from the phases' `scores.json` (a benchmark run through the protocol), `None` without them:
+    pass^k with intervals and each task's success rate, before and after."""
+    files = {phase: folder / name / SCORES_FILE for phase, name in (("before", "baseline"), ("after", "evaluation"))}
+    if not files["before"].is_file():
+        return None
+    phases = {p: read_scores(f).successes() for p, f in files.items() if f.is_file()}
+    rows = {p: {row.k: row for row in pass_hat_ks(s)} for p, s in phases.items()}
+    k_max = max((max(r, default=0) for r in rows.values()), default=0)
+
+    def cell(phase: str, k: int) -> dict[str, float] | None:
+        row = rows.get(phase, {}).get(k)
+        return None if row is None else {"value": row.value, "low": row.low, "high": row.high}
+
+    def rate(phase: str, task: str) -> float | None:
+        trials = phases.get(phase, {}).get(task)
+        return sum(trials) / len(trials) if trials else None
+
+    tasks = sorted({task for s in phases.values() for task in s})
+
+    def delta(task: str) -> float | None:
+        b, a = rate("before", task), rate("after", task)
+        return a - b if a is not None and b is not None else None
+
+    return {
+        "pass_hat_k": [{"k": k, "before": cell("before", k), "after": cell("after", k)} for k in range(1, k_max + 1)],
+        "tasks": [
+            {"task": t, "before": rate("before", t), "after": rate("after", t), "delta": delta(t)} for t in tasks
+        ],
+        "episodes": [],
     }
 
 
