@@ -19,6 +19,7 @@ from ace.core.storage import atomic_write, json_writer
 from ace.exceptions import UserError
 from ace.integrations.store_format import (
     MARKER_FILE,
+    SKILLBOOK_FILE,
     STORE_FORMAT,
     VERSIONS_DIR,
     StoreFormatError,
@@ -170,6 +171,11 @@ class SkillbookStore:
             number = max([0, *self.numbers(), parent or 0]) + 1
 
             def record(hashes: dict[str, str]) -> dict[str, object]:
+                if found.digest is not None and hashes[SKILLBOOK_FILE] != found.digest:
+                    raise UserError(
+                        f"{found.skillbook} changed while it was being published (another process writes it): "
+                        "publish it again once that process is done; nothing was published"
+                    )
                 made = VersionRecord(
                     number=number,
                     parent=parent,
