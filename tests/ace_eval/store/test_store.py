@@ -215,3 +215,12 @@ def test_a_source_changed_while_publishing_is_refused(tmp_path: Path, monkeypatc
     with pytest.raises(UserError, match="changed while it was being published"):
         store.publish(source, produced_by=BY_TEST, ungated_reason="r")
     assert store.numbers() == [] and os.listdir(tmp_path / "st" / "versions") == []
+
+
+def test_an_in_memory_skillbook_publishes_and_leaves_no_temporary(tmp_path: Path) -> None:
+    book = Skillbook()
+    book.add_skill("context", "Made in memory", ["memory"], "Publish it")
+    store = SkillbookStore.create(tmp_path / "st")
+    version = store.publish_skillbook(book, produced_by=ProducedBy(kind="trials"), ungated_reason="best of 3")
+    assert [s.issue for s in store.load().skills()] == ["Made in memory"] and version.produced_by.kind == "trials"
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".lock", "current", "store.json", "versions"]

@@ -8,6 +8,7 @@ is ever deleted or rewritten; a number is never reused (the next is one past the
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -190,6 +191,21 @@ class SkillbookStore:
             build_version(self.root, number, found.files, record)
             write_pointer(self.root, number)
         return self.version(number)
+
+    def publish_skillbook(
+        self,
+        skillbook: Skillbook,
+        *,
+        produced_by: ProducedBy,
+        gate: Mapping[str, JsonValue] | None = None,
+        ungated_reason: str | None = None,
+    ) -> Version:
+        """Publish an in-memory skillbook (saved with its sidecars to a temporary folder of the system first, then
+        published as `publish` does; the temporary folder goes either way)."""
+        with tempfile.TemporaryDirectory(prefix="ace-publish-") as tmp:
+            path = Path(tmp) / SKILLBOOK_FILE
+            skillbook.save_to_file(path)
+            return self.publish(path, produced_by=produced_by, gate=gate, ungated_reason=ungated_reason)
 
     def rollback(self, to: int | None = None) -> Version:
         """Make version `to` current (default: the current version's parent); deletes nothing. The target is
