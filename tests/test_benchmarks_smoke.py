@@ -25,6 +25,7 @@ SMOKE: dict[str, list[str]] = {
     "dedup_scale.py": ["--smoke"],
     "search.py": ["--smoke"],
     "skillbook_ops.py": ["--smoke"],
+    "store.py": ["--smoke"],
     "memory.py": ["--smoke"],
     "retrieval_quality.py": ["--smoke"],
     "quarantine.py": ["--sizes", "200", "--queries", "10"],
