@@ -24,11 +24,16 @@ from ace_eval.benchmarks.scores import (
     success_of,
 )
 
-__all__ = ["SCORE_FORMATS", "ScoreFormat", "read_score_file", "scores_from_tau2", "sniff_format"]
+__all__ = ["FORMAT_HELP", "SCORE_FORMATS", "ScoreFormat", "read_score_file", "scores_from_tau2", "sniff_format"]
 
 ScoreFormat = Literal["scores", "tau2"]
 SCORE_FORMATS: tuple[ScoreFormat, ...] = get_args(ScoreFormat)
 """What `read_score_file` reads: `scores` (`BenchmarkScores` JSON) and `tau2` (a tau2 results file)."""
+FORMAT_HELP = (
+    "The files' format: `tau2` (a results.json tau2 wrote) or `scores` (benchmark scores JSON); told from the file "
+    "when not given."
+)
+"""The `--format` help of the commands that read scored files."""
 
 
 def _load_json(path: Path) -> Any:

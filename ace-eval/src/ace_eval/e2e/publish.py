@@ -53,7 +53,7 @@ def _phase(phase: Path) -> BenchmarkScores | None:
     if (phase / SCORES_FILE).is_file():
         return read_score_file(phase / SCORES_FILE, "scores")
     if (phase / RESULTS_FILE).is_file():
-        return read_score_file(phase / RESULTS_FILE)  # a benchmark's own results file (tau2's), format sniffed
+        return read_score_file(phase / RESULTS_FILE)  # a benchmark's own results file, format sniffed
     if (phase / MANIFEST_FILE).is_file():
         return _from_collection(phase)
     return None
