@@ -180,3 +180,15 @@ def test_unpaired_scores_are_refused_with_the_fix(candidate: BenchmarkScores, me
     with pytest.raises(UnpairedScoresError, match=message) as caught:
         compare(baseline, candidate)
     assert "score both on the same tasks, trials and seeds" in str(caught.value)
+
+
+def test_an_errored_trial_is_a_failure_on_either_side_and_the_table_says_how_many() -> None:
+    from ace_eval.gate import format_gate
+
+    base = scores({"a": [True, True], "b": [True, True]})
+    cand = scores({"a": [True, True], "b": [True, True]})
+    cand.tasks["b"][1] = TrialScore(reward=1.0, success=True, error="the user simulator timed out")
+    result = compare(base, cand)
+    assert [(t.task, t.delta) for t in result.per_task] == [("a", 0.0), ("b", -0.5)]
+    assert result.candidate.errors == 1 and result.baseline.errors == 0
+    assert "errored trials, counted as failures: baseline 0, candidate 1" in format_gate(result)

@@ -45,6 +45,11 @@ def format_gate(result: GateResult) -> str:
         f"p = {result.p_value:.4g} (two-sided sign-flip test, {result.test.method}, "
         f"{result.test.patterns} sign patterns over the {result.test.nonzero} tasks that differ)",
     ]
+    if result.baseline.errors or result.candidate.errors:
+        lines.append(
+            f"errored trials, counted as failures: baseline {result.baseline.errors}, "
+            f"candidate {result.candidate.errors}"
+        )
     r = result.resolution
     floor = (
         f"the smallest difference it can promote is {100 * r.smallest_effect:+.1f} % "
