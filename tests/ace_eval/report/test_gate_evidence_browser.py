@@ -72,3 +72,30 @@ def test_the_store_page_shows_the_gates_table(browser: Any, tmp_path: Path) -> N
     assert [c.inner_text() for c in rows.nth(3).locator("td").all()][2] == "40.0 [20.0, 60.0]"
     assert watched.errors == [] and watched.blocked == [] and watched.requests == [watched.url]
     watched.context.close()
+
+
+def test_a_runs_page_shows_its_gate_verdict(browser: Any, tmp_path: Path) -> None:
+    from _run_support import good_book, write_run
+
+    from ace_eval.benchmarks.scores import write_scores
+    from ace_eval.gate import GATE_FILE
+
+    run = write_run(tmp_path / "run", good_book(), spans=False)
+    before, after = _scores({0, 1}, "none (the run's baseline)"), _scores(set(range(10)), "skillbook.json")
+    write_scores(run / "baseline" / "scores.json", before)
+    write_scores(run / "evaluation" / "scores.json", after)
+    (run / GATE_FILE).write_text(compare(before, after).model_dump_json(), encoding="utf-8")
+    done = cli("report", run, "-o", tmp_path / "run.html")
+    assert done.exit_code == 0, done.output
+    watched = Watched(browser, (tmp_path / "run.html").as_uri())
+    page = watched.open()
+    page.click("#tabs button[data-tab=benchmark]")
+    gate = page.locator("#gate")
+    assert gate.is_visible() and "promote" in gate.locator("h3").inner_text()
+    cells = {r.locator("th").inner_text(): r.locator("td").inner_text() for r in gate.locator(".gate-rows tr").all()}
+    assert cells["p-value"].startswith("0.007812 (two-sided sign-flip test, exact, 256 patterns over the 8 tasks")
+    assert cells["tasks"].startswith("8 better, 0 worse, 12 the same: t02 +100")
+    first = [c.inner_text() for c in gate.locator(".gate-pass-k tbody tr").first.locator("td").all()]
+    assert first == ["pass^1", "10.0 [0.0, 25.0]", "50.0 [30.0, 70.0]"]
+    assert watched.errors == [] and watched.blocked == [] and watched.requests == [watched.url]
+    watched.context.close()
