@@ -89,6 +89,7 @@ def test_a_run_that_learned_a_helpful_skill_is_published_with_the_evidence(
     assert current.gate["decision"] == "promote" and current.gate["test"]["nonzero"] == 6  # the 6 hard requests
     assert current.produced_by.kind == "run" and current.produced_by.run_dir is not None
     assert "published" in result.output and "through the gate" in result.output
+    assert "not with" in result.output and "version 1; to compare with that: ace-eval gate run" in result.output
 
 
 def test_no_gate_publishes_ungated_and_says_so(

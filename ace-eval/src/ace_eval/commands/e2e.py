@@ -365,6 +365,12 @@ def _publish(run_dir: Path, store: Path, *, gate: bool) -> None:
     outcome = publish_run(run_dir, store, gate=gate, command=shlex.join(["ace-eval", *sys.argv[1:]]))
     if outcome.result is not None:
         click.echo(format_gate(outcome.result))
+        if outcome.previous is not None:
+            click.echo(
+                f"note: the gate compared the run's skillbook with the agent without one (its baseline), not with "
+                f"{store}'s version {outcome.previous}; to compare with that: ace-eval gate run --candidate "
+                f"{run_dir} --incumbent {store} --publish {store} ..."
+            )
     if outcome.version is not None:
         how = "through the gate" if outcome.result is not None else "ungated (--no-gate)"
         click.echo(f"published {store} version {outcome.version.number} (current), {how}")

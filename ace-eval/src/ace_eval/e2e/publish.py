@@ -36,6 +36,9 @@ class PublishOutcome:
 
     result: GateResult | None
     version: Version | None
+    previous: int | None = None
+    """The store's current version before (`None`: none yet); the gate compared the run with its own baseline, not
+    with it."""
 
 
 def _from_collection(phase: Path) -> BenchmarkScores:
@@ -89,6 +92,7 @@ def publish_run(
     """
     folder = RunFolder.open(run_dir)
     by = ProducedBy(kind="run", command=command)
+    previous = SkillbookStore(store_path).current_number() if is_store(store_path) else None
     if not gate:
         store = SkillbookStore.open_or_create(store_path)
         return PublishOutcome(
@@ -110,6 +114,7 @@ def publish_run(
     )
     atomic_write(folder.path / GATE_FILE, bytes_writer((result.model_dump_json(indent=1) + "\n").encode("utf-8")))
     if result.decision != "promote":
-        return PublishOutcome(result=result, version=None)
+        return PublishOutcome(result=result, version=None, previous=previous)
     store = SkillbookStore.open_or_create(store_path)
-    return PublishOutcome(result=result, version=publish_promoted(store, run_dir, result, produced_by=by))
+    version = publish_promoted(store, run_dir, result, produced_by=by)
+    return PublishOutcome(result=result, version=version, previous=previous)
