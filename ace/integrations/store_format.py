@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from pathlib import Path
 
 from ace.core.json_safe import JsonInputError
@@ -149,8 +150,9 @@ class CurrentSkillbook:
     """The skillbook of a store's current version, loaded again when `current` moves (publish, rollback).
 
     `get()` costs one `stat` of the pointer while it has not changed (its inode, size and mtime: a publish
-    renames a new file over it, so all three change), and a read of the pointer and a load when it has.
-    Thread-safe.
+    renames a new file over it, so all three change), and a read of the pointer and a load when it has. When the
+    moved pointer or its version cannot be read, the version already loaded is kept, with a `RuntimeWarning`
+    (an agent's run is not failed by a damaged store); the first `get()` raises instead. Thread-safe.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -178,14 +180,20 @@ class CurrentSkillbook:
         with self._lock:
             if self._skillbook is not None and stamp == self._stamp:
                 return self._skillbook
-            number = read_current(self.root)
-            if number is None:
-                raise StoreFormatError(
-                    f"{self.root} has no version yet: publish one (ace-eval skillbook publish SKILLBOOK --to "
-                    f"{self.root})"
-                )
-            if number != self._number or self._skillbook is None:
-                self._skillbook = Skillbook.load_from_file(version_folder(self.root, number) / SKILLBOOK_FILE)
-                self._number = number
+            try:
+                number = read_current(self.root)
+                if number is None:
+                    raise StoreFormatError(
+                        f"{self.root} has no version yet: publish one (ace-eval skillbook publish SKILLBOOK --to "
+                        f"{self.root})"
+                    )
+                if number != self._number or self._skillbook is None:
+                    self._skillbook = Skillbook.load_from_file(version_folder(self.root, number) / SKILLBOOK_FILE)
+                    self._number = number
+            except (UserError, OSError) as e:
+                if self._skillbook is None:
+                    raise
+                # an agent keeps serving the version it has rather than fail its run; said once per pointer change
+                warnings.warn(f"kept version {self._number} of {self.root}: {e}", RuntimeWarning, stacklevel=2)
             self._stamp = stamp
             return self._skillbook

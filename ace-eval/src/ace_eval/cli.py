@@ -91,7 +91,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "scores": LazyCommand(
             "ace_eval.commands.gate",
             "scores",
-            "Print pass^1..k of a scored file (a tau2 results.json or benchmark scores JSON) with 95 % intervals.",
+            "Print pass^1..k of a scored file (a benchmark's results file or scores JSON) with 95 % intervals.",
         ),
         "scan": LazyCommand(
             "ace_eval.commands.scan",

@@ -92,8 +92,8 @@ def test_scores_round_trip_and_count_an_errored_trial_as_a_failure(tmp_path: Pat
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", r"bad\.json is not a benchmark scores file: .*write it with"),
-        ('{"benchmark": "x", "tasks": {}, "num_trials": 0}', r"num_trials: .*--format tau2"),
+        ("{not json", r"bad\.json, line 1, column 2: not valid JSON .*pass a scores file written by ace-eval"),
+        ('{"benchmark": "x", "tasks": {}, "num_trials": 0}', r"num_trials: .*; write it with `ace_eval"),
         ('{"simulations": []}', r"benchmark: Field required .*--format tau2"),
     ],
 )

@@ -166,6 +166,13 @@ def test_the_min_effect_and_alpha_are_the_rule() -> None:
     assert compare(base, cand, alpha=2 / 256).decision == "hold"
 
 
+def reseeded(result: BenchmarkScores) -> BenchmarkScores:
+    """`result` with task b's trials carrying other seeds than the baseline's (the run-level seeds unchanged)."""
+    result.tasks["b"] = [t.model_copy(update={"seed": 900 + i}) for i, t in enumerate(result.tasks["b"])]
+    result.tasks["a"] = [t.model_copy(update={"seed": 300 + i}) for i, t in enumerate(result.tasks["a"])]
+    return result
+
+
 @pytest.mark.parametrize(
     ("candidate", "message"),
     [
@@ -173,10 +180,25 @@ def test_the_min_effect_and_alpha_are_the_rule() -> None:
         (scores({"a": [True] * 4, "b": [True] * 3}), r"task\(s\) b have different numbers of trials"),
         (scores({"a": [True] * 4, "b": [True] * 4}, seeds=[1, 2, 3, 4]), "seeded differently"),
         (scores({"a": [True] * 4, "b": [True] * 4}, benchmark="other"), "scored on 'toy', the candidate on 'other'"),
+        (reseeded(scores({"a": [True] * 4, "b": [True] * 4})), r"trials of task\(s\) b were seeded differently"),
     ],
 )
 def test_unpaired_scores_are_refused_with_the_fix(candidate: BenchmarkScores, message: str) -> None:
     baseline = scores({"a": [False] * 4, "b": [False] * 4})
+    for task in baseline.tasks:  # per-trial seeds on the baseline: the same as the run's
+        baseline.tasks[task] = [t.model_copy(update={"seed": 300 + i}) for i, t in enumerate(baseline.tasks[task])]
     with pytest.raises(UnpairedScoresError, match=message) as caught:
         compare(baseline, candidate)
     assert "score both on the same tasks, trials and seeds" in str(caught.value)
+
+
+def test_an_errored_trial_is_a_failure_on_either_side_and_the_table_says_how_many() -> None:
+    from ace_eval.gate import format_gate
+
+    base = scores({"a": [True, True], "b": [True, True]})
+    cand = scores({"a": [True, True], "b": [True, True]})
+    cand.tasks["b"][1] = TrialScore(reward=1.0, success=True, error="the user simulator timed out")
+    result = compare(base, cand)
+    assert [(t.task, t.delta) for t in result.per_task] == [("a", 0.0), ("b", -0.5)]
+    assert result.candidate.errors == 1 and result.baseline.errors == 0
+    assert "errored trials, counted as failures: baseline 0, candidate 1" in format_gate(result)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 CHROMIUM = next(
     filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"))), None
@@ -37,3 +41,13 @@ class Watched:
     def open(self) -> Any:
         self.page.goto(self.url)
         return self.page
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium (start it after any `asyncio.run`: the sync API holds an event loop)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason=f"needs Playwright: {INSTALL}")
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()

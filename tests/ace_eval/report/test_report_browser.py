@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _browser_support import CHROMIUM, INSTALL, Watched
+from _browser_support import CHROMIUM, INSTALL, Watched, chromium
 from _report_support import scripted_run
 from click.testing import CliRunner
 
@@ -34,11 +34,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
     """Started after the run (the sync API holds an event loop that `asyncio.run` would trip on)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason=f"needs Playwright: {INSTALL}")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _shot(page: Any, name: str, height: int = 860) -> None:

@@ -4,12 +4,13 @@ evidence as a table (rendered from its JSON), a tampered file flagged; offline, 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _browser_support import CHROMIUM, INSTALL, Watched
+from _browser_support import CHROMIUM, INSTALL, Watched, chromium
 from _store_support import BY_TEST, cli, skillbook_file
 
 from ace_eval.store import ProducedBy, SkillbookStore
@@ -45,11 +46,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SkillbookStore:
 
 @pytest.fixture(scope="module")
 def browser(store: SkillbookStore) -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason=f"needs Playwright: {INSTALL}")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def _page(store: SkillbookStore, out: Path) -> Path:
@@ -96,8 +94,6 @@ def test_the_store_page_shows_lineage_current_and_the_gate_table(
 
 def test_a_tampered_version_is_flagged_on_the_page(browser: Any, store: SkillbookStore, tmp_path: Path) -> None:
     copy = tmp_path / "st"
-    import shutil
-
     shutil.copytree(store.root, copy)
     book = copy / "versions" / "0002" / "skillbook.json"
     os.chmod(book, 0o644)

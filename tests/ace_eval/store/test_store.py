@@ -181,3 +181,46 @@ def test_current_skillbook_follows_the_pointer(tmp_path: Path) -> None:
     assert current_skillbook_path(tmp_path / "st") == store.skillbook_path(1)
     with pytest.raises(StoreFormatError, match="no version yet"):
         current_skillbook_path(SkillbookStore.create(tmp_path / "empty").root)
+
+
+def test_current_skillbook_keeps_the_loaded_version_when_the_pointer_breaks(tmp_path: Path) -> None:
+    store_with(tmp_path / "st", tmp_path, 1)
+    follower = CurrentSkillbook(tmp_path / "st")
+    (tmp_path / "st" / "current").write_text("0042\n")
+    with pytest.warns(RuntimeWarning, match="kept version 1.*does not hold"):
+        assert len(follower.get().skills()) == 1
+    assert follower.version == 1
+
+
+def test_a_version_folder_without_its_record_is_named(tmp_path: Path) -> None:
+    store = store_with(tmp_path / "st", tmp_path, 1)
+    (tmp_path / "st" / "versions" / "0002").mkdir()
+    with pytest.raises(StoreFormatError, match=r"0002/version.json is missing: .* is not a whole version"):
+        store.versions()
+    assert [p.path.name for p in store.verify()] == ["version.json"]
+
+
+def test_a_source_changed_while_publishing_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ace_eval.store import _write
+
+    source = skillbook_file(tmp_path / "s.json", "Before")
+    real_copy = _write._copy
+
+    def copy_after_a_change(src: Path, target: Path) -> str:
+        src.write_bytes(src.read_bytes().replace(b"Before", b"Aftr!!"))
+        return real_copy(src, target)
+
+    monkeypatch.setattr(_write, "_copy", copy_after_a_change)
+    store = SkillbookStore.create(tmp_path / "st")
+    with pytest.raises(UserError, match="changed while it was being published"):
+        store.publish(source, produced_by=BY_TEST, ungated_reason="r")
+    assert store.numbers() == [] and os.listdir(tmp_path / "st" / "versions") == []
+
+
+def test_an_in_memory_skillbook_publishes_and_leaves_no_temporary(tmp_path: Path) -> None:
+    book = Skillbook()
+    book.add_skill("context", "Made in memory", ["memory"], "Publish it")
+    store = SkillbookStore.create(tmp_path / "st")
+    version = store.publish_skillbook(book, produced_by=ProducedBy(kind="trials"), ungated_reason="best of 3")
+    assert [s.issue for s in store.load().skills()] == ["Made in memory"] and version.produced_by.kind == "trials"
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [".lock", "current", "store.json", "versions"]

@@ -7,31 +7,37 @@ is a failed trial carrying the termination reason as its error).
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, assert_never, get_args
 
-from ace_eval.benchmarks.scores import BenchmarkScores, ScoresFileError, TrialScore, read_scores, success_of
+from pydantic import ValidationError
 
-__all__ = ["SCORE_FORMATS", "ScoreFormat", "read_score_file", "scores_from_tau2", "sniff_format"]
+from ace_eval.benchmarks.scores import (
+    BenchmarkScores,
+    ScoresFileError,
+    TrialScore,
+    read_score_json,
+    read_scores,
+    success_of,
+)
+
+__all__ = ["FORMAT_HELP", "SCORE_FORMATS", "ScoreFormat", "read_score_file", "scores_from_tau2", "sniff_format"]
 
 ScoreFormat = Literal["scores", "tau2"]
 SCORE_FORMATS: tuple[ScoreFormat, ...] = get_args(ScoreFormat)
 """What `read_score_file` reads: `scores` (`BenchmarkScores` JSON) and `tau2` (a tau2 results file)."""
+FORMAT_HELP = (
+    "The files' format: `tau2` (a results.json tau2 wrote) or `scores` (benchmark scores JSON); told from the file "
+    "when not given."
+)
+"""The `--format` help of the commands that read scored files."""
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except OSError as e:
-        raise ScoresFileError(f"cannot read scores file {path}: {e.strerror or e}; pass an existing file") from None
-    except ValueError as e:
-        raise ScoresFileError(
-            f"{path} is not JSON ({e}); pass a tau2 results file or a scores file written by `ace-eval`"
-        ) from None
+    return read_score_json(path, fix="pass a tau2 results file or a scores file written by ace-eval")
 
 
 def sniff_format(data: object) -> ScoreFormat | None:
@@ -69,12 +75,7 @@ def _trial(sim: Mapping[str, Any]) -> TrialScore:
     )
 
 
-def scores_from_tau2(data: Mapping[str, Any], *, source: str = "the results") -> BenchmarkScores:
-    """A tau2 results file's JSON as `BenchmarkScores` (tasks in first-seen order, trials by trial number).
-
-    Raises:
-        ScoresFileError: `data` has no list of simulations, or one without a task id.
-    """
+def _scores_from_tau2(data: Mapping[str, Any], source: str) -> BenchmarkScores:
     sims = data.get("simulations")
     if not isinstance(sims, list) or not all(isinstance(s, Mapping) and "task_id" in s for s in sims):
         raise ScoresFileError(
@@ -86,7 +87,12 @@ def scores_from_tau2(data: Mapping[str, Any], *, source: str = "the results") ->
     for position, sim in enumerate(sims):
         trial = sim.get("trial")
         number = trial if isinstance(trial, int) else position
-        by_task[str(sim["task_id"])].append((number, _trial(sim)))
+        task = str(sim["task_id"])
+        if any(seen == number for seen, _ in by_task[task]):
+            raise ScoresFileError(
+                f"{source} holds trial {number} of task {task} twice; pass the results.json tau2 wrote, unedited"
+            )
+        by_task[task].append((number, _trial(sim)))
         if isinstance(trial, int) and isinstance(sim.get("seed"), int):
             seeds.setdefault(trial, sim["seed"])
     info: Mapping[str, Any] = data["info"] if isinstance(data.get("info"), Mapping) else {}
@@ -109,6 +115,23 @@ def scores_from_tau2(data: Mapping[str, Any], *, source: str = "the results") ->
         seeds=[seeds[i] for i in sorted(seeds)] if sorted(seeds) == list(range(len(seeds))) else [],
         models=models,
     )
+
+
+def scores_from_tau2(data: Mapping[str, Any], *, source: str = "the results") -> BenchmarkScores:
+    """A tau2 results file's JSON as `BenchmarkScores` (tasks in first-seen order, trials by trial number).
+
+    Raises:
+        ScoresFileError: `data` has no list of simulations, one without a task id, a trial twice, or a field of
+            the wrong type.
+    """
+    try:
+        return _scores_from_tau2(data, source)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ScoresFileError(
+            f"{source} is not a tau2 results file: {where}: {first['msg']}; pass the results.json tau2 wrote"
+        ) from None
 
 
 def _read_tau2(path: Path) -> BenchmarkScores:

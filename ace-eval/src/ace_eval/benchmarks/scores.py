@@ -9,16 +9,17 @@ tasks. A trial succeeds when its reward is 1 within 1e-6. The 95 % interval is a
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ace.core import json_safe
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
 
@@ -34,6 +35,7 @@ __all__ = [
     "pass_hat_k",
     "pass_hat_k_interval",
     "pass_hat_ks",
+    "read_score_json",
     "read_scores",
     "success_of",
     "write_scores",
@@ -126,29 +128,32 @@ def read_scores(path: str | os.PathLike[str]) -> BenchmarkScores:
         ScoresFileError: the file is missing, not JSON, or not shaped as `BenchmarkScores`.
     """
     p = Path(path)
+    data = read_score_json(p, fix="pass a scores file written by ace-eval (`write_scores`)")
     try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise ScoresFileError(f"cannot read scores file {p}: {e.strerror or e}; pass an existing file") from None
-    try:
-        return BenchmarkScores.model_validate_json(data)
+        return BenchmarkScores.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         hint = "write it with `ace_eval.benchmarks.scores.write_scores`"
-        if _looks_like_json(data):
+        if isinstance(data, dict) and "benchmark" not in data:
             hint += ", or pass the format it is in (e.g. `--format tau2` for a tau2 results file)"
         raise ScoresFileError(
             f"{p} is not a benchmark scores file: {where}: {first['msg']} ({e.error_count()} error(s)); {hint}"
         ) from None
 
 
-def _looks_like_json(data: bytes) -> bool:
+def read_score_json(path: Path, *, fix: str) -> Any:
+    """The JSON of a scored file, read within `ace.core.json_safe`'s limits (depth, integer length, size).
+
+    Raises:
+        ScoresFileError: the file is missing, too large or not JSON; the message names it and `fix`.
+    """
     try:
-        json.loads(data)
-    except ValueError:
-        return False
-    return True
+        return json_safe.read_json(path)
+    except json_safe.JsonInputError as e:
+        if e.kind == "missing":
+            raise ScoresFileError(f"cannot read scores file {path}: {e.reason}; pass an existing file") from None
+        raise ScoresFileError(f"{e}; {fix}") from None
 
 
 def write_scores(path: str | os.PathLike[str], scores: BenchmarkScores) -> None:

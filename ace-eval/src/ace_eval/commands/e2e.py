@@ -6,15 +6,18 @@ from pathlib import Path
 
 import click
 
+from ace.exceptions import UserError
 from ace.pipeline.registry import parse_step_spec
 from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
 from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.publish import check_publish, publish_run
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
+from ace_eval.reporting import EXIT_RUN_FAILED
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.text import plural
 
-__all__ = ["e2e", "format_summary"]
+__all__ = ["benchmark_options", "e2e", "format_summary"]
 
 _PATH = click.Path(path_type=Path)
 _DIR = click.Path(path_type=Path, file_okay=False)
@@ -262,12 +265,27 @@ def _rate(value: float | None) -> str:
     metavar="RUN_DIR",
     help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
 )
+@click.option(
+    "--publish",
+    "publish_to",
+    type=_PATH,
+    metavar="STORE",
+    help="When the run is done, publish its skillbook to STORE (created if missing) through the gate: its baseline "
+    "against its evaluation, published only on promote (exit 1 on hold). See `ace-eval gate`.",
+)
+@click.option(
+    "--no-gate",
+    is_flag=True,
+    help="With --publish: publish without the gate (recorded in version.json); needed when the run scores nothing.",
+)
 def e2e(
     config_file: Path | None,
     resume_dir: Path | None,
     step_specs: tuple[str, ...],
     no_steps: tuple[str, ...],
     benchmark_option_specs: tuple[str, ...],
+    publish_to: Path | None,
+    no_gate: bool,
     **flags: object,
 ) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
@@ -305,17 +323,52 @@ def e2e(
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
         given = {k: v for k, v in flags.items() if v is not None} | pipeline
         if benchmark_option_specs:
-            given["benchmark_options"] = _benchmark_options(benchmark_option_specs)
+            given["benchmark_options"] = benchmark_options(benchmark_option_specs)
+        check_publish(publish_to)
         if resume_dir is not None:
             result = resume_e2e(resume_dir, given)
         else:
-            result = run_e2e(resolve_settings(given, config=config_file))
+            settings = resolve_settings(given, config=config_file)
+            if publish_to is not None and not no_gate and settings.no_benchmark:
+                raise UserError(
+                    "--publish goes through the gate, which compares the run's baseline with its evaluation, and "
+                    "this run scores no skillbook (no benchmark): name one (--benchmark), or pass --no-gate"
+                )
+            result = run_e2e(settings)
     except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
         raise click.UsageError(str(e)) from None
     click.echo(format_summary(result))
+    if no_gate and publish_to is None:
+        click.echo("note: --no-gate has no effect without --publish STORE", err=True)
+    if publish_to is not None:
+        _publish(result.folder.path, publish_to, gate=not no_gate)
 
 
-def _benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
+def _publish(run_dir: Path, store: Path, *, gate: bool) -> None:
+    """`--publish STORE` after the run: the gate's table and what it published; exit 1 when the gate holds."""
+    import shlex
+    import sys
+
+    from ace_eval.gate import format_gate
+
+    outcome = publish_run(run_dir, store, gate=gate, command=shlex.join(["ace-eval", *sys.argv[1:]]))
+    if outcome.result is not None:
+        click.echo(format_gate(outcome.result))
+        if outcome.previous is not None:
+            click.echo(
+                f"note: the gate compared the run's skillbook with the agent without one (its baseline), not with "
+                f"{store}'s version {outcome.previous}; to compare with that: ace-eval gate run --candidate "
+                f"{run_dir} --incumbent {store} --publish {store} ..."
+            )
+    if outcome.version is not None:
+        how = "through the gate" if outcome.result is not None else "ungated (--no-gate)"
+        click.echo(f"published {store} version {outcome.version.number} (current), {how}")
+    else:
+        click.echo(f"nothing published: the gate held the run's skillbook; {store} keeps its current version")
+        sys.exit(EXIT_RUN_FAILED)
+
+
+def benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
     """`--benchmark-option key=value` (repeatable; a key given twice collects a list) as the benchmark's options."""
     options: dict[str, object] = {}
     for spec in specs:

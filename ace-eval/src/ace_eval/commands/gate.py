@@ -6,26 +6,18 @@ import functools
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import click
 
+from ace_eval.benchmarks.score_files import FORMAT_HELP, SCORE_FORMATS, ScoreFormat
 from ace_eval.reporting import EXIT_RUN_FAILED, ReportingGroup
-
-if TYPE_CHECKING:
-    from ace_eval.benchmarks.score_files import ScoreFormat
 
 __all__ = ["gate", "scores"]
 
-_FORMATS = ("scores", "tau2")  # ace_eval.benchmarks.score_files.SCORE_FORMATS, kept here so --help imports nothing
-_FORMAT_HELP = (
-    "The files' format: `tau2` (a results.json tau2 wrote) or `scores` (benchmark scores JSON); "
-    "told from the file when not given."
-)
-
 
 def _format(name: str | None) -> ScoreFormat | None:
-    """The `--format` choice, typed (click has checked it is one of `_FORMATS`)."""
+    """The `--format` choice, typed (click has checked it is one of `SCORE_FORMATS`)."""
     return cast("ScoreFormat | None", name)
 
 
@@ -49,7 +41,7 @@ def gate() -> None:
 @gate.command("compare")
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("candidate", type=click.Path(path_type=Path))
-@click.option("--format", "file_format", type=click.Choice(_FORMATS), default=None, help=_FORMAT_HELP)
+@click.option("--format", "file_format", type=click.Choice(SCORE_FORMATS), default=None, help=FORMAT_HELP)
 @click.option("--json", "json_out", metavar="OUT", default=None,
               help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).")  # fmt: skip
 @click.option(
@@ -92,18 +84,6 @@ def compare(
     click.echo(format_gate(result), err=json_out == "-")
     if result.decision == "hold":
         sys.exit(EXIT_RUN_FAILED)
-
-
-def _options(specs: tuple[str, ...]) -> dict[str, object]:
-    """`--benchmark-option key=value` (repeatable; a key given twice collects a list)."""
-    options: dict[str, object] = {}
-    for spec in specs:
-        key, eq, value = (part.strip() for part in spec.partition("="))
-        if not eq or not key:
-            raise click.UsageError(f"--benchmark-option {spec!r} is not key=value (e.g. --benchmark-option seed=3)")
-        previous = options.get(key)
-        options[key] = value if previous is None else [*(previous if isinstance(previous, list) else [previous]), value]
-    return options
 
 
 @gate.command("run")
@@ -151,6 +131,7 @@ def run(
     """
     from ace.exceptions import UserError
     from ace_eval.benchmarks import BenchmarkEnv, BenchmarkRegistry, resolve_tasks
+    from ace_eval.commands.e2e import benchmark_options
     from ace_eval.gate import (
         candidate_side,
         format_gate,
@@ -170,7 +151,7 @@ def run(
     if not 0.0 < alpha < 1.0:
         raise UserError(f"--alpha must be between 0 and 1 (exclusive), got {alpha:g}; the usual choice is 0.05")
     new, old = candidate_side(candidate), incumbent_side(incumbent)
-    benchmark = BenchmarkRegistry.from_entry_points().create(benchmark_name, _options(option_specs))
+    benchmark = BenchmarkRegistry.from_entry_points().create(benchmark_name, benchmark_options(option_specs))
     task_ids = (
         resolve_tasks(benchmark.name, benchmark.splits(), task_spec)
         if task_spec is not None
@@ -205,13 +186,13 @@ def run(
 
 @click.command("scores")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--format", "file_format", type=click.Choice(_FORMATS), default=None, help=_FORMAT_HELP)
+@click.option("--format", "file_format", type=click.Choice(SCORE_FORMATS), default=None, help=FORMAT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap intervals.")
 def scores(file: Path, file_format: str | None, as_json: bool, seed: int) -> None:
-    """Print pass^1..k of a scored file (a tau2 results.json or benchmark scores JSON) with 95 % intervals.
+    """Print pass^1..k of a scored file (a benchmark's results file or scores JSON) with 95 % intervals.
 
-    pass^k is tau2's: per task, C(c, k) / C(n, k) for c successes (reward 1) in n trials, averaged over tasks;
+    pass^k: per task, C(c, k) / C(n, k) for c successes (reward 1) in n trials, averaged over tasks;
     the interval is a bootstrap over tasks (10,000 resamples).
     """
     import json

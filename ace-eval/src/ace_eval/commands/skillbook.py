@@ -55,7 +55,7 @@ def publish(source: Path, store: Path, no_gate: bool, reason: str | None) -> Non
         produced_by=ProducedBy(kind="command", command=shlex.join(command)),
         ungated_reason=reason or _HAND_REASON,
     )
-    if not no_gate:
+    if not no_gate and not reason:
         click.echo("note: published without the gate (pass --no-gate --reason TEXT to say why)", err=True)
     parent = f" (parent {version.parent})" if version.parent is not None else " (the first)"
     click.echo(f"published version {version.number}{parent} to {store}; current is {version.number}")

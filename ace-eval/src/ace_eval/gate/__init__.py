@@ -37,7 +37,7 @@ from ace_eval.gate._stats import (
     smallest_p_value,
     tasks_needed,
 )
-from ace_eval.gate._table import format_gate, format_pass_hat_k
+from ace_eval.gate._table import format_gate, format_pass_hat_k, gate_rows, pass_hat_k_cells
 
 __all__ = [
     "EXACT_LIMIT",
@@ -62,7 +62,9 @@ __all__ = [
     "decide",
     "format_gate",
     "format_pass_hat_k",
+    "gate_rows",
     "incumbent_side",
+    "pass_hat_k_cells",
     "publish_promoted",
     "resolution",
     "run_gate",

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ace.exceptions import UserError
-from ace_eval.benchmarks.scores import BOOTSTRAP_RESAMPLES, BenchmarkScores, bootstrap_interval, pass_hat_ks
+from ace_eval.benchmarks.scores import (
+    BOOTSTRAP_RESAMPLES,
+    BenchmarkScores,
+    TrialScore,
+    bootstrap_interval,
+    pass_hat_ks,
+)
 from ace_eval.gate._result import (
     DeltaSummary,
     GateResult,
@@ -29,6 +35,12 @@ _FIX = "score both on the same tasks, trials and seeds (`ace-eval gate run` does
 def _names(tasks: set[str]) -> str:
     shown = sorted(tasks)[:5]
     return ", ".join(shown) + (f" and {len(tasks) - 5} more" if len(tasks) > 5 else "")
+
+
+def _seeds(trials: list[TrialScore]) -> list[int] | None:
+    """The trials' seeds in order, or `None` when a trial has none (then there is nothing to compare)."""
+    seeds = [t.seed for t in trials]
+    return None if None in seeds else [s for s in seeds if s is not None]
 
 
 def check_paired(baseline: BenchmarkScores, candidate: BenchmarkScores) -> list[str]:
@@ -60,6 +72,10 @@ def check_paired(baseline: BenchmarkScores, candidate: BenchmarkScores) -> list[
         raise UnpairedScoresError(
             f"the trials were seeded differently (baseline {baseline.seeds}, candidate {candidate.seeds}); {_FIX}"
         )
+    pairs = {t: (_seeds(baseline.tasks[t]), _seeds(candidate.tasks[t])) for t in baseline.tasks}
+    reseeded = {t for t, (a, b) in pairs.items() if a is not None and b is not None and a != b}
+    if reseeded:
+        raise UnpairedScoresError(f"the trials of task(s) {_names(reseeded)} were seeded differently; {_FIX}")
     return sorted(baseline.tasks)
 
 

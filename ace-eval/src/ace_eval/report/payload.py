@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ace_eval.report.gate import gate_evidence
 from ace_eval.report.learning import skill_rows
 from ace_eval.report.read import ReportRun
 from ace_eval.report.scores import benchmark_scores
@@ -39,6 +40,7 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
         "samples": [_sample_row(i, v) for i, v in enumerate(samples)],
         "skills": skill_rows(run.skillbook, samples),
         "benchmark": benchmark_scores(run),
+        "gate": gate_evidence(run.path),
     }
 
 

@@ -70,8 +70,31 @@ def _cell(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _gate_result_view(evidence: Mapping[str, object]) -> GateView | None:
+    """The view of evidence `ace-eval gate` wrote (a `GateResult`): its own rows and pass^k table; else `None`."""
+    from pydantic import ValidationError
+
+    from ace_eval.gate import GateResult, gate_rows, pass_hat_k_cells
+
+    try:
+        result = GateResult.model_validate(evidence)
+    except ValidationError:
+        return None
+    return GateView(
+        decision=result.decision,
+        rows=gate_rows(result),
+        pass_k_sides=["baseline", "candidate"],
+        pass_k=pass_hat_k_cells(result),
+        raw=json.dumps(evidence, indent=2, ensure_ascii=False),
+    )
+
+
 def gate_view(evidence: Mapping[str, object]) -> GateView:
-    """The page's view of a gate's evidence: any JSON object; a side is a field holding a `pass_hat_k` list."""
+    """The page's view of a gate's evidence: the gate's own table when `ace-eval gate` wrote it, else any JSON
+    object rendered field by field (a side is a field holding a `pass_hat_k` list)."""
+    typed = _gate_result_view(evidence)
+    if typed is not None:
+        return typed
     sides = {
         name: value["pass_hat_k"]
         for name, value in evidence.items()

@@ -122,10 +122,12 @@ def read_version_record(folder: Path, number: int) -> VersionRecord:
         "a version is never rewritten, so restore this file from a backup, or point `current` at another version "
         f"(ace-eval skillbook rollback {folder.parent.parent} --to N)"
     )
+    if not path.is_file():
+        raise StoreFormatError(f"{path} is missing: {folder} is not a whole version; {fix}")
     try:
         record = VersionRecord.model_validate(read_json_file(path))
     except (SkillbookFormatError, JsonInputError) as e:
-        raise StoreFormatError(f"{path}: {e}; {fix}") from None
+        raise StoreFormatError(f"{e}; {fix}") from None
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"

@@ -22,6 +22,8 @@ class PublishSource:
     from when it came from a run folder."""
 
     skillbook: Path
+    digest: str | None
+    """The SHA-256 of the skillbook file as it was loaded: the copy must have the same, or the file changed."""
     files: dict[str, Path]
     run_dir: Path | None
     skill_count: int
@@ -65,4 +67,5 @@ def read_source(source: Path) -> PublishSource:
     for found, name in ((sidecar_path(path), f"{stem}.embeddings.npz"), (index_path(path), f"{stem}.index.npz")):
         if found.is_file():
             files[name] = found
-    return PublishSource(skillbook=path, files=files, run_dir=run_dir, skill_count=len(book.skills()))
+    digest = book.file_state.digest if book.file_state is not None else None
+    return PublishSource(skillbook=path, digest=digest, files=files, run_dir=run_dir, skill_count=len(book.skills()))

@@ -8,6 +8,7 @@ is ever deleted or rewritten; a number is never reused (the next is one past the
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ace.core.storage import atomic_write, json_writer
 from ace.exceptions import UserError
 from ace.integrations.store_format import (
     MARKER_FILE,
+    SKILLBOOK_FILE,
     STORE_FORMAT,
     VERSIONS_DIR,
     StoreFormatError,
@@ -170,6 +172,11 @@ class SkillbookStore:
             number = max([0, *self.numbers(), parent or 0]) + 1
 
             def record(hashes: dict[str, str]) -> dict[str, object]:
+                if found.digest is not None and hashes[SKILLBOOK_FILE] != found.digest:
+                    raise UserError(
+                        f"{found.skillbook} changed while it was being published (another process writes it): "
+                        "publish it again once that process is done; nothing was published"
+                    )
                 made = VersionRecord(
                     number=number,
                     parent=parent,
@@ -184,6 +191,21 @@ class SkillbookStore:
             build_version(self.root, number, found.files, record)
             write_pointer(self.root, number)
         return self.version(number)
+
+    def publish_skillbook(
+        self,
+        skillbook: Skillbook,
+        *,
+        produced_by: ProducedBy,
+        gate: Mapping[str, JsonValue] | None = None,
+        ungated_reason: str | None = None,
+    ) -> Version:
+        """Publish an in-memory skillbook (saved with its sidecars to a temporary folder of the system first, then
+        published as `publish` does; the temporary folder goes either way)."""
+        with tempfile.TemporaryDirectory(prefix="ace-publish-") as tmp:
+            path = Path(tmp) / SKILLBOOK_FILE
+            skillbook.save_to_file(path)
+            return self.publish(path, produced_by=produced_by, gate=gate, ungated_reason=ungated_reason)
 
     def rollback(self, to: int | None = None) -> Version:
         """Make version `to` current (default: the current version's parent); deletes nothing. The target is
