@@ -49,6 +49,7 @@ __all__ = [
     "StepFactory",
     "StepRegistry",
     "listed_options",
+    "load_plugin",
     "parse_step_spec",
     "validate_options",
 ]
@@ -266,21 +267,32 @@ class StepRegistry:
 
 
 def _load(ep: EntryPoint) -> RegisteredStep:
+    factory, name, version = load_plugin(ep, "step", StepFactory, "ace.steps.StepFactory")
+    return RegisteredStep(ep.name, factory, name, version)
+
+
+def load_plugin(ep: EntryPoint, kind: str, expected: type[T], qualified: str) -> tuple[T, str, str]:
+    """What the entry point `ep` names, checked to be an `expected` (`qualified`: its public name), with the name and
+    version of the distribution that registered it.
+
+    Raises:
+        PluginError: it fails to import (naming the distribution, its version and the exception), or is no `expected`.
+    """
     dist = ep.dist
     name, version = (dist.metadata["Name"], dist.version) if dist is not None else ("unknown distribution", "?")
     try:
-        factory = ep.load()
+        loaded = ep.load()
     except Exception as e:
         raise PluginError(
-            f"the step plugin {ep.name!r} ({ep.value}) of {name} {version} failed to import: "
+            f"the {kind} plugin {ep.name!r} ({ep.value}) of {name} {version} failed to import: "
             f"{type(e).__name__}: {e}. Fix or uninstall {name} (pip uninstall {name})"
         ) from e
-    if not isinstance(factory, StepFactory):
+    if not isinstance(loaded, expected):
         raise PluginError(
-            f"the step plugin {ep.name!r} of {name} {version} names {ep.value}, a {type(factory).__name__}, not an "
-            "ace.steps.StepFactory: point the entry point at a StepFactory"
+            f"the {kind} plugin {ep.name!r} of {name} {version} names {ep.value}, a {type(loaded).__name__}, not an "
+            f"{qualified}: point the entry point at a {expected.__name__}"
         )
-    return RegisteredStep(ep.name, factory, name, version)
+    return loaded, name, version
 
 
 def parse_step_spec(text: str) -> tuple[str, dict[str, str | list[str]]]:

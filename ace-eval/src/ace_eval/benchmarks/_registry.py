@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from ace.pipeline.registry import PluginError
+from ace.pipeline.registry import PluginError, load_plugin
 from ace_eval.benchmarks._protocol import Benchmark, BenchmarkConfigError, BenchmarkFactory
 
 __all__ = ["ENTRY_POINT_GROUP", "BenchmarkRegistry", "RegisteredBenchmark", "load_benchmark"]
@@ -111,18 +111,5 @@ def load_benchmark(name: str, raw: Mapping[str, Any] | None = None) -> Benchmark
 
 
 def _load(ep: EntryPoint) -> RegisteredBenchmark:
-    dist = ep.dist
-    name, version = (dist.metadata["Name"], dist.version) if dist is not None else ("unknown distribution", "?")
-    try:
-        factory = ep.load()
-    except Exception as e:
-        raise PluginError(
-            f"the benchmark plugin {ep.name!r} ({ep.value}) of {name} {version} failed to import: "
-            f"{type(e).__name__}: {e}. Fix or uninstall {name} (pip uninstall {name})"
-        ) from e
-    if not isinstance(factory, BenchmarkFactory):
-        raise PluginError(
-            f"the benchmark plugin {ep.name!r} of {name} {version} names {ep.value}, a {type(factory).__name__}, not "
-            "an ace_eval.benchmarks.BenchmarkFactory: point the entry point at a BenchmarkFactory"
-        )
+    factory, name, version = load_plugin(ep, "benchmark", BenchmarkFactory, "ace_eval.benchmarks.BenchmarkFactory")
     return RegisteredBenchmark(ep.name, factory, name, version)
