@@ -7,10 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _e2e_support import scripted_injections
 from click.testing import CliRunner
 
 from ace_eval.cli import main
+from ace_eval.e2e import runner
 from ace_eval.run import read_run
+from ace_eval.run.record import load_run_record
 
 OLD = Path(__file__).parent / "old_runs_e5bcddd"
 KINDS = ("replay", "taubench", "tau2")
@@ -65,3 +68,17 @@ def test_the_commands_read_an_old_folder(kind: str, tmp_path: Path) -> None:
     assert folder.name in page.read_text(encoding="utf-8")
     listed = runner.invoke(main, ["runs", str(OLD / kind)])
     assert listed.exit_code == 0 and folder.name in listed.output, listed.output
+
+
+def test_an_old_folder_resumes_and_is_rewritten_as_the_strict_record(tmp_path: Path) -> None:
+    """A resume reads the old `run.json` into `RunRecord` and writes it back in today's shape; nothing is redone."""
+    [source] = (OLD / "replay").glob("run_*")
+    folder = Path(shutil.copytree(source, tmp_path / source.name))
+    before = read_run(folder).record
+    result = runner.resume_e2e(folder, injections=scripted_injections())
+    after = load_run_record(folder / "run.json")
+    assert after.to_json() == result.record.to_json() and after.status == "completed"
+    assert [s.resumed for s in after.segments] == [False, True] and after.segments[0] == before.segments[0]
+    assert after.training is not None and after.training.resumed_samples == before.training.samples  # type: ignore[union-attr]
+    assert after.config == before.config and after.samples == before.samples
+    assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
