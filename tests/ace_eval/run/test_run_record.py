@@ -13,7 +13,14 @@ from pydantic import ValidationError
 from ace.redaction import Redactor
 from ace_eval.run.folder import RunFolder, RunFolderError
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
-from ace_eval.run.record import RoleUsage, RunRecord, load_run_record, read_run_record
+from ace_eval.run.record import (
+    ReportsReview,
+    ReviewRecord,
+    RoleUsage,
+    RunRecord,
+    load_run_record,
+    read_run_record,
+)
 from ace_eval.run.segments import Segment
 
 RECORD = {
@@ -139,3 +146,17 @@ def test_run_record_is_the_only_writer_of_run_json() -> None:
                 offenders.append(f"{path.relative_to(SOURCE)}:{number}: {line.strip()}")
     assert offenders == []
     assert not [p for p in SOURCE.rglob("*.py") if "def write_run_json" in p.read_text(encoding="utf-8")]
+
+
+def test_the_runner_knows_a_review_step_by_what_it_declares_not_by_its_class() -> None:
+    from ace_eval.review.step import ReviewStep
+
+    class PluginStaging:  # a third party's step that stages edits elsewhere
+        def review_record(self) -> ReviewRecord:
+            return ReviewRecord(skillbook="book.json", queue="book.review.json", queued=2)
+
+    assert isinstance(PluginStaging(), ReportsReview) and issubclass(ReviewStep, ReportsReview)
+    assert not isinstance(object(), ReportsReview)
+    record = RunRecord()
+    record.set_review(PluginStaging().review_record())
+    assert record.to_json()["review"]["queued"] == 2
