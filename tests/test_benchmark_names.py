@@ -40,7 +40,7 @@ STILL_NAMING: dict[str, str] = {
     "collection/model.py": "example values in docstrings (a source system, a reward)",
     "collection/chat.py": "an example in a docstring",
     "collection/write.py": "an example source system in an error message",
-    "collection/gold_diff.py": "an example in its docstring",
+    "collection/grading.py": "an example in its docstring",
 }
 
 

@@ -23,10 +23,10 @@ import threading
 import warnings
 from pathlib import Path
 
-from ace.core.json_safe import JsonInputError
 from ace.core.skillbook import Skillbook
 from ace.core.storage import read_json_file
 from ace.exceptions import SkillbookFormatError, UserError
+from ace.json_safe import JsonInputError
 
 __all__ = [
     "CURRENT_FILE",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError

@@ -8,10 +8,9 @@ A phase whose `scores.json` exists is done: a resume scores only the phases it i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
@@ -20,6 +19,7 @@ from ace_eval.benchmarks.scores import BenchmarkScores, PassHatK, read_scores, w
 from ace_eval.benchmarks.table import format_table
 from ace_eval.collection import MANIFEST_FILE
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
 
 __all__ = ["SCORES_FILE", "collect_phase", "evaluate_phases", "scores_record", "scores_table"]
 
@@ -76,68 +76,64 @@ async def evaluate_phases(
             write_scores(directory / SCORES_FILE, scores)
 
 
-def _phase_record(scores: BenchmarkScores, path: Path, root: Path) -> dict[str, Any]:
+def _phase_record(name: str, scores: BenchmarkScores, path: Path, root: Path) -> PhaseRecord:
     rows = scores.pass_hat_ks()
     trials = [t for task in scores.tasks.values() for t in task]
     errors = sum(1 for t in trials if t.error is not None)
-    costs = [t.cost for t in trials if t.cost is not None]
-    return {
-        "scores": str(path.relative_to(root)),
-        "episodes": len(trials),
-        "tasks": len(scores.tasks),
-        "scored": len(trials) - errors,
-        "errors": errors,
-        "mean_reward": sum(t.reward for t in trials) / len(trials) if trials else None,
-        "pass_hat_k": {str(row.k): row.value for row in rows},
-        "pass_hat_k_95": {str(row.k): [row.low, row.high] for row in rows},
-        "tokens": sum(t.tokens or 0 for t in trials),
-        "cost_usd": sum(costs) if costs else None,
-    }
+    scored = [t.reward for t in trials if t.error is None]
+    return PhaseRecord(
+        name=name,
+        benchmark=scores.benchmark,
+        task_ids=list(scores.tasks),
+        num_trials=scores.num_trials,
+        path=str(path.parent.relative_to(root)),
+        results=str(path.relative_to(root)),
+        episodes=len(trials),
+        tasks=len(scores.tasks),
+        scored=len(scored),
+        errors=errors,
+        mean_reward=sum(scored) / len(scored) if scored else None,
+        pass_hat_k=[row.value for row in rows],
+        pass_hat_k_95=[(row.low, row.high) for row in rows],
+        task_results=[
+            TaskResult(task_id=task, rewards=[None if t.error is not None else t.reward for t in trials])
+            for task, trials in scores.tasks.items()
+        ],
+    )
 
 
-def scores_record(folder: RunFolder) -> dict[str, Any] | None:
+def scores_record(folder: RunFolder) -> BenchmarkRecord | None:
     """`run.json`'s `benchmark` from the phases' `scores.json`: pass^k with 95 % intervals before / after and each
-    task's success rate before and after (`None` before any phase was scored)."""
+    task's rewards (`None` before any phase was scored)."""
     phases = {
-        "before": folder.baseline,
-        "after": folder.evaluation,
-        "after_with_quarantined": folder.evaluation_with_quarantined,
+        "baseline": folder.baseline,
+        "evaluate": folder.evaluation,
+        "evaluate_with_quarantined": folder.evaluation_with_quarantined,
     }
-    scored = {name: read_scores(path / SCORES_FILE) for name, path in phases.items() if (path / SCORES_FILE).is_file()}
-    if not scored:
-        return None
-    out: dict[str, Any] = {
-        name: _phase_record(scores, phases[name] / SCORES_FILE, folder.path) for name, scores in scored.items()
-    }
-    out.setdefault("before", None)
-    out.setdefault("after", None)
-    if "before" in scored and "after" in scored:
-        before, after = scored["before"].successes(), scored["after"].successes()
-        out["task_deltas"] = [
-            {"task_id": task, "baseline": _rate(before[task]), "with_ace": _rate(after.get(task, [])),
-             "delta": _rate(after.get(task, [])) - _rate(before[task])}
-            for task in before
-        ]  # fmt: skip
-    return out
+    return BenchmarkRecord.of(
+        {
+            name: _phase_record(name, read_scores(path / SCORES_FILE), path / SCORES_FILE, folder.path)
+            for name, path in phases.items()
+            if (path / SCORES_FILE).is_file()
+        },
+        collect_is_before=False,
+    )
 
 
-def _rate(successes: list[bool]) -> float:
-    return sum(successes) / len(successes) if successes else 0.0
-
-
-def scores_table(record: Mapping[str, Any]) -> str | None:
-    """pass^k baseline -> with the skillbook, each with its 95 % interval, from `run.json`'s `benchmark`."""
-    benchmark = record.get("benchmark") or {}
-    before = benchmark.get("before")
-    if not before or "pass_hat_k_95" not in before:
+def scores_table(benchmark: BenchmarkRecord | None) -> str | None:
+    """pass^k baseline -> with the skillbook, each with its 95 % interval, from `run.json`'s `benchmark` (`None`
+    when the benchmark recorded no intervals)."""
+    if benchmark is None or benchmark.before is None or not benchmark.before.pass_hat_k_95:
         return None
 
-    def rows(phase: Mapping[str, Any] | None) -> list[PassHatK]:
-        if not phase:
+    def rows(phase: PhaseRecord | None) -> list[PassHatK]:
+        if phase is None or not phase.pass_hat_k_95:
             return []
         return [
-            PassHatK(int(k), float(v), *map(float, phase["pass_hat_k_95"][k])) for k, v in phase["pass_hat_k"].items()
+            PassHatK(k, value, *interval)
+            for k, value, interval in zip(phase.ks, phase.pass_hat_k, phase.pass_hat_k_95, strict=False)
+            if value is not None and interval is not None
         ]
 
-    after = rows(benchmark.get("after"))
-    return format_table(rows(before), after or None)
+    after = rows(benchmark.after)
+    return format_table(rows(benchmark.before), after or None)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
 
@@ -143,7 +143,7 @@ def read_scores(path: str | os.PathLike[str]) -> BenchmarkScores:
 
 
 def read_score_json(path: Path, *, fix: str) -> Any:
-    """The JSON of a scored file, read within `ace.core.json_safe`'s limits (depth, integer length, size).
+    """The JSON of a scored file, read within `ace.json_safe`'s limits (depth, integer length, size).
 
     Raises:
         ScoresFileError: the file is missing, too large or not JSON; the message names it and `fix`.

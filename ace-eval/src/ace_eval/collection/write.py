@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, BinaryIO, Literal
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.storage import atomic_write, json_writer
 from ace_eval.collection.model import (
     MANIFEST_FILE,

@@ -14,7 +14,7 @@ from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, Inapplica
 from ace_eval.e2e.publish import check_publish, publish_run
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.reporting import EXIT_RUN_FAILED
-from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
+from ace_eval.run.record import PhaseRecord, TrainingRecord
 from ace_eval.text import plural
 
 __all__ = ["benchmark_options", "e2e", "format_summary"]
@@ -28,7 +28,7 @@ _MODEL_HELP = (
 
 def format_summary(result: E2EResult) -> str:
     """What `e2e` prints when a run is done: the folder, the training, the skillbook, the benchmark."""
-    record = RunRecord.of(result.record)
+    record = result.record
     training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
     sections = stats["sections"]
@@ -43,32 +43,33 @@ def format_summary(result: E2EResult) -> str:
     if record.errors:
         first = record.errors[0]
         lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
-    table = scores_table(result.record)  # pass^k with intervals, when the benchmark recorded them
+    table = scores_table(record.benchmark)  # pass^k with intervals, when the benchmark recorded them
     if table is not None:
         lines.append(table)
     elif record.benchmark is not None:
         phases = {"before": record.benchmark.before or PhaseRecord(), "after": record.benchmark.after or PhaseRecord()}
-        before, after = phases["before"].pass_hat_k, phases["after"].pass_hat_k
-        for k in sorted(set(before) | set(after)):
-            lines.append(f"pass^{k}: {_rate(before.get(k))} before -> {_rate(after.get(k))} with the skillbook")
+        before, after = phases["before"], phases["after"]
+        for k in range(1, max(len(before.pass_hat_k), len(after.pass_hat_k)) + 1):
+            was, now = _rate(before.pass_hat_k_at(k)), _rate(after.pass_hat_k_at(k))
+            lines.append(f"pass^{k}: {was} before -> {now} with the skillbook")
         unquarantined = record.benchmark.after_with_quarantined
         if unquarantined is not None and unquarantined.pass_hat_k:
             phases["with quarantined"] = unquarantined
             held = f"{plural(stats['quarantined'], 'quarantined skill')} back in the agent's context"
-            for k in sorted(unquarantined.pass_hat_k):
-                lines.append(f"pass^{k}: {_rate(unquarantined.pass_hat_k[k])} with the {held}")
+            for k in unquarantined.ks:
+                lines.append(f"pass^{k}: {_rate(unquarantined.pass_hat_k_at(k))} with the {held}")
         for name, phase in phases.items():
             if phase.errors:
                 lines.append(
                     f"  {name}: pass^k over the {phase.scored} scored episodes only; "
                     f"{phase.errors} of {phase.episodes} errored and are left out"
                 )
-    review = result.record.get("review")
-    if review:
+    review = record.review
+    if review is not None:
         lines.append(
-            f"Review: {plural(review['new_candidates'], 'new candidate')}, {plural(review['queued'], 'edit')} queued, "
-            f"{review['already_queued']} already queued, {review['already_reviewed']} already reviewed; nothing was "
-            f"published. Decide: ace-eval review list {review['skillbook']}"
+            f"Review: {plural(review.new_candidates, 'new candidate')}, {plural(review.queued, 'edit')} queued, "
+            f"{review.already_queued} already queued, {review.already_reviewed} already reviewed; nothing was "
+            f"published. Decide: ace-eval review list {review.skillbook}"
         )
     for role, u in record.usage.items():
         cost = "" if u.cost_usd is None else f", ${u.cost_usd:.4f}"
@@ -76,9 +77,9 @@ def format_summary(result: E2EResult) -> str:
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
-    markdown = result.folder.step_output(result.record, "export_markdown", result.folder.markdown.name)
+    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
     if markdown is not None:  # left out with --no-step export_markdown
-        staged = " (the staged fork, not published)" if review else ""
+        staged = " (the staged fork, not published)" if review is not None else ""
         lines.append(f"Skillbook markdown{staged}: {markdown}")
     return "\n".join(lines)
 

@@ -36,6 +36,7 @@ from ace_eval.e2e.tau2_phases import Tau2Plan, plan_tau2
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
+from ace_eval.run.record import PipelineRecord, RunConfig, RunRecord, SkillbookOrigin
 from ace_eval.run.redaction import install_run_collection, redaction_summary
 from ace_eval.store import store_origin
 
@@ -82,18 +83,20 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     collection_redactions: dict[str, int] = {}
     if source is not None:
         collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
-    record: dict[str, Any] = {
-        "run_id": folder.run_id,
-        "status": "running",
-        "created_at": utc_now(),
-        "versions": versions(),
-        "config": {**settings.to_dict(), "traces_sha256": traces_sha},
-        **({"skillbook_origin": origin.to_dict()} if (origin := store_origin(settings.skillbook)) else {}),
-        "models": {**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
-        "pipeline": {"steps": [p.record() for p in plan]},
-        "segments": [],
-        "redaction": redaction_summary(settings.redact, [], collection_redactions),
-    }
+    origin = store_origin(settings.skillbook)
+    record = RunRecord(
+        run_id=folder.run_id,
+        status="running",
+        created_at=utc_now(),
+        versions=versions(),
+        config=RunConfig.model_validate({**settings.to_dict(), "traces_sha256": traces_sha}),
+        models={**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
+        pipeline=PipelineRecord.model_validate({"steps": [p.record() for p in plan]}),
+        redaction=redaction_summary(settings.redact, [], collection_redactions),
+        skillbook_origin=SkillbookOrigin.model_validate(origin.to_dict())
+        if (origin := store_origin(settings.skillbook))
+        else None,
+    )
     return SegmentRun(
         settings, folder, record, data, inj, checked, resumed=False, tau2=tau2, benchmark=benchmark
     ).execute()
@@ -110,8 +113,8 @@ def resume_e2e(
     """
     folder = RunFolder.open(run_dir)
     check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
-    record = folder.read_run_json()
-    stored = dict(record["config"])
+    record = folder.read_record()
+    stored = record.config.as_dict()
     requested = dict(overrides or {})
     if requested.get("traces") is not None:
         traces = Path(requested.pop("traces"))
@@ -119,9 +122,9 @@ def resume_e2e(
     requested.pop("output_dir", None)
     requested.pop("config_file", None)
     if "steps" in requested:  # --step on a resume adds to the run's steps (and is then refused as a difference)
-        requested["steps"] = {**stored.get("steps", {}), **requested["steps"]}
+        requested["steps"] = {**(record.config.steps or {}), **requested["steps"]}
     if "no_steps" in requested:
-        requested["no_steps"] = tuple(dict.fromkeys([*stored.get("no_steps", ()), *requested["no_steps"]]))
+        requested["no_steps"] = tuple(dict.fromkeys([*(record.config.no_steps or ()), *requested["no_steps"]]))
     diffs = config_differences(stored, {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()})
     if diffs:
         raise RunFolderError(

@@ -30,7 +30,7 @@ from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
-from ace_eval.benchmarks.tau_bench.episodes import drop_errored_episodes, first_error, run_episodes
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_phases, drop_errored_episodes, first_error, run_episodes
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionWriter,
@@ -43,14 +43,14 @@ from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import Tau2Plan, Tau2Run, tau2_record
+from ace_eval.e2e.tau2_phases import Tau2Plan, Tau2Run, tau2_benchmark
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
-from ace_eval.review.step import ReviewStep
 from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
 from ace_eval.run.lock import folder_lock
 from ace_eval.run.progress import FirstErrors, Progress
-from ace_eval.run.redaction import redact_record, redaction_summary
+from ace_eval.run.record import CollectionRecord, ReportsReview, RunRecord
+from ace_eval.run.redaction import redaction_summary
 from ace_eval.run.samples import load_samples
 from ace_eval.run.segments import Segment
 from ace_eval.run.spans import release_observability
@@ -85,7 +85,7 @@ class E2EResult:
     """A finished run: its folder and the `run.json` it wrote."""
 
     folder: RunFolder
-    record: dict[str, Any]
+    record: RunRecord
     skillbook: Skillbook
     observability: Observability | None = None
     """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
@@ -104,7 +104,7 @@ class SegmentRun:
         self,
         settings: E2ESettings,
         folder: RunFolder,
-        record: dict[str, Any],
+        record: RunRecord,
         data: AirlineData | None,
         inj: RunInjections,
         checked: Checked,
@@ -136,7 +136,7 @@ class SegmentRun:
         if role not in self._models:  # not checked: the preflight covers every role the run uses
             self._models[role] = infer_model(self.settings.model_for(role), role=role)
         model = self._models[role]
-        self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
+        self.record.resolve_model(role, f"{model.system}:{model.model_name}")
         return model
 
     def execute(self) -> E2EResult:
@@ -146,14 +146,13 @@ class SegmentRun:
                 check_resumable(self.folder)  # before anything is written
                 # run.json as the last holder of the lock left it: a resume that finished while this one was in
                 # its preflight added a segment that this one's earlier read does not have
-                self.record = self.folder.read_run_json()
+                self.record = self.folder.read_record()
                 refuse_other_pipeline(self.folder, self.record, self.settings)
             remove_stale_temps(self.folder.path)
             return self._execute()
 
     def _execute(self) -> E2EResult:
-        self.record.setdefault("segments", []).append(self.segment.to_dict())
-        self.record["status"] = "running"
+        self.record.start_segment(self.segment)
         self._save()
         s = self.settings
         obs = configure_observability(
@@ -189,18 +188,17 @@ class SegmentRun:
     def _record_logfire(self, obs: Observability) -> None:
         """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
         target = obs.target
-        self.record["logfire"] = {
-            "sent": obs.sending,
-            "project_url": target.project_url if target is not None else None,
-            "token_from": target.source if target is not None else None,
-        }
+        self.record.set_logfire(
+            sent=obs.sending,
+            project_url=target.project_url if target is not None else None,
+            token_from=target.source if target is not None else None,
+        )
 
     def _close(self, obs: Observability, *, status: str) -> None:
         obs.flush()
         release_observability(obs)
         self.segment.finished_at = utc_now()
-        self.record["status"] = status
-        self.record["error"] = self.segment.error
+        self.record.close(status, self.segment.error)
         self._update_summary()
         self._save()
 
@@ -215,13 +213,14 @@ class SegmentRun:
                 else:
                     await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
-        self.record["collection"] = {
-            "path": "collection",
-            "source": str(s.traces) if s.traces is not None else "benchmark",
-            "traces_used": len(traces),
-            "sha256": file_sha256(self.folder.collection / TRACES_FILE),
-            "manifest": manifest.model_dump(mode="json"),
-        }
+        self.record.set_collection(
+            CollectionRecord(
+                source=str(s.traces) if s.traces is not None else "benchmark",
+                traces_used=len(traces),
+                sha256=file_sha256(self.folder.collection / TRACES_FILE),
+                manifest=manifest.model_dump(mode="json"),
+            )
+        )
         with self.timed("train"):
             skillbook = await self._train(traces)
         if not s.no_benchmark and self.benchmark is not None:
@@ -327,12 +326,10 @@ class SegmentRun:
                 result = await trainer.run_async(traces, start, on_sample=on_sample)
         finally:
             self.segment.steps = step_times(pipeline)
-            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReviewStep)), None)
+            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReportsReview)), None)
             if reviewing is not None:
-                queue = reviewing.queue
-                self.record["review"] = {"skillbook": str(queue.skillbook), "queue": str(queue.path),
-                                         **reviewing.counts.to_dict()}  # fmt: skip
-        self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
+                self.record.set_review(reviewing.review_record())
+        self.segment.step_usage = dict(result.phase_usage)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         failed = result.errors
         learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
@@ -400,27 +397,31 @@ class SegmentRun:
         try:
             yield
         finally:
-            self.segment.phases[phase] = self.segment.phases.get(phase, 0.0) + time.monotonic() - started
+            self.segment.add_time(phase, time.monotonic() - started)
             self._save()
 
     def _update_summary(self) -> None:
-        self.record.update(
+        s = self.settings
+        self.record.set_summary(
             summarize_run(
                 self.folder,
-                replayed=self.settings.traces is not None,
-                segments=self.record["segments"],
+                segments=self.record.segments,
                 resumed_samples=self.resumed_samples,
                 skillbook=self.folder.learned_skillbook(self.record),
             )
         )
         if self.tau2 is not None:
-            tau2_record(self.record, self.folder)
-        if self.benchmark is not None and (scored := scores_record(self.folder)) is not None:
-            self.record["benchmark"] = scored
-        collection = (self.record.get("redaction") or {}).get("collection")
-        samples = load_samples(self.folder.samples)
-        self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)
+            self.record.set_benchmark(tau2_benchmark(self.folder, s, self.tau2))
+        elif self.benchmark is not None:
+            self.record.set_benchmark(scores_record(self.folder))
+        else:
+            replayed = s.traces is not None
+            self.record.set_benchmark(
+                benchmark_phases(self.folder, replayed=replayed, benchmark=s.benchmark, num_trials=s.num_trials)
+            )
+        collection = self.record.redaction.collection if self.record.redaction is not None else None
+        self.record.set_redaction(redaction_summary(s.redact, load_samples(self.folder.samples), collection))
 
     def _save(self) -> None:
-        self.record["segments"][-1] = self.segment.to_dict()
-        self.folder.write_run_json(redact_record(self.record, self.redactor))
+        self.record.update_segment(self.segment)
+        self.record.write(self.folder.run_json, redactor=self.redactor)

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,9 +26,11 @@ from ace.redaction import Redactor
 from ace_eval.collection import MANIFEST_FILE, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, task_results
 from ace_eval.run.progress import Progress
+from ace_eval.run.record import RunRecord
 from ace_eval.run.redaction import redact_trace
-from ace_eval.run.usage import total_cost
+from ace_eval.run.usage import RoleUsage
 
 __all__ = [
     "LEARN_DIR",
@@ -39,7 +41,7 @@ __all__ = [
     "load_tau2",
     "plan_tau2",
     "run_phase",
-    "tau2_record",
+    "tau2_benchmark",
 ]
 
 LEARN_DIR = "learn"
@@ -176,67 +178,63 @@ def evaluation_skillbook(skillbook: Skillbook, directory: Path) -> Path:
     return path
 
 
-def _phase_record(results: Path, root: Path) -> dict[str, Any]:
+def _phase_record(
+    results: Path, root: Path, *, name: str, settings: E2ESettings, task_ids: Sequence[str]
+) -> PhaseRecord:
     tau2 = load_tau2()
     data = json.loads(results.read_text(encoding="utf-8"))
     rows = tau2.pass_hat_k(tau2.task_outcomes(data))
     episodes = len(data["simulations"])
     usage = {
-        role: {
-            "requests": int(u["requests"]),
-            "input_tokens": int(u["prompt_tokens"]),
-            "output_tokens": int(u["completion_tokens"]),
-            "cost_usd": float(u["cost"]),
-        }
+        role: RoleUsage(
+            requests=int(u["requests"]),
+            input_tokens=int(u["prompt_tokens"]),
+            output_tokens=int(u["completion_tokens"]),
+            cost_usd=float(u["cost"]),
+        )
         for role, u in tau2.usage_by_role(data).items()
     }
-    return {
-        "results": str(results.relative_to(root)),
-        "episodes": episodes,
-        "tasks": len({sim["task_id"] for sim in data["simulations"]}),
-        "scored": episodes,
-        "errors": 0,
-        "pass_hat_k": {str(row.k): row.value for row in rows},
-        "pass_hat_k_95": {str(row.k): [row.low, row.high] for row in rows},
-        "usage": usage,
-    }
+    tasks = task_results((str(sim["task_id"]), sim.get("trial"), _reward(sim)) for sim in data["simulations"])
+    return PhaseRecord(
+        name=name,
+        benchmark=settings.benchmark,
+        task_ids=list(task_ids),
+        num_trials=settings.num_trials,
+        path=str(results.parent.relative_to(root)),
+        results=str(results.relative_to(root)),
+        episodes=episodes,
+        tasks=len(tasks),
+        scored=episodes,
+        errors=0,
+        pass_hat_k=[row.value for row in rows],
+        pass_hat_k_95=[(row.low, row.high) for row in rows],
+        task_results=tasks,
+        usage=usage,
+    )
 
 
-def tau2_record(record: dict[str, Any], folder: RunFolder) -> None:
-    """Put the tau2 results in `run.json`: pass^k with 95 % intervals before / after, per-task deltas, and the
-    agent's and user's tokens and cost (from tau2's files of every phase) in `usage`."""
+def _reward(simulation: Mapping[str, Any]) -> float:
+    reward = (simulation.get("reward_info") or {}).get("reward")
+    return float(reward) if isinstance(reward, int | float) else 0.0
+
+
+def tau2_benchmark(folder: RunFolder, settings: E2ESettings, plan: Tau2Plan) -> BenchmarkRecord | None:
+    """The tau2 phases of the run from tau2's files: pass^k with 95 % intervals before / after, each task's
+    rewards, per-task deltas, and the agent's and user's tokens and cost (`RunRecord.set_benchmark` adds them to
+    the run's usage)."""
     tau2 = load_tau2()
     phases = {
-        "collect": folder.path / LEARN_DIR,
-        "before": folder.baseline,
-        "after": folder.evaluation,
-        "after_with_quarantined": folder.evaluation_with_quarantined,
+        "collect": (folder.path / LEARN_DIR, plan.learn),
+        "baseline": (folder.baseline, plan.evaluate),
+        "evaluate": (folder.evaluation, plan.evaluate),
+        "evaluate_with_quarantined": (folder.evaluation_with_quarantined, plan.evaluate),
     }
     found = {
-        name: _phase_record(path / tau2.RESULTS_FILE, folder.path)
-        for name, path in phases.items()
+        name: _phase_record(path / tau2.RESULTS_FILE, folder.path, name=name, settings=settings, task_ids=ids)
+        for name, (path, ids) in phases.items()
         if (path / tau2.RESULTS_FILE).is_file()
     }
-    benchmark: dict[str, Any] = {k: found.get(k) for k in ("before", "after")}
-    if "after_with_quarantined" in found:
-        benchmark["after_with_quarantined"] = found["after_with_quarantined"]
-    if "collect" in found:
-        benchmark["learn"] = found["collect"]
-    if "before" in found and "after" in found:
-        deltas = tau2.task_deltas(folder.baseline / tau2.RESULTS_FILE, folder.evaluation / tau2.RESULTS_FILE)
-        benchmark["task_deltas"] = [
-            {"task_id": d.task_id, "baseline": d.baseline, "with_ace": d.candidate, "delta": d.delta} for d in deltas
-        ]
-    record["benchmark"] = benchmark if found else None
-    usage = dict(record.get("usage") or {})
-    for role in ("agent", "user"):
-        items = [phase["usage"][role] for phase in found.values()]
-        if items:
-            usage[role] = {
-                key: sum(item[key] for item in items) for key in ("requests", "input_tokens", "output_tokens")
-            } | {"cost_usd": sum(item["cost_usd"] for item in items)}
-    record["usage"] = usage
-    record["cost_usd"] = total_cost(usage)
+    return BenchmarkRecord.of(found, collect_is_before=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,7 +244,7 @@ class Tau2Run:
     settings: E2ESettings
     plan: Tau2Plan
     folder: RunFolder
-    record: dict[str, Any]
+    record: RunRecord
     embedder: Embedder
     redactor: Redactor | None
     show_progress: bool | None
@@ -273,7 +271,7 @@ class Tau2Run:
             return
         results = await self.phase(self.folder.path / LEARN_DIR, "collect", self.plan.learn, None)
         counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
-        self.record.setdefault("redaction", {})["collection"] = counts
+        self.record.set_collection_redactions(counts)
 
     async def evaluate(self, skillbook: Skillbook) -> None:
         """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""

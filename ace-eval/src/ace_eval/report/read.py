@@ -67,7 +67,7 @@ def read_report_run(path: Path) -> ReportRun:
 
 def _collected(run: Run) -> list[Trace]:
     """The episodes the agent ran to collect the traces (a run without `--traces`): the benchmark's "before"."""
-    replayed = (run.record.config.model_extra or {}).get("traces") is not None
+    replayed = run.record.config.traces is not None
     return [] if replayed else list(_episodes(run.folder.collection))
 
 

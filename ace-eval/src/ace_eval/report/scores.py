@@ -61,8 +61,8 @@ def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
         phases = {"before": recorded.before, "after": recorded.after}
         return {
             "pass_hat_k": [
-                {"k": int(k), "before": {"value": v} if v is not None else None, "after": None}
-                for k, v in (recorded.before.pass_hat_k if recorded.before else {}).items()
+                {"k": k, "before": {"value": v} if v is not None else None, "after": None}
+                for k, v in enumerate(recorded.before.pass_hat_k if recorded.before else [], 1)
             ],
             "recorded": {p: r.model_dump(mode="json") if r is not None else None for p, r in phases.items()},
             "tasks": [],

@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from ace.core.json_safe import JsonInputError
 from ace.core.storage import read_json_file
 from ace.exceptions import SkillbookFormatError
 from ace.integrations.store_format import SKILLBOOK_FILE, VERSION_FILE, StoreFormatError
+from ace.json_safe import JsonInputError
 
 __all__ = ["VERSION_FORMAT", "ProducedBy", "StoreProblem", "Version", "VersionRecord", "read_version_record"]
 

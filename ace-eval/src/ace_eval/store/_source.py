@@ -12,6 +12,7 @@ from ace.exceptions import SkillbookError, UserError
 from ace.integrations.store_format import SKILLBOOK_FILE
 from ace.retrieval import index_path
 from ace_eval.run.folder import RUN_JSON, RunFolder
+from ace_eval.run.record import load_run_record
 
 __all__ = ["PublishSource", "read_source"]
 
@@ -44,7 +45,7 @@ def read_source(source: Path) -> PublishSource:
                 "written by `ace-eval e2e`"
             )
         folder = RunFolder.open(source)
-        learned = folder.learned_skillbook(folder.read_run_json())
+        learned = folder.learned_skillbook(load_run_record(folder.run_json))
         if learned != folder.skillbook and learned.name != SKILLBOOK_FILE:
             raise UserError(
                 f"{source} has not published its skillbook (only the checkpoint {learned.name} is there: the run was "

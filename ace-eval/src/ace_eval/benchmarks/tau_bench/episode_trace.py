@@ -7,9 +7,8 @@ gold-action diff the reflector reads.
 from __future__ import annotations
 
 from ace_eval.benchmarks.tau_bench.episode import SOURCE_SYSTEM, EpisodeResult
-from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION
 from ace_eval.collection import Trace
-from ace_eval.collection.gold_diff import GraderReport, diff_against_gold
+from ace_eval.collection.grading import RESPOND_ACTION, GraderReport, diff_against_gold
 
 __all__ = ["episode_grader", "episode_to_trace"]
 

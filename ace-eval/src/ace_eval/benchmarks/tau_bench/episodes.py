@@ -38,18 +38,21 @@ from ace_eval.benchmarks.tau_bench import (
 from ace_eval.benchmarks.tau_bench.episode_trace import episode_to_trace
 from ace_eval.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
 from ace_eval.run.abort import AbortWatch, first_cause
+from ace_eval.run.folder import RunFolder
+from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, pass_hat_list, task_results
 from ace_eval.run.progress import FirstErrors, Progress
 from ace_eval.run.redaction import redact_trace
+from ace_eval.run.usage import sum_usage
 
 __all__ = [
     "MeteredModel",
     "UsageMeter",
+    "benchmark_phases",
     "benchmark_summary",
     "drop_errored_episodes",
     "episode_uid",
     "first_error",
     "run_episodes",
-    "sum_usage",
 ]
 
 
@@ -116,18 +119,6 @@ class MeteredModel(WrapperModel):
         ) as stream:
             yield stream
         self.meter.add(stream.usage)
-
-
-def sum_usage(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The sum of several `UsageMeter.to_dict()`s (cost stays `None` when none was priced)."""
-    out: dict[str, Any] = {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
-    for item in items:
-        for key in ("requests", "input_tokens", "output_tokens"):
-            out[key] += int(item.get(key) or 0)
-        cost = item.get("cost_usd")
-        if cost is not None:
-            out["cost_usd"] = (out["cost_usd"] or 0.0) + float(cost)
-    return out
 
 
 def episode_uid(task_id: int, trial: int) -> str:
@@ -208,8 +199,16 @@ async def run_episodes(
         raise first_cause(group_error) from None
 
 
-def benchmark_summary(traces: Sequence[Trace]) -> dict[str, Any]:
-    """pass^k, mean reward, errors and usage per role of a phase's episodes.
+def benchmark_summary(
+    traces: Sequence[Trace],
+    *,
+    name: str | None = None,
+    benchmark: str | None = None,
+    task_ids: Sequence[str] = (),
+    num_trials: int | None = None,
+    path: str | None = None,
+) -> PhaseRecord:
+    """pass^k, mean reward, errors, each task's rewards per trial and usage per role of a phase's episodes.
 
     pass^k and the mean reward are computed over the scored episodes only: an episode that errored (a model
     failed) was never scored, and counting it as 0 would report a broken configuration as a bad agent. `scored`
@@ -221,15 +220,46 @@ def benchmark_summary(traces: Sequence[Trace]) -> dict[str, Any]:
     for t in traces:
         for role, item in (t.metadata.get("usage") or {}).items():
             usage.setdefault(role, []).append(item)
-    return {
-        "episodes": len(traces),
-        "tasks": len({t.task_id for t in traces}),
-        "scored": len(scored),
-        "errors": len(traces) - len(scored),
-        "mean_reward": sum(r for _, r in results) / len(results) if results else None,
-        "pass_hat_k": {str(k): v for k, v in pass_hat_ks(results).items()},
-        "usage": {role: sum_usage(items) for role, items in usage.items()},
+    return PhaseRecord(
+        name=name,
+        benchmark=benchmark,
+        task_ids=list(task_ids),
+        num_trials=num_trials,
+        path=path,
+        episodes=len(traces),
+        tasks=len({t.task_id for t in traces}),
+        scored=len(scored),
+        errors=len(traces) - len(scored),
+        mean_reward=sum(r for _, r in results) / len(results) if results else None,
+        pass_hat_k=pass_hat_list(pass_hat_ks(results)),
+        task_results=task_results(
+            (str(t.task_id), t.metadata.get("trial"), None if t.metadata.get("error") else t.reward or 0.0)
+            for t in traces
+        ),
+        usage={role: sum_usage(items) for role, items in usage.items()},
+    )
+
+
+def benchmark_phases(folder: RunFolder, *, replayed: bool, benchmark: str, num_trials: int) -> BenchmarkRecord | None:
+    """The phases whose episodes are in the run folder (`collect` unless the traces were replayed, `baseline`,
+    `evaluate`, `evaluate_with_quarantined`), summarized; `None` when none ran."""
+    directories = {
+        "collect": folder.collection,
+        "baseline": folder.baseline,
+        "evaluate": folder.evaluation,
+        "evaluate_with_quarantined": folder.evaluation_with_quarantined,
     }
+    if replayed:
+        del directories["collect"]
+    phases: dict[str, PhaseRecord] = {}
+    for name, directory in directories.items():
+        if (directory / MANIFEST_FILE).is_file():
+            _, episodes = read_collection(directory)
+            task_ids = list(dict.fromkeys(str(t.task_id) for t in episodes))
+            phases[name] = benchmark_summary(
+                episodes, name=name, benchmark=benchmark, task_ids=task_ids, num_trials=num_trials, path=directory.name
+            )
+    return BenchmarkRecord.of(phases, collect_is_before=True)
 
 
 def first_error(traces: Sequence[Trace]) -> str | None:

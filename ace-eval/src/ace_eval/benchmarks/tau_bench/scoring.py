@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ace_eval.benchmarks import scores
 from ace_eval.benchmarks.scores import success_of
 from ace_eval.benchmarks.tau_bench.data import Action, Task
+from ace_eval.collection.grading import RESPOND_ACTION, find_outputs
 
 __all__ = [
     "RESPOND_ACTION",
@@ -20,8 +21,7 @@ __all__ = [
     "pass_hat_ks",
 ]
 
-RESPOND_ACTION = "respond"
-"""The name upstream gives an agent's reply to the user when it is logged as an action."""
+_SUCCESS_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,12 +71,6 @@ class RewardResult:
             "gt_data_hash": self.gt_data_hash,
             "outputs": dict(self.outputs),
         }
-
-
-def find_outputs(outputs: Sequence[str], replies: Sequence[str]) -> dict[str, bool]:
-    """For each required output: does it appear, lower-cased, in some reply lower-cased with commas removed?"""
-    normalised = [reply.lower().replace(",", "") for reply in replies]
-    return {output: any(output.lower() in reply for reply in normalised) for output in outputs}
 
 
 def calculate_reward(*, task: Task, data_hash: str, gt_data_hash: str, replies: Sequence[str]) -> RewardResult:

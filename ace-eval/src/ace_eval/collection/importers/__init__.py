@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal, assert_never
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.importers._common import ImportedCollection
 from ace_eval.collection.importers.claude_code import import_claude_code, looks_like_claude_code
 from ace_eval.collection.importers.openai_jsonl import import_openai_jsonl

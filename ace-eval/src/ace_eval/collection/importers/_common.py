@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.chat import describe_error, field_path
 from ace_eval.collection.model import CollectionError, Trace
 from ace_eval.collection.read import describe_trace_error
@@ -42,7 +42,7 @@ def json_objects(value: JsonValue) -> list[dict[str, JsonValue]]:
 
 
 def load_json(path: str | os.PathLike[str]) -> object:
-    """Parse a JSON file with the safe reader (`ace.core.json_safe`); errors name the file, the line and the field."""
+    """Parse a JSON file with the safe reader (`ace.json_safe`); errors name the file, the line and the field."""
     try:
         return json_safe.read_json(path)
     except json_safe.JsonInputError as e:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
-from ace_eval.collection.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
+from ace_eval.collection.grading import RESPOND_ACTION, DatabaseVerdict, GraderReport, diff_against_gold, find_outputs
 from ace_eval.collection.importers._common import (
     ImportedCollection,
     build_trace,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ace_eval.collection import Trace, read_collection, write_collection
-from ace_eval.collection.gold_diff import GraderReport, diff_against_gold, is_write_tool
+from ace_eval.collection.grading import GraderReport, diff_against_gold, is_write_tool
 from ace_eval.collection.importers.tau_bench import import_tau_bench
 
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"

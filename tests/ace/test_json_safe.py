@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ace.core import json_safe
-from ace.core.json_safe import JsonInputError, iter_json_lines, loads, read_bytes, read_json
+from ace import json_safe
 from ace.exceptions import UserError
+from ace.json_safe import JsonInputError, iter_json_lines, loads, read_bytes, read_json
 
 
 def test_json_nested_50000_deep_is_refused_naming_line_column_and_field() -> None:

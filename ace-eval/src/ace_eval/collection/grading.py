@@ -25,6 +25,7 @@ from ace.reflector.trace_view import TraceView
 
 __all__ = [
     "READ_TOOL_PREFIXES",
+    "RESPOND_ACTION",
     "ActionDiff",
     "AgentAction",
     "ArgumentDiff",
@@ -32,10 +33,13 @@ __all__ = [
     "GraderReport",
     "agent_actions",
     "diff_against_gold",
+    "find_outputs",
     "is_write_tool",
     "render_report",
 ]
 
+RESPOND_ACTION = "respond"
+"""The name tau-bench gives an agent's reply to the user when it is logged as an action (never a gold action)."""
 READ_TOOL_PREFIXES = ("get_", "search_", "list_", "find_")
 _NON_WRITE_TOOLS = frozenset({"calculate", "think", "transfer_to_human_agents"})
 _VALUE_CHARS = 80
@@ -351,3 +355,9 @@ def _call(tool: str, kwargs: Mapping[str, JsonValue] | None) -> str:
 def _one_line(text: str, width: int = _CALL_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def find_outputs(outputs: Sequence[str], replies: Sequence[str]) -> dict[str, bool]:
+    """For each required output: does it appear, lower-cased, in some reply lower-cased with commas removed?"""
+    normalised = [reply.lower().replace(",", "") for reply in replies]
+    return {output: any(output.lower() in reply for reply in normalised) for output in outputs}
