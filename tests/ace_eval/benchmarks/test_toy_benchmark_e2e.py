@@ -82,8 +82,8 @@ def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
     assert {t for t, ok in before.successes().items() if not all(ok)} == {"address-2", "refund-3", "refund-4"}
     assert all(all(ok) for ok in after.successes().values())  # refund and address skills were learned
     benchmark = record["benchmark"]
-    assert benchmark["before"]["pass_hat_k"] == {"1": 0.5, "2": 0.5}
-    assert benchmark["after"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
+    assert benchmark["before"]["pass_hat_k"] == [0.5, 0.5]
+    assert benchmark["after"]["pass_hat_k"] == [1.0, 1.0]
     assert {d["task_id"]: d["delta"] for d in benchmark["task_deltas"]}["refund-3"] == 1.0
     assert "pass^1    50.0 [ 16.7,  83.3]  100.0 [100.0, 100.0]  +50.0" in result.output.splitlines()
 
@@ -178,7 +178,7 @@ def test_a_run_that_fails_while_evaluating_resumes_with_the_phases_it_is_missing
     assert scored == [False, True, True]  # the baseline was not scored again
     assert (folder / "baseline" / "scores.json").read_bytes() == baseline
     record = json.loads((folder / "run.json").read_text())
-    assert record["status"] == "completed" and record["benchmark"]["after"]["pass_hat_k"] == {"1": 1.0}
+    assert record["status"] == "completed" and record["benchmark"]["after"]["pass_hat_k"] == [1.0]
 
 
 @pytest.mark.usefixtures("toy")
