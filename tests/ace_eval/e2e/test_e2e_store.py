@@ -23,7 +23,8 @@ def test_a_run_from_a_store_starts_from_its_current_version_and_records_it(tmp_p
     settings = resolve_settings(flags, environ={}, cwd=tmp_path)
     assert settings.skillbook == store.skillbook_path(1)
     result = runner.run_e2e(settings, injections=scripted_injections())
-    assert result.record["skillbook_origin"] == {"store": str(store.root), "version": 1}
+    assert result.record.skillbook_origin is not None
+    assert result.record.skillbook_origin.model_dump() == {"store": str(store.root), "version": 1}
     assert read_run(result.folder.path).record.skillbook_origin is not None
     on_disk = json.loads(result.folder.run_json.read_text(encoding="utf-8"))
     assert on_disk["skillbook_origin"]["version"] == 1
