@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _browser_support import CHROMIUM, INSTALL, Watched
+from _browser_support import CHROMIUM, INSTALL, Watched, chromium
 from _store_support import BY_TEST, cli, skillbook_file
 
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
@@ -41,11 +41,8 @@ def test_the_typed_view_is_used_for_the_gates_own_evidence_and_the_generic_one_o
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason=f"needs Playwright: {INSTALL}")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def test_the_store_page_shows_the_gates_table(browser: Any, tmp_path: Path) -> None:

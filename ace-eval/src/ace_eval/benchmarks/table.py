@@ -20,13 +20,19 @@ class _Row(Protocol):
     def high(self) -> float: ...
 
 
-def format_table(baseline: Sequence[_Row], candidate: Sequence[_Row] | None = None) -> str:
-    """The peer's table shape: one row per k, baseline -> with ACE (percent, 95 % interval)."""
+def format_table(
+    baseline: Sequence[_Row],
+    candidate: Sequence[_Row] | None = None,
+    *,
+    labels: tuple[str, str] = ("baseline", "with ACE"),
+) -> str:
+    """The peer's table shape: one row per k, baseline -> with ACE (percent, 95 % interval); `labels` name the two
+    columns."""
 
     def cell(row: _Row) -> str:
         return f"{100 * row.value:5.1f} [{100 * row.low:5.1f}, {100 * row.high:5.1f}]"
 
-    lines = ["metric   baseline              " + ("with ACE              delta" if candidate else "")]
+    lines = [f"metric   {labels[0]:<22}" + (f"{labels[1]:<22}delta" if candidate else "")]
     after = {row.k: row for row in candidate or []}
     for row in baseline:
         line = f"pass^{row.k:<3} {cell(row)}"

@@ -3,42 +3,30 @@
 from __future__ import annotations
 
 from ace_eval.benchmarks.scores import PassHatK
+from ace_eval.benchmarks.table import format_table
 from ace_eval.gate._result import GateResult
 
 __all__ = ["format_gate", "format_pass_hat_k", "gate_rows", "pass_hat_k_cells"]
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:5.1f}"
-
-
-def _cell(row: PassHatK | None) -> str:
-    return f"{_pct(row.value)} [{_pct(row.low)}, {_pct(row.high)}]" if row is not None else " " * 20
-
-
-def format_pass_hat_k(rows: list[PassHatK], title: str = "pass^k") -> str:
+def format_pass_hat_k(rows: list[PassHatK]) -> str:
     """One line per k: the value and its 95 % interval, in percent."""
-    lines = [f"{title:<8} value  95 % interval"]
-    lines += [f"pass^{row.k:<3} {_cell(row)}" for row in rows]
-    return "\n".join(lines)
+    return format_table(rows, labels=("value [95 % interval]", ""))
 
 
 def format_gate(result: GateResult) -> str:
     """The table `ace-eval gate compare` prints."""
     seeds = f", seeds {', '.join(map(str, result.seeds))}" if result.seeds else ""
     lines = [f"{result.benchmark}: {result.tasks} tasks x {result.num_trials} trials{seeds}", ""]
-    lines.append("metric   baseline              candidate             difference")
-    after = {row.k: row for row in result.candidate.pass_hat_k}
-    for row in result.baseline.pass_hat_k:
-        other = after.get(row.k)
-        diff = f"{100 * (other.value - row.value):+6.1f}" if other is not None else ""
-        lines.append(f"pass^{row.k:<3} {_cell(row)}  {_cell(other)}  {diff}".rstrip())
+    lines.append(
+        format_table(result.baseline.pass_hat_k, result.candidate.pass_hat_k, labels=("baseline", "candidate"))
+    )
     better = sum(1 for t in result.per_task if t.delta > 0)
     worse = sum(1 for t in result.per_task if t.delta < 0)
     d = result.delta
     lines += [
         "",
-        f"difference in success rate per task (candidate - baseline): mean {100 * d.mean:+.1f} %, "
+        f"difference in success rate per task (candidate - baseline): mean {100 * d.mean:+.1f} points, "
         f"95 % interval [{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}] "
         f"(paired bootstrap over tasks, {d.resamples} resamples, seed {d.seed})",
         f"tasks: {better} better, {worse} worse, {result.tasks - better - worse} the same",
@@ -52,12 +40,12 @@ def format_gate(result: GateResult) -> str:
         )
     r = result.resolution
     floor = (
-        f"the smallest difference it can promote is {100 * r.smallest_effect:+.1f} % "
+        f"the smallest difference it can promote is {100 * r.smallest_effect:+.1f} points "
         f"({r.tasks_needed} tasks each one trial better, none worse)"
         if r.smallest_effect is not None
         else f"nothing can be promoted: p < {result.alpha:g} needs at least {r.tasks_needed} tasks moving the same way"
     )
-    mde = f"; at this spread it detects {100 * r.mde:.1f} % with 80 % power" if r.mde is not None else ""
+    mde = f"; at this spread it detects {100 * r.mde:.1f} points with 80 % power" if r.mde is not None else ""
     lines.append(f"resolution: with {result.tasks} tasks the smallest possible p is {r.min_p_value:.3g}; {floor}{mde}")
     verdict = result.decision.upper()
     lines.append(f"decision: {verdict}" + (": " + "; ".join(result.reasons) if result.reasons else ""))
