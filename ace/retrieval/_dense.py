@@ -1,8 +1,10 @@
-"""The dense half of skill search: exact float32 products, or a faiss HNSW graph over float16 codes at scale.
+"""The dense half of skill search: float32 rows (scanned first as int8 codes at scale), or an opt-in HNSW graph.
 
-Below `ANN_MIN` live vectors (or without faiss) every candidate is scored exactly, so results are those of a full
-sort. From `ANN_MIN` on, with the `ace[ann]` extra installed, the vectors move into a faiss `IndexHNSWSQ` (float16
-codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed slots (live, in the
+By default every candidate is scored from the float32 rows. From `_QUANT_MIN` slots, with the `ace[ann]` extra
+(SimSIMD), a query first scans int8 codes of the rows (`ace.retrieval._quantised`, ~2 ms at 100,000 x 384 against
+~10 ms for float32) and scores exactly the best by that scan (`scores`) or every row its error bound cannot rule out
+(`above`: exact). An index built with `ann_min` (e.g. `ANN_MIN`) moves its vectors at that size into a faiss
+`IndexHNSWSQ` (float16 codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed slots (live, in the
 section) in ~1-2 ms at 100,000 instead of ~7-30 ms, at a measured recall (`benchmarks/search.py`). HNSW ids are
 slot numbers: slots are added in order and never reused; dead ones are filtered out by the bitmap.
 """
@@ -22,11 +24,14 @@ import numpy.typing as npt
 from ace.core.npz import Streamed, drop_resident
 from ace.core.storage import gc_paused
 from ace.extras import missing_extra_message
+from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval.fusion import Ranking
 
 __all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
 
 ANN_MIN = 50_000
-"""Live vectors from which the HNSW graph replaces exact search (when faiss is installed)."""
+"""Live vectors from which an index built with `ann_min=ANN_MIN` (opt-in) moves to an HNSW graph (faiss installed):
+its recall@5 against the exact answer was 0.91 at 100,000 skills, the int8 scan's 1.0 (docs/performance.md)."""
 _HNSW_M = 16
 _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
@@ -41,6 +46,10 @@ _DEPTH_MIN = 512
 it found 0.96 of the planted near-duplicates' pairs, 0.93 at 64 (`benchmarks/dedup_scale.py`)."""
 _DEPTH_MAX = 4096
 """Longest best-k list `above` asks the graph for before it scores every candidate."""
+
+_QUANT_MIN = 16_384
+"""Slots from which exact search first scans int8 codes of the rows (with SimSIMD, the `ann` extra) and scores
+exactly only the best `depth` by that scan and the rows its error bounds cannot rule out (`above`)."""
 
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
@@ -139,6 +148,8 @@ class DenseStore:
         """The sidecar bytes `_hnsw` is a view of; `None` when the graph owns its memory."""
         self._pending: list[_F32] = []
         """Vectors of slots `hnsw.ntotal ...` not yet added to the graph (added in one batch before a search)."""
+        self._codes = Int8Codes(dim)
+        """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
 
     @property
     def approximate(self) -> bool:
@@ -192,6 +203,31 @@ class DenseStore:
         rows, self._rows, self._base = self._rows, RowBlocks(self.dim), np.zeros((0, self.dim), dtype=np.float32)
         return rows
 
+    def _scan(self, query: _F32, n_slots: int) -> tuple[_F32, _F32] | None:
+        """(approximate cosine of every slot, error bound of each) from the int8 codes, in exact mode from
+        `_QUANT_MIN` slots with SimSIMD installed; `None` otherwise."""
+        simsimd = simsimd_module() if self._hnsw is None and n_slots >= _QUANT_MIN else None
+        if simsimd is None:
+            return None
+        if self._codes.count < n_slots:
+            self._codes.extend(self._exact(n_slots), n_slots)
+            drop_resident(self._base)  # the encoding read every mapped row: let the pages go again
+        return self._codes.scores(simsimd, query)
+
+    def _rows_of(self, slots: _I64, n_slots: int) -> _F32:
+        """The exact rows of `slots` (a copy)."""
+        out = np.empty((slots.size, self.dim), dtype=np.float32)
+        at = 0
+        for part in self._exact(n_slots):
+            inside = (slots >= at) & (slots < at + part.shape[0])
+            out[inside] = part[slots[inside] - at]
+            at += part.shape[0]
+        return out
+
+    def ranking(self, query: _F32, n_slots: int, cand: _I64, depth: int, *, exact: bool = False) -> Ranking:
+        """The dense `Ranking` of the candidate slots `cand` (`scores`; with `exact`, no int8 scan)."""
+        return Ranking(*self.scores(query, n_slots, cand, depth, scan=not exact))
+
     def _flush(self) -> None:
         if self._pending:
             self._own()
@@ -207,13 +243,23 @@ class DenseStore:
         self._hnsw = faiss.read_index(faiss.PyCallbackIOReader(_reader(self._graph)))
         self._graph = None  # only now: the viewing graph is gone with the line above
 
-    def scores(self, query: _F32, n_slots: int, cand: _I64, depth: int) -> tuple[_I64, npt.NDArray[np.floating]]:
+    def scores(
+        self, query: _F32, n_slots: int, cand: _I64, depth: int, *, scan: bool = True
+    ) -> tuple[_I64, npt.NDArray[np.floating]]:
         """Dense ranking over the candidate slots `cand`: (positions in `cand`, ascending; their cosines).
 
-        Exact mode scores every candidate. HNSW mode returns about the `depth` best, searched with a bitmap of
-        `cand` (efSearch raised by the share of slots allowed), or scores all when there are few.
+        Exact mode scores every candidate: from `_QUANT_MIN` slots (with SimSIMD) the best `depth` by the int8 scan
+        exactly and the others by the scan (their ranks, deep in the list, move by a few places at most). HNSW mode
+        returns about the `depth` best, searched with a bitmap of `cand` (efSearch raised by the share of slots
+        allowed), or scores all when there are few.
         """
         m = cand.size
+        scanned = self._scan(query, n_slots) if scan and m > depth else None
+        if scanned is not None:
+            approx = scanned[0][cand]
+            best = np.argpartition(approx, m - depth)[m - depth :]
+            approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
+            return np.arange(m, dtype=np.int64), approx
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
@@ -256,6 +302,12 @@ class DenseStore:
         slot: the graph leaves a few percent of its vectors hard to reach). HNSW cosines are float16's (~1e-3 off):
         callers lower `floor` by a margin and score the hits again.
         """
+        scanned = self._scan(query, n_slots)
+        if scanned is not None:  # exact: every row the bounds cannot rule out is scored in float32
+            approx, bound = scanned
+            maybe = cand[approx[cand] + bound[cand] >= floor]
+            scored: _I64 = maybe[np.einsum("ij,j->i", self._rows_of(maybe, n_slots), query) >= floor]
+            return scored
         depth = _DEPTH_MIN
         while depth <= _DEPTH_MAX:
             items, sims = self.scores(query, n_slots, cand, depth)

@@ -1,0 +1,108 @@
+"""`exact=True` is the reference hybrid answer at any size; the default at scale (an int8 scan of the vectors, the
+best re-scored in float32) is compared with it, and its error bounds are proved on random vectors."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from ace.core.skillbook import Skillbook
+from ace.embeddings import TestEmbedder
+from ace.retrieval import SkillSearchIndex
+from ace.retrieval._dense import DenseStore, faiss_module
+from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval.top_k import retrieve_top_k
+
+WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe") for b in range(40)]
+needs_simsimd = pytest.mark.skipif(simsimd_module() is None, reason="simsimd (the ann extra) is not installed")
+
+
+def _book(n: int, seed: int = 0) -> Skillbook:
+    rng = random.Random(seed)
+    sb = Skillbook()
+    for i in range(n):
+        issue = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15)))
+        sb.add_skill("context" if i % 3 else "harness", issue, [f"kw{i % 7}"], f"do step {i}" if i % 3 else None)
+    return sb
+
+
+def _results(sb: Skillbook, index: SkillSearchIndex, *, exact: bool = False, n: int = 30) -> list[list[str]]:
+    rng = random.Random(9)
+    queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(n)]
+    return [
+        [
+            s.id
+            for s in index.search(
+                sb, q, top_k=5, exact=exact, **({"section": "harness", "keywords": ["kw3"]} if k % 2 else {})
+            )
+        ]
+        for k, q in enumerate(queries)
+    ]
+
+
+@pytest.mark.skipif(faiss_module() is None, reason="faiss-cpu (the ann extra) is not installed")
+def test_exact_search_of_an_hnsw_index_is_the_exact_index_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.retrieval._dense._EXACT_BELOW", 0)  # search the graph even for a small skillbook
+    sb, emb = _book(900), TestEmbedder()
+    approx = SkillSearchIndex(emb, ann_min=500)
+    want = _results(sb, SkillSearchIndex(emb, ann_min=None), exact=True)
+    assert _results(sb, approx, exact=True) == want
+    assert approx._dense.approximate
+    assert _results(sb, approx) != want  # the graph alone does differ here: the comparison above can fail
+
+
+@needs_simsimd
+def test_the_int8_scan_gives_the_exact_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    sb, emb = _book(1200), TestEmbedder()
+    want = _results(sb, SkillSearchIndex(emb), exact=True, n=60)
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
+    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)  # most candidates keep their int8 score
+    scanned = SkillSearchIndex(emb)
+    assert _results(sb, scanned, n=60) == want
+    assert scanned._dense._codes.count == scanned._bm25.n_slots  # the scan did run
+    assert _results(sb, scanned, exact=True, n=60) == want
+    sb.add_skill("harness", "ka1 ka2 lo3 brand new words", ["kw1"])  # codes follow new rows
+    top = retrieve_top_k(sb, "ka1 ka2 lo3 brand new words", embedder=emb, exact=True)[0]
+    assert [s.id for s in scanned.search(sb, "ka1 ka2 lo3 brand new words", top_k=1)] == [top.id]
+
+
+@needs_simsimd
+def test_above_with_the_scan_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((3000, 48)).astype(np.float32)
+    rows[1000:1100] = rows[:100] + 0.2 * rng.standard_normal((100, 48)).astype(np.float32)  # near-duplicates
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    plain, scanned = DenseStore(48, ann_min=None), DenseStore(48, ann_min=None)
+    for slot, row in enumerate(rows):
+        plain.set(slot, row)
+        scanned.set(slot, row)
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 100)
+    cand = np.arange(0, 3000, 2, dtype=np.int64)
+    for q in (0, 10, 1050, 2999):
+        for floor in (0.5, 0.9):
+            got = np.sort(scanned.above(rows[q], 3000, cand, floor))
+            monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 10**9)
+            assert got.tolist() == np.sort(plain.above(rows[q], 3000, cand, floor)).tolist()
+            monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 100)
+    assert scanned._codes.count == 3000
+
+
+@needs_simsimd
+def test_int8_error_bounds_hold() -> None:
+    simsimd = simsimd_module()
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((5000, 384)).astype(np.float32)
+    rows[:50] *= rng.random((50, 384)).astype(np.float32) ** 8  # a few spiky rows (one large coordinate)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    codes = Int8Codes(384)
+    codes.extend([rows[:1234], rows[1234:]], 3000)
+    codes.extend([rows[:1234], rows[1234:]], 5000)  # in two steps, as an index grows
+    for _ in range(20):
+        query = rng.standard_normal(384).astype(np.float32)
+        query /= np.linalg.norm(query)
+        approx, bound = codes.scores(simsimd, query)
+        exact = rows @ query
+        assert (np.abs(approx - exact) <= bound).all()
+        assert float(bound.max()) < 0.05  # and tight enough to be useful
