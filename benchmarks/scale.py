@@ -90,7 +90,9 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
 
 
-def search_times(index: SkillSearchIndex, book: Skillbook, queries: list[str], *, exact: bool = False) -> dict[str, Any]:
+def search_times(
+    index: SkillSearchIndex, book: Skillbook, queries: list[str], *, exact: bool = False
+) -> dict[str, Any]:
     walls, cpus, results = [], [], []
     for k, q in enumerate(queries):
         filters: dict[str, Any] = {"section": "context", "keywords": ["topic_3", "topic_7"]} if k % 2 else {}

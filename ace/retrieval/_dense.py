@@ -331,13 +331,21 @@ class DenseStore:
 
     # ----------------------------------------------------------- persistence
     def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic] | Streamed]:
-        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) or `hnsw` (faiss's serialised
-        index, a snapshot: the graph may grow before the sidecar is written)."""
+        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) and, from `_QUANT_MIN` slots with
+        SimSIMD, their int8 codes (`codes`, `code_scales`, `code_errors`: encoding them at the first search after a
+        load would cost ~1 s at 100,000); or `hnsw` (faiss's serialised index, a snapshot: the graph may grow before
+        the sidecar is written)."""
         if self._hnsw is None:
             parts = self._exact(n_slots)
-            if len(parts) <= 1:
-                return {"vectors": parts[0] if parts else np.zeros((0, self.dim), dtype=np.float32)}
-            return {"vectors": Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))}
+            out: dict[str, npt.NDArray[np.generic] | Streamed] = {
+                "vectors": parts[0] if len(parts) == 1 else np.zeros((0, self.dim), dtype=np.float32)
+            }
+            if len(parts) > 1:
+                out["vectors"] = Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))
+            if n_slots >= _QUANT_MIN and simsimd_module() is not None:
+                self._codes.extend(parts, n_slots)
+                out.update(self._codes.arrays(n_slots))
+            return out
         self._flush()
         faiss = faiss_module()
         assert faiss is not None
@@ -363,6 +371,8 @@ class DenseStore:
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
             store._base = matrix
+            if "codes" in state:
+                store._codes = Int8Codes.from_arrays(state["codes"], state["code_scales"], state["code_errors"])
             return store
         faiss = faiss_module()
         if faiss is None:

@@ -43,6 +43,23 @@ class Int8Codes:
         self._errors = np.zeros(0, dtype=np.float32)
         """Per row: `|x - s c|`, the quantisation error's norm."""
 
+    @classmethod
+    def from_arrays(
+        cls, codes: npt.NDArray[np.generic], scales: npt.NDArray[np.generic], errors: npt.NDArray[np.generic]
+    ) -> Int8Codes:
+        """Codes as `arrays` gave them, read back (shapes checked by the caller); `ValueError` for impossible
+        scales or bounds (a bound too small would let `DenseStore.above` miss a row)."""
+        if not (np.isfinite(scales).all() and (scales > 0).all() and np.isfinite(errors).all() and (errors >= 0).all()):
+            raise ValueError("its int8 codes have scales or error bounds that cannot be")
+        out = cls(int(codes.shape[1]))
+        out._codes, out._scales, out._errors = codes, scales, errors  # type: ignore[assignment]
+        out.count = int(codes.shape[0])
+        return out
+
+    def arrays(self, n: int) -> dict[str, npt.NDArray[np.generic]]:
+        """Rows `0 .. n - 1` (`n <= count`) for a sidecar."""
+        return {"codes": self._codes[:n], "code_scales": self._scales[:n], "code_errors": self._errors[:n]}
+
     def extend(self, parts: Sequence[_F32], n: int) -> None:
         """Encode rows `count .. n - 1`, given rows `0 .. n - 1` in `parts` (blocks in order)."""
         if n <= self.count:
