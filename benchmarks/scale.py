@@ -4,18 +4,18 @@ memory, mutations and the checkpoint journal; prints one table (issue #27's acce
     .venv/bin/python benchmarks/scale.py [--sizes 5000 50000 100000] [--queries 200] [--smoke]
     .venv/bin/python benchmarks/scale.py --memory-only [--baseline ../main] [--sizes ...]
 
-Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors
-from `ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine
-~0.95). Search is hybrid (BM25 + dense + RRF, top 5); half the queries filter on
-`section="context"` with two keywords. Times are wall clock and, in brackets, this thread's CPU time, which a
-loaded machine inflates far less (quote CPU medians and ratios from one run). `recall@5 / same top 5` compares the
-default search with `exact=True` (every cosine in float32, every ranking sorted) on the same index: the share of the
-exact top 5 found, and the share of queries whose top 5 is the same list. With the `ann` extra, from 16,384 skills
-the dense half scans int8 codes first (`int8 scan`); `--ann-min N` builds the opt-in HNSW graph from N skills.
-The last line is the ratio of the largest size's search CPU median to the smallest's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full O(n^2) pass up to 50,000; at
-100,000 the pairs within groups of skills sharing their first 20 words (the embedder's near-duplicate seed: any
-other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full pass confirms at 5,000
-and 50,000).
+Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors from
+`ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine ~0.95). Search
+is hybrid (BM25 + dense + RRF, top 5); half the queries filter on `section="context"` with two keywords. Times are
+wall clock and, in brackets, this thread's CPU time, which a loaded machine inflates far less (quote CPU medians and
+ratios from one run). `recall@5 / same top 5` compares the default search with `exact=True` (every cosine in
+float32, every ranking sorted) on the same index: the share of the exact top 5 found, and the share of queries whose
+top 5 is the same list. With the `ann` extra, from 16,384 skills the dense half scans int8 codes first (`int8
+scan`); `--ann-min N` builds the opt-in HNSW graph from N skills. The last line is the ratio of the largest size's
+search CPU median to the smallest's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full
+O(n^2) pass up to 50,000; at 100,000 the pairs within groups of skills sharing their first 20 words (the embedder's
+near-duplicate seed: any other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full
+pass confirms at 5,000 and 50,000).
 "First search" and the RSS columns come from a fresh process that loads the saved skillbook (with its index
 sidecar) and searches; RSS counts the pages of mapped files the process touched (`file`) besides its own memory
 (`anon`). `--smoke` runs 400 skills with the int8 scan from 200 skills (64 re-scored), in seconds.
@@ -48,8 +48,7 @@ from ace import InsightSource
 from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import find_similar_pairs
-from ace.retrieval import SkillSearchIndex
-from ace.retrieval import _dense, _hybrid
+from ace.retrieval import SkillSearchIndex, _dense, _hybrid
 from ace.retrieval._dense import faiss_module
 from ace.retrieval.index import _CACHE_KEY
 
@@ -217,9 +216,8 @@ def bench(
     want = search_times(index, book, queries[: max(20, len(queries) // 2)], exact=True)
     pairs_found = list(zip(want["results"], timed["results"], strict=False))
     hits = sum(len(set(a) & set(b)) for a, b in pairs_found)
-    row["recall@5 / same top 5 vs exact"] = "{:.3f} / {:.3f}".format(
-        hits / max(1, sum(len(a) for a, _ in pairs_found)), sum(a == b for a, b in pairs_found) / len(pairs_found)
-    )
+    found, same = hits / max(1, sum(len(a) for a, _ in pairs_found)), sum(a == b for a, b in pairs_found)
+    row["recall@5 / same top 5 vs exact"] = f"{found:.3f} / {same / len(pairs_found):.3f}"
     row["exact med ms (CPU)"] = "{:.1f}".format(want["cpu"][0])
     medians[n] = timed["cpu"][0]
     pairs_wall, pairs_cpu, pairs = clocked(lambda: find_similar_pairs(book, threshold=THRESHOLD, embedder=emb))

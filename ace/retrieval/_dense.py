@@ -4,9 +4,9 @@ By default every candidate is scored from the float32 rows. From `_QUANT_MIN` sl
 (SimSIMD), a query first scans int8 codes of the rows (`ace.retrieval._quantised`, ~2 ms at 100,000 x 384 against
 ~10 ms for float32) and scores exactly the best by that scan (`scores`) or every row its error bound cannot rule out
 (`above`: exact). An index built with `ann_min` (e.g. `ANN_MIN`) moves its vectors at that size into a faiss
-`IndexHNSWSQ` (float16 codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed slots (live, in the
-section) in ~1-2 ms at 100,000 instead of ~7-30 ms, at a measured recall (`benchmarks/search.py`). HNSW ids are
-slot numbers: slots are added in order and never reused; dead ones are filtered out by the bitmap.
+`IndexHNSWSQ` (float16 codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed
+slots (live, in the section), at a measured recall (0.91 of the exact top 5 at 100,000). HNSW ids are slot numbers:
+slots are added in order and never reused; dead ones are filtered out by the bitmap.
 """
 
 from __future__ import annotations

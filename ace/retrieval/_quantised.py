@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,15 +45,13 @@ class Int8Codes:
         """Per row: `|x - s c|`, the quantisation error's norm."""
 
     @classmethod
-    def from_arrays(
-        cls, codes: npt.NDArray[np.generic], scales: npt.NDArray[np.generic], errors: npt.NDArray[np.generic]
-    ) -> Int8Codes:
+    def from_arrays(cls, codes: npt.NDArray[Any], scales: npt.NDArray[Any], errors: npt.NDArray[Any]) -> Int8Codes:
         """Codes as `arrays` gave them, read back (shapes checked by the caller); `ValueError` for impossible
         scales or bounds (a bound too small would let `DenseStore.above` miss a row)."""
         if not (np.isfinite(scales).all() and (scales > 0).all() and np.isfinite(errors).all() and (errors >= 0).all()):
             raise ValueError("its int8 codes have scales or error bounds that cannot be")
         out = cls(int(codes.shape[1]))
-        out._codes, out._scales, out._errors = codes, scales, errors  # type: ignore[assignment]
+        out._codes, out._scales, out._errors = codes, scales, errors
         out.count = int(codes.shape[0])
         return out
 

@@ -26,11 +26,11 @@ from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._embedding import embed_query, embed_texts, own_copy
+from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost
 from ace.retrieval._keywords import KeywordTable, search_keywords
 from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
 from ace.retrieval._slots import TextColumn, tie_key
 from ace.retrieval.bm25 import BM25Index
-from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost
 from ace.retrieval.fusion import RRF_K
 from ace.retrieval.tokenize import tokenize
 

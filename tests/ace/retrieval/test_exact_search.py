@@ -4,14 +4,17 @@ best re-scored in float32) is compared with it, and its error bounds are proved 
 from __future__ import annotations
 
 import random
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings import TestEmbedder
-from ace.retrieval import SkillSearchIndex
+from ace.retrieval import SkillSearchIndex, search_index
 from ace.retrieval._dense import DenseStore, faiss_module
+from ace.retrieval._persist import index_path
 from ace.retrieval._quantised import Int8Codes, simsimd_module
 from ace.retrieval.top_k import retrieve_top_k
 
@@ -106,3 +109,35 @@ def test_int8_error_bounds_hold() -> None:
         exact = rows @ query
         assert (np.abs(approx - exact) <= bound).all()
         assert float(bound.max()) < 0.05  # and tight enough to be useful
+
+
+@needs_simsimd
+def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
+    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
+    sb, emb = _book(600), TestEmbedder()
+    want = _results(sb, search_index(sb, emb), exact=True)
+    path = tmp_path / "skillbook.json"
+    sb.save_to_file(path)
+    with zipfile.ZipFile(index_path(path)) as zf:
+        assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vectors.npy"} <= set(zf.namelist())
+    loaded = Skillbook.load_from_file(path)
+    index = SkillSearchIndex(emb)
+    assert _results(loaded, index) == want
+    assert index.loaded_from is not None and index._dense._codes.count == 600  # read, not encoded again
+    # A sidecar without codes (written below the threshold, or by an older version) loads; codes are encoded.
+    arrays = dict(np.load(index_path(path)))
+    del arrays["codes"], arrays["code_scales"], arrays["code_errors"]
+    np.savez(index_path(path), **arrays)
+    index = SkillSearchIndex(emb)
+    assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
+    # Impossible bounds (negative) would let `above` miss rows: the sidecar is refused with a warning and rebuilt.
+    arrays["code_errors"], arrays["codes"] = -np.ones(600, dtype=np.float32), np.zeros((600, 64), dtype=np.int8)
+    arrays["code_scales"] = np.ones(600, dtype=np.float32)
+    np.savez(index_path(path), **arrays)
+    index = SkillSearchIndex(emb)
+    with pytest.warns(RuntimeWarning, match="int8 codes"):
+        assert _results(Skillbook.load_from_file(path), index) == want
+    assert index.loaded_from is None
