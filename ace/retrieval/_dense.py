@@ -225,8 +225,20 @@ class DenseStore:
         return out
 
     def ranking(self, query: _F32, n_slots: int, cand: _I64, depth: int, *, exact: bool = False) -> Ranking:
-        """The dense `Ranking` of the candidate slots `cand` (`scores`; with `exact`, no int8 scan)."""
-        return Ranking(*self.scores(query, n_slots, cand, depth, scan=not exact))
+        """The dense `Ranking` of the candidate slots `cand` (`scores`; with `exact`, no int8 scan); after a scan,
+        the contenders `fuse_top_k` ranks exactly are scored exactly (`Ranking.rescore`)."""
+        items, scores = self.scores(query, n_slots, cand, depth, scan=not exact)
+        if exact or not self._codes.count or self._hnsw is not None or cand.size <= depth:
+            return Ranking(items, scores)
+
+        def rescore(positions: _I64) -> npt.NDArray[np.floating]:
+            exact_scores: npt.NDArray[np.floating] = np.einsum(
+                "ij,j->i", self._rows_of(cand[positions], n_slots), query
+            )
+            drop_resident(self._base)
+            return exact_scores
+
+        return Ranking(items, scores, rescore)
 
     def _flush(self) -> None:
         if self._pending:
