@@ -25,6 +25,7 @@ from ace.core.npz import Streamed, drop_resident
 from ace.core.storage import gc_paused
 from ace.extras import missing_extra_message
 from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval._rows import RowBlocks
 from ace.retrieval.fusion import Ranking
 
 __all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
@@ -37,8 +38,6 @@ _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
 """Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
-_BLOCK_MAX = 16_384
-"""The most rows a new block of the exact store holds (blocks grow geometrically up to it)."""
 _DECODE_BLOCK = 4096
 """Rows decoded from the float16 codes at a time when `above` scores every candidate (6 MB as float32)."""
 _DEPTH_MIN = 512
@@ -64,63 +63,6 @@ def faiss_module() -> ModuleType | None:
             return importlib.import_module("faiss")
     except ImportError:
         return None
-
-
-class RowBlocks:
-    """float32 rows in blocks that are never moved, and rows never written twice: a view of a row stays valid and
-    unchanged for as long as anyone holds it. Blocks grow geometrically up to `_BLOCK_MAX` rows."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.blocks: list[_F32] = []
-        self.count = 0
-        """Rows appended so far."""
-        self._held = 0
-        self._block = 0
-        """The block the next row goes to, which starts at row `_start`."""
-        self._start = 0
-
-    def reserve(self, n: int) -> None:
-        """Room for `n` rows: a new block of what is missing, at least the rows held so far (up to `_BLOCK_MAX`)."""
-        if n > self._held:
-            rows = max(n - self._held, min(max(64, self._held), _BLOCK_MAX))
-            self.blocks.append(np.zeros((rows, self.dim), dtype=np.float32))
-            self._held += rows
-
-    def append(self, row: _F32, *, view: bool = True) -> _F32 | None:
-        """Store `row` as the next one; returns the stored row, read-only (with `view`)."""
-        if self.count >= self._held:
-            self.reserve(self.count + 1)
-        while self.count >= self._start + self.blocks[self._block].shape[0]:
-            self._start += self.blocks[self._block].shape[0]
-            self._block += 1
-        block, at = self.blocks[self._block], self.count - self._start
-        block[at] = row
-        self.count += 1
-        if not view:
-            return None
-        stored: _F32 = block[at]
-        stored.flags.writeable = False
-        return stored
-
-    def holds(self, vector: _F32) -> bool:
-        """Whether `vector` is one of these rows."""
-        at = vector.__array_interface__["data"][0]
-        for block in self.blocks:
-            start = block.__array_interface__["data"][0]
-            if start <= at < start + block.nbytes:
-                return True
-        return False
-
-    def parts(self, n: int) -> list[_F32]:
-        """Rows `0 .. n - 1`, block after block."""
-        parts, left = [], n
-        for block in self.blocks:
-            if left <= 0:
-                break
-            parts.append(block[:left])
-            left -= block.shape[0]
-        return parts
 
 
 class DenseStore:

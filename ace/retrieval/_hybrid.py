@@ -13,17 +13,20 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
+from ace.core.skillbook import Skillbook
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._keywords import KeywordTable
+from ace.retrieval._slots import TextColumn
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import Ranking, fuse_full, fuse_top_k
 
-__all__ = ["DENSE_DEPTH", "UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost"]
+__all__ = ["DENSE_DEPTH", "UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
 
 DENSE_DEPTH = 1024
 """The best candidates by the int8 scan that are scored exactly (the others keep the scan's score: their ranks lie
 beyond any that can move the top k, but for near-ties measured in docs/performance.md)."""
 
+_ROWS_BLOCK = 4096
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
 UnitRows = Callable[[int], Iterator[_F32]]
@@ -78,6 +81,23 @@ def keyword_boost(
     extra = np.zeros(cand.size, dtype=np.float64)
     extra[labelled] = 1.0 / (k + ranks.astype(np.float64))
     return extra
+
+
+def skill_unit_rows(skillbook: Skillbook, slot_ids: TextColumn, alive: npt.NDArray[np.bool_], dim: int) -> UnitRows:
+    """`UnitRows` from the skills' own vectors (divided by their norms as the exact store does), 4,096 at a time."""
+
+    def rows(n: int) -> Iterator[_F32]:
+        for start in range(0, n, _ROWS_BLOCK):
+            block = np.zeros((min(n, start + _ROWS_BLOCK) - start, dim), dtype=np.float32)
+            for i in np.flatnonzero(alive[start : start + block.shape[0]]).tolist():
+                skill = skillbook.get_skill(slot_ids[start + i])
+                vec = skill.embedding if skill is not None else None
+                norm = float(np.linalg.norm(vec)) if vec is not None else 0.0
+                if vec is not None and norm > 0:
+                    block[i] = vec / norm
+            yield block
+
+    return rows
 
 
 def exact_cosines(unit_rows: UnitRows, query: _F32, n: int) -> npt.NDArray[np.float32]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +26,7 @@ from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._embedding import embed_query, embed_texts, own_copy
-from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost
+from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost, skill_unit_rows
 from ace.retrieval._keywords import KeywordTable, search_keywords
 from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
 from ace.retrieval._slots import TextColumn, tie_key
@@ -173,20 +173,7 @@ class SkillSearchIndex:
 
     def _unit_rows(self, skillbook: Skillbook) -> UnitRows:
         """The float32 unit vectors of the slots, from the skills' own vectors (exact search in HNSW mode)."""
-
-        def rows(n: int) -> Iterator[EmbeddingMatrix]:
-            alive = self._bm25.alive
-            for start in range(0, n, _EMBED_BATCH * 64):
-                block = np.zeros((min(n, start + _EMBED_BATCH * 64) - start, self.embedder.dimension), np.float32)
-                for i in np.flatnonzero(alive[start : start + block.shape[0]]).tolist():
-                    skill = skillbook.get_skill(self._slot_ids[start + i])
-                    vec = skill.embedding if skill is not None else None
-                    norm = float(np.linalg.norm(vec)) if vec is not None else 0.0
-                    if vec is not None and norm > 0:
-                        block[i] = vec / norm
-                yield block
-
-        return rows
+        return skill_unit_rows(skillbook, self._slot_ids, self._bm25.alive, self.embedder.dimension)
 
     def _sync(self, skillbook: Skillbook) -> None:
         """Apply skillbook changes; embed missing vectors outside the skillbook lock, a batch at a time, indexing
