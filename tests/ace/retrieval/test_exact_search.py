@@ -3,12 +3,12 @@ best re-scored in float32) is compared with it, and its error bounds are proved 
 
 from __future__ import annotations
 
-import random
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _retrieval_books import search_results, small_book
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings import TestEmbedder
@@ -18,31 +18,12 @@ from ace.retrieval._persist import index_path
 from ace.retrieval._quantised import Int8Codes, simsimd_module
 from ace.retrieval.top_k import retrieve_top_k
 
-WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe") for b in range(40)]
 needs_simsimd = pytest.mark.skipif(simsimd_module() is None, reason="simsimd (the ann extra) is not installed")
-
-
-def _book(n: int, seed: int = 0) -> Skillbook:
-    rng = random.Random(seed)
-    sb = Skillbook()
-    for i in range(n):
-        issue = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15)))
-        sb.add_skill("context" if i % 3 else "harness", issue, [f"kw{i % 7}"], f"do step {i}" if i % 3 else None)
-    return sb
+_book = small_book
 
 
 def _results(sb: Skillbook, index: SkillSearchIndex, *, exact: bool = False, n: int = 30) -> list[list[str]]:
-    rng = random.Random(9)
-    queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(n)]
-    return [
-        [
-            s.id
-            for s in index.search(
-                sb, q, top_k=5, exact=exact, **({"section": "harness", "keywords": ["kw3"]} if k % 2 else {})
-            )
-        ]
-        for k, q in enumerate(queries)
-    ]
+    return search_results(sb, index, n=n, exact=exact, keywords=["kw3"])
 
 
 @pytest.mark.skipif(faiss_module() is None, reason="faiss-cpu (the ann extra) is not installed")
