@@ -1,9 +1,10 @@
 """The hybrid ranking of one search: dense and BM25 rankings of the candidate slots, fused by RRF.
 
 `exact=True` is the reference: every candidate gets its dense cosine in float32 (from the skills' own vectors when
-the index searches an HNSW graph) and every ranking is sorted in full (`fuse_full`), at any size. The default path
-returns the same top k below the HNSW threshold (exact scores, `fuse_top_k` proven equal to `fuse_full`); above it
-the dense ranking is a graph search for the best few plus estimated ranks for the rest (`_dense.DenseStore.scores`).
+the index searches an HNSW graph) and every ranking is sorted in full (`fuse_full`), at any size. The default gives
+the same top k from the float32 rows (`fuse_top_k` is proven equal to `fuse_full`); from `_dense._QUANT_MIN` slots
+with SimSIMD, the dense scores come from an int8 scan, the best `DENSE_DEPTH` and the fusion's contenders re-scored
+in float32 (measured against the reference: docs/performance.md); with an opt-in HNSW graph, from the graph's best.
 """
 
 from __future__ import annotations
