@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import weakref
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ace.core.npz import Streamed, drop_resident
+from ace.core.npz import RowReader, Streamed, drop_resident
 from ace.core.storage import gc_paused
 from ace.extras import missing_extra_message
 from ace.retrieval._quantised import Int8Codes, simsimd_module
@@ -90,6 +93,8 @@ class DenseStore:
         """The sidecar bytes `_hnsw` is a view of; `None` when the graph owns its memory."""
         self._pending: list[_F32] = []
         """Vectors of slots `hnsw.ntotal ...` not yet added to the graph (added in one batch before a search)."""
+        self._base_rows: RowReader | None = None
+        """Reads rows of `_base` from its file when it is mapped (`_rows_of`)."""
         self._codes = Int8Codes(dim)
         """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
 
@@ -157,12 +162,15 @@ class DenseStore:
         return self._codes.scores(simsimd, query)
 
     def _rows_of(self, slots: _I64, n_slots: int) -> _F32:
-        """The exact rows of `slots` (a copy)."""
+        """The exact rows of `slots` (a copy); those of a mapped sidecar read from its file (`RowReader`)."""
         out = np.empty((slots.size, self.dim), dtype=np.float32)
         at = 0
         for part in self._exact(n_slots):
             inside = (slots >= at) & (slots < at + part.shape[0])
-            out[inside] = part[slots[inside] - at]
+            if at == 0 and self._base_rows is not None and part.shape[0] == self._base.shape[0]:
+                out[inside] = self._base_rows.take(slots[inside])
+            else:
+                out[inside] = part[slots[inside] - at]
             at += part.shape[0]
         return out
 
@@ -177,7 +185,6 @@ class DenseStore:
             exact_scores: npt.NDArray[np.floating] = np.einsum(
                 "ij,j->i", self._rows_of(cand[positions], n_slots), query
             )
-            drop_resident(self._base)
             return exact_scores
 
         return Ranking(items, scores, rescore)
@@ -213,9 +220,6 @@ class DenseStore:
             approx = scanned[0][cand]
             best = np.argpartition(approx, m - depth)[m - depth :]
             approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
-            # Let go of those rows' pages, and of the many the kernel mapped around them (on a file of large folios,
-            # 1,024 rows touched map ~150 MB of a 100,000-row matrix: a peak RSS of ~410 MB instead of ~390).
-            drop_resident(self._base)
             return np.arange(m, dtype=np.int64), approx
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
@@ -314,6 +318,7 @@ class DenseStore:
         *,
         ann_min: int | None,
         graph: AbstractContextManager[Callable[[int], bytes]] | None = None,
+        rows_from: tuple[Path, os.stat_result] | None = None,
     ) -> DenseStore:
         """A store from `state()` output as read from a sidecar: `vectors`, or the HNSW graph, viewed in place when
         `hnsw` is there (mapped) and else read from `graph` (a `read(n)`); raises `ValueError` when it does not fit
@@ -325,6 +330,10 @@ class DenseStore:
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
             store._base = matrix
+            reader = RowReader.reader(matrix, *rows_from) if rows_from is not None else None
+            if reader is not None:
+                store._base_rows = reader
+                weakref.finalize(store, reader.close)
             if "codes" in state:
                 store._codes = Int8Codes.from_arrays(state["codes"], state["code_scales"], state["code_errors"])
             return store

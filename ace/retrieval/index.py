@@ -384,6 +384,10 @@ class SkillSearchIndex:
         if state is None or skillbook.embedding_model != self.embedder.model_name:
             return
         path = index_path(state.path)
+        try:
+            seen = path.stat()  # the file read next, for the dense rows read from it later (`RowReader`)
+        except OSError:
+            return
         found = read_index(path, digest=state.digest, model=self.embedder.model_name, dim=self.embedder.dimension)
         if found is None:
             return
@@ -394,7 +398,9 @@ class SkillSearchIndex:
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
             graph = graph_reader(path) if header["graph"] and "hnsw" not in a else None
-            dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph)
+            dense = DenseStore.from_state(
+                a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph, rows_from=(path, seen)
+            )
             ptr, ids = a["kw_ptr"], a["kw_ids"]
             if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:
                 raise ValueError("its keyword lists do not fit its slots")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from _retrieval_books import search_results, small_book
 
+from ace.core.npz import RowReader, is_mapped
 from ace.core.skillbook import Skillbook
 from ace.embeddings import TestEmbedder
 from ace.retrieval import SkillSearchIndex, search_index
@@ -122,3 +123,27 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
     with pytest.warns(RuntimeWarning, match="int8 codes"):
         assert _results(Skillbook.load_from_file(path), index) == want
     assert index.loaded_from is None
+
+
+@needs_simsimd
+def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.core.npz.MAP_MIN_BYTES", 0)
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
+    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
+    sb, emb = _book(600), TestEmbedder()
+    want = _results(sb, search_index(sb, emb), exact=True)
+    path = tmp_path / "skillbook.json"
+    sb.save_to_file(path)
+    seen = index_path(path).stat()
+    index = SkillSearchIndex(emb)
+    loaded = Skillbook.load_from_file(path)
+    assert _results(loaded, index) == want
+    reader, base = index._dense._base_rows, index._dense._base
+    assert reader is not None and is_mapped(base)
+    rows = np.asarray([599, 0, 17, 17, 300], dtype=np.int64)
+    assert reader.take(rows).tobytes() == base[rows].tobytes()
+    # A file replaced since it was mapped is not read: the rows come through the mapping.
+    sb.add_skill("harness", "ka1 lo2 a change", ["kw1"])
+    sb.save_to_file(path)
+    assert RowReader.reader(base, index_path(path), seen) is None
+    assert RowReader.reader(np.zeros((3, 4), dtype=np.float32), index_path(path), seen) is None  # not mapped
