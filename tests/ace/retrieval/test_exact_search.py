@@ -93,16 +93,24 @@ def test_int8_error_bounds_hold() -> None:
         assert float(bound.max()) < 0.05  # and tight enough to be useful
 
 
-@needs_simsimd
-def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
+def _saved_with_codes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Skillbook, TestEmbedder, list[list[str]], Path]:
+    """600 skills saved with an index that scans int8 codes (from 256 skills, 64 re-scored); the exact results."""
     monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
     monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
     sb, emb = _book(600), TestEmbedder()
     want = _results(sb, search_index(sb, emb), exact=True)
     path = tmp_path / "skillbook.json"
     sb.save_to_file(path)
+    return sb, emb, want, path
+
+
+@needs_simsimd
+def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sb, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
     with zipfile.ZipFile(index_path(path)) as zf:
         assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vectors.npy"} <= set(zf.namelist())
     loaded = Skillbook.load_from_file(path)
@@ -128,12 +136,7 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
 @needs_simsimd
 def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("ace.core.npz.MAP_MIN_BYTES", 0)
-    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
-    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
-    sb, emb = _book(600), TestEmbedder()
-    want = _results(sb, search_index(sb, emb), exact=True)
-    path = tmp_path / "skillbook.json"
-    sb.save_to_file(path)
+    sb, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
     seen = index_path(path).stat()
     index = SkillSearchIndex(emb)
     loaded = Skillbook.load_from_file(path)
