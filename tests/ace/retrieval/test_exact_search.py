@@ -110,7 +110,7 @@ def _saved_with_codes(
 def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sb, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
+    _, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
     with zipfile.ZipFile(index_path(path)) as zf:
         assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vectors.npy"} <= set(zf.namelist())
     loaded = Skillbook.load_from_file(path)
