@@ -66,7 +66,7 @@ quote (`"key"`, escaped JSON `\\"key\\"`), spaces, and the first character of `:
 GENERIC_PATTERN = (
     r"[=:>][ \t]{0,3}\\?[\"']?"
     r"(?=[A-Za-z0-9_+/.~-]*?(?:[A-Za-z]\d|\d[A-Za-z]))"  # a letter next to a digit: `random_value` needs one
-    r"([A-Za-z0-9_+/.~-]{16,}=*)(?![A-Za-z0-9_+/.~=-])"
+    r"([A-Za-z0-9_+/.~-]{16,}=*)(?![A-Za-z0-9_+/.~-])"
 )
 """The separator's last character (`=`, `:`, `:=`, `=>`), spaces, the value's opening quote, the value."""
 GENERIC_TRIGGERS = (b"secret", b"token", b"key", b"credential", b"auth")
