@@ -9,7 +9,13 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ace.core.skill import Section, Skill
 
-__all__ = ["render_prompt", "render_skills_xml", "skillbook_stats"]
+__all__ = ["escape_text", "render_prompt", "render_skills_xml", "skillbook_stats"]
+
+
+def escape_text(text: str) -> str:
+    """`text` for an XML element of a prompt: `&`, `<` and `>` escaped and line breaks as `&#10;` (a learned or
+    traced text can neither close its element nor start a line that looks like a section of the prompt)."""
+    return escape(text, {"\n": "&#10;", "\r": "&#13;"})
 
 
 def render_prompt(sections: Mapping[Section, Iterable[Skill]]) -> str:
