@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from ace.exceptions import MissingExtraError
 from ace.extras import EXTRAS, missing_extra
+from ace.llm.third_party_env import litellm_defaults, no_dotenv
 
 __all__ = [
     "AGENT_INSTRUCTION",
@@ -39,10 +38,13 @@ class Tau2NotInstalledError(MissingExtraError):
     """The optional `tau2` extra is missing, or installed without a module it needs."""
 
 
-# litellm (imported by tau2) fetches its price table from the network unless told to use its bundled copy.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# litellm (imported by tau2) fetches its price table from the network unless told to use its bundled copy, and
+# both load a .env file from any ancestor folder of their own unless told not to (`ace.llm.third_party_env`).
+litellm_defaults()
 try:
-    import tau2  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401  (first: named when absent)
+    with no_dotenv():  # tau2.utils.utils calls load_dotenv() when imported
+        import tau2  # type: ignore[import-untyped,import-not-found,unused-ignore]  # (first: named when absent)
+        import tau2.utils.utils  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
     from loguru import logger
 
     # tau2 logs every orchestrator step at DEBUG through loguru's default stderr sink; keep the console quiet.
