@@ -27,7 +27,7 @@ from ace_eval.e2e.config import DEFAULT_MODEL, E2ESettings
 from ace_eval.e2e.preflight import PreflightError
 from ace_eval.e2e.progress import Progress
 from ace_eval.run.folder import RunFolder
-from ace_eval.run.redaction import redact_trace
+from ace_eval.run.redaction import redact_traces
 from ace_eval.run.usage import total_cost
 
 __all__ = [
@@ -191,13 +191,7 @@ def install_learn_collection(
     from ace_eval.collection.importers import import_tau2
 
     imported = import_tau2(results)
-    totals: dict[str, int] = {}
-    traces = []
-    for trace in imported.traces:
-        clean, counts = redact_trace(trace, redactor)
-        traces.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    traces, totals = redact_traces(imported.traces, redactor)
     fresh = folder.collection.with_name(f".{folder.collection.name}.tau2")
     shutil.rmtree(fresh, ignore_errors=True)
     write_collection(
@@ -211,6 +205,7 @@ def install_learn_collection(
             "results": f"{LEARN_DIR}/{results.name}",
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
     os.replace(fresh, folder.collection)
     return dict(sorted(totals.items()))

@@ -15,7 +15,7 @@ from ace_eval.collection import CollectionManifest, Trace, write_collection
 from ace_eval.e2e.training import SampleResult
 from ace_eval.run.folder import RunFolder
 
-__all__ = ["install_run_collection", "redact_record", "redact_trace", "redaction_summary"]
+__all__ = ["install_run_collection", "redact_record", "redact_trace", "redact_traces", "redaction_summary"]
 
 
 def redact_trace(trace: Trace, redactor: Redactor | None) -> tuple[Trace, dict[str, int]]:
@@ -43,13 +43,7 @@ def install_run_collection(
     if redactor is None and not subset and source.is_dir():
         folder.install_collection(source)
         return {}
-    totals: dict[str, int] = {}
-    kept: list[Trace] = []
-    for trace in selected:
-        clean, counts = redact_trace(trace, redactor)
-        kept.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    kept, totals = redact_traces(selected, redactor)
     write_collection(
         folder.collection,
         kept,
@@ -62,8 +56,21 @@ def install_run_collection(
             **({"subset_of": str(source), "limit": limit} if subset else {}),
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
-    return dict(sorted(totals.items()))
+    return totals
+
+
+def redact_traces(traces: Iterable[Trace], redactor: Redactor | None) -> tuple[list[Trace], dict[str, int]]:
+    """Each trace through `redact_trace`, and the values replaced per kind in all of them (sorted by kind)."""
+    totals: dict[str, int] = {}
+    kept: list[Trace] = []
+    for trace in traces:
+        clean, counts = redact_trace(trace, redactor)
+        kept.append(clean)
+        for kind, n in counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    return kept, dict(sorted(totals.items()))
 
 
 def redact_record(record: Mapping[str, object], redactor: Redactor | None) -> dict[str, object]:
