@@ -61,10 +61,9 @@ def test_no_redact_keeps_the_collection_raw_and_says_so(tmp_path: Path) -> None:
 
 def test_the_runs_collection_manifest_is_redacted_field_by_field(tmp_path: Path) -> None:
     imported = tmp_path / "imported"
+    args = ["collection", "import", "--format", "openai-jsonl", str(_source(tmp_path)), "--out", str(imported)]
     out = CliRunner().invoke(
-        main,
-        ["collection", "import", "--format", "openai-jsonl", str(_source(tmp_path)), "--out", str(imported)]
-        + ["--no-redact", "--model", f"agent=openai/{KEY}", "--model", f"user=github/{GITHUB}"],
+        main, [*args, "--no-redact", "--model", f"agent=openai/{KEY}", "--model", f"user=gh/{GITHUB}"]
     )
     assert out.exit_code == 0, out.output
     manifest, traces = read_collection(imported)
@@ -75,5 +74,5 @@ def test_the_runs_collection_manifest_is_redacted_field_by_field(tmp_path: Path)
     for secret in (KEY, GITHUB, SSN, EMAIL):
         assert secret not in text
     installed = read_manifest(folder.collection)
-    assert installed.models == {"agent": "openai/[REDACTED:openai_key]", "user": "github/[REDACTED:github_token]"}
+    assert installed.models == {"agent": "openai/[REDACTED:openai_key]", "user": "gh/[REDACTED:github_token]"}
     assert installed.metadata["source_file"] == "chats-[REDACTED:ssn].jsonl"
