@@ -105,8 +105,8 @@ def import_command(
         )
     else:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in replaced.items())
-        found = f"{plural(sum(replaced.values()), 'value')} ({kinds})" if replaced else "nothing to redact found"
-        click.echo(f"Redacted {found} (--no-redact keeps the traces raw).")
+        found = f" {plural(sum(replaced.values()), 'value')} ({kinds})" if replaced else ": no secret found"
+        click.echo(f"Redacted{found} (--no-redact keeps the traces raw).")
     click.echo(f"Collection: {out}")
 
 
