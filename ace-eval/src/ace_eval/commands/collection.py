@@ -22,7 +22,7 @@ from ace_eval.collection.stats import CollectionStats, collection_stats
 from ace_eval.commands.scan import scan_redactor
 from ace_eval.reporting import ReportingGroup
 from ace_eval.run.redaction import redact_traces
-from ace_eval.text import plural
+from ace_eval.text import plural, printable
 
 __all__ = ["collection"]
 
@@ -153,9 +153,9 @@ def stats_command(directory: Path, as_json: bool) -> None:
     stats = collection_stats(traces, manifest.success_threshold)
     if as_json:
         payload = {"manifest": manifest.model_dump(mode="json"), "stats": stats.to_dict()}
-        click.echo(json.dumps(payload, indent=1, ensure_ascii=False))
+        click.echo(printable(json.dumps(payload, indent=1, ensure_ascii=False)))
     else:
-        click.echo(format_stats(directory, manifest, stats))
+        click.echo(printable(format_stats(directory, manifest, stats)))
 
 
 @collection.command("repair")
