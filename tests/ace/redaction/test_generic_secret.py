@@ -10,7 +10,7 @@ from _planted_secrets import GENERIC_FORMS, GENERIC_SECRET
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ace.redaction import Redactor
+from ace.redaction import RedactionSession, Redactor
 from ace.redaction._generic import GENERIC_MIN_CHARS, GENERIC_MIN_ENTROPY, random_value, shannon_entropy
 
 REDACTOR = Redactor()
@@ -100,3 +100,14 @@ def test_a_random_value_after_a_secret_named_key_is_redacted_at_any_boundary(
 
 
 DOCS = (Path(__file__).resolve().parents[3] / "docs" / "redaction.md").read_text(encoding="utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(form=st.sampled_from(GENERIC_FORMS), value=VALUES, before=LEFT, after=LEFT)
+def test_the_prefilter_never_calls_clean_a_text_holding_a_generic_secret(
+    form: str, value: str, before: str, after: str
+) -> None:
+    text = before + " " + form.format(v=value, v39=value) + " " + after
+    found = REDACTOR._all_matches(text, RedactionSession())  # the full path, without the prefilter
+    assert not (found and REDACTOR._prefilter.clean(text))
+    assert bool(REDACTOR.find(text)) == bool(found)
