@@ -45,8 +45,8 @@ PASSWORD_FORMS = (
     "--db-password={v}",
 )
 PRIVATE_KEY_BODY = "MIIEowIBAAKCAQEAvQ7pXk2Jb9Yw"
-GENERIC_SECRET = "8fJ2kLm9Qz4xW7vB1nR5tY3uP6sD0gH2jK8lZ4cX"
-"""40 random characters: no provider's shape, so only the key name before it says it is a secret."""
+GENERIC_SECRET = "8fJ2kLm9Qz4xW7vB1nR5tY3uP6sD0gH2jK8lZ4cXq7Wd"
+"""44 random characters (not 40: no AWS secret's shape either), so only the key name says it is a secret."""
 GENERIC_FORMS = (
     "WEBHOOK_SIGNING_SECRET={v39}",
     "OPENAI_API_KEY={v}",  # no sk- prefix
