@@ -132,3 +132,17 @@ def test_a_tau_bench_reward_of_nan_is_a_located_error(tmp_path: Path) -> None:
     result = _cli("--format", "tau-bench", str(path), "--out", str(tmp_path / "coll"))
     assert result.exit_code == 2, result.output
     assert "field '[0].reward'" in result.output and "finite" in result.output
+
+
+def test_e2e_refuses_the_deep_source_before_making_a_run_folder(tmp_path: Path) -> None:
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(150):
+        value = {"arrayValue": {"values": [value]}}
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(_otlp([_attr("deep", value)])))
+    out = tmp_path / "runs"
+    args = ["e2e", "--traces", str(path), "--format", "otel", "--no-benchmark", "--output-dir", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "nested more than 100 levels" in result.output and "--resume" not in result.output
+    assert not out.exists()  # no failed run left behind whose --resume could never succeed
