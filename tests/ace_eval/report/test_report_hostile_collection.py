@@ -64,3 +64,23 @@ def test_a_traces_file_linked_outside_the_run_folder_is_refused(demo_run: Path, 
     assert code == 2, output
     assert "links outside the run folder" in output
     assert "PRIVATE-MARKER" not in page
+
+
+@pytest.mark.parametrize("name", ["spans.jsonl", "run.json", "collection"])
+def test_any_link_out_of_the_run_folder_is_refused(demo_run: Path, tmp_path: Path, name: str) -> None:
+    run = _copy(demo_run, tmp_path)
+    target = run / name
+    outside = tmp_path / f"outside-{name}"
+    shutil.move(target, outside)
+    target.symlink_to(outside, target_is_directory=outside.is_dir())
+    code, output, _ = _report(run, tmp_path)
+    assert code == 2, output
+    assert "links outside the run folder" in output
+
+
+def test_a_link_inside_the_run_folder_is_fine(demo_run: Path, tmp_path: Path) -> None:
+    run = _copy(demo_run, tmp_path)
+    (run / "notes.txt").write_text("x")
+    (run / "notes-link.txt").symlink_to(run / "notes.txt")
+    code, output, _ = _report(run, tmp_path)
+    assert code == 0, output

@@ -7,6 +7,7 @@ run redacted the collection it trained on when it installed it, with its own pat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ class ReportRun:
 
 def read_report_run(path: Path) -> ReportRun:
     """Read a run folder for the report (through `read_run`); raises `UserError` naming the fix when it is not one."""
+    _refuse_links_out(path)
     try:
         run = read_run(path)
     except RunFolderError as e:
@@ -129,6 +131,18 @@ def _shown_shape(record: object) -> TypeGuard[dict[str, Any]]:
         and isinstance(record.get("trace_id"), str | int | None)
         and (reward is None or (isinstance(reward, int | float) and not isinstance(reward, bool)))
     )
+
+
+def _refuse_links_out(run_path: Path) -> None:
+    """Refuse a run folder holding a link (to a file or a folder) that leads out of it: `run.json`, `spans.jsonl`,
+    the skillbook and the collections are all read into the page."""
+    if not run_path.is_dir():
+        return  # `read_run` says what is wrong
+    for folder, dirs, files in os.walk(run_path):  # links to folders are listed, not followed
+        for name in (*dirs, *files):
+            entry = Path(folder, name)
+            if entry.is_symlink():
+                _refuse_outside(run_path, entry)
 
 
 def _refuse_outside(run_path: Path, path: Path) -> None:
