@@ -33,9 +33,9 @@ def test_the_issues_three_secrets_are_redacted(text: str, expected: str) -> None
 
 @pytest.mark.parametrize("form", GENERIC_FORMS)
 def test_every_form_of_a_secret_named_key_is_redacted(form: str) -> None:
-    text = form.format(v=GENERIC_SECRET, v39=GENERIC_SECRET[:39])
+    text = form.format(v=GENERIC_SECRET)
     redacted, findings = REDACTOR.redact(text)
-    assert redacted == form.format(v="[REDACTED:generic_secret#1]", v39="[REDACTED:generic_secret#1]")
+    assert redacted == form.format(v="[REDACTED:generic_secret#1]")
     assert [f.kind for f in findings] == ["generic_secret"]
 
 
@@ -93,7 +93,7 @@ def test_a_random_value_after_a_secret_named_key_is_redacted_at_any_boundary(
 ) -> None:
     assume(random_value(value) and value not in before + after)
     assume(not (before[-1:].isalnum() and left == "" and form[0].isalnum()))  # `xsecret` is still a name: kept
-    text = before + left + form.format(v=value, v39=value) + right + after
+    text = before + left + form.format(v=value) + right + after
     redacted, findings = REDACTOR.redact(text)
     assert value not in redacted
     assert findings
@@ -107,7 +107,7 @@ DOCS = (Path(__file__).resolve().parents[3] / "docs" / "redaction.md").read_text
 def test_the_prefilter_never_calls_clean_a_text_holding_a_generic_secret(
     form: str, value: str, before: str, after: str
 ) -> None:
-    text = before + " " + form.format(v=value, v39=value) + " " + after
+    text = before + " " + form.format(v=value) + " " + after
     found = REDACTOR._all_matches(text, RedactionSession())  # the full path, without the prefilter
     assert not (found and REDACTOR._prefilter.clean(text))
     assert bool(REDACTOR.find(text)) == bool(found)
