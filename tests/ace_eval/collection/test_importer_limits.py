@@ -41,6 +41,16 @@ def _otlp(run_attrs: list[dict[str, Any]], start: object = "1", messages: str = 
     return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [run]}]}]}
 
 
+def _deep_source(tmp_path: Path) -> Path:
+    """An OTLP file whose run span has an `arrayValue` nested 150 deep."""
+    value: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(150):
+        value = {"arrayValue": {"values": [value]}}
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(_otlp([_attr("deep", value)])))
+    return path
+
+
 def _cli(*args: str) -> Any:
     return CliRunner().invoke(main, ["collection", "import", *args])
 
@@ -114,11 +124,7 @@ def test_a_start_time_of_ten_thousand_digits_is_no_traceback(tmp_path: Path) -> 
 
 
 def test_an_array_value_nested_150_deep_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    value: dict[str, Any] = {"stringValue": "x"}
-    for _ in range(150):
-        value = {"arrayValue": {"values": [value]}}
-    path = tmp_path / "spans.json"
-    path.write_text(json.dumps(_otlp([_attr("deep", value)])))
+    path = _deep_source(tmp_path)
     result = _cli("--format", "otel", str(path), "--out", str(tmp_path / "coll"))
     assert result.exit_code == 2, result.output
     assert "nested more than 100 levels" in result.output
@@ -135,11 +141,7 @@ def test_a_tau_bench_reward_of_nan_is_a_located_error(tmp_path: Path) -> None:
 
 
 def test_e2e_refuses_the_deep_source_before_making_a_run_folder(tmp_path: Path) -> None:
-    value: dict[str, Any] = {"stringValue": "x"}
-    for _ in range(150):
-        value = {"arrayValue": {"values": [value]}}
-    path = tmp_path / "spans.json"
-    path.write_text(json.dumps(_otlp([_attr("deep", value)])))
+    path = _deep_source(tmp_path)
     out = tmp_path / "runs"
     args = ["e2e", "--traces", str(path), "--format", "otel", "--no-benchmark", "--output-dir", str(out)]
     result = CliRunner().invoke(main, args)
