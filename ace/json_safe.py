@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Collection, Iterator
 from itertools import compress
 from pathlib import Path
@@ -72,18 +73,33 @@ def max_bytes() -> int:
     return int(value) if value.isdigit() and 0 < len(value) < 19 and int(value) > 0 else MAX_BYTES
 
 
-def read_bytes(path: str | os.PathLike[str], *, limit: int | None = None) -> bytes:
-    """The bytes of `path`, refusing a file over `limit` (default `max_bytes()`) before reading it."""
+def read_bytes(path: str | os.PathLike[str], *, limit: int | None = None, head: int | None = None) -> bytes:
+    """The bytes of `path`, refusing a file over `limit` (default `max_bytes()`) before reading it, and anything
+    that is not a regular file (a FIFO would block, a device such as `/dev/zero` never ends); `head` reads only the
+    first that many bytes."""
     limit = max_bytes() if limit is None else limit
     p = Path(path)
     try:
-        with p.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            data = f.read(size + 1) if size <= limit else b""  # +1: a file that grew since is seen
+        # non-blocking: opening a FIFO waits for a writer; a device (`/dev/zero`) has no end: both are refused
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise JsonInputError("no such file", kind="missing", file=str(p)) from None
     except IsADirectoryError:
         raise JsonInputError("a folder where a JSON file goes: pass the file", kind="missing", file=str(p)) from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(fd)
+        what = (
+            "a folder where a JSON file goes"
+            if stat.S_ISDIR(status.st_mode)
+            else "not a regular file (a pipe, a device or a socket)"
+        )
+        raise JsonInputError(f"{what}: pass the file", kind="missing", file=str(p))
+    with os.fdopen(fd, "rb") as f:
+        if head is not None:  # only the start (to tell a file's format): no size limit to check
+            return f.read(head)
+        size = status.st_size
+        data = f.read(size + 1) if size <= limit else b""  # +1: a file that grew since is seen
     if size > limit or len(data) > limit:
         raise JsonInputError(
             f"{max(size, len(data)):,} bytes, over the {limit:,}-byte limit of a JSON file: split it, or raise the "

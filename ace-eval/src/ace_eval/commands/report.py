@@ -51,6 +51,13 @@ def report(run_dirs: tuple[Path, ...], output: Path) -> None:
         )
         return
     runs = [read_report_run(path) for path in run_dirs]
+    for run in runs:
+        if run.skipped_traces:
+            click.echo(
+                f"note: {run.path}: left out {run.skipped_traces} line(s) of collection/traces.jsonl that are not "
+                "trace records within the safe reader's limits (`ace-eval verify` checks the folder)",
+                err=True,
+            )
     size = write_report(runs, output)
     samples = sum(len(run.view.samples) for run in runs)
     click.echo(

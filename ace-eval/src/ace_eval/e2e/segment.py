@@ -360,7 +360,12 @@ class SegmentRun:
         agent, user = self.model("agent"), self.model("user")
         models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
         with CollectionWriter(
-            directory, source_system=SOURCE_SYSTEM, benchmark=s.benchmark, models=models, mode="auto"
+            directory,
+            source_system=SOURCE_SYSTEM,
+            benchmark=s.benchmark,
+            models=models,
+            mode="auto",
+            redactor=self.redactor,
         ) as writer:
             done = len(writer.trace_uids)
             with Progress(phase, len(jobs), initial=done, verbose=s.verbose, show=self.inj.show_progress) as bar:

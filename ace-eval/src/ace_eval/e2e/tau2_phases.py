@@ -29,7 +29,7 @@ from ace_eval.run.folder import RunFolder
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, task_results
 from ace_eval.run.progress import Progress
 from ace_eval.run.record import RunRecord
-from ace_eval.run.redaction import redact_trace
+from ace_eval.run.redaction import redact_traces
 from ace_eval.run.usage import RoleUsage
 
 __all__ = [
@@ -144,13 +144,7 @@ def install_learn_collection(
     from ace_eval.collection.importers import import_tau2
 
     imported = import_tau2(results)
-    totals: dict[str, int] = {}
-    traces = []
-    for trace in imported.traces:
-        clean, counts = redact_trace(trace, redactor)
-        traces.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    traces, totals = redact_traces(imported.traces, redactor)
     fresh = folder.collection.with_name(f".{folder.collection.name}.tau2")
     shutil.rmtree(fresh, ignore_errors=True)
     write_collection(
@@ -164,6 +158,7 @@ def install_learn_collection(
             "results": f"{LEARN_DIR}/{results.name}",
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
     os.replace(fresh, folder.collection)
     return dict(sorted(totals.items()))

@@ -17,7 +17,7 @@ from ace_eval.run.folder import RunFolder
 from ace_eval.run.record import RedactionRecord
 from ace_eval.run.sample import SampleResult
 
-__all__ = ["install_run_collection", "redact_trace", "redaction_summary"]
+__all__ = ["install_run_collection", "redact_trace", "redact_traces", "redaction_summary"]
 
 
 def redact_trace(trace: Trace, redactor: Redactor | None) -> tuple[Trace, dict[str, int]]:
@@ -45,13 +45,7 @@ def install_run_collection(
     if redactor is None and not subset and source.is_dir():
         folder.install_collection(source)
         return {}
-    totals: dict[str, int] = {}
-    kept: list[Trace] = []
-    for trace in selected:
-        clean, counts = redact_trace(trace, redactor)
-        kept.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    kept, totals = redact_traces(selected, redactor)
     write_collection(
         folder.collection,
         kept,
@@ -64,8 +58,21 @@ def install_run_collection(
             **({"subset_of": str(source), "limit": limit} if subset else {}),
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
-    return dict(sorted(totals.items()))
+    return totals
+
+
+def redact_traces(traces: Iterable[Trace], redactor: Redactor | None) -> tuple[list[Trace], dict[str, int]]:
+    """Each trace through `redact_trace`, and the values replaced per kind in all of them (sorted by kind)."""
+    totals: dict[str, int] = {}
+    kept: list[Trace] = []
+    for trace in traces:
+        clean, counts = redact_trace(trace, redactor)
+        kept.append(clean)
+        for kind, n in counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    return kept, dict(sorted(totals.items()))
 
 
 def redaction_summary(

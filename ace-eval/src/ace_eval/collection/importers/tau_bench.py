@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, JsonValue
 
 from ace_eval.collection.grading import RESPOND_ACTION, DatabaseVerdict, GraderReport, diff_against_gold, find_outputs
 from ace_eval.collection.importers._common import (
@@ -44,7 +44,7 @@ class _Info(BaseModel):
 class _Result(BaseModel):
     model_config = _SOURCE
     task_id: int | str
-    reward: float
+    reward: FiniteFloat
     info: _Info
     traj: list[JsonValue]
     trial: int | None = None
