@@ -8,7 +8,7 @@ import click
 
 from ace.pipeline.registry import parse_step_spec
 from ace_eval.collection.importers import IMPORT_FORMATS
-from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, ignored_flags_note, resolve_settings
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
 from ace_eval.text import plural
@@ -282,8 +282,9 @@ def e2e(
     samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
     failed samples again.
 
-    A flag that would have no effect is refused (exit 2, nothing written); the same settings from the
-    environment or the config file simply do not apply:
+    A flag that would have no effect is named once in a note and the run goes on without it (only settings
+    that contradict each other are refused); the same settings from the environment or the config file simply
+    do not apply:
 
     \b
       --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
@@ -294,15 +295,16 @@ def e2e(
       --train-split, --eval-split, --provider-limit   on tau-bench
       --data-dir   on tau2 (it ships its data)
     """
-    try:
-        pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
-        given = {k: v for k, v in flags.items() if v is not None} | pipeline
-        if resume_dir is not None:
-            result = resume_e2e(resume_dir, given)
-        else:
-            result = run_e2e(resolve_settings(given, config=config_file))
-    except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
-        raise click.UsageError(str(e)) from None
+    pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
+    given = {k: v for k, v in flags.items() if v is not None} | pipeline
+    if resume_dir is not None:
+        result = resume_e2e(resume_dir, given)
+    else:
+        settings = resolve_settings(given, config=config_file)
+        note = ignored_flags_note(settings)
+        if note is not None:
+            click.echo(note, err=True)
+        result = run_e2e(settings)
     click.echo(format_summary(result))
 
 

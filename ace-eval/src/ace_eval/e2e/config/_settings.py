@@ -23,7 +23,6 @@ __all__ = [
     "ConfigError",
     "ContradictionError",
     "E2ESettings",
-    "InapplicableFlagError",
     "ModelRole",
     "ReflectorType",
     "inapplicable_settings",
@@ -46,10 +45,6 @@ class ConfigError(UserError, ValueError):
 
 class ContradictionError(ConfigError):
     """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
-
-
-class InapplicableFlagError(ConfigError):
-    """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
 
 
 @dataclass(frozen=True, kw_only=True)
