@@ -87,3 +87,50 @@ def record_agent_runs(path: Path, prompts: Sequence[str], *, hex_ids: bool = Tru
         agent.run_sync(prompt)
     instance.force_flush()
     return path
+
+
+def refund_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Asks for a refund of the order named in the prompt (its last word), then reports the tool's answer."""
+    last = messages[-1].parts[-1]
+    if isinstance(last, ToolReturnPart):
+        return ModelResponse(parts=[TextPart(f"Done: {last.content}.")])
+    order = str(messages[0].parts[-1].content).rstrip("?.").split()[-1]
+    return ModelResponse(parts=[ToolCallPart("issue_refund", {"order_id": order}, tool_call_id=f"call-{order}")])
+
+
+def support_agent(model: FunctionModel | None = None, **kwargs: Any) -> Agent[None, str]:
+    """A support agent whose `issue_refund` raises `ValueError` for an order it does not know (A999)."""
+    agent: Agent[None, str] = Agent(
+        model or FunctionModel(refund_model), instructions="You are a support agent.", name="support", **kwargs
+    )
+
+    @agent.tool_plain
+    def issue_refund(order_id: str) -> str:
+        """Refund an order."""
+        if order_id != "A100":
+            raise ValueError(f"no order {order_id}")
+        return f"refunded {order_id}"
+
+    return agent
+
+
+def record_runs(path: Path, agent: Agent[None, str], prompts: Sequence[str]) -> list[BaseException | None]:
+    """Run `agent` once per prompt with Logfire instrumentation, its spans appended to `path` as OTLP JSON lines;
+    returns what each run raised (None when it finished)."""
+    instance = logfire.configure(
+        local=True,
+        send_to_logfire=False,
+        console=False,
+        additional_span_processors=[SimpleSpanProcessor(OtlpJsonLinesExporter(path, hex_ids=True))],
+        scrubbing=False,
+    )
+    instance.instrument_pydantic_ai(agent)
+    raised: list[BaseException | None] = []
+    for prompt in prompts:
+        try:
+            agent.run_sync(prompt)
+            raised.append(None)
+        except Exception as e:  # the run's error is what the test is about
+            raised.append(e)
+    instance.force_flush()
+    return raised

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import logfire
 import pytest
+from _shipped_data import unpack_shipped_data
 from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from _shipped_data import unpack_shipped_data
 from pydantic_ai import models
 
 models.ALLOW_MODEL_REQUESTS = False

@@ -272,7 +272,7 @@ def test_logfire_records_are_read_like_otlp(tmp_path: Path, shape: str) -> None:
     assert sniff_format(path) == "otel"
     (trace,) = import_otel(path).traces
     assert [m["role"] for m in trace.messages] == ["user", "assistant", "tool", "assistant"]
-    assert trace.feedback == "Tool calls failed: get_weather." and trace.metadata["agent_name"] == "w"
+    assert trace.feedback == "Tool calls failed: get_weather (boom)." and trace.metadata["agent_name"] == "w"
 
 
 def test_a_malformed_logfire_record_names_its_field(tmp_path: Path) -> None:

@@ -1,0 +1,75 @@
+"""Agent runs that failed keep what failed: real pydantic-ai runs (FunctionModel, Logfire instrumentation, spans
+as OTLP JSON lines) that error in a tool, in the model, and by a validation retry are imported with the call that
+failed, its error as the tool's result, and the exception as feedback.
+
+On an errored run pydantic-ai records only the prompt in the run's `pydantic_ai.all_messages`; the model call's
+span holds the tool call and the tool's span holds the error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from _otel_agent import record_runs, support_agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace_eval.collection.importers import import_otel
+
+SYSTEM = {"role": "system", "content": "You are a support agent."}
+
+
+def _call(call_id: str, arguments: str) -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": "issue_refund", "arguments": arguments}}
+
+
+def test_a_tool_that_raised_keeps_its_call_and_error(tmp_path: Path) -> None:
+    path = tmp_path / "spans.jsonl"
+    [raised] = record_runs(path, support_agent(), ["Refund order A999"])
+    assert isinstance(raised, ValueError)
+    (trace,) = import_otel(path).traces
+    assert trace.messages == [
+        SYSTEM,
+        {"role": "user", "content": "Refund order A999"},
+        {"role": "assistant", "content": None, "tool_calls": [_call("call-A999", '{"order_id": "A999"}')]},
+        {"role": "tool", "tool_call_id": "call-A999", "content": "error: ValueError: no order A999"},
+    ]
+    assert trace.feedback == (
+        "The agent run ended in an error: ValueError: no order A999. "
+        "Tool calls failed: issue_refund (ValueError: no order A999)."
+    )
+    assert trace.num_tool_calls == 1 and trace.reward is None
+
+
+def test_a_model_that_raised_after_a_tool_call_keeps_the_conversation(tmp_path: Path) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1].parts[-1], ToolReturnPart):
+            raise RuntimeError("model backend returned 503")
+        return ModelResponse(parts=[ToolCallPart("issue_refund", {"order_id": "A100"}, tool_call_id="c1")])
+
+    path = tmp_path / "spans.jsonl"
+    [raised] = record_runs(path, support_agent(FunctionModel(model)), ["Refund order A100"])
+    assert isinstance(raised, RuntimeError)
+    (trace,) = import_otel(path).traces
+    assert [m["role"] for m in trace.messages] == ["system", "user", "assistant", "tool"]
+    assert trace.messages[-1] == {"role": "tool", "tool_call_id": "c1", "content": "refunded A100"}
+    assert trace.feedback == "The agent run ended in an error: RuntimeError: model backend returned 503."
+
+
+def test_a_validation_retry_that_ran_out_keeps_every_attempt_and_the_reason(tmp_path: Path) -> None:
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        attempt = sum(isinstance(p, RetryPromptPart) for m in messages for p in m.parts)
+        return ModelResponse(parts=[ToolCallPart("issue_refund", {"order": 7}, tool_call_id=f"c{attempt}")])
+
+    path = tmp_path / "spans.jsonl"
+    [raised] = record_runs(path, support_agent(FunctionModel(model), retries=1), ["Refund my order"])
+    assert raised is not None and "exceeded max retries" in str(raised)
+    (trace,) = import_otel(path).traces
+    calls = [m for m in trace.messages if m["role"] == "assistant"]
+    results = [m for m in trace.messages if m["role"] == "tool"]
+    assert len(calls) == 2 and len(results) == 2  # the first attempt, its retry prompt, the last attempt, its error
+    assert trace.messages[-1]["role"] == "tool" and "order_id" in str(trace.messages[-1]["content"])
+    assert str(trace.messages[-1]["content"]).startswith("error: ValidationError: ")
+    assert trace.feedback is not None
+    assert trace.feedback.startswith("The agent run ended in an error: UnexpectedModelBehavior: Tool 'issue_refund'")
+    assert "Tool calls failed: issue_refund (ValidationError: " in trace.feedback
