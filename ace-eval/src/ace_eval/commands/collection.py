@@ -81,8 +81,9 @@ def import_command(
         metadata={**imported.metadata, "ace_eval_version": __version__},
     )
     counts = manifest.counts
+    shape = f": {imported.metadata['shape']}" if imported.metadata.get("shape") else ""
     click.echo(
-        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {counts.successes} successes of "
         f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
     )
     click.echo(f"Collection: {out}")

@@ -22,7 +22,8 @@ class TracesSource:
     traces: list[Trace]
     sha256: str
     imported_from: str | None = None
-    """The format of a `--traces` file, None for a collection folder."""
+    """The format of a `--traces` file (with the shape read, e.g. `openai-jsonl: a JSON array of chat records`),
+    None for a collection folder."""
 
 
 def load_traces_source(path: Path, traces_format: str | None = None) -> TracesSource:
@@ -45,6 +46,11 @@ def load_traces_source(path: Path, traces_format: str | None = None) -> TracesSo
         counts=count_traces(imported.traces),
         metadata={**imported.metadata, "ace_eval_version": __version__},
     )
+    shape = imported.metadata.get("shape")
     return TracesSource(
-        path=path, manifest=manifest, traces=imported.traces, sha256=file_sha256(path), imported_from=fmt
+        path=path,
+        manifest=manifest,
+        traces=imported.traces,
+        sha256=file_sha256(path),
+        imported_from=f"{fmt}: {shape}" if shape else fmt,
     )
