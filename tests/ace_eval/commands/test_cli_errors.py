@@ -88,9 +88,10 @@ def pipeline_order(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return _replay(tmp, "--no-step", "reflect")
 
 
-def inapplicable_flag(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+def contradicting_flags(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    """Flags asking for opposite things are refused (a flag with no effect is only a note)."""
     _offline(mp)
-    return _replay(tmp, "--agent-model", "openai/gpt-4.1-mini")
+    return _replay(tmp, "--agent-model", "openai/gpt-4.1-mini", "--step", "redact", "--no-redact")
 
 
 def broken_config(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
@@ -402,7 +403,7 @@ CASES = [
     Case("unknown step", unknown_step, 2, ("unknown step 'dedupe'", "deduplicate")),
     Case("bad step option", step_option, 2, ("threshold",)),
     Case("pipeline order", pipeline_order, 2, ("step 'update' (position 1) requires ['reflections']",)),
-    Case("inapplicable flag", inapplicable_flag, 2, ("--agent-model",)),
+    Case("contradicting flags", contradicting_flags, 2, ("the step 'redact' is asked for", "drop one of them")),
     Case("config file not TOML", broken_config, 2, ("bad.toml",)),
     Case("config value", config_value, 2, ("epochs",)),
     Case("redaction pattern", redaction_pattern, 2, ("(unclosed",)),

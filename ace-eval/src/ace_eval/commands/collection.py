@@ -17,7 +17,7 @@ from ace_eval.collection import (
     repair_collection,
     write_collection,
 )
-from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces
+from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces, sniff_format
 from ace_eval.collection.stats import CollectionStats, collection_stats
 from ace_eval.reporting import ReportingGroup
 from ace_eval.text import plural
@@ -42,7 +42,13 @@ def collection() -> None:
 
 @collection.command("import")
 @click.argument("src", type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(IMPORT_FORMATS), required=True, help="The format of SRC.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(IMPORT_FORMATS),
+    help="The format of SRC (default: told from the file, as `e2e --traces FILE` does; a folder with results.json "
+    "is tau2, another folder claude-code).",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The new collection folder.")
 @click.option("--source-system", help="Name of the source (default: from the data, e.g. tau-bench-airline).")
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
@@ -50,7 +56,7 @@ def collection() -> None:
 @click.option("--allow-empty", is_flag=True, help="Write the collection even when SRC holds no trace.")
 def import_command(
     src: Path,
-    fmt: ImportFormat,
+    fmt: ImportFormat | None,
     out: Path,
     source_system: str | None,
     benchmark: str | None,
@@ -65,6 +71,8 @@ def import_command(
             f"{out} already holds a trace collection: choose another folder, or delete that one first",
             param_hint="--out",
         )
+    if fmt is None:  # a folder: a tau2 run (results.json + simulations/) or Claude Code sessions (*.jsonl)
+        fmt = ("tau2" if (src / "results.json").is_file() else "claude-code") if src.is_dir() else sniff_format(src)
     imported = import_traces(fmt, src, source_system=source_system)
     if not imported.traces and not allow_empty:
         raise CollectionError(
