@@ -114,16 +114,21 @@ def support_agent(model: FunctionModel | None = None, **kwargs: Any) -> Agent[No
     return agent
 
 
-def record_runs(path: Path, agent: Agent[None, str], prompts: Sequence[str]) -> list[BaseException | None]:
-    """Run `agent` once per prompt with Logfire instrumentation, its spans appended to `path` as OTLP JSON lines;
-    returns what each run raised (None when it finished)."""
-    instance = logfire.configure(
+def logfire_to_file(path: Path) -> logfire.Logfire:
+    """A local Logfire instance whose spans are appended to `path` as OTLP JSON lines (nothing is sent)."""
+    return logfire.configure(
         local=True,
         send_to_logfire=False,
         console=False,
         additional_span_processors=[SimpleSpanProcessor(OtlpJsonLinesExporter(path, hex_ids=True))],
         scrubbing=False,
     )
+
+
+def record_runs(path: Path, agent: Agent[None, str], prompts: Sequence[str]) -> list[BaseException | None]:
+    """Run `agent` once per prompt with Logfire instrumentation, its spans appended to `path` as OTLP JSON lines;
+    returns what each run raised (None when it finished)."""
+    instance = logfire_to_file(path)
     instance.instrument_pydantic_ai(agent)
     raised: list[BaseException | None] = []
     for prompt in prompts:

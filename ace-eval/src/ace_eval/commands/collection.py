@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ace_eval.collection import (
     write_collection,
 )
 from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces, sniff_format
+from ace_eval.collection.outcomes import apply_outcomes, read_outcomes
 from ace_eval.collection.stats import CollectionStats, collection_stats
 from ace_eval.reporting import ReportingGroup
 from ace_eval.text import plural
@@ -54,6 +56,12 @@ def collection() -> None:
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
 @click.option("--model", "models", multiple=True, metavar="ROLE=MODEL", help="A model that produced the traces.")
 @click.option("--allow-empty", is_flag=True, help="Write the collection even when SRC holds no trace.")
+@click.option(
+    "--outcomes",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Reward and feedback per trace id: JSON lines of {trace_id, reward, feedback}, or a JSON object of trace "
+    "id -> {reward, feedback}; they override what SRC says.",
+)
 def import_command(
     src: Path,
     fmt: ImportFormat | None,
@@ -62,6 +70,7 @@ def import_command(
     benchmark: str | None,
     models: tuple[str, ...],
     allow_empty: bool,
+    outcomes: Path | None,
 ) -> None:
     """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
     OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder)."""
@@ -74,6 +83,11 @@ def import_command(
     if fmt is None:  # a folder: a tau2 run (results.json + simulations/) or Claude Code sessions (*.jsonl)
         fmt = ("tau2" if (src / "results.json").is_file() else "claude-code") if src.is_dir() else sniff_format(src)
     imported = import_traces(fmt, src, source_system=source_system)
+    judged = ""
+    if outcomes is not None:
+        by_id, outcomes_shape = read_outcomes(outcomes)
+        imported = dataclasses.replace(imported, traces=apply_outcomes(imported.traces, by_id, file=str(outcomes)))
+        judged = f"\nOutcomes: {plural(len(by_id), 'trace')} judged from {outcomes} ({outcomes_shape})."
     if not imported.traces and not allow_empty:
         raise CollectionError(
             f"holds no trace (read as {fmt}): check the file and --format, or pass --allow-empty to write an empty "
@@ -92,7 +106,7 @@ def import_command(
     shape = f": {imported.metadata['shape']}" if imported.metadata.get("shape") else ""
     click.echo(
         f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {counts.successes} successes of "
-        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
+        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}.{judged}"
     )
     click.echo(f"Collection: {out}")
 

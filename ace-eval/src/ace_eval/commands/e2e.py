@@ -114,6 +114,12 @@ def _rate(value: float | None) -> str:
     type=click.Choice(IMPORT_FORMATS),
     help="The format of a --traces file (default: told from the file).",
 )
+@click.option(
+    "--outcomes",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Reward and feedback per trace id for a --traces file: JSON lines of {trace_id, reward, feedback}, or a "
+    "JSON object of trace id -> {reward, feedback}.",
+)
 @click.option("--agent-model", help=_MODEL_HELP.format("Agent", "ACE_AGENT_MODEL"))
 @click.option("--reflector-model", help=_MODEL_HELP.format("Reflector", "ACE_REFLECTOR_MODEL"))
 @click.option("--skill-manager-model", help=_MODEL_HELP.format("Skill manager", "ACE_SKILL_MANAGER_MODEL"))

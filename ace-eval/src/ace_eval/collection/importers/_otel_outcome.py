@@ -4,8 +4,8 @@ stop before them, and the judgement (feedback, reward) of the run.
 A run whose tool raised ends right after the model asked for the call: pydantic-ai's run-level messages (and the
 last model call) hold the call but not its result, which only the tool's span has (`gen_ai.tool.call.result`, or
 the exception event when it raised). `answer_trailing_calls` puts those results back, so the trace shows the call
-that failed and how. `outcome` reads the run's judgement: the `ace.feedback` / `ace.reward` attributes of the run
-or any span in it (the names `ace-eval serve` uses), else the errors of the run and its tool calls.
+that failed and how. `outcome` reads the run's judgement: the `ace.feedback` / `ace.reward` attributes of the run,
+a span in it or a span around it (the names `ace-eval serve` uses), else the errors of the run and its tool calls.
 """
 
 from __future__ import annotations
@@ -88,10 +88,11 @@ def _reward(value: JsonAttr) -> float | None:
     return reward if math.isfinite(reward) else None
 
 
-def outcome(run: Span, below: list[Span]) -> RunOutcome:
+def outcome(run: Span, below: list[Span], above: list[Span]) -> RunOutcome:
     """The run's feedback and reward: `ace.feedback` / `ace.reward` where set (the run's span first, then the
-    latest span inside it); without `ace.feedback`, the errors of the run and of its tool calls."""
-    spans = [run, *sorted(below, key=lambda s: -s.start_ns)]
+    latest span inside it, then the spans around it, nearest first: `logfire.span("ticket", **{"ace.reward": 1})`
+    around the run); without `ace.feedback`, the errors of the run and of its tool calls."""
+    spans = [run, *sorted(below, key=lambda s: -s.start_ns), *above]
     given = next((s.attributes[FEEDBACK_ATTRIBUTE] for s in spans if FEEDBACK_ATTRIBUTE in s.attributes), None)
     reward = next((_reward(s.attributes[REWARD_ATTRIBUTE]) for s in spans if REWARD_ATTRIBUTE in s.attributes), None)
     if given is not None and _text(given).strip():

@@ -203,7 +203,7 @@ def _int(value: JsonAttr) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _trace(run: Span, below: list[Span], file: str, source_system: str) -> Trace:
+def _trace(run: Span, below: list[Span], above: list[Span], file: str, source_system: str) -> Trace:
     messages = _conversation(run, below, file)
     question = next((m["content"] for m in messages if m["role"] == "user" and m["content"]), None)
     if question is None:
@@ -229,7 +229,7 @@ def _trace(run: Span, below: list[Span], file: str, source_system: str) -> Trace
         "tools": tools,
         "started_at": datetime.fromtimestamp(run.start_ns / 1e9, UTC).isoformat() if run.start_ns else None,
     }
-    judged = outcome(run, below)
+    judged = outcome(run, below, above)
     return build_trace(
         {
             "source_system": source_system,
@@ -264,13 +264,17 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             todo += children[child.span_id]
         return out
 
-    def inside_agent(span: Span) -> bool:
+    def above(span: Span) -> list[Span]:
+        """The spans around `span`, nearest first."""
+        out: list[Span] = []
         parent = by_id.get(span.parent_id or "")
-        while parent is not None:
-            if is_agent_span(parent):
-                return True
+        while parent is not None and parent not in out:
+            out.append(parent)
             parent = by_id.get(parent.parent_id or "")
-        return False
+        return out
+
+    def inside_agent(span: Span) -> bool:
+        return any(is_agent_span(parent) for parent in above(span))
 
     runs = [s for s in spans if is_agent_span(s) and not inside_agent(s)]
     covered = {s.trace_id for s in runs}
@@ -284,7 +288,7 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             file=file,
         )
     runs.sort(key=lambda s: s.start_ns)
-    traces = [_trace(r, below(r), file, source_system) for r in runs]
+    traces = [_trace(r, below(r), above(r), file, source_system) for r in runs]
     models = {str(t.metadata["model"]) for t in traces if "model" in t.metadata}
     return ImportedCollection(
         traces=traces,

@@ -57,6 +57,9 @@ class E2ESettings:
     (`traces_format`), imported into the run folder on the fly."""
     traces_format: str | None = None
     """The format of a `traces` file (`ace-eval collection import --format`); None: told from the file."""
+    outcomes: Path | None = None
+    """A file of reward and feedback per trace id for the traces of a `traces` file (`--outcomes`,
+    `ace_eval.collection.outcomes`); None: the judgement the file itself holds."""
     agent_model: str = DEFAULT_MODEL
     reflector_model: str = DEFAULT_MODEL
     skill_manager_model: str = DEFAULT_MODEL
@@ -272,7 +275,7 @@ class E2ESettings:
         """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
         known = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}  # checked by the dataclass
-        for name in ("traces", "output_dir", "data_dir", "config_file", "skillbook"):
+        for name in ("traces", "outcomes", "output_dir", "data_dir", "config_file", "skillbook"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
         for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
@@ -305,6 +308,8 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
         out |= {name: tau2_only for name in _TAU2_SETTINGS if getattr(settings, name) is not None}
     if settings.traces is None or settings.traces.is_dir():
         out["traces_format"] = "it names the format of a --traces file"
+        if settings.outcomes is not None:
+            out["outcomes"] = "it judges the traces of a --traces file (import a folder's traces with --outcomes)"
     if settings.no_benchmark:
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")
