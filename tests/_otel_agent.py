@@ -1,8 +1,9 @@
 """A pydantic-ai agent instrumented with Logfire, run on a `FunctionModel`, its spans written as OTLP JSON lines.
 
-The file exporter encodes with OpenTelemetry's own OTLP encoder and protobuf's JSON mapping, one export request
-per line as the Collector's file exporter writes them; `hex_ids` writes the ids in hex as the OTLP JSON
-specification says (protobuf's mapping gives base64). Nothing leaves the machine.
+`logfire_to_file` uses the exporter ACE ships (`ace.integrations.otel`); the one here (`OtlpJsonLinesExporter`)
+can also write base64 ids. Both encode with OpenTelemetry's own OTLP encoder and protobuf's JSON mapping, one
+export request per line as the Collector's file exporter writes them; `hex_ids` writes the ids in hex as the OTLP
+JSON specification says (protobuf's mapping gives base64). Nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.integrations.otel import span_file_processor
 
 CITIES = {"Paris": "sunny, 21C", "Oslo": "snow, -3C", "Lima": "fog, 17C"}
 
@@ -115,12 +118,13 @@ def support_agent(model: FunctionModel | None = None, **kwargs: Any) -> Agent[No
 
 
 def logfire_to_file(path: Path) -> logfire.Logfire:
-    """A local Logfire instance whose spans are appended to `path` as OTLP JSON lines (nothing is sent)."""
+    """A local Logfire instance whose spans go to `path` through ACE's own exporter (`ace.integrations.otel`,
+    redacting), as a user would set it up; nothing is sent."""
     return logfire.configure(
         local=True,
         send_to_logfire=False,
         console=False,
-        additional_span_processors=[SimpleSpanProcessor(OtlpJsonLinesExporter(path, hex_ids=True))],
+        additional_span_processors=[span_file_processor(path)],
         scrubbing=False,
     )
 
