@@ -8,6 +8,8 @@ span holds the tool call and the tool's span holds the error.
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from _otel_agent import record_runs, support_agent
@@ -15,6 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, T
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace_eval.collection.importers import import_otel
+from ace_eval.collection.importers.otlp import read_otlp_spans
 
 SYSTEM = {"role": "system", "content": "You are a support agent."}
 
@@ -73,3 +76,36 @@ def test_a_validation_retry_that_ran_out_keeps_every_attempt_and_the_reason(tmp_
     assert trace.feedback is not None
     assert trace.feedback.startswith("The agent run ended in an error: UnexpectedModelBehavior: Tool 'issue_refund'")
     assert "Tool calls failed: issue_refund (ValidationError: " in trace.feedback
+
+
+def test_the_same_failed_run_as_logfire_query_rows_keeps_the_failing_call(tmp_path: Path) -> None:
+    """The run fetched back from Logfire with its query API (`{"columns": [...], "rows": [...]}` of the records
+    table, exceptions in `exception_type` / `exception_message`) imports like the OTLP file."""
+    path = tmp_path / "spans.jsonl"
+    record_runs(path, support_agent(), ["Refund order A999"])
+    rows = []
+    for span in read_otlp_spans(path):
+        error = dict(span.events[0][1]) if span.events else {}
+        rows.append(
+            {
+                "trace_id": span.trace_id,
+                "span_id": span.span_id,
+                "parent_span_id": span.parent_id,
+                "span_name": span.name,
+                "start_timestamp": datetime.fromtimestamp(span.start_ns / 1e9, UTC).isoformat(),
+                "attributes": span.attributes,
+                "otel_status_code": "UNSET" if span.status_error is None else "ERROR",
+                "otel_status_message": span.status_error,
+                "exception_type": error.get("exception.type"),
+                "exception_message": error.get("exception.message"),
+            }
+        )
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps({"columns": [], "rows": rows}))
+    (trace,) = import_otel(records).traces
+    assert trace.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call-A999",
+        "content": "error: ValueError: no order A999",
+    }
+    assert trace.feedback is not None and "issue_refund (ValueError: no order A999)" in trace.feedback
