@@ -14,18 +14,21 @@ __all__ = ["report"]
 
 @click.command("report")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
-              help="The HTML file to write.")  # fmt: skip
-def report(run_dirs: tuple[Path, ...], output: Path) -> None:
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="The HTML file to write (default: RUN_DIR/report.html for one run, ./report.html for several).")  # fmt: skip
+def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     """Write one self-contained HTML page about one or more run folders (no network needed to open it).
 
     Overview (status, pipeline, models, tokens and cost per role, time per step, errors), learning (skills over
     samples, every skill with its evidence and the traces, reflections and sessions that taught it), samples (a
     filterable, sortable table with each transcript), the benchmark when the agent ran, and, for two or more
-    folders, a comparison. The page holds only what the folders hold.
+    folders, a comparison. The page holds only what the folders hold. It opens on a tab or a sample from its
+    address: report.html#learning, report.html#sample-4.
     """
     from ace_eval.report import read_report_run, write_report
 
+    if output is None:
+        output = run_dirs[0] / "report.html" if len(run_dirs) == 1 and run_dirs[0].is_dir() else Path("report.html")
     if output.is_dir():
         raise UserError(f"-o {output} is a folder: pass a file name, e.g. -o {output / 'report.html'}")
     if not output.parent.is_dir():
@@ -38,3 +41,4 @@ def report(run_dirs: tuple[Path, ...], output: Path) -> None:
         f"wrote {output} ({size / 1e6:.2f} MB, {len(runs)} run{'s' if len(runs) != 1 else ''}, {samples} samples) "
         f"in {time.perf_counter() - started:.1f} s"
     )
+    click.echo(f"Report: {output.resolve()}")

@@ -98,4 +98,4 @@ def _traces(directory: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-_TRACE_FIELDS = ("task_id", "question", "messages", "reward")
+_TRACE_FIELDS = ("task_id", "question", "messages", "reward", "feedback")
