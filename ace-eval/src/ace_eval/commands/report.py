@@ -14,8 +14,12 @@ __all__ = ["report"]
 
 @click.command("report")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="The HTML file to write (default: RUN_DIR/report.html for one run, ./report.html for several).")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="The HTML file to write (default: RUN_DIR/report.html for one run, ./report.html for several).",
+)
 def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     """Write one self-contained HTML page about one or more run folders (no network needed to open it).
 
