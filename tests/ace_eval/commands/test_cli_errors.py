@@ -144,6 +144,13 @@ def misspelt_local(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return _replay(tmp, "--reflector-model", "lcoal", "--skill-manager-model", "test")
 
 
+def misspelt_hosted(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    """No key and a typo: the typo is named (offline, from litellm's model list), not the missing key."""
+    _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
+    mp.delenv("OPENAI_API_KEY", raising=False)
+    return _replay(tmp, "--reflector-model", "openai/gpt-4.1-mnii", "--skill-manager-model", "test")
+
+
 def provider_unreachable(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     """A key but no network: litellm wraps the failed connection in a 500; the preflight stops with exit 2."""
     litellm = import_litellm()
@@ -412,6 +419,12 @@ CASES = [
     Case("trace line not JSON", trace_json, 2, ("traces.jsonl", "line 2")),
     Case("unknown model provider", unknown_model_provider, 2, ("litellm does not know the provider of 'foo/bar'",)),
     Case("misspelt model", misspelt_local, 2, ("unknown model 'lcoal'", "--reflector-model", "did you mean 'local'?")),
+    Case(
+        "misspelt hosted model",
+        misspelt_hosted,
+        2,
+        ("unknown model 'openai/gpt-4.1-mnii': did you mean 'openai/gpt-4.1-mini'?", "--reflector-model"),
+    ),
     Case("provider unreachable", provider_unreachable, 2, ("could not reach the provider", "--no-preflight")),
     Case("logfire credentials", logfire_credentials, 2, ("Invalid credentials file", "fix or delete it")),
     Case("resume: not a run", resume_not_a_run, 2, ("has no 'config' object",)),
