@@ -161,6 +161,8 @@ def test_smoke_command_with_concurrent_sessions_loses_and_repeats_nothing(
     assert record["usage"]["skill_manager"]["requests"] >= 360  # 3 per session, plus one per conflict
     lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(line["index"] for line in lines) == list(range(120))
+    collisions = [r["reason"] for line in lines for r in line["refusals"] if "another session" in r["reason"]]
+    assert collisions and all("[4 samples ran at once (--max-workers;" in r for r in collisions)
     book = Skillbook.load_from_file(folder / "skillbook.json")
     # every sample's edits are in the skillbook once, attributed to it, and no widening overwrote another
     logged = Counter(op.trace_uid for op in book.operations)
