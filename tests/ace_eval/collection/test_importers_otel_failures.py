@@ -12,7 +12,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _otel_agent import record_runs, support_agent
+import pytest
+from _otel_agent import logfire_to_file, record_runs, support_agent
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -109,3 +111,31 @@ def test_the_same_failed_run_as_logfire_query_rows_keeps_the_failing_call(tmp_pa
         "content": "error: ValueError: no order A999",
     }
     assert trace.feedback is not None and "issue_refund (ValueError: no order A999)" in trace.feedback
+
+
+def test_a_nested_agent_runs_conversation_does_not_stand_for_its_callers(tmp_path: Path) -> None:
+    """The longest source wins, but only among the run's own spans: a sub-agent's longer conversation, inside a
+    tool of the calling agent that then fails, is not taken for the caller's."""
+    specialist = support_agent()
+
+    def triage_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("ask_specialist", {"question": "Refund A100"}, tool_call_id="t1")])
+
+    triage = Agent(FunctionModel(triage_model), instructions="You triage.", name="triage")
+
+    @triage.tool_plain
+    async def ask_specialist(question: str) -> str:
+        answer = (await specialist.run(question)).output  # user, call, result, answer: 4 messages
+        raise RuntimeError(f"could not route: {answer}")
+
+    path = tmp_path / "spans.jsonl"
+    instance = logfire_to_file(path)
+    instance.instrument_pydantic_ai(triage)
+    instance.instrument_pydantic_ai(specialist)
+    with pytest.raises(RuntimeError, match="could not route"):
+        triage.run_sync("My order A100 needs a refund")
+    instance.force_flush()
+    (trace,) = import_otel(path).traces  # one run: the specialist's is inside it
+    assert [m["role"] for m in trace.messages] == ["system", "user", "assistant", "tool"]
+    assert trace.messages[0]["content"] == "You triage." and trace.question == "My order A100 needs a refund"
+    assert str(trace.messages[-1]["content"]).startswith("error: RuntimeError: could not route: Done: refunded A100")

@@ -257,11 +257,14 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             children[span.parent_id].append(span)
 
     def below(span: Span) -> list[Span]:
+        """The spans inside `span` that belong to its run: a nested agent run's span is one of them, what that run
+        did is not (its model calls must not stand for this run's conversation)."""
         out, todo = [], list(children[span.span_id])
         while todo:
             child = todo.pop()
             out.append(child)
-            todo += children[child.span_id]
+            if not is_agent_span(child):
+                todo += children[child.span_id]
         return out
 
     def above(span: Span) -> list[Span]:
