@@ -23,23 +23,13 @@ ALLOWED = ("benchmarks/", "collection/importers/")
 STILL_NAMING: dict[str, str] = {
     "e2e/runner.py": "plans tau2's splits and loads the tau-bench data itself (built-ins with runner_phases)",
     "e2e/segment.py": "runs the tau-bench episodes and the tau2 phases itself (runner_phases)",
-    "e2e/tau2_phases.py": "tau2's e2e phases and its run.json record and table",
     "e2e/task_selection.py": "the tau-bench tasks of replayed traces",
-    "e2e/preflight.py": "tau2 checks its own models",
     "e2e/config/_settings.py": "the default benchmark, is_tau2, the tau-bench skill injection and data-dir help",
     "e2e/config/_file.py": "the example config and the tau-bench skill-injection values",
     "e2e/config/_resolve.py": "ACE_TAU_BENCH_DATA, tau2's step count",
-    "run/phases.py": "examples in the phase records' docstrings (tau-bench's collect phase as before, tau2's files)",
-    "run/folder.py": "the run folder's map names tau2's learn/ folder",
     "commands/e2e.py": "the tau2 flags' help and tau2's closing table",
     "commands/benchmark.py": "`benchmark check` replays tau-bench's and tau2's gold actions",
     "commands/data.py": "`data fetch tau-bench` downloads tau-bench's data",
-    "commands/collection.py": "the import formats' help",
-    "commands/inspect.py": "an example trace uid in --help",
-    "collection/model.py": "example values in docstrings (a source system, a reward)",
-    "collection/chat.py": "an example in a docstring",
-    "collection/write.py": "an example source system in an error message",
-    "collection/grading.py": "an example in its docstring",
 }
 
 

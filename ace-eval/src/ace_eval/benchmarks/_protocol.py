@@ -32,6 +32,7 @@ __all__ = [
     "BenchmarkConfigError",
     "BenchmarkEnv",
     "BenchmarkFactory",
+    "Collected",
     "SplitRole",
     "resolve_tasks",
 ]
@@ -78,6 +79,18 @@ class BenchmarkEnv:
         return name
 
 
+@dataclass(frozen=True, kw_only=True)
+class Collected:
+    """What `Benchmark.collect` may report besides the collection it wrote."""
+
+    scores: BenchmarkScores | None = None
+    """The learn split's scores, when the benchmark scores the episodes it collects (recorded as the run's `learn`
+    phase in `run.json`, with its usage per role)."""
+    redactions: Mapping[str, int] = field(default_factory=dict)
+    """Values redacted per kind in the traces, when the benchmark redacted them itself (`run.json`'s
+    `redaction.collection`)."""
+
+
 @runtime_checkable
 class Benchmark(Protocol):
     """A benchmark built from its options: what `ace-eval e2e --benchmark NAME` and `ace-eval gate run` run.
@@ -117,9 +130,10 @@ class Benchmark(Protocol):
         task_ids: Sequence[str],
         num_trials: int,
         directory: Path,
-    ) -> None:
+    ) -> Collected | None:
         """Run the agent on `task_ids` x `num_trials` with `skillbook` (`None`: without one) and leave a trace
-        collection in `directory` (`ace_eval.collection`): the traces a skillbook learns from."""
+        collection in `directory` (`ace_eval.collection`): the traces a skillbook learns from. It may return what
+        else it knows of the episodes (`Collected`: their scores, the values it redacted)."""
         ...
 
     def evaluate(
@@ -133,8 +147,9 @@ class Benchmark(Protocol):
         directory: Path,
     ) -> BenchmarkScores:
         """Score `skillbook` (`None`: the agent without one) on `task_ids` x `num_trials`: per task, per trial the
-        reward, success, tokens and cost. `seeds` (one per trial, `None`: the benchmark's) make two skillbooks
-        comparable on the same draws. `directory` holds the benchmark's own files of the phase."""
+        reward, success, tokens and cost (and the usage per model role, when the benchmark counts it). `seeds`
+        (one per trial, `None`: the benchmark's) make two skillbooks comparable on the same draws. `directory`
+        holds the benchmark's own files of the phase (`BenchmarkScores.results` names its results file)."""
         ...
 
 
@@ -152,8 +167,11 @@ class BenchmarkFactory(Generic[OptionsT]):
     """Options the harness fills from its own settings of the same name (`--num-trials`, `--train-split`, ...)
     unless the options are given explicitly; `ace-eval e2e` takes them from its flags."""
     runner_phases: bool = False
-    """ace-eval's own tau-bench and tau2 only: the e2e runner still runs their phases itself (their run folders
-    keep their own files); every other benchmark runs through `collect` / `evaluate`."""
+    """ace-eval's own first benchmark only: the e2e runner still runs its phases itself (its run folders keep
+    their own files); every other benchmark runs through `collect` / `evaluate`."""
+    own_clients: bool = False
+    """The benchmark calls its models through its own client from `BenchmarkEnv.model_names` (model strings): the
+    harness builds no pydantic-ai model of its roles and leaves checking the strings to `Benchmark.check`."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why a harness setting the benchmark does not take has no effect (e.g. `data_dir`: it ships its data)."""
 

@@ -1,6 +1,8 @@
 """A benchmark's phases in an e2e run folder, through the `Benchmark` protocol only: collect the learn split into
-`collection/`, score the evaluation split without the skillbook (`baseline/`), with it (`evaluation/`) and with its
-quarantined skills back (`evaluation_with_quarantined/`), each phase's scores in its folder's `scores.json`.
+`collection/` (the learn split's scores, when the benchmark reports them, in `learn/scores.json`), score the
+evaluation split without the skillbook (`baseline/`), with it (`evaluation/`) and with its quarantined skills back
+(`evaluation_with_quarantined/`), each phase's scores in its folder's `scores.json`. Every finished episode is a
+line of the phase's progress (`BenchmarkEnv.on_episode`).
 
 A phase whose `scores.json` exists is done: a resume scores only the phases it is missing.
 """
@@ -8,36 +10,61 @@ A phase whose `scores.json` exists is done: a resume scores only the phases it i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
-from ace_eval.benchmarks._protocol import Benchmark, BenchmarkEnv
+from ace_eval.benchmarks._protocol import Benchmark, BenchmarkEnv, Collected
 from ace_eval.benchmarks.scores import BenchmarkScores, PassHatK, read_scores, write_scores
 from ace_eval.benchmarks.table import format_table
 from ace_eval.collection import MANIFEST_FILE
 from ace_eval.run.folder import RunFolder
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
+from ace_eval.run.progress import Progress
 
 __all__ = ["SCORES_FILE", "collect_phase", "evaluate_phases", "scores_record", "scores_table"]
 
 SCORES_FILE = "scores.json"
 
 
-async def collect_phase(benchmark: Benchmark, env: BenchmarkEnv, folder: RunFolder, *, num_trials: int) -> None:
-    """The learn split's traces into the run's `collection/` (once: a resume after it keeps it)."""
+@contextmanager
+def _progress(env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEnv]:
+    """`env` whose `on_episode` advances a bar of `phase` (and calls the harness's own `on_episode`, if any)."""
+    outer = env.on_episode
+    with Progress(phase, total, verbose=env.verbose, show=env.show_progress) as bar:
+
+        def on_episode(_: str, line: str) -> None:
+            bar.advance(line=line)
+            if outer is not None:
+                outer(phase, line)
+
+        yield dataclasses.replace(env, on_episode=on_episode)
+
+
+async def collect_phase(
+    benchmark: Benchmark, env: BenchmarkEnv, folder: RunFolder, *, num_trials: int
+) -> Collected | None:
+    """The learn split's traces into the run's `collection/` (once: a resume after it keeps it, and returns
+    `None`); the learn split's scores, when the benchmark reports them, into `learn/scores.json`."""
     if (folder.collection / MANIFEST_FILE).is_file():
-        return
-    await asyncio.to_thread(
-        benchmark.collect,
-        env,
-        skillbook=None,
-        task_ids=list(benchmark.tasks("learn")),
-        num_trials=num_trials,
-        directory=folder.collection,
-    )
+        return None
+    task_ids = list(benchmark.tasks("learn"))
+    with _progress(env, "collect", len(task_ids) * num_trials) as shown:
+        collected = await asyncio.to_thread(
+            benchmark.collect,
+            shown,
+            skillbook=None,
+            task_ids=task_ids,
+            num_trials=num_trials,
+            directory=folder.collection,
+        )
+    if collected is not None and collected.scores is not None:
+        folder.learn.mkdir(parents=True, exist_ok=True)
+        write_scores(folder.learn / SCORES_FILE, collected.scores)
+    return collected
 
 
 async def evaluate_phases(
@@ -62,10 +89,10 @@ async def evaluate_phases(
     for phase, directory, book in phases:
         if (directory / SCORES_FILE).is_file():
             continue
-        with timed(phase):
+        with timed(phase), _progress(env, phase, len(task_ids) * num_trials) as shown:
             scores = await asyncio.to_thread(
                 benchmark.evaluate,
-                env,
+                shown,
                 skillbook=book,
                 task_ids=task_ids,
                 num_trials=num_trials,
@@ -87,7 +114,7 @@ def _phase_record(name: str, scores: BenchmarkScores, path: Path, root: Path) ->
         task_ids=list(scores.tasks),
         num_trials=scores.num_trials,
         path=str(path.parent.relative_to(root)),
-        results=str(path.relative_to(root)),
+        results=str((path.parent / (scores.results or path.name)).relative_to(root)),
         episodes=len(trials),
         tasks=len(scores.tasks),
         scored=len(scored),
@@ -99,13 +126,15 @@ def _phase_record(name: str, scores: BenchmarkScores, path: Path, root: Path) ->
             TaskResult(task_id=task, rewards=[None if t.error is not None else t.reward for t in trials])
             for task, trials in scores.tasks.items()
         ],
+        usage=scores.usage,
     )
 
 
 def scores_record(folder: RunFolder) -> BenchmarkRecord | None:
     """`run.json`'s `benchmark` from the phases' `scores.json`: pass^k with 95 % intervals before / after and each
-    task's rewards (`None` before any phase was scored)."""
+    task's rewards, with the usage per role the benchmark counted (`None` before any phase was scored)."""
     phases = {
+        "collect": folder.learn,
         "baseline": folder.baseline,
         "evaluate": folder.evaluation,
         "evaluate_with_quarantined": folder.evaluation_with_quarantined,

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ace import json_safe
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
+from ace_eval.run.usage import RoleUsage
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -100,6 +101,10 @@ class BenchmarkScores(BaseModel):
     """role (agent, user, ...) -> model string."""
     skillbook: str | None = None
     """The skillbook the agent had (a path or a store version), `None` for the agent without one."""
+    usage: dict[str, RoleUsage] = Field(default_factory=dict[str, RoleUsage])
+    """role (agent, user, ...) -> requests, tokens and cost over all trials, when the benchmark counts them."""
+    results: str | None = None
+    """The benchmark's own results file of the phase, relative to the phase's folder (e.g. `results.json`)."""
 
     @model_validator(mode="after")
     def _at_most_num_trials(self) -> BenchmarkScores:

@@ -19,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ace.core.skillbook import Skillbook
 from ace.llm import ModelConfigError
 from ace.llm.credentials import missing_credentials
-from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole
+from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
 from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
+from ace_eval.run.usage import RoleUsage
 
 __all__ = ["LEARN_DIR", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
 
@@ -173,18 +174,19 @@ class Tau2Benchmark:
         task_ids: Sequence[str],
         num_trials: int,
         directory: Path,
-    ) -> None:
-        """The learn split through tau2 into `learn/` beside `directory`, imported by the tau2 importer into it."""
+    ) -> Collected:
+        """The learn split through tau2 into `learn/` beside `directory`, imported by the tau2 importer into it;
+        returns the learn split's scores and the values redacted in the traces."""
         from ace_eval.collection import write_collection
         from ace_eval.collection.importers import import_tau2
-        from ace_eval.run.redaction import redact_trace
+        from ace_eval.run.redaction import redact_traces
 
         learn = directory.with_name(LEARN_DIR)
         results = self.run(
             env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=learn, phase="collect"
         )
         imported = import_tau2(results)
-        traces = [redact_trace(trace, env.redactor)[0] for trace in imported.traces]
+        traces, redacted = redact_traces(imported.traces, env.redactor)
         fresh = directory.with_name(f".{directory.name}.tau2")
         shutil.rmtree(fresh, ignore_errors=True)
         write_collection(
@@ -202,6 +204,7 @@ class Tau2Benchmark:
         if directory.exists():
             shutil.rmtree(directory)
         os.replace(fresh, directory)
+        return Collected(scores=self._scores(results), redactions=dict(sorted(redacted.items())))
 
     def evaluate(
         self,
@@ -224,7 +227,23 @@ class Tau2Benchmark:
         results = self.run(
             env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=directory, phase="evaluate"
         )
-        return read_score_file(results, "tau2").model_copy(update={"benchmark": self.name})
+        return self._scores(results)
+
+    def _scores(self, results: Path) -> BenchmarkScores:
+        """tau2's `results.json` as scores, with the agent's and the user's requests, tokens and cost."""
+        from ace_eval.benchmarks import tau2
+
+        usage = {
+            role: RoleUsage(
+                requests=int(u["requests"]),
+                input_tokens=int(u["prompt_tokens"]),
+                output_tokens=int(u["completion_tokens"]),
+                cost_usd=float(u["cost"]),
+            )
+            for role, u in tau2.usage_by_role(results).items()
+        }
+        scores = read_score_file(results, "tau2")
+        return scores.model_copy(update={"benchmark": self.name, "usage": usage, "results": results.name})
 
 
 def _build(name: str, options: Tau2Options) -> Tau2Benchmark:
@@ -238,7 +257,7 @@ tau2_benchmark: BenchmarkFactory[Tau2Options] = BenchmarkFactory(
     "simulated customer with the domain's tools and policy; tau2's evaluator scores each episode.",
     options=Tau2Options,
     build=_build,
-    runner_phases=True,
+    own_clients=True,
     harness_settings=frozenset(
         {"train_split", "eval_split", "limit", "max_num_steps", "provider_limit", "skill_injection", "top_k"}
     ),

@@ -91,7 +91,7 @@ class ToolCall(BaseModel):
 
 
 class SystemMessage(BaseModel):
-    """The system prompt (for tau-bench, the airline policy)."""
+    """The system prompt (e.g. an airline's policy)."""
 
     model_config = _MESSAGE_CONFIG
     role: Literal["system"]

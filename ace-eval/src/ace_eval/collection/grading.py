@@ -1,6 +1,6 @@
 """How a run differs from the gold: the grader's verdict as data (`GraderReport`, a trace's `grader` field).
 
-A benchmark with gold actions (tau-bench: tool name + arguments) and required outputs knows more than
+A benchmark with gold actions (tool name + arguments) and required outputs knows more than
 "reward 0": which gold action the agent never made, which one it made with another argument (and both
 values), which action it made that the gold does not, and which required output it never said. The
 report holds that as typed data plus a rendered `text`, which is what the reflectors read.
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 RESPOND_ACTION = "respond"
-"""The name tau-bench gives an agent's reply to the user when it is logged as an action (never a gold action)."""
+"""The name a benchmark gives an agent's reply to the user when it is logged as an action (never a gold action)."""
 READ_TOOL_PREFIXES = ("get_", "search_", "list_", "find_")
 _NON_WRITE_TOOLS = frozenset({"calculate", "think", "transfer_to_human_agents"})
 _VALUE_CHARS = 80

@@ -80,7 +80,7 @@ class Trace(BaseModel):
     trace_uid: str = ""
     """`f"{source_system}:{trace_id}"`, unique in a collection; derived when left empty."""
     source_system: str = Field(min_length=1, pattern=r"^[^:\s]+$")
-    """Where the trace comes from, e.g. `tau-bench-airline` (no `:` or spaces)."""
+    """Where the trace comes from, e.g. `support-bot` (no `:` or spaces)."""
     trace_id: str = Field(min_length=1)
     """The id within the source system, e.g. `task-7-trial-2`."""
     task_id: str | None = None
@@ -90,11 +90,11 @@ class Trace(BaseModel):
     messages: list[dict[str, Any]]
     """OpenAI-style chat messages; see `ace_eval.collection.chat` for the accepted shapes."""
     reward: float | None = Field(default=None, allow_inf_nan=False)
-    """The benchmark's score (tau-bench: 1.0 success, 0.0 failure); None when unjudged."""
+    """The benchmark's score (e.g. 1.0 success, 0.0 failure); None when unjudged."""
     feedback: str | None = None
     """Free-text feedback on the run (a grader's verdict, a user's complaint)."""
     ground_truth: dict[str, Any] | None = None
-    """The expected answer (tau-bench: the gold `actions` and required `outputs`)."""
+    """The expected answer (e.g. the gold `actions` and required `outputs`)."""
     grader: GraderReport | None = None
     """How the run differs from the gold (missing, extra and different actions, outputs not said), as data
     and as the `text` the reflectors read; None when the source has no gold to compare with."""
@@ -218,7 +218,7 @@ class CollectionManifest(BaseModel):
     source_system: str = Field(min_length=1, pattern=r"^[^:\s]+$")
     """Every trace's `source_system`."""
     benchmark: str | None = None
-    """The benchmark the traces were collected on, e.g. `tau-bench-airline`."""
+    """The benchmark the traces were collected on, e.g. `toy-support`."""
     models: dict[str, str] = Field(default_factory=dict)
     """Model per role, e.g. `{"agent": "gpt-4o", "user": "gpt-4o"}`."""
     counts: CollectionCounts = Field(default_factory=CollectionCounts)

@@ -81,7 +81,7 @@ class CollectionWriter:
                     file=str(self.directory),
                 )
             if source_system is None:
-                raise CollectionError("a new collection needs a source_system (e.g. 'tau-bench-airline')")
+                raise CollectionError("a new collection needs a source_system (e.g. 'support-bot')")
             self._manifest = CollectionManifest(
                 source_system=source_system,
                 benchmark=benchmark,

@@ -18,7 +18,13 @@ from ace_eval.collection import (
     repair_collection,
     write_collection,
 )
-from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces, sniff_format
+from ace_eval.collection.importers import (
+    IMPORT_FORMATS,
+    ImportFormat,
+    import_traces,
+    sniff_folder_format,
+    sniff_format,
+)
 from ace_eval.collection.outcomes import apply_outcomes, read_outcomes
 from ace_eval.collection.stats import CollectionStats, collection_stats
 from ace_eval.commands.scan import scan_redactor
@@ -50,11 +56,10 @@ def collection() -> None:
     "--format",
     "fmt",
     type=click.Choice(IMPORT_FORMATS),
-    help="The format of SRC (default: told from the file, as `e2e --traces FILE` does; a folder with results.json "
-    "is tau2, another folder claude-code).",
+    help="The format of SRC (default: told from the file, as `e2e --traces FILE` does, or from a folder's files).",
 )
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The new collection folder.")
-@click.option("--source-system", help="Name of the source (default: from the data, e.g. tau-bench-airline).")
+@click.option("--source-system", help="Name of the source (default: from the data).")
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
 @click.option("--model", "models", multiple=True, metavar="ROLE=MODEL", help="A model that produced the traces.")
 @click.option("--allow-empty", is_flag=True, help="Write the collection even when SRC holds no trace.")
@@ -80,8 +85,9 @@ def import_command(
     no_redact: bool,
     outcomes: Path | None,
 ) -> None:
-    """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
-    OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder).
+    """Convert SRC into a collection: a benchmark's results file or folder (the --format choices name them),
+    OpenAI-style JSONL, OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file
+    or a folder).
 
     Secrets and personal data are redacted as a run redacts them (the built-in detectors and ace-eval.toml's
     [redaction]), in the traces and in every field of the manifest; --no-redact keeps them raw."""
@@ -91,8 +97,8 @@ def import_command(
             f"{out} already holds a trace collection: choose another folder, or delete that one first",
             param_hint="--out",
         )
-    if fmt is None:  # a folder: a tau2 run (results.json + simulations/) or Claude Code sessions (*.jsonl)
-        fmt = ("tau2" if (src / "results.json").is_file() else "claude-code") if src.is_dir() else sniff_format(src)
+    if fmt is None:
+        fmt = sniff_folder_format(src) if src.is_dir() else sniff_format(src)
     imported = import_traces(fmt, src, source_system=source_system)
     judged = ""
     if outcomes is not None:

@@ -124,7 +124,7 @@ def format_run_view(view: RunView, skillbook: str | None = None) -> str:
 
 @click.command("inspect")
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--trace", "trace_uid", help="Only this trace (its trace_uid, e.g. tau-bench-airline:task-3-trial-0).")
+@click.option("--trace", "trace_uid", help="Only this trace (its trace_uid, e.g. airline:task-3-trial-0).")
 @click.option("--errors", "errors_only", is_flag=True, help="Only samples that failed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
 def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bool) -> None:

@@ -83,9 +83,9 @@ class Checked:
 
 
 def roles_used(settings: E2ESettings) -> tuple[LLMRole, ...]:
-    """The LLM roles a run calls through pydantic-ai: the agent and the simulated user only when the tau-bench agent
-    runs (tau2 calls its models through litellm itself: `ace_eval.e2e.tau2_phases` checks those)."""
-    agent: tuple[LLMRole, ...] = ("agent", "user") if settings.runs_agent and not settings.is_tau2 else ()
+    """The LLM roles a run calls through pydantic-ai: the agent and the simulated user when the runner's own agent
+    runs, or those of the benchmark's roles (a benchmark with its own clients checks its model strings itself)."""
+    agent: tuple[LLMRole, ...] = ("agent", "user") if settings.runs_agent else ()
     if settings.protocol_benchmark:  # the roles the benchmark calls that are the run's (agent, user)
         agent = tuple(r for r in ("agent", "user") if r in settings.benchmark_roles())
     return (*agent, "reflector", "skill_manager")

@@ -32,7 +32,6 @@ from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step
 from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import Tau2Plan, plan_tau2
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
@@ -68,7 +67,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, loaded.manifest, loaded.traces[: settings.limit])
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
     data = _load_data(settings)
-    tau2 = _plan_tau2(settings)
     benchmark = _plan_benchmark(settings)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
@@ -96,9 +94,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         if (origin := store_origin(settings.skillbook))
         else None,
     )
-    return SegmentRun(
-        settings, folder, record, data, inj, checked, resumed=False, tau2=tau2, benchmark=benchmark
-    ).execute()
+    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False, benchmark=benchmark).execute()
 
 
 def resume_e2e(
@@ -140,12 +136,11 @@ def resume_e2e(
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
-    tau2 = _plan_tau2(settings)
     benchmark = _plan_benchmark(settings)
     settings, inj = with_profiles(settings, injections or RunInjections())
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2, benchmark=benchmark)
+    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, benchmark=benchmark)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -181,11 +176,6 @@ def _published_skillbook(settings: E2ESettings) -> E2ESettings:
     return dataclasses.replace(settings, skillbook=path)
 
 
-def _plan_tau2(settings: E2ESettings) -> Tau2Plan | None:
-    """A tau2 run's domain and splits, checked before any file is written (without the extra: exit 2)."""
-    return plan_tau2(settings) if settings.is_tau2 else None
-
-
 def _plan_benchmark(settings: E2ESettings) -> Benchmark | None:
     """The benchmark built from its options when it runs through the protocol, its checks passed and its splits
     resolved before any file is written (a bad option, task id or model: a `UserError`, exit 2)."""
@@ -202,7 +192,7 @@ def _plan_benchmark(settings: E2ESettings) -> Benchmark | None:
 
 def _load_data(settings: E2ESettings) -> AirlineData | None:
     """The tau-bench data when its agent runs; refused early (before any file is written) when missing."""
-    if not settings.runs_agent or settings.is_tau2 or settings.protocol_benchmark:
+    if not settings.runs_agent or settings.protocol_benchmark:
         return None
     if settings.data_dir is None:
         raise ConfigError(

@@ -43,7 +43,6 @@ from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import Tau2Plan, Tau2Run, tau2_benchmark
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
@@ -110,11 +109,9 @@ class SegmentRun:
         checked: Checked,
         *,
         resumed: bool,
-        tau2: Tau2Plan | None = None,
         benchmark: Benchmark | None = None,
     ) -> None:
         self.settings = settings
-        self.tau2 = tau2
         self.benchmark = benchmark
         self.folder = folder
         self.record = record
@@ -207,9 +204,10 @@ class SegmentRun:
         if s.traces is None:
             with self.timed("collect"):
                 if self.benchmark is not None:
-                    await collect_phase(self.benchmark, self._benchmark_env(), self.folder, num_trials=s.num_trials)
-                elif self.tau2 is not None:
-                    await self._tau2_run(self.tau2).collect()
+                    env = self._benchmark_env()
+                    collected = await collect_phase(self.benchmark, env, self.folder, num_trials=s.num_trials)
+                    if collected is not None and collected.redactions:
+                        self.record.set_collection_redactions(dict(collected.redactions))
                 else:
                     await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
@@ -226,8 +224,6 @@ class SegmentRun:
         if not s.no_benchmark and self.benchmark is not None:
             env, trials = self._benchmark_env(), s.num_trials
             await evaluate_phases(self.benchmark, env, self.folder, skillbook, num_trials=trials, timed=self.timed)
-        elif not s.no_benchmark and self.tau2 is not None:
-            await self._tau2_run(self.tau2).evaluate(skillbook)
         elif not s.no_benchmark:
             if s.traces is not None:
                 with self.timed("baseline"):
@@ -245,15 +241,10 @@ class SegmentRun:
                     )
         return skillbook
 
-    def _tau2_run(self, plan: Tau2Plan) -> Tau2Run:
-        s, inj = self.settings, self.inj
-        return Tau2Run(settings=s, plan=plan, folder=self.folder, record=self.record, embedder=self.embedder,
-                       redactor=self.redactor, show_progress=inj.show_progress, timed=self.timed)  # fmt: skip
-
     def _benchmark_env(self) -> BenchmarkEnv:
         """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers."""
         assert self.benchmark is not None
-        roles = [r for r in self.benchmark.models() if r in ("agent", "user")]
+        roles = [r for r in self.settings.benchmark_roles() if r in ("agent", "user")]
         return BenchmarkEnv(
             models={role: self.model(role) for role in roles},  # type: ignore[arg-type]  # checked: agent or user
             model_names=self.settings.models,
@@ -415,9 +406,7 @@ class SegmentRun:
                 skillbook=self.folder.learned_skillbook(self.record),
             )
         )
-        if self.tau2 is not None:
-            self.record.set_benchmark(tau2_benchmark(self.folder, s, self.tau2))
-        elif self.benchmark is not None:
+        if self.benchmark is not None:
             self.record.set_benchmark(scores_record(self.folder))
         else:
             replayed = s.traces is not None

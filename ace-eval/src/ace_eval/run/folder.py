@@ -11,8 +11,8 @@ run_<id>/
   spans.jsonl                  every span of the run, one JSON object per line
   run.json                     the run's record (`RunRecord`): config, models, timings, usage and cost per role,
                                benchmark phases, per-sample results
-  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs; tau2: its files)
-  learn/                       tau2 only: tau2's files of the train split, imported as collection/
+  baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs; its own files)
+  learn/                       a benchmark's own files of the learn split, imported as collection/
   evaluation_with_quarantined/ after learning, with the quarantined skills back (only when there are any)
 ```
 """
@@ -177,6 +177,11 @@ class RunFolder:
     @property
     def collection(self) -> Path:
         return self.path / "collection"
+
+    @property
+    def learn(self) -> Path:
+        """A benchmark's own files of the learn split (beside `collection/`, which is imported from them)."""
+        return self.path / "learn"
 
     @property
     def baseline(self) -> Path:

