@@ -21,13 +21,11 @@ ALLOWED = ("benchmarks/", "collection/importers/")
 """Where a benchmark's name belongs: the benchmarks and their registration; the importers of their file formats."""
 
 STILL_NAMING: dict[str, str] = {
-    "e2e/runner.py": "plans tau2's splits and loads the tau-bench data itself (built-ins with runner_phases)",
-    "e2e/segment.py": "runs the tau-bench episodes and the tau2 phases itself (runner_phases)",
-    "e2e/task_selection.py": "the tau-bench tasks of replayed traces",
-    "e2e/config/_settings.py": "the default benchmark, is_tau2, the tau-bench skill injection and data-dir help",
+    "e2e/runner.py": "loads the tau-bench data itself (the built-in with runner_phases)",
+    "e2e/segment.py": "runs the tau-bench episodes itself (runner_phases)",
+    "e2e/config/_settings.py": "the default benchmark, tau-bench's skill injection, the options' and data-dir help",
     "e2e/config/_file.py": "the example config and the tau-bench skill-injection values",
-    "e2e/config/_resolve.py": "ACE_TAU_BENCH_DATA, tau2's step count",
-    "commands/e2e.py": "the tau2 flags' help and tau2's closing table",
+    "e2e/config/_resolve.py": "ACE_TAU_BENCH_DATA (the data folder's environment variable)",
     "commands/benchmark.py": "`benchmark check` replays tau-bench's and tau2's gold actions",
     "commands/data.py": "`data fetch tau-bench` downloads tau-bench's data",
 }

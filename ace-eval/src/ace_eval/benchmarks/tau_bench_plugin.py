@@ -21,7 +21,7 @@ from ace_eval.benchmarks.tau_bench.episodes import run_episodes
 from ace_eval.collection import CollectionWriter, Trace, read_collection
 from ace_eval.run.progress import Progress
 
-__all__ = ["TauBenchAirline", "TauBenchOptions", "scores_of_episodes", "tau_bench_airline"]
+__all__ = ["TauBenchAirline", "TauBenchOptions", "episode_tasks", "scores_of_episodes", "tau_bench_airline"]
 
 DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
 
@@ -180,3 +180,25 @@ tau_bench_airline: BenchmarkFactory[TauBenchOptions] = BenchmarkFactory(
     runner_phases=True,
     harness_settings=frozenset({"data_dir", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}),
 )
+
+
+def episode_tasks(data: AirlineData, *, limit: int | None, traces: Sequence[Trace] | None) -> list[int]:
+    """The tasks a phase of the runner's own episodes runs: the first `limit` tasks, or the tasks of the replayed
+    `traces` (the agent is evaluated on the tasks it learned from).
+
+    Raises:
+        BenchmarkConfigError: a trace whose task id is not a task of this data folder.
+    """
+    if traces is None:
+        count = len(data.tasks) if limit is None else min(limit, len(data.tasks))
+        return list(range(count))
+    ids: set[int] = set()
+    for trace in traces:
+        task = trace.task_id
+        if task is None or not task.isdigit() or int(task) >= len(data.tasks):
+            raise BenchmarkConfigError(
+                f"trace {trace.trace_uid!r} has task_id {task!r}, which is not a task of the tau-bench airline data "
+                f"(0-{len(data.tasks) - 1}): the agent cannot be evaluated on these traces; pass --no-benchmark"
+            )
+        ids.add(int(task))
+    return sorted(ids)

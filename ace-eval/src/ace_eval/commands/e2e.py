@@ -149,23 +149,24 @@ def _rate(value: float | None) -> str:
 @click.option(
     "--max-num-steps",
     type=click.IntRange(min=1),
-    help="Agent model requests per episode (default 30); on tau2, messages per episode, as tau2 counts them "
-    "(default 200).",
+    help="Steps per episode as the benchmark counts them (agent model requests, or every message), for a benchmark "
+    "that takes the option max_num_steps (default: the benchmark's; `ace-eval benchmarks list`).",
 )
 @click.option(
     "--train-split",
-    help="The tasks the agent learns on, for a benchmark that takes the option train_split (tau2, toy-support): "
-    "a split (train, test, base, ...) or comma-separated task ids (tau2's default: train, or base).",
+    help="The tasks the agent learns on, for a benchmark that takes the option train_split: a split (train, test, "
+    "base, ...) or comma-separated task ids (default: the benchmark's; `ace-eval benchmarks list`).",
 )
 @click.option(
     "--eval-split",
     help="The tasks scored without and with the skillbook, for a benchmark that takes the option eval_split "
-    "(tau2's default: test, or base).",
+    "(default: the benchmark's).",
 )
 @click.option(
     "--provider-limit",
     type=click.IntRange(min=1),
-    help="tau2: at most this many model requests in flight per provider (default: --max-workers bounds them).",
+    help="At most this many model requests in flight per provider, for a benchmark that takes the option "
+    "provider_limit (default: --max-workers bounds them).",
 )
 @click.option(
     "--skill-injection",
@@ -234,7 +235,12 @@ def _rate(value: float | None) -> str:
 )
 @click.option("--verbose", "-v", is_flag=True, default=None, help="Print one line per finished sample.")
 @click.option("--output-dir", type=_DIR, help=f"Where run folders go (default {DEFAULT_OUTPUT_DIR}).")
-@click.option("--data-dir", type=_DIR, help="The tau-bench airline data folder (default $ACE_TAU_BENCH_DATA).")
+@click.option(
+    "--data-dir",
+    type=_DIR,
+    help="The benchmark's data folder, for a benchmark that takes the option data_dir (its default: `ace-eval "
+    "benchmarks list`).",
+)
 @click.option(
     "--step",
     "step_specs",
@@ -304,9 +310,9 @@ def e2e(
     step took any out (pass^k with and without them).
     Settings: flag > environment variable > config file > the embedded offline model 'local'.
 
-    With --benchmark tau2-<domain> (needs `pip install "ace-eval[tau2]"`), tau2 runs the agent: it learns on
-    --train-split, then is scored on --eval-split without (baseline/) and with (evaluation/) the skillbook,
-    each folder holding tau2's own results.json; the summary is pass^k before -> after with 95 % intervals.
+    A benchmark of `ace-eval benchmarks list` runs the agent: it learns on --train-split, then is scored on
+    --eval-split without (baseline/) and with (evaluation/) the skillbook, each folder holding the phase's
+    scores.json (and the benchmark's own files); the summary is pass^k before -> after with 95 % intervals.
 
     Before anything is written, every model and the embedder are checked (keys, model strings, installs, and one
     short request per model unless --no-preflight); a problem exits with status 2 and its fix. A run whose
@@ -324,8 +330,8 @@ def e2e(
       --top-k, --skill-tokens      without --skill-injection top-k (--top-k: with --skill-tokens)
       --format                     with a --traces folder (it names a --traces file's format)
       --train-split, --eval-split, --provider-limit, --data-dir
-          on a benchmark whose options do not take them (`ace-eval benchmarks list`;
-          --data-dir on tau2: it ships its data)
+          on a benchmark whose options do not take them (`ace-eval benchmarks list`
+          says why, e.g. a benchmark that ships its data)
     """
     pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
     given = {k: v for k, v in flags.items() if v is not None} | pipeline

@@ -20,6 +20,7 @@ from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark
 from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
+from ace_eval.benchmarks.tau_bench_plugin import episode_tasks
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionError,
@@ -31,7 +32,6 @@ from ace_eval.e2e.plan import plan_run_pipeline, refuse_other_pipeline
 from ace_eval.e2e.preflight import Checked, LLMRole, preflight, roles_used, step_models
 from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
-from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
@@ -71,7 +71,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
-        select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+        episode_tasks(data, limit=settings.limit, traces=source[2])  # refuse traces of no task before writing
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)

@@ -31,6 +31,7 @@ from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
 from ace_eval.benchmarks.tau_bench.episodes import benchmark_phases, drop_errored_episodes, first_error, run_episodes
+from ace_eval.benchmarks.tau_bench_plugin import episode_tasks
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionWriter,
@@ -42,7 +43,6 @@ from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.sample_text import sample_line
-from ace_eval.e2e.task_selection import select_tasks
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
 from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
@@ -346,7 +346,7 @@ class SegmentRun:
         assert data is not None, "the runner refused a run that needs the benchmark without its data"
         if s.retry_failed and (phase != "collect" or not self.folder.samples.exists()):
             drop_errored_episodes(directory)  # run again; collected ones only while no sample learned from them
-        tasks = select_tasks(s, data, traces)
+        tasks = episode_tasks(data, limit=s.limit, traces=traces if s.traces is not None else None)
         jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
         agent, user = self.model("agent"), self.model("user")
         models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}

@@ -114,7 +114,7 @@ def resolve_settings(
     _skillbook_from_store(values)
     _replay_only_unless_benchmark(values, sources)
     if "max_num_steps" not in values and (steps := _benchmark_default(values, "max_num_steps")) is not None:
-        values["max_num_steps"] = steps  # tau2 counts every message of an episode, not only the agent's
+        values["max_num_steps"] = steps  # the benchmark's own count (it may count every message)
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
     return E2ESettings(**values, config_file=config_path, sources=sources)
