@@ -13,6 +13,7 @@ import pytest
 from _e2e_support import scripted_injections
 from click.testing import CliRunner
 
+from ace_eval.benchmarks import BenchmarkConfigError
 from ace_eval.cli import main
 from ace_eval.collection import CollectionError
 from ace_eval.e2e import runner
@@ -111,7 +112,7 @@ def test_runner_raises_the_collection_error_itself(tmp_path: Path) -> None:
 
 def test_evaluating_on_traces_that_are_not_tau_bench_tasks_is_refused_early(tmp_path: Path, airline_data: Path) -> None:
     settings = E2ESettings(traces=DEMO, output_dir=tmp_path / "out", data_dir=airline_data)
-    with pytest.raises(ConfigError, match=r"task_id 'cancel-business'.*pass --no-benchmark"):
+    with pytest.raises(BenchmarkConfigError, match=r"task_id 'cancel-business'.*pass --no-benchmark"):
         runner.run_e2e(settings, injections=scripted_injections())
     assert not (tmp_path / "out").exists()
 
