@@ -7,13 +7,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _e2e_support import ScriptedSkillManager
+from pydantic_ai.models.function import FunctionModel
 
 from ace.core.skillbook import Skillbook
+from ace.embeddings.test import TestEmbedder
 from ace.reflector import Reflection, ReflectorError, make_reflector
 from ace_eval.collection import Trace
 from ace_eval.collection.importers.tau_bench import import_tau_bench
+from ace_eval.e2e import runner
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.preflight import roles_used
+from ace_eval.e2e.segment import RunInjections
 
 TRAJECTORIES = "trajectories-gpt-4o-tasks-0-29.json"
+DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
 
 
 def reflect(trace: dict[str, Any], skillbook: Skillbook | None = None) -> Reflection:
@@ -152,3 +160,15 @@ def test_tau2_database_check() -> None:
     assert "database different from the expected one" in reflection.error_identification
     passed = reflect(tau2_trace({"reward": 1.0, "db_check": {"db_match": True, "db_reward": 1.0}}))
     assert passed.error_identification == ""
+
+
+def test_e2e_with_the_grounded_reflector_needs_no_reflector_model(tmp_path: Path) -> None:
+    settings = E2ESettings(traces=DEMO, no_benchmark=True, reflector_type="grounded", output_dir=tmp_path / "out")
+    assert roles_used(settings) == ("skill_manager",)
+    sm = FunctionModel(ScriptedSkillManager(), model_name="scripted-sm")
+    injections = RunInjections(models={"skill_manager": sm}, embedder=TestEmbedder(), show_progress=False)
+    result = runner.run_e2e(settings, injections=injections)
+    record = result.record
+    assert record["status"] == "completed" and record["errors"] == []
+    assert record["training"]["samples"] == 10
+    assert "reflector" not in record.get("resolved_models", {})
