@@ -37,6 +37,7 @@ __all__ = ["RULES_MODEL_NAME", "Lesson", "lessons_of", "rules_model"]
 RULES_MODEL_NAME = "rules"
 _INSIGHT = re.compile(r"^key_insight: (.*)$", re.M)
 _TAG = re.compile(r'-> tag_skill\(skill_id="([^"]+)", delta=(-?\d)\)')
+_MAX_CONFLICTS = 3
 _SOURCE = re.compile(r"^source_system: (\S+)$", re.M)
 _LESSONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("wrong_arguments", re.compile(r"^Before calling (\S+), check (.+) against the user's request")),
@@ -143,7 +144,13 @@ def _policy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if lessons:
             calls.append(_search(lessons[0]))
         return ModelResponse(parts=calls) if calls else _done("no lesson in these reflections: nothing changed")
-    if _last_tool(last) == "search_skills" and len(searches) <= len(lessons):
+    conflict = _conflict(last)
+    if conflict is not None and searches and len(searches) <= len(lessons) and _conflicts(messages) <= _MAX_CONFLICTS:
+        # another session added or rewrote a similar skill meanwhile: decide again against its current text
+        edit = _edit(lessons[len(searches) - 1], conflict, tools)
+        if edit is not None:
+            return ModelResponse(parts=[edit])
+    elif _last_tool(last) == "search_skills" and len(searches) <= len(lessons):
         lesson = lessons[len(searches) - 1]
         edit = _edit(lesson, searches[-1], tools)
         if edit is not None:
@@ -182,7 +189,8 @@ def _done(summary: str) -> ModelResponse:
 def _first_prompt(messages: Sequence[ModelMessage]) -> str:
     first = messages[0] if messages else None
     parts = first.parts if isinstance(first, ModelRequest) else []
-    return "\n".join(p.content for p in parts if isinstance(getattr(p, "content", None), str))
+    texts = [getattr(p, "content", None) for p in parts]
+    return "\n".join(t for t in texts if isinstance(t, str))
 
 
 def _returns(messages: Sequence[ModelMessage], tool: str) -> list[list[dict[str, Any]]]:
@@ -195,6 +203,20 @@ def _returns(messages: Sequence[ModelMessage], tool: str) -> list[list[dict[str,
                     content = part.content if isinstance(part.content, list) else json.loads(str(part.content))
                     out.append([dict(c) for c in content if isinstance(c, dict)])
     return out
+
+
+def _conflict(message: ModelMessage) -> list[dict[str, Any]] | None:
+    """The skills a conflict with another session shows (the last call was not applied), else `None`."""
+    parts = [p for p in message.parts if isinstance(p, ToolReturnPart)] if isinstance(message, ModelRequest) else []
+    content: object = parts[-1].content if parts else None
+    if not isinstance(content, dict) or content.get("ok") is not False:
+        return None
+    skills = content.get("skills")
+    return [dict(c) for c in skills if isinstance(c, dict)] if isinstance(skills, list) else None
+
+
+def _conflicts(messages: Sequence[ModelMessage]) -> int:
+    return sum(_conflict(m) is not None for m in messages)
 
 
 def _last_tool(message: ModelMessage) -> str | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.llm import infer_model
@@ -29,7 +31,7 @@ def grounded_settings(tmp_path: Path) -> E2ESettings:
     )
 
 
-def test_the_preflight_accepts_rules_without_a_key(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_preflight_accepts_rules_without_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ACE_MODEL", "ACE_SKILL_MANAGER_MODEL"):
         monkeypatch.delenv(key, raising=False)
     checked = preflight(grounded_settings(tmp_path), {}, TestEmbedder())
@@ -58,8 +60,10 @@ def test_the_demo_collection_learns_one_grounded_skill_per_failure(tmp_path: Pat
         assert skill.keywords[0] == "airline" and skill.keywords[1] in skill.issue  # names the tool it failed on
         assert all(rewards[o.trace_uid] == 0.0 for o in skill.occurrences)  # never from a successful trace
     baggage = next(s for s in skills if "update_reservation_baggages" in s.keywords)
-    assert baggage.issue == "In airline, the agent called update_reservation_baggages with wrong total_baggages, " \
+    assert (
+        baggage.issue == "In airline, the agent called update_reservation_baggages with wrong total_baggages, "
         "nonfree_baggages."
+    )
     spans = [json.loads(line)["name"] for line in result.folder.spans.read_text(encoding="utf-8").splitlines()]
     assert spans.count("sm.session") == 10
 
@@ -75,10 +79,12 @@ def test_a_repeated_failure_widens_the_skill_instead_of_adding_one() -> None:
             error_identification="The agent called book_reservation with arguments that differ.",
             root_cause_analysis="This happened because ...",
             correct_approach="The agent should call book_reservation(...).",
-            key_insight=f"Before calling book_reservation, check {arguments} against the user's request and the policy.",
+            key_insight=f"Before calling book_reservation, check {arguments} against the user's request and the policy",
         )
 
-    for i, (system, arguments) in enumerate([("tau-bench-airline", "cabin"), ("tau-bench-retail", "cabin, payment_id")]):
+    for i, (system, arguments) in enumerate(
+        [("tau-bench-airline", "cabin"), ("tau-bench-retail", "cabin, payment_id")]
+    ):
         source = InsightSource(source_system=system, trace_id=f"t{i}", trace_uid=f"{system}:t{i}")
         result = manager.update_skills([reflection(arguments)], book, source=source)
         assert result.completed
