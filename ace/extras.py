@@ -87,9 +87,9 @@ EXTRAS: Mapping[str, Extra] = MappingProxyType(
             Extra(
                 name="ann",
                 project="agentic-context-engine",
-                what="faiss (approximate nearest-neighbour search)",
-                modules=("faiss",),
-                requirements=("faiss-cpu>=1.8",),
+                what="SimSIMD and faiss (int8 scans and nearest-neighbour graphs for large skillbooks)",
+                modules=("faiss", "simsimd"),
+                requirements=("faiss-cpu>=1.8", "simsimd>=6.5"),
             ),
             Extra(
                 name="dev",

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.exceptions import UserError
 from ace.redaction import Redactor
 

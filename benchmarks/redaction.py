@@ -34,10 +34,10 @@ from _timing import best_time
 from peer_side_by_side import words
 
 from ace import InsightSource
+from ace.core.redaction_sink import redact_commit
 from ace.core.update_operation import UpdateOperation
 from ace.redaction import Redactor, count_kinds
 from ace.redaction._prefilter import Prefilter
-from ace.redaction.sink import redact_commit
 from ace.steps.redact import TRACE_ID_FIELDS
 from ace_eval.collection.importers import import_tau_bench
 

@@ -4,19 +4,21 @@ memory, mutations and the checkpoint journal; prints one table (issue #27's acce
     .venv/bin/python benchmarks/scale.py [--sizes 5000 50000 100000] [--queries 200] [--smoke]
     .venv/bin/python benchmarks/scale.py --memory-only [--baseline ../main] [--sizes ...]
 
-Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors
-from `ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine
-~0.95). Search is hybrid (BM25 + dense + RRF, top 5); half the queries filter on
-`section="context"` with two keywords. Times are wall clock and, in brackets, this thread's CPU time, which a
-loaded machine inflates far less (quote CPU medians and ratios from one run). With faiss installed (the `ann`
-extra), from 50,000 skills the dense half goes through the HNSW graph: `recall@5` compares its top 5 with the exact
-index's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full O(n^2) pass up to 50,000; at
-100,000 the pairs within groups of skills sharing their first 20 words (the embedder's near-duplicate seed: any
-other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full pass confirms at 5,000
-and 50,000).
+Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-duplicates, 384-d vectors from
+`ClusteredEmbedder`: topics and a shared direction like a sentence model's, near-duplicates at cosine ~0.95). Search
+is hybrid (BM25 + dense + RRF, top 5); half the queries filter on `section="context"` with two keywords. Times are
+wall clock and, in brackets, this thread's CPU time, which a loaded machine inflates far less (quote CPU medians and
+ratios from one run). `recall@5 / same top 5` compares the default search with `exact=True` (every cosine in
+float32, every ranking sorted) on the same index: the share of the exact top 5 found, and the share of queries whose
+top 5 is the same list. With the `ann` extra, from 16,384 skills the dense half scans int8 codes first (`int8
+scan`); `--ann-min N` builds the opt-in HNSW graph from N skills. The last line is the ratio of the largest size's
+search CPU median to the smallest's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full
+O(n^2) pass up to 50,000; at 100,000 the pairs within groups of skills sharing their first 20 words (the embedder's
+near-duplicate seed: any other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full
+pass confirms at 5,000 and 50,000).
 "First search" and the RSS columns come from a fresh process that loads the saved skillbook (with its index
 sidecar) and searches; RSS counts the pages of mapped files the process touched (`file`) besides its own memory
-(`anon`). `--smoke` runs 400 skills with the HNSW threshold lowered to 200, in seconds.
+(`anon`). `--smoke` runs 400 skills with the int8 scan from 200 skills (64 re-scored), in seconds.
 `--memory-only` builds and saves each skillbook, then only runs the fresh process, three times; with `--baseline
 DIR` (another checkout of the repository, e.g. `main`) it alternates that code and this one on the same files
 (the older reader reads the newer files as it reads its own), so both are measured under the same load.
@@ -46,8 +48,8 @@ from ace import InsightSource
 from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import find_similar_pairs
-from ace.retrieval import SkillSearchIndex
-from ace.retrieval._dense import ANN_MIN, faiss_module
+from ace.retrieval import SkillSearchIndex, _dense, _hybrid
+from ace.retrieval._dense import faiss_module
 from ace.retrieval.index import _CACHE_KEY
 
 THRESHOLD = 0.85
@@ -87,11 +89,13 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
 
 
-def search_times(index: SkillSearchIndex, book: Skillbook, queries: list[str]) -> dict[str, Any]:
+def search_times(
+    index: SkillSearchIndex, book: Skillbook, queries: list[str], *, exact: bool = False
+) -> dict[str, Any]:
     walls, cpus, results = [], [], []
     for k, q in enumerate(queries):
         filters: dict[str, Any] = {"section": "context", "keywords": ["topic_3", "topic_7"]} if k % 2 else {}
-        wall, cpu, found = clocked(lambda q=q, f=filters: index.search(book, q, top_k=5, **f))
+        wall, cpu, found = clocked(lambda q=q, f=filters: index.search(book, q, top_k=5, exact=exact, **f))
         walls.append(wall * 1e3)
         cpus.append(cpu * 1e3)
         results.append([s.id for s in found])
@@ -192,7 +196,9 @@ def child(path: str, queries: int) -> None:
     print(json.dumps(out))
 
 
-def bench(n: int, n_queries: int, ann_min: int, mutations: int, folder: Path) -> dict[str, str]:
+def bench(
+    n: int, n_queries: int, ann_min: int | None, mutations: int, folder: Path, medians: dict[int, float]
+) -> dict[str, str]:
     emb = ClusteredEmbedder()
     book = synthetic_skillbook(n)
     SkillSearchIndex(emb, ann_min=None).sync(book)  # computes and caches every vector (not timed: the model's cost)
@@ -200,21 +206,20 @@ def bench(n: int, n_queries: int, ann_min: int, mutations: int, folder: Path) ->
     book.caches[_CACHE_KEY] = index
     queries = synthetic_queries(n_queries)
     timed = search_times(index, book, queries)
+    dense = index._dense
     row = {
         "skills": f"{n:,}",
-        "dense": "HNSW" if index._dense.approximate else "exact",
+        "dense": "HNSW" if dense.approximate else ("int8 scan" if dense._codes.count else "exact"),
         "search med / p95 ms": "{:.1f} / {:.1f} ({:.1f} / {:.1f} CPU)".format(*timed["wall"], *timed["cpu"]),
         "index build s": f"{build_wall:.1f} ({build_cpu:.1f} CPU)",
     }
-    if index._dense.approximate:
-        exact = _built(SkillSearchIndex(emb, ann_min=None), book)
-        want = search_times(exact, book, queries)
-        hits = sum(len(set(a) & set(b)) for a, b in zip(want["results"], timed["results"], strict=True))
-        row["recall@5 vs exact"] = f"{hits / max(1, sum(len(a) for a in want['results'])):.3f}"
-        row["exact med ms (CPU)"] = "{:.1f}".format(want["cpu"][0])
-        del exact
-    else:
-        row["recall@5 vs exact"] = "1 (exact)"
+    want = search_times(index, book, queries[: max(20, len(queries) // 2)], exact=True)
+    pairs_found = list(zip(want["results"], timed["results"], strict=False))
+    hits = sum(len(set(a) & set(b)) for a, b in pairs_found)
+    found, same = hits / max(1, sum(len(a) for a, _ in pairs_found)), sum(a == b for a, b in pairs_found)
+    row["recall@5 / same top 5 vs exact"] = f"{found:.3f} / {same / len(pairs_found):.3f}"
+    row["exact med ms (CPU)"] = "{:.1f}".format(want["cpu"][0])
+    medians[n] = timed["cpu"][0]
     pairs_wall, pairs_cpu, pairs = clocked(lambda: find_similar_pairs(book, threshold=THRESHOLD, embedder=emb))
     truth = reference_pairs(book, exact=n <= 50_000)
     got = {p.key for p in pairs}
@@ -240,7 +245,7 @@ def fresh_process(path: Path, code: str | None) -> dict[str, float]:
     """`child` in a new process, importing `ace` from `code` (a checkout) when given, else from here."""
     env = {**os.environ, "PYTHONPATH": str(Path(code).resolve())} if code else None
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), "--queries", "21"],
+        [sys.executable, __file__, "--child", str(path), "--queries", "21", "--quant-min", str(_dense._QUANT_MIN)],
         check=True,
         capture_output=True,
         text=True,
@@ -253,7 +258,7 @@ def fresh_process(path: Path, code: str | None) -> dict[str, float]:
 
 
 def memory_rows(n: int, folder: Path, baseline: str | None, repeats: int = 3) -> list[dict[str, str]]:
-    """Save `n` skills with their index (HNSW from `ANN_MIN` with faiss), then load and search them in fresh
+    """Save `n` skills with their index (the default one), then load and search them in fresh
     processes, alternating the `baseline` code and this one; the median of `repeats` runs of each."""
     emb = ClusteredEmbedder()
     book = synthetic_skillbook(n)
@@ -296,30 +301,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[5000, 50000, 100000])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--smoke", action="store_true", help="400 skills, HNSW from 200: checks that it runs")
+    parser.add_argument("--smoke", action="store_true", help="400 skills, int8 scan from 200: checks that it runs")
     parser.add_argument("--memory-only", action="store_true", help="only the fresh process: load, search, RSS")
     parser.add_argument("--baseline", help="with --memory-only: a checkout whose code runs alternately with this one")
+    parser.add_argument("--ann-min", type=int, help="build HNSW graphs from this many skills (opt-in; default none)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--quant-min", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quant_min is not None:
+        _dense._QUANT_MIN = args.quant_min
     if args.child:
         child(args.child, args.queries)
         return
-    sizes, ann_min, mutations = (args.sizes, ANN_MIN, 300) if not args.smoke else ([400], 200, 20)
+    sizes, ann_min, mutations = (args.sizes, args.ann_min, 300) if not args.smoke else ([400], None, 20)
+    if args.smoke:  # the int8 scan, on a small skillbook
+        _dense._QUANT_MIN, _hybrid.DENSE_DEPTH = 200, 64
     queries = 20 if args.smoke else args.queries
     print(f"load average at start: {load_average()}; faiss installed: {faiss_module() is not None}")
-    rows = []
+    rows: list[dict[str, str]] = []
+    medians: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="ace-scale-") as tmp:
         for n in sizes:
             found = (
                 memory_rows(n, Path(tmp), args.baseline)
                 if args.memory_only
-                else [bench(n, queries, ann_min, mutations, Path(tmp))]
+                else [bench(n, queries, ann_min, mutations, Path(tmp), medians)]
             )
             rows.extend(found)
             for row in found:
                 print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
     print(f"load average at end: {load_average()}")
     print_table(rows)
+    if len(medians) > 1:
+        low, high = min(medians), max(medians)
+        print(f"search CPU median, {high:,} / {low:,} skills: {medians[high] / medians[low]:.1f}x")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def main() -> None:
         started = time.monotonic()
         result = runner.run_e2e(settings, injections=tau2_injections())
         wall = time.monotonic() - started
-        record = result.record
+        record = result.record.to_json()  # run.json as written
         firsts = _first_prompts(result.folder.path)
     episodes = {name: record["benchmark"][name]["episodes"] for name in ("learn", "before", "after")}
     base = {role: statistics.mean(values) for role, values in firsts.items()}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_eval.collection import MANIFEST_FILE, TRACES_FILE, CollectionManifest, Trace, write_collection
-from ace_eval.e2e.grading.gold_diff import diff_against_gold
+from ace_eval.collection.grading import diff_against_gold
 
 SOURCE_SYSTEM = "demo-airline"
 DEFAULT_OUT = Path(__file__).resolve().parent / "demo-collection"

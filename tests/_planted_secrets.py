@@ -45,6 +45,23 @@ PASSWORD_FORMS = (
     "--db-password={v}",
 )
 PRIVATE_KEY_BODY = "MIIEowIBAAKCAQEAvQ7pXk2Jb9Yw"
+GENERIC_SECRET = "8fJ2kLm9Qz4xW7vB1nR5tY3uP6sD0gH2jK8lZ4cXq7Wd"
+"""44 random characters (not 40: no AWS secret's shape either), so only the key name says it is a secret."""
+GENERIC_FORMS = (
+    "WEBHOOK_SIGNING_SECRET={v}",
+    "OPENAI_API_KEY={v}",  # no sk- prefix
+    "secret: {v}",
+    "client_secret: '{v}'",
+    '"api_key": "{v}"',
+    '\\"apiKey\\": \\"{v}\\"',
+    "export GITHUB_TOKEN={v}",
+    "auth_token='{v}'",
+    "X-Auth-Token: {v}",
+    "credential = {v}",
+    "'access_key' => '{v}'",
+    "PRIVATE_KEY := {v}",
+)
+"""A secret-named key before a random value, in the `=`, `:`, JSON, escaped JSON and YAML forms."""
 
 
 def _same(kind: str, *values: str) -> list[Plant]:
@@ -80,6 +97,7 @@ PLANTS: list[Plant] = [
     Plant("url_credentials", "postgres://admin:s3cretPw@db.example.com:5432/app", "admin:s3cretPw"),
     *_same("email", "user-x.y@mail.io", "Jane.Doe+ace@mail.example.org", "mia_li_3668@example.com"),
     *[Plant("password", form.format(v=PASSWORD), PASSWORD) for form in PASSWORD_FORMS],
+    *[Plant("generic_secret", form.format(v=GENERIC_SECRET), GENERIC_SECRET) for form in GENERIC_FORMS],
     *_same("base64_key", "c2stcHJvai1BYjNkRWY2aElqOWtMbTJuT3A1cVJzOHRVdjF3WHk0eg=="),
     *_same("iban", "DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432"),
     *_same("card_number", "4111 1111 1111 1111", "4111-1111-1111-1111", "5500000000000004", "4111.1111.1111.1111"),

@@ -7,28 +7,42 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE_PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "plugins" / "ace-domain-filter"
+PLUGINS = Path(__file__).resolve().parents[1] / "examples" / "plugins"
+EXAMPLE_PLUGIN = PLUGINS / "ace-domain-filter"
+TOY_BENCHMARK = PLUGINS / "ace-toy-benchmark"
 
 
 def install_distribution(
-    site: Path, monkeypatch: pytest.MonkeyPatch, name: str, version: str, steps: dict[str, str]
+    site: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    version: str,
+    steps: dict[str, str],
+    group: str = "ace.steps",
 ) -> None:
-    """Write `name-version.dist-info` registering `steps` (entry point name -> `module:attr`) and put `site` on
-    sys.path."""
+    """Write `name-version.dist-info` registering `steps` (entry point name -> `module:attr`) in the entry-point
+    `group` and put `site` on sys.path."""
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
     lines = "".join(f"{step} = {target}\n" for step, target in steps.items())
-    (info / "entry_points.txt").write_text(f"[ace.steps]\n{lines}", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
 
 
-def install_example_plugin(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`examples/plugins/ace-domain-filter` as an installed distribution: its metadata, with its sources on the path
-    (what `pip install -e` does), its entry point read from its own pyproject.toml."""
+def install_example_plugin(
+    site: Path, monkeypatch: pytest.MonkeyPatch, plugin: Path = EXAMPLE_PLUGIN, group: str = "ace.steps"
+) -> None:
+    """An example plugin of `examples/plugins/` (default ace-domain-filter) as an installed distribution: its
+    metadata, with its sources on the path (what `pip install -e` does), its entry points of `group` read from its
+    own pyproject.toml."""
     import tomllib
 
-    project = tomllib.loads((EXAMPLE_PLUGIN / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    steps = project["entry-points"]["ace.steps"]
-    install_distribution(site, monkeypatch, project["name"], project["version"], steps)
-    monkeypatch.syspath_prepend(str(EXAMPLE_PLUGIN / "src"))
+    project = tomllib.loads((plugin / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    install_distribution(site, monkeypatch, project["name"], project["version"], project["entry-points"][group], group)
+    monkeypatch.syspath_prepend(str(plugin / "src"))
+
+
+def install_toy_benchmark(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`examples/plugins/ace-toy-benchmark` (the benchmark `toy-support`) as an installed distribution."""
+    install_example_plugin(site, monkeypatch, TOY_BENCHMARK, "ace_eval.benchmarks")

@@ -15,6 +15,7 @@ from pydantic_ai import models
 
 models.ALLOW_MODEL_REQUESTS = False
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("ACE_REDACTION_KEY", "ace-tests: a fixed key, so no test writes ~/.local/state")
 
 SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 

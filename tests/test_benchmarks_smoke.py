@@ -25,10 +25,12 @@ SMOKE: dict[str, list[str]] = {
     "dedup_scale.py": ["--smoke"],
     "search.py": ["--smoke"],
     "skillbook_ops.py": ["--smoke"],
+    "store.py": ["--smoke"],
     "memory.py": ["--smoke"],
     "retrieval_quality.py": ["--smoke"],
     "quarantine.py": ["--sizes", "200", "--queries", "10"],
     "any_density.py": [],
+    "gate_stats.py": ["--smoke"],
     "report.py": ["--samples", "5"],
     "pipeline_overhead.py": ["--traces", "6", "--skills", "100", "--workers", "1", "--skip-latency", "--repeat", "1"],
 }

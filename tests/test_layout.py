@@ -36,10 +36,20 @@ def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The modules of `known` that the module `name` (at `path`) imports."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    """The modules of `known` that the module `name` (at `path`) imports (see `_imports_in`)."""
+    return _imports_in(name, path.read_text(encoding="utf-8"), known, is_package=path.name == "__init__.py")
+
+
+def _imports_in(name: str, source: str, known: dict[str, Path], *, is_package: bool | None = None) -> set[str]:
+    """The modules of `known` that the module `name` (at `path`) imports, with the packages whose `__init__` the
+    import runs: `from package import x` reads `package`'s namespace (its `__init__` runs first, even from a module
+    of that package), and importing `a.b.c` runs `a.b`'s `__init__` unless the importer is inside `a.b` (which is
+    then initialised already)."""
+    if is_package is None:
+        is_package = known[name].name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_nodes(ast.parse(source)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -48,9 +58,18 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, *([base] if base else [])])
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
-        out |= {t for t in targets if t in known and t != name}
-    return out
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for target in targets:
+            parts = target.split(".")
+            ancestors = {".".join(parts[:k]) for k in range(1, len(parts))}
+            out |= {a for a in ancestors if not _inside(name, a)}
+            out.add(target)
+    return {t for t in out if t in known and t != name}
+
+
+def _inside(name: str, package: str) -> bool:
+    """Whether the module `name` is `package` or inside it (its `__init__` has run before `name` runs)."""
+    return name == package or name.startswith(package + ".")
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -108,6 +127,23 @@ def test_the_benchmark_does_not_import_the_harness_internals() -> None:
             assert internal == [], f"{name} imports {internal}"
 
 
+def test_the_walk_sees_cycles_through_a_package_init() -> None:
+    """`from package import x` runs (and reads) `package`'s `__init__`: a module whose package's `__init__`
+    imports it back is in a cycle; importing a sibling by its full path is not (its package is initialised)."""
+    known = {"p": Path("p/__init__.py"), "p.a": Path("p/a.py"), "p.b": Path("p/b.py"), "q.c": Path("q/c.py")}
+    sources = {
+        "p": "from p.a import run",
+        "p.a": "from p.b import helper",
+        "p.b": "from p import c",  # reads p's namespace, whose __init__ imports a, which imports b
+        "q.c": "from p.b import helper",  # outside p: p's __init__ runs first
+    }
+    graph = {name: _imports_in(name, sources[name], known) for name in known}
+    assert graph == {"p": {"p.a"}, "p.a": {"p.b"}, "p.b": {"p"}, "q.c": {"p", "p.b"}}
+    assert cycles(graph) == [["p", "p.a", "p.b"]]
+    sources["p.b"] = "from p.c import x"
+    assert cycles({name: _imports_in(name, sources[name], known) for name in known}) == []
+
+
 def test_the_walk_sees_cycles_and_deferred_imports() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -115,6 +151,82 @@ def test_the_walk_sees_cycles_and_deferred_imports() -> None:
     assert "ace.reflector.recursive" in graph["ace.reflector.simple"]  # make_reflector's deferred import
     assert "ace.core.skillbook" in graph["ace.core"]  # `from ace.core.skillbook import ...` in a package
     assert "ace.deduplication.detector" in graph["ace"]  # under `if TYPE_CHECKING:`: counted too
+
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ace.exceptions", "ace.extras", "ace.json_safe"),
+    ("ace.redaction",),
+    ("ace.core",),
+    ("ace.*",),
+    ("ace",),
+    ("ace_eval", "ace_eval.text", "ace_eval.reporting", "ace_eval.skill_lint"),
+    ("ace_eval.collection",),
+    ("ace_eval.run",),
+    ("ace_eval.benchmarks",),
+    ("ace_eval.store",),
+    ("ace_eval.gate",),
+    ("ace_eval.e2e",),
+    ("ace_eval.trials", "ace_eval.federation", "ace_eval.serve"),
+    ("ace_eval.report", "ace_eval.review"),
+    ("ace_eval.commands", "ace_eval.cli"),
+)
+"""The packages bottom up (docs/layout.md, "Layers"): a module imports only from its own layer and those below.
+`ace.*` is every other package of the library (retrieval, reflector, skill_manager, steps, ...); a slot may name a
+package that does not exist yet. Within a layer the cycle test keeps the packages apart."""
+
+
+def layer_of(name: str) -> int:
+    """The index in `LAYERS` of the module `name`'s package: the most specific slot that names it or a package
+    above it (`ace.*` is more specific than `ace`, less than `ace.core`)."""
+    best: tuple[int, int] | None = None
+    for index, slot in enumerate(LAYERS):
+        for package in slot:
+            root = package.removesuffix(".*")
+            if package.endswith(".*"):
+                hit, weight = name.startswith(root + "."), len(root) + 1
+            else:
+                hit, weight = name == root or name.startswith(root + "."), len(root)
+            if hit and (best is None or weight > best[0]):
+                best = (weight, index)
+    if best is None:
+        raise AssertionError(f"{name} belongs to no layer: give its package a slot in LAYERS and docs/layout.md")
+    return best[1]
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module in a higher layer than the importer's."""
+    return sorted(
+        f"{name} imports {target} (layer {layer_of(target)} above {layer_of(name)})"
+        for name, imported in graph.items()
+        for target in imported
+        if layer_of(target) > layer_of(name)
+    )
+
+
+def test_no_package_imports_from_a_layer_above_it() -> None:
+    found = layer_violations(import_graph())
+    assert found == [], "move what the lower layer needs down to it, or invert the call:\n" + "\n".join(found)
+
+
+def test_the_layer_rule_sees_an_upward_import() -> None:
+    assert layer_violations({"ace_eval.run.usage": {"ace_eval.e2e.episodes"}}) == [
+        f"ace_eval.run.usage imports ace_eval.e2e.episodes (layer {layer_of('ace_eval.e2e')} above "
+        f"{layer_of('ace_eval.run')})"
+    ]
+    assert layer_violations({"ace.core.skill_store": {"ace.retrieval.top_k"}}) != []
+    assert layer_violations({"ace_eval.e2e.segment": {"ace_eval.run.record", "ace.core", "ace_eval.e2e.plan"}}) == []
+    assert layer_of("ace.steps.redact") == layer_of("ace.retrieval") < layer_of("ace") < layer_of("ace_eval.text")
+    assert layer_of("ace_eval.gate.compare") < layer_of("ace_eval.e2e")  # a slot for a package still to come
+
+
+def test_the_layers_are_written_in_the_docs() -> None:
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    section = text[text.index("## Layers") :]
+    lines = [line for line in section.splitlines() if line.startswith(tuple(f"{i}. " for i in range(1, 30)))]
+    assert len(lines) == len(LAYERS)
+    for line, slot in zip(lines, LAYERS, strict=True):
+        for package in slot:
+            assert f"`{package}`" in line, (package, line)
 
 
 def _package(name: str) -> str:

@@ -9,11 +9,24 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ace.core.skill import Section, Skill
 
-__all__ = ["render_prompt", "render_skills_xml", "skillbook_stats"]
+__all__ = ["escape_text", "one_line", "render_prompt", "render_skills_xml", "skillbook_stats"]
+
+
+def escape_text(text: str) -> str:
+    """`text` for an XML element of a prompt: `&`, `<` and `>` escaped and line breaks as `&#10;` (a learned or
+    traced text can neither close its element nor start a line that looks like a section of the prompt)."""
+    return one_line(escape(text))
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks as `&#10;` / `&#13;`: in the line-based prompt format a skill's text cannot start
+    a line of its own (a forged `- [context-...]` entry, an end marker, a `# SYSTEM` heading)."""
+    return text.replace("\r", "&#13;").replace("\n", "&#10;")
 
 
 def render_prompt(sections: Mapping[Section, Iterable[Skill]]) -> str:
-    """Visible skills (active, not quarantined) under their sections, in the spec's prompt format; `""` when none."""
+    """Visible skills (active, not quarantined) under their sections, in the spec's prompt format, each text on its
+    line (`one_line`); `""` when none."""
     lines: list[str] = []
     for section, skills in sections.items():
         shown = [s for s in skills if s.visible]
@@ -22,10 +35,10 @@ def render_prompt(sections: Mapping[Section, Iterable[Skill]]) -> str:
         lines.append(f"## {section}")
         for s in shown:
             lines.append(f"- [{s.id}]")
-            lines.append(f"Keywords: {', '.join(s.keywords)}")
-            lines.append(f"Issue: {s.issue}")
+            lines.append(f"Keywords: {one_line(', '.join(s.keywords))}")
+            lines.append(f"Issue: {one_line(s.issue)}")
             if s.insight:
-                lines.append(f"Insight: {s.insight}")
+                lines.append(f"Insight: {one_line(s.insight)}")
     return "\n".join(lines)
 
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.core.journal import apply_deltas
-from ace.core.json_safe import iter_object
 from ace.core.mutations import checked_vector
 from ace.core.shared_values import SharedValues
 from ace.core.skill import Embedding, Section, Skill, embedding_input_hash, validate_section
@@ -36,6 +35,7 @@ from ace.core.text_rules import skill_id_number
 from ace.core.update_operation import UpdateOperation
 from ace.core.vectors import embeddings_writer, read_embeddings
 from ace.exceptions import SkillbookError, SkillbookFormatError
+from ace.json_safe import iter_object
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -1,6 +1,6 @@
 """`SkillStore`: the skillbook's state and its one write path; `Skillbook` is the API over it.
 
-`_commit` takes one operation (redacted first, `ace.redaction.sink`), checks it, makes the skill's new version
+`_commit` takes one operation (redacted first, `ace.core.redaction_sink`), checks it, makes the skill's new version
 (`ace.core.mutations`: a skill handed out never changes), appends the operation's provenance entry to it and logs
 the operation (`ace.core.audit_log`). A tag, the most frequent mutation, has a path of its own that makes three
 objects: the new version, its occurrence chain and the log entry's fields, which become an `UpdateOperation` when
@@ -16,12 +16,12 @@ from typing import Any, assert_never
 from ace.core.audit_log import AuditLog
 from ace.core.insight_source import InsightSource, OperationType, provenance_entry, utc_now
 from ace.core.mutations import checked_delta, checked_reason, created, quarantined, removed, tagged, updated
+from ace.core.redaction_sink import redact_commit
 from ace.core.serialization import SECTION_ORDER
 from ace.core.skill import Section, Skill, validate_section
 from ace.core.update_operation import UpdateOperation
 from ace.exceptions import SkillbookError, UnknownSkillError
 from ace.redaction import Redactor
-from ace.redaction.sink import redact_commit
 
 __all__ = ["SkillStore"]
 
@@ -37,7 +37,7 @@ class SkillStore:
         self.max_text_chars = max_text_chars
         """Cap on new issue / insight text; files are loaded whatever their length."""
         self.redactor: Redactor | None = Redactor()
-        """Redacts every text a mutation stores (`ace.redaction.sink`); `None` stores them as given."""
+        """Redacts every text a mutation stores (`ace.core.redaction_sink`); `None` stores them as given."""
         self._lock = threading.RLock()
         self._skills: dict[str, Skill] = {}
         self._sections: dict[Section, dict[str, None]] = {s: {} for s in SECTION_ORDER}

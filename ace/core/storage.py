@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.exceptions import SkillbookFormatError
 
 __all__ = [
@@ -278,7 +278,7 @@ def json_bytes(payload: Mapping[str, Any], *, one_per_line: Sequence[str] = ()) 
 
 
 def read_json_file(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file with the safe reader (`ace.core.json_safe`: size, depth and integer limits); a refusal
+    """Parse a JSON file with the safe reader (`ace.json_safe`: size, depth and integer limits); a refusal
     names the file, line, column and field."""
     return read_json_with_digest(path)[0]
 

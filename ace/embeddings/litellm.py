@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ace.embeddings.base import EmbeddingError, EmbeddingMatrix, check_embeddings
+from ace.llm.third_party_env import litellm_defaults
 
 __all__ = ["KNOWN_DIMENSIONS", "LiteLLMEmbedder"]
 
@@ -33,8 +33,7 @@ _RETRYABLE = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavail
 
 
 def _import_litellm() -> ModuleType:
-    # Without this, importing litellm fetches its model cost map from the network.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    litellm_defaults()  # no cost map from the network, no .env file from an ancestor folder
     import litellm
 
     return litellm

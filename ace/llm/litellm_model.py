@@ -8,7 +8,6 @@ when litellm cannot price the model.
 from __future__ import annotations
 
 import dataclasses
-import os
 from datetime import timedelta
 from decimal import Decimal
 from types import ModuleType
@@ -26,6 +25,7 @@ from pydantic_ai.settings import CacheSetting, ModelSettingName, ModelSettings
 from ace.llm._litellm_mapping import CacheMarks, WireResponse, map_messages, map_response, map_tools
 from ace.llm._whole_response import WholeResponseModel
 from ace.llm.retry import RetryPolicy, call_with_retries
+from ace.llm.third_party_env import litellm_defaults
 
 __all__ = ["LiteLLMModel", "import_litellm"]
 
@@ -35,8 +35,9 @@ _FORWARDED_MORE = ("logit_bias", "extra_headers", "extra_body", "service_tier")
 
 
 def import_litellm() -> ModuleType:
-    """Import litellm (about 4-5 s the first time) without letting it fetch its cost map from the internet."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """Import litellm (about 4-5 s the first time) without letting it fetch its cost map from the internet or load a
+    `.env` file from an ancestor folder (`ace.llm.third_party_env`)."""
+    litellm_defaults()
     import litellm
 
     litellm.suppress_debug_info = True

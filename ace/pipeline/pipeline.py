@@ -11,6 +11,8 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from pydantic import ConfigDict
+
 from ace.exceptions import RunError, UserError
 from ace.observability import ace_span
 from ace.pipeline.context import CONTEXT_FIELDS, INITIAL_FIELDS, Step, StepContext
@@ -35,7 +37,9 @@ class StepFailed(RunError):
 
 @dataclass
 class StepTiming:
-    """How often a step ran and its total wall time."""
+    """How often a step ran and its total wall time (in `run.json` too: a segment's steps and their sums)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     calls: int = 0
     seconds: float = 0.0

@@ -48,7 +48,10 @@ __all__ = [
     "StepEnvironment",
     "StepFactory",
     "StepRegistry",
+    "listed_options",
+    "load_plugin",
     "parse_step_spec",
+    "validate_options",
 ]
 
 ENTRY_POINT_GROUP = "ace.steps"
@@ -150,21 +153,7 @@ class StepFactory(Generic[OptionsT]):
 
     def parse_options(self, name: str, raw: Mapping[str, Any]) -> OptionsT:
         """Validate `raw` (strings from the command line, or typed TOML values) against `options`."""
-        values = dict(raw)
-        for key, value in raw.items():
-            info = self.options.model_fields.get(key)
-            if info is not None and isinstance(value, str) and _is_sequence(info.annotation):
-                values[key] = [value]
-        try:
-            return self.options.model_validate(values)
-        except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            known = ", ".join(self.options.model_fields) or "none"
-            raise StepConfigError(
-                f"step {name!r}: option {where!r}: {first['msg']} (its options: {known}; "
-                f"`ace-eval steps list` describes them)"
-            ) from None
+        return validate_options(self.options, raw, f"step {name!r}", "`ace-eval steps list`", StepConfigError)
 
     def __call__(self, name: str, raw: Mapping[str, Any], env: StepEnvironment) -> Step:
         """Build the step from its settings; the step must carry the registered `name`."""
@@ -187,6 +176,32 @@ def _contract(step: type[Step], name: str) -> frozenset[str]:
     if not isinstance(value, frozenset):
         raise PluginError(f"step class {step.__qualname__} must declare `{name}` as a frozenset class attribute")
     return frozenset(str(v) for v in value)
+
+
+def validate_options(
+    options: type[OptionsT], raw: Mapping[str, Any], what: str, lister: str, error: type[UserError]
+) -> OptionsT:
+    """`raw` validated by `options`; the first problem raised as `error`, naming `what`, the option, the known
+    options and the command (`lister`) that describes them."""
+    try:
+        return options.model_validate(listed_options(options, raw))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        known = ", ".join(options.model_fields) or "none"
+        raise error(
+            f"{what}: option {where!r}: {first['msg']} (its options: {known}; {lister} describes them)"
+        ) from None
+
+
+def listed_options(options: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`raw` with a single string given to a list option as a one-item list (`key=value` once on the command line)."""
+    values = dict(raw)
+    for key, value in raw.items():
+        info = options.model_fields.get(key)
+        if info is not None and isinstance(value, str) and _is_sequence(info.annotation):
+            values[key] = [value]
+    return values
 
 
 def _is_sequence(annotation: Any) -> bool:
@@ -252,21 +267,32 @@ class StepRegistry:
 
 
 def _load(ep: EntryPoint) -> RegisteredStep:
+    factory, name, version = load_plugin(ep, "step", StepFactory, "ace.steps.StepFactory")
+    return RegisteredStep(ep.name, factory, name, version)
+
+
+def load_plugin(ep: EntryPoint, kind: str, expected: type[T], qualified: str) -> tuple[T, str, str]:
+    """What the entry point `ep` names, checked to be an `expected` (`qualified`: its public name), with the name and
+    version of the distribution that registered it.
+
+    Raises:
+        PluginError: it fails to import (naming the distribution, its version and the exception), or is no `expected`.
+    """
     dist = ep.dist
     name, version = (dist.metadata["Name"], dist.version) if dist is not None else ("unknown distribution", "?")
     try:
-        factory = ep.load()
+        loaded = ep.load()
     except Exception as e:
         raise PluginError(
-            f"the step plugin {ep.name!r} ({ep.value}) of {name} {version} failed to import: "
+            f"the {kind} plugin {ep.name!r} ({ep.value}) of {name} {version} failed to import: "
             f"{type(e).__name__}: {e}. Fix or uninstall {name} (pip uninstall {name})"
         ) from e
-    if not isinstance(factory, StepFactory):
+    if not isinstance(loaded, expected):
         raise PluginError(
-            f"the step plugin {ep.name!r} of {name} {version} names {ep.value}, a {type(factory).__name__}, not an "
-            "ace.steps.StepFactory: point the entry point at a StepFactory"
+            f"the {kind} plugin {ep.name!r} of {name} {version} names {ep.value}, a {type(loaded).__name__}, not an "
+            f"{qualified}: point the entry point at a {expected.__name__}"
         )
-    return RegisteredStep(ep.name, factory, name, version)
+    return loaded, name, version
 
 
 def parse_step_spec(text: str) -> tuple[str, dict[str, str | list[str]]]:

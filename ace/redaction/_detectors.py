@@ -12,8 +12,20 @@ import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import AnyStr
 
-__all__ = ["BUILTIN_DETECTORS", "DIGIT", "Detector", "any_in", "iban_valid", "luhn_valid", "shape"]
+from ace.redaction._generic import GENERIC_NAME, GENERIC_PATTERN, GENERIC_SHAPE, GENERIC_TRIGGERS, random_value
+
+__all__ = [
+    "BUILTIN_DETECTORS",
+    "DIGIT",
+    "Detector",
+    "any_in",
+    "fold",
+    "iban_valid",
+    "luhn_valid",
+    "shape",
+]
 
 DIGIT = re.compile(r"\d")
 """Any digit, of any script: what opens a detector whose triggers are the digits."""
@@ -34,6 +46,9 @@ class Detector:
     """Refuses look-alikes (a failed Luhn or mod-97 check, a token without digits)."""
     triggers: tuple[str, ...] = ()
     """Substrings one of which every match contains; a text with none of them is not searched."""
+    folded: tuple[bytes, ...] = ()
+    """Lower-case key words one of which the text's lower-cased UTF-8 bytes (`fold`) must hold: triggers whatever
+    the case (`secret` for `SECRET`, `Secret`, `client_secret`), a few byte searches instead of a literal per case."""
     after: str | None = None
     """Searched only once a match of this kind was seen in the same text or session (a bare AWS secret)."""
     shapes: tuple[str, ...] = ()
@@ -59,10 +74,16 @@ class Detector:
 
     left: re.Pattern[str] | None = None
     """Extends a match to the left: searched in the 64 characters before it, ending where the match starts."""
+    preceded: re.Pattern[str] | None = None
+    """Must match in the 64 characters before a match (ending where it starts), else the match is none: the key a
+    value stands after (the pattern starts at the separator, which the engine finds faster than a key word)."""
     normalize: Callable[[str], str] | None = None
     """Maps spellings of one value to one key, so `4111 1111...` and `41111111...` get the same placeholder."""
     narrow: Callable[[str], tuple[int, int] | None] | None = None
     """The span of the secret inside a match, `None` for none (instead of `check`): a key among path segments."""
+    fallback: bool = False
+    """Kept only where no other detector's match overlaps it: the generic secret after a key name, which a specific
+    detector (an AWS secret key, a password) names better."""
     retry: bool = False
     """After a match its check refuses, search again from its next character, not its end: a card number right
     after a longer run of digits (`12-4111...`) is still found. Only for patterns with a bounded match length."""
@@ -77,7 +98,12 @@ def shape(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_SHAPE)
 
 
-def any_in(literals: tuple[str, ...], text: str) -> bool:
+def fold(text: str) -> bytes:
+    """The text's UTF-8 bytes with ASCII capitals in lower case: where `Detector.folded` are looked up."""
+    return text.encode("utf-8", "surrogatepass").lower()
+
+
+def any_in(literals: tuple[AnyStr, ...], text: AnyStr) -> bool:
     """Whether one of `literals` is in `text`: how a detector's triggers are looked up."""
     for literal in literals:  # noqa: SIM110 (a plain loop: any(genexpr) costs more than the searches)
         if literal in text:
@@ -199,14 +225,17 @@ def _d(
     pattern: str,
     *triggers: str,
     group: int = 0,
+    folded: tuple[bytes, ...] = (),
     check: Check | None = None,
     shapes: tuple[str, ...] = (),
     shape_pattern: str = "",
     after: str | None = None,
     left: str | None = None,
+    preceded: str | None = None,
     normalize: Callable[[str], str] | None = None,
     narrow: Callable[[str], tuple[int, int] | None] | None = None,
     retry: bool = False,
+    fallback: bool = False,
 ) -> Detector:
     return Detector(
         kind=kind,
@@ -214,13 +243,16 @@ def _d(
         group=group,
         check=check,
         triggers=triggers,
+        folded=folded,
         shapes=shapes,
         shape_pattern=shape_pattern,
         after=after,
         left=re.compile(left) if left is not None else None,
+        preceded=re.compile(preceded) if preceded is not None else None,
         normalize=normalize,
         narrow=narrow,
         retry=retry,
+        fallback=fallback,
     )
 
 
@@ -324,6 +356,16 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"--(?:[A-Za-z0-9]+[_-])*(?i:password|passwd)[ =]([^\s\"'<>,;&\\\x00]{4,})",
         "--",
         group=1,
+    ),
+    _d(  # AWS_SECRET_ACCESS_KEY=v (any length), OPENAI_API_KEY=v (no sk-), "client_secret": "v", secret: v
+        "generic_secret",
+        GENERIC_PATTERN,
+        folded=GENERIC_TRIGGERS,
+        group=1,
+        preceded=GENERIC_NAME,
+        fallback=True,
+        check=random_value,
+        shape_pattern=GENERIC_SHAPE,
     ),
     _d(
         "base64_key",

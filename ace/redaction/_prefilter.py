@@ -3,7 +3,8 @@ loop is skipped for clean prose (most of what the skillbook and the other sinks 
 
 It is built from the detectors' own gates, so it agrees with them by construction: a detector searches its pattern
 only when one of its `triggers` is in the text (any digit, for the digit triggers) and its shape gate matches. The
-prefilter says "clean" only when no trigger literal of any detector is in the text, the shape gates of the
+prefilter says "clean" only when no trigger literal of any detector is in the text (nor a key word of those with
+case-insensitive ones, unless their shape gate fails), the shape gates of the
 detectors a digit opens all fail (or the text has no digit), and no detector without triggers could search.
 
 Speed comes from the regular expression engine's prefix scan: the trigger literals are one expression in which
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ace.redaction._detectors import DIGIT, Detector, any_in, shape
+from ace.redaction._detectors import DIGIT, Detector, any_in, fold, shape
 
 __all__ = ["MAX_CHARS", "Prefilter", "literal_pattern", "split_literals"]
 
@@ -84,6 +85,9 @@ class Prefilter:
     """Shape gates of the detectors a digit opens, grouped by first character (searched when the text has a digit)."""
     digit_patterns: tuple[re.Pattern[str], ...]
     """Patterns of the detectors a digit opens that have no shape gate."""
+    folded: tuple[tuple[tuple[bytes, ...], re.Pattern[bytes] | None], ...]
+    """The case-insensitive key words (`Detector.folded`) and the shape gate of each detector that has them (the
+    gate searched only when a key word is in the text's `fold`)."""
     shapes: tuple[re.Pattern[bytes], ...]
     """Shape gates of the detectors without triggers."""
     patterns: tuple[re.Pattern[str], ...]
@@ -94,13 +98,14 @@ class Prefilter:
         """The prefilter of `detectors` (those with `after=` are left to the caller: they depend on a session)."""
         rare, common = split_literals(literal for d in detectors if d.shape_gate is None for literal in d.literals)
         digit = [d for d in detectors if d.on_digit]
-        ungated = [d for d in detectors if not d.triggers]
+        ungated = [d for d in detectors if not d.triggers and not d.folded]
         return cls(
             literals=re.compile(literal_pattern(rare)) if rare else None,
             common_literals=tuple(common),
             shaped_literals=tuple(
                 (d.literals, d.shape_gate) for d in detectors if d.literals and d.shape_gate is not None
             ),
+            folded=tuple((d.folded, d.shape_gate) for d in detectors if d.folded and not d.triggers),
             digit_shapes=_grouped_shapes(d for d in digit if d.shape_gate is not None),
             digit_patterns=_unique(d.pattern for d in digit if d.shape_gate is None),
             shapes=_grouped_shapes(d for d in ungated if d.shape_gate is not None),
@@ -126,6 +131,15 @@ class Prefilter:
             if any_in(literals, text):
                 shaped = shaped or shape(text)
                 if gate.search(shaped) is not None:
+                    return False
+        folded = b""
+        for words, word_gate in self.folded:
+            folded = folded or fold(text)
+            if any_in(words, folded):
+                if word_gate is None:
+                    return False
+                shaped = shaped or shape(text)
+                if word_gate.search(shaped) is not None:
                     return False
         if not (self.shapes or self.digit_shapes or self.digit_patterns):
             return True

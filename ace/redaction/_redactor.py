@@ -11,7 +11,6 @@ twice changes nothing.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import itertools
 import re
 from collections import Counter
@@ -20,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ace.exceptions import UserError
-from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, shape
+from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, fold, shape
+from ace.redaction._findings import Finding, at, count_kinds, mask
+from ace.redaction._ids import id_placeholder
 from ace.redaction._prefilter import Prefilter
 
 __all__ = [
@@ -46,22 +47,6 @@ class RedactionConfigError(UserError, ValueError):
     """An extra pattern or allow-list entry that cannot be used; the message names it and the fix."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    """One detected value: its kind, where it is, and a masked preview (never the value itself)."""
-
-    kind: str
-    start: int
-    """Offset of the value in its string."""
-    end: int
-    preview: str
-    """The first four characters and the length, e.g. `sk-p…[51 chars]`."""
-    placeholder: str = ""
-    """What replaced it (empty when only found, not redacted)."""
-    path: str = ""
-    """Where in a structure: `$.messages[3].content` (empty for a plain string)."""
-
-
 @dataclass
 class RedactionSession:
     """Placeholder numbers of one trace: the same value always gets the same number."""
@@ -79,29 +64,13 @@ class RedactionSession:
         return f"[REDACTED:{kind}#{number}]"
 
 
-def id_placeholder(kind: str, value: str) -> str:
-    """`[REDACTED:email#83920145]`: the placeholder of a secret inside an id or a key, the same in every run,
-    trace and sink (a digest of the value, 8 decimal digits), so an id that held a secret is still one id."""
-    digest = hashlib.sha256(f"{kind}\x00{value}".encode()).hexdigest()
-    return f"[REDACTED:{kind}#{int(digest[:12], 16) % 10**8:08d}]"
-
-
-def mask(value: str) -> str:
-    """`sk-p…[51 chars]`: enough to find the value again, not enough to use it."""
-    return f"{value[:4]}…[{len(value)} chars]"
-
-
-def count_kinds(findings: Iterable[Finding]) -> dict[str, int]:
-    """Findings per kind, sorted by kind: what `run.json` records (never the values)."""
-    return dict(sorted(Counter(f.kind for f in findings).items()))
-
-
 @dataclass(frozen=True)
 class _Gate:
     """What is known of one text: whether it has a digit, and its digit shape once needed."""
 
     digit: bool
     shaped: list[bytes]
+    folded: list[bytes]
 
 
 @dataclass(frozen=True)
@@ -238,9 +207,9 @@ class Redactor:
                 clean, found = self._redact_id(text, is_id)
                 if found:
                     fixed[(is_id, text)] = clean
-                    id_findings.extend(_at(found, path))
+                    id_findings.extend(at(found, path))
             elif (is_id, text) in fixed:  # found before under another path: count it here too
-                id_findings.extend(_at(self._redact_id(text, is_id)[1], path))
+                id_findings.extend(at(self._redact_id(text, is_id)[1], path))
             return fixed.get((is_id, text), text)
 
         def collect(value: Any, path: str) -> None:
@@ -271,7 +240,7 @@ class Redactor:
         findings: list[Finding] = id_findings
         for index, (text, new) in self._replace_joined(texts, matches, _placeholders(session, numbered)).items():
             replaced[index] = text
-            findings.extend(_at(new, paths[index]))
+            findings.extend(at(new, paths[index]))
         position = -1
 
         def rebuild(value: Any) -> Any:
@@ -363,7 +332,7 @@ class Redactor:
     def _all_matches(self, text: str, session: RedactionSession) -> list[_Match]:
         """`_matches` without the prefilter: every detector's gate, then its pattern."""
         candidates: list[_Match] = []
-        gate = _Gate(DIGIT.search(text) is not None, [])
+        gate = _Gate(DIGIT.search(text) is not None, [], [])
         self._search(text, self._first, candidates, 0, gate)
         if self._later:
             session.kinds_seen.update(m.detector.kind for m in candidates)
@@ -371,6 +340,8 @@ class Redactor:
             self._search(text, later, candidates, len(self._first), gate)
         if not candidates:
             return []
+        if any(m.detector.fallback for m in candidates):
+            candidates = _without_overlapped_fallbacks(candidates)
         candidates.sort(key=lambda m: (m.start, m.start - m.end, m.order))
         accepted: list[_Match] = []
         end = -1
@@ -384,17 +355,25 @@ class Redactor:
         for order, detector in enumerate(detectors, offset):
             if detector.triggers and not (detector.on_digit and gate.digit) and not any_in(detector.literals, text):
                 continue
+            if detector.folded:
+                if not gate.folded:
+                    gate.folded.append(fold(text))
+                if not any_in(detector.folded, gate.folded[0]):
+                    continue
             if detector.shape_gate is not None:
                 if not gate.shaped:
                     gate.shaped.append(shape(text))
                 if detector.shape_gate.search(gate.shaped[0]) is None:
                     continue
             group, check, left, narrow = detector.group, detector.check, detector.left, detector.narrow
+            preceded = detector.preceded
             search, position = detector.pattern.search, 0
             while (m := search(text, position)) is not None:
                 position = m.end() if m.end() > m.start() else m.start() + 1
                 start, end = m.span(group)
                 if start < 0 or start == end:
+                    continue
+                if preceded is not None and preceded.search(text, max(0, m.start() - 64), m.start()) is None:
                     continue
                 if left is not None:
                     window = text[max(0, start - 64) : start]
@@ -420,6 +399,14 @@ class Redactor:
         return any(p.fullmatch(value) for p in self._allow_patterns)
 
 
+def _without_overlapped_fallbacks(candidates: list[_Match]) -> list[_Match]:
+    """`candidates` without the fallback matches (`Detector.fallback`) that another match overlaps."""
+    firm = [m for m in candidates if not m.detector.fallback]
+    return firm + [
+        m for m in candidates if m.detector.fallback and not any(f.start < m.end and m.start < f.end for f in firm)
+    ]
+
+
 def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, str], str]:
     """`[REDACTED:kind#n]` numbered in `session`, or `[REDACTED:kind]`."""
     return session.placeholder if numbered else lambda kind, _value: f"[REDACTED:{kind}]"
@@ -438,10 +425,3 @@ def _compile(pattern: str, what: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as e:
         raise RedactionConfigError(f"{what} {pattern!r} is not a valid regular expression ({e}): fix it") from None
-
-
-def _at(findings: list[Finding], path: str) -> list[Finding]:
-    return [
-        Finding(kind=f.kind, start=f.start, end=f.end, preview=f.preview, placeholder=f.placeholder, path=path)
-        for f in findings
-    ]

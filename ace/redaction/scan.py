@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.redaction._redactor import NOT_IN_IDS, Finding, Redactor
 
 __all__ = ["ID_KEYS", "ScanResult", "SecretLocation", "scan_path"]

@@ -13,6 +13,7 @@ from ace.reflector.trace_view import (
     render_ground_truth,
     render_outcome,
     render_trace,
+    task_block,
 )
 
 __all__ = [
@@ -139,7 +140,7 @@ def rr_task_prompt(
     if shown < len(view.messages):
         outline += f"\n... {len(view.messages) - shown} more messages: list_messages({shown}, {len(view.messages)})"
     parts = [
-        f"<task>\n{view.question.strip() or '(no question recorded)'}\n</task>",
+        task_block(view.question),
         f"<outcome>\n{render_outcome(trace)}\n</outcome>",
     ]
     truth = render_ground_truth(trace)

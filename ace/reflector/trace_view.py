@@ -15,8 +15,9 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from xml.sax.saxutils import escape
 
-from ace.core import json_safe
+import ace.json_safe as json_safe
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError
@@ -35,6 +36,7 @@ __all__ = [
     "render_outcome",
     "render_trace",
     "skills_in_context",
+    "task_block",
     "truncate",
     "without_grader",
 ]
@@ -232,13 +234,19 @@ class TraceView:
         return f"[{index}] {role}: " + " ".join(p for p in parts if p)
 
 
+def task_block(question: str) -> str:
+    """The `<task>` element of a reflector prompt, the trace's question escaped (`<`, `>`, `&`): a question cannot
+    close the element and forge an `<outcome>` or a `<ground_truth>`."""
+    return f"<task>\n{escape(question.strip()) or '(no question recorded)'}\n</task>"
+
+
 def render_outcome(trace: Mapping[str, Any]) -> str:
     """The reward and feedback lines (`unjudged` when the trace has neither)."""
     lines: list[str] = []
     if trace.get("reward") is not None:
         lines.append(f"reward: {trace['reward']}")
     if trace.get("feedback"):
-        lines.append(f"feedback: {str(trace['feedback']).strip()}")
+        lines.append(f"feedback: {escape(str(trace['feedback']).strip())}")
     return "\n".join(lines) or "unjudged: the trace has no reward and no feedback"
 
 
@@ -303,7 +311,7 @@ def render_trace(
         body.append(truncate(text, max_system_chars if role == "system" else max_message_chars))
     for i in view.orphan_results:
         body.append(f"(message [{i}] answers no tool call of this trace)")
-    parts = [f"<task>\n{view.question.strip() or '(no question recorded)'}\n</task>"]
+    parts = [task_block(view.question)]
     if conversation:
         parts.append(
             f'<conversation messages="{len(view.messages)}" tool_calls="{len(view.tool_calls)}" '

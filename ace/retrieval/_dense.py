@@ -1,39 +1,46 @@
-"""The dense half of skill search: exact float32 products, or a faiss HNSW graph over float16 codes at scale.
+"""The dense half of skill search: float32 rows (scanned first as int8 codes at scale), or an opt-in HNSW graph.
 
-Below `ANN_MIN` live vectors (or without faiss) every candidate is scored exactly, so results are those of a full
-sort. From `ANN_MIN` on, with the `ace[ann]` extra installed, the vectors move into a faiss `IndexHNSWSQ` (float16
-codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed slots (live, in the
-section) in ~1-2 ms at 100,000 instead of ~7-30 ms, at a measured recall (`benchmarks/search.py`). HNSW ids are
-slot numbers: slots are added in order and never reused; dead ones are filtered out by the bitmap.
+By default every candidate is scored from the float32 rows. From `_QUANT_MIN` slots, with the `ace[ann]` extra
+(SimSIMD), a query first scans int8 codes of the rows (`ace.retrieval._quantised`, ~2 ms at 100,000 x 384 against
+~10 ms for float32) and scores exactly the best by that scan (`scores`) or every row its error bound cannot rule out
+(`above`: exact). An index built with `ann_min` (e.g. `ANN_MIN`) moves its vectors at that size into a faiss
+`IndexHNSWSQ` (float16 codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed
+slots (live, in the section), at a measured recall (0.91 of the exact top 5 at 100,000). HNSW ids are slot numbers:
+slots are added in order and never reused; dead ones are filtered out by the bitmap.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import weakref
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ace.core.npz import Streamed, drop_resident
+from ace.core.npz import RowReader, Streamed, drop_resident
 from ace.core.storage import gc_paused
 from ace.extras import missing_extra_message
+from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval._rows import RowBlocks
+from ace.retrieval.fusion import Ranking
 
 __all__ = ["ANN_MIN", "DenseStore", "RowBlocks", "faiss_module", "graph_problem"]
 
 ANN_MIN = 50_000
-"""Live vectors from which the HNSW graph replaces exact search (when faiss is installed)."""
+"""Live vectors from which an index built with `ann_min=ANN_MIN` (opt-in) moves to an HNSW graph (faiss installed):
+its recall@5 against the exact answer was 0.91 at 100,000 skills, the int8 scan's 1.0 (docs/performance.md)."""
 _HNSW_M = 16
 _EF_CONSTRUCTION = 64
 _EF_SEARCH = 128
 _EXACT_BELOW = 4096
 """Fewer allowed slots than this are scored exactly even in HNSW mode (decoded from the float16 codes)."""
-_BLOCK_MAX = 16_384
-"""The most rows a new block of the exact store holds (blocks grow geometrically up to it)."""
 _DECODE_BLOCK = 4096
 """Rows decoded from the float16 codes at a time when `above` scores every candidate (6 MB as float32)."""
 _DEPTH_MIN = 512
@@ -41,6 +48,10 @@ _DEPTH_MIN = 512
 it found 0.96 of the planted near-duplicates' pairs, 0.93 at 64 (`benchmarks/dedup_scale.py`)."""
 _DEPTH_MAX = 4096
 """Longest best-k list `above` asks the graph for before it scores every candidate."""
+
+_QUANT_MIN = 16_384
+"""Slots from which exact search first scans int8 codes of the rows (with SimSIMD, the `ann` extra) and scores
+exactly only the best `depth` by that scan and the rows its error bounds cannot rule out (`above`)."""
 
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
@@ -55,63 +66,6 @@ def faiss_module() -> ModuleType | None:
             return importlib.import_module("faiss")
     except ImportError:
         return None
-
-
-class RowBlocks:
-    """float32 rows in blocks that are never moved, and rows never written twice: a view of a row stays valid and
-    unchanged for as long as anyone holds it. Blocks grow geometrically up to `_BLOCK_MAX` rows."""
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.blocks: list[_F32] = []
-        self.count = 0
-        """Rows appended so far."""
-        self._held = 0
-        self._block = 0
-        """The block the next row goes to, which starts at row `_start`."""
-        self._start = 0
-
-    def reserve(self, n: int) -> None:
-        """Room for `n` rows: a new block of what is missing, at least the rows held so far (up to `_BLOCK_MAX`)."""
-        if n > self._held:
-            rows = max(n - self._held, min(max(64, self._held), _BLOCK_MAX))
-            self.blocks.append(np.zeros((rows, self.dim), dtype=np.float32))
-            self._held += rows
-
-    def append(self, row: _F32, *, view: bool = True) -> _F32 | None:
-        """Store `row` as the next one; returns the stored row, read-only (with `view`)."""
-        if self.count >= self._held:
-            self.reserve(self.count + 1)
-        while self.count >= self._start + self.blocks[self._block].shape[0]:
-            self._start += self.blocks[self._block].shape[0]
-            self._block += 1
-        block, at = self.blocks[self._block], self.count - self._start
-        block[at] = row
-        self.count += 1
-        if not view:
-            return None
-        stored: _F32 = block[at]
-        stored.flags.writeable = False
-        return stored
-
-    def holds(self, vector: _F32) -> bool:
-        """Whether `vector` is one of these rows."""
-        at = vector.__array_interface__["data"][0]
-        for block in self.blocks:
-            start = block.__array_interface__["data"][0]
-            if start <= at < start + block.nbytes:
-                return True
-        return False
-
-    def parts(self, n: int) -> list[_F32]:
-        """Rows `0 .. n - 1`, block after block."""
-        parts, left = [], n
-        for block in self.blocks:
-            if left <= 0:
-                break
-            parts.append(block[:left])
-            left -= block.shape[0]
-        return parts
 
 
 class DenseStore:
@@ -139,6 +93,10 @@ class DenseStore:
         """The sidecar bytes `_hnsw` is a view of; `None` when the graph owns its memory."""
         self._pending: list[_F32] = []
         """Vectors of slots `hnsw.ntotal ...` not yet added to the graph (added in one batch before a search)."""
+        self._base_rows: RowReader | None = None
+        """Reads rows of `_base` from its file when it is mapped (`_rows_of`)."""
+        self._codes = Int8Codes(dim)
+        """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
 
     @property
     def approximate(self) -> bool:
@@ -192,6 +150,45 @@ class DenseStore:
         rows, self._rows, self._base = self._rows, RowBlocks(self.dim), np.zeros((0, self.dim), dtype=np.float32)
         return rows
 
+    def _scan(self, query: _F32, n_slots: int) -> tuple[_F32, _F32] | None:
+        """(approximate cosine of every slot, error bound of each) from the int8 codes, in exact mode from
+        `_QUANT_MIN` slots with SimSIMD installed; `None` otherwise."""
+        simsimd = simsimd_module() if self._hnsw is None and n_slots >= _QUANT_MIN else None
+        if simsimd is None:
+            return None
+        if self._codes.count < n_slots:
+            self._codes.extend(self._exact(n_slots), n_slots)
+            drop_resident(self._base)  # the encoding read every mapped row: let the pages go again
+        return self._codes.scores(simsimd, query)
+
+    def _rows_of(self, slots: _I64, n_slots: int) -> _F32:
+        """The exact rows of `slots` (a copy); those of a mapped sidecar read from its file (`RowReader`)."""
+        out = np.empty((slots.size, self.dim), dtype=np.float32)
+        at = 0
+        for part in self._exact(n_slots):
+            inside = (slots >= at) & (slots < at + part.shape[0])
+            if at == 0 and self._base_rows is not None and part.shape[0] == self._base.shape[0]:
+                out[inside] = self._base_rows.take(slots[inside])
+            else:
+                out[inside] = part[slots[inside] - at]
+            at += part.shape[0]
+        return out
+
+    def ranking(self, query: _F32, n_slots: int, cand: _I64, depth: int, *, exact: bool = False) -> Ranking:
+        """The dense `Ranking` of the candidate slots `cand` (`scores`; with `exact`, no int8 scan); after a scan,
+        the contenders `fuse_top_k` ranks exactly are scored exactly (`Ranking.rescore`)."""
+        items, scores = self.scores(query, n_slots, cand, depth, scan=not exact)
+        if exact or not self._codes.count or self._hnsw is not None or cand.size <= depth:
+            return Ranking(items, scores)
+
+        def rescore(positions: _I64) -> npt.NDArray[np.floating]:
+            exact_scores: npt.NDArray[np.floating] = np.einsum(
+                "ij,j->i", self._rows_of(cand[positions], n_slots), query
+            )
+            return exact_scores
+
+        return Ranking(items, scores, rescore)
+
     def _flush(self) -> None:
         if self._pending:
             self._own()
@@ -207,13 +204,23 @@ class DenseStore:
         self._hnsw = faiss.read_index(faiss.PyCallbackIOReader(_reader(self._graph)))
         self._graph = None  # only now: the viewing graph is gone with the line above
 
-    def scores(self, query: _F32, n_slots: int, cand: _I64, depth: int) -> tuple[_I64, npt.NDArray[np.floating]]:
+    def scores(
+        self, query: _F32, n_slots: int, cand: _I64, depth: int, *, scan: bool = True
+    ) -> tuple[_I64, npt.NDArray[np.floating]]:
         """Dense ranking over the candidate slots `cand`: (positions in `cand`, ascending; their cosines).
 
-        Exact mode scores every candidate. HNSW mode returns about the `depth` best, searched with a bitmap of
-        `cand` (efSearch raised by the share of slots allowed), or scores all when there are few.
+        Exact mode scores every candidate: from `_QUANT_MIN` slots (with SimSIMD) the best `depth` by the int8 scan
+        exactly and the others by the scan (their ranks, deep in the list, move by a few places at most). HNSW mode
+        returns about the `depth` best, searched with a bitmap of `cand` (efSearch raised by the share of slots
+        allowed), or scores all when there are few.
         """
         m = cand.size
+        scanned = self._scan(query, n_slots) if scan and m > depth else None
+        if scanned is not None:
+            approx = scanned[0][cand]
+            best = np.argpartition(approx, m - depth)[m - depth :]
+            approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
+            return np.arange(m, dtype=np.int64), approx
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
@@ -256,6 +263,12 @@ class DenseStore:
         slot: the graph leaves a few percent of its vectors hard to reach). HNSW cosines are float16's (~1e-3 off):
         callers lower `floor` by a margin and score the hits again.
         """
+        scanned = self._scan(query, n_slots)
+        if scanned is not None:  # exact: every row the bounds cannot rule out is scored in float32
+            approx, bound = scanned
+            maybe = cand[approx[cand] + bound[cand] >= floor]
+            scored: _I64 = maybe[np.einsum("ij,j->i", self._rows_of(maybe, n_slots), query) >= floor]
+            return scored
         depth = _DEPTH_MIN
         while depth <= _DEPTH_MAX:
             items, sims = self.scores(query, n_slots, cand, depth)
@@ -276,13 +289,21 @@ class DenseStore:
 
     # ----------------------------------------------------------- persistence
     def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic] | Streamed]:
-        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) or `hnsw` (faiss's serialised
-        index, a snapshot: the graph may grow before the sidecar is written)."""
+        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) and, from `_QUANT_MIN` slots with
+        SimSIMD, their int8 codes (`codes`, `code_scales`, `code_errors`: encoding them at the first search after a
+        load would cost ~1 s at 100,000); or `hnsw` (faiss's serialised index, a snapshot: the graph may grow before
+        the sidecar is written)."""
         if self._hnsw is None:
             parts = self._exact(n_slots)
-            if len(parts) <= 1:
-                return {"vectors": parts[0] if parts else np.zeros((0, self.dim), dtype=np.float32)}
-            return {"vectors": Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))}
+            out: dict[str, npt.NDArray[np.generic] | Streamed] = {
+                "vectors": parts[0] if len(parts) == 1 else np.zeros((0, self.dim), dtype=np.float32)
+            }
+            if len(parts) > 1:
+                out["vectors"] = Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))
+            if n_slots >= _QUANT_MIN and simsimd_module() is not None:
+                self._codes.extend(parts, n_slots)
+                out.update(self._codes.arrays(n_slots))
+            return out
         self._flush()
         faiss = faiss_module()
         assert faiss is not None
@@ -297,6 +318,7 @@ class DenseStore:
         *,
         ann_min: int | None,
         graph: AbstractContextManager[Callable[[int], bytes]] | None = None,
+        rows_from: tuple[Path, os.stat_result] | None = None,
     ) -> DenseStore:
         """A store from `state()` output as read from a sidecar: `vectors`, or the HNSW graph, viewed in place when
         `hnsw` is there (mapped) and else read from `graph` (a `read(n)`); raises `ValueError` when it does not fit
@@ -308,6 +330,12 @@ class DenseStore:
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
             store._base = matrix
+            reader = RowReader.reader(matrix, *rows_from) if rows_from is not None else None
+            if reader is not None:
+                store._base_rows = reader
+                weakref.finalize(store, reader.close)
+            if "codes" in state:
+                store._codes = Int8Codes.from_arrays(state["codes"], state["code_scales"], state["code_errors"])
             return store
         faiss = faiss_module()
         if faiss is None:

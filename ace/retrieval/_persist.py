@@ -53,6 +53,8 @@ _LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     "bm25_main_tfs": ("f4", ("m",)),
 }
 _DENSE = {"vectors": ("f4", ("n", "d")), "hnsw": ("u1", ("h",))}
+_CODES = {"codes": ("i1", ("n", "d")), "code_scales": ("f4", ("n",)), "code_errors": ("f4", ("n",))}
+"""The int8 codes of the vectors, beside `vectors` from 16,384 skills (`ace.retrieval._quantised`)."""
 _MAX_TEXT = 1024
 
 
@@ -107,7 +109,7 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
         return ""
     if header.get("model") != model or header.get("dim") != dim:
         return ""  # another embedder: the index is rebuilt for this one
-    layout = {**_LAYOUT, dense: _DENSE[dense]}
+    layout = {**_LAYOUT, dense: _DENSE[dense], **(_CODES if dense == "vectors" and "codes.npy" in names else {})}
     members = npz_members(path, frozenset(f"{name}.npy" for name in layout))
     if isinstance(members, str):
         return members
@@ -125,7 +127,12 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
             return f"{name}: {shape} of {dtype}, expected {expected} of {kind}"
     names_read = [name for name in layout if name != "header"]
     stored = read_arrays(
-        path, members, names_read, writable=True, finite=["vectors"] * (dense == "vectors"), only_mapped=["hnsw"]
+        path,
+        members,
+        names_read,
+        writable=True,
+        finite=["vectors"] * (dense == "vectors"),
+        only_mapped=["hnsw"],
     )
     if isinstance(stored, str):
         return stored

@@ -2,41 +2,107 @@
 
 `retrieve_within_budget` takes the best `candidates` skills of `retrieve_top_k` for the query, drops those the
 evidence says hurt more than they help (`harmful_count > helpful_count`), and keeps them in relevance order
-while their rendered text fits `max_tokens`; a skill too long for what is left is skipped, not cut.
+while the whole block (`header`, the `<lessons>` element and the skills) fits `max_tokens`; a skill too long for
+what is left is skipped, not cut. Tokens are counted by `count_tokens`: the cl100k tokenizer when tiktoken and its
+vocabulary are installed (litellm brings both), else the UTF-8 bytes, which no byte-level tokenizer exceeds.
+
+Each skill is a `<lesson>` element whose text is escaped (`<`, `>`, `&` and line breaks), so a learned skill cannot
+close its element, forge another lesson or start a section of its own in the agent's instructions.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import importlib.util
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
+from ace.core.rendering import escape_text
 from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.exceptions import SkillbookError
 from ace.retrieval.top_k import retrieve_top_k
 
-__all__ = ["CHARS_PER_TOKEN", "approx_tokens", "render_skill", "render_skill_list", "retrieve_within_budget"]
+__all__ = [
+    "LESSONS_CLOSE",
+    "LESSONS_OPEN",
+    "count_tokens",
+    "render_skill",
+    "render_skill_list",
+    "retrieve_within_budget",
+    "utf8_bytes",
+]
 
-CHARS_PER_TOKEN = 4
-"""The estimate `approx_tokens` uses (English text and JSON average about four characters a token)."""
+LESSONS_OPEN = "<lessons>"
+LESSONS_CLOSE = "</lessons>"
 
 
-def approx_tokens(text: str) -> int:
-    """A tokenizer-free estimate of `text`'s tokens, rounded up."""
-    return -(-len(text) // CHARS_PER_TOKEN)
+def utf8_bytes(text: str) -> int:
+    """`text`'s UTF-8 bytes: a count no byte-level BPE tokenizer exceeds (each token is one byte or more)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def count_tokens(text: str) -> int:
+    """`text`'s tokens by the cl100k tokenizer when it is installed offline, else its UTF-8 bytes (never fewer)."""
+    return _counter()(text)
+
+
+_CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_CL100K_PATTERN = (  # tiktoken_ext.openai_public.cl100k_base's
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
+    r"""\s+(?!\S)|\s"""
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _counter() -> Callable[[str], int]:
+    """The cl100k encoder's count, from the vocabulary file litellm ships (never downloaded), or `utf8_bytes`."""
+    try:
+        import tiktoken
+    except ImportError:
+        return utf8_bytes
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return utf8_bytes
+    folder = Path(next(iter(spec.submodule_search_locations)), "litellm_core_utils", "tokenizers")
+    try:  # the file tiktoken's cache names after the download's URL
+        data = (folder / hashlib.sha1(_CL100K_URL.encode()).hexdigest()).read_bytes()
+    except OSError:
+        return utf8_bytes
+    if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
+        return utf8_bytes
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+    encoding = tiktoken.Encoding(
+        "cl100k_base", pat_str=_CL100K_PATTERN, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 100257}
+    )
+
+    def tokens(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    return tokens
 
 
 def render_skill(skill: Skill) -> str:
-    """One skill in `Skillbook.as_prompt()`'s format: id, keywords, issue, insight."""
-    lines = [f"- [{skill.id}]", f"Keywords: {', '.join(skill.keywords)}", f"Issue: {skill.issue}"]
+    """One skill as a `<lesson>` element: id, keywords, issue, insight, each text escaped on one line."""
+    lines = [
+        f"<lesson id={quoteattr(skill.id)}>",
+        f"<keywords>{escape_text(', '.join(skill.keywords))}</keywords>",
+        f"<issue>{escape_text(skill.issue)}</issue>",
+    ]
     if skill.insight:
-        lines.append(f"Insight: {skill.insight}")
+        lines.append(f"<insight>{escape_text(skill.insight)}</insight>")
+    lines.append("</lesson>")
     return "\n".join(lines)
 
 
 def render_skill_list(skills: Sequence[Skill]) -> str:
-    """Skills rendered one after the other, in the given order."""
-    return "\n".join(render_skill(s) for s in skills)
+    """Skills rendered one after the other, in the given order, inside one `<lessons>` element."""
+    return "\n".join([LESSONS_OPEN, *(render_skill(s) for s in skills), LESSONS_CLOSE])
 
 
 def retrieve_within_budget(
@@ -46,9 +112,11 @@ def retrieve_within_budget(
     max_tokens: int,
     candidates: int = 20,
     embedder: Embedder | None = None,
-    count_tokens: Callable[[str], int] = approx_tokens,
+    count_tokens: Callable[[str], int] = count_tokens,
+    header: str = "",
 ) -> list[Skill]:
-    """The most relevant helpful skills for `query` whose rendering (`render_skill_list`) fits `max_tokens`.
+    """The most relevant helpful skills for `query` whose block (`header`, then `render_skill_list`) fits
+    `max_tokens`.
 
     Raises `SkillbookError` for a budget below 1 and, like `retrieve_top_k`, for an empty query.
     """
@@ -58,11 +126,11 @@ def retrieve_within_budget(
         return []
     found = retrieve_top_k(skillbook, query, top_k=candidates, embedder=embedder)
     chosen: list[Skill] = []
-    used = 0
+    used = count_tokens(f"{header}\n" if header else "") + count_tokens(render_skill_list([]))
     for skill in found:
         if skill.harmful_count > skill.helpful_count:
             continue
-        cost = count_tokens(render_skill(skill)) + (1 if chosen else 0)  # the newline between two skills
+        cost = count_tokens(render_skill(skill)) + 1  # and the newline before it
         if used + cost <= max_tokens:
             chosen.append(skill)
             used += cost

@@ -9,7 +9,7 @@ only the few remaining contenders need their exact ranks. This halves search tim
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +26,15 @@ _DIRECT_ROWS = 8
 
 @dataclass(frozen=True)
 class Ranking:
-    """One ranked list: `items` (ascending positions) and their `scores`, higher is better."""
+    """One ranked list: `items` (ascending positions) and their `scores`, higher is better.
+
+    `rescore`, when given, returns the exact scores of some items whose `scores` are approximations (an int8 scan's):
+    the few contenders that need their exact rank get it from their exact score among the others' scores.
+    """
 
     items: _IntArray
     scores: npt.NDArray[np.floating]
+    rescore: Callable[[_IntArray], npt.NDArray[np.floating]] | None = None
 
 
 def rrf_fuse(rankings: Sequence[tuple[_IntArray, _IntArray]], n: int, *, k: int = RRF_K) -> _FloatArray:
@@ -141,7 +146,11 @@ def _exact_ranks(r: Ranking, prefix: _IntArray, positions: _IntArray) -> _FloatA
         in_prefix = hit
     need = np.flatnonzero(present & ~in_prefix)
     if need.size:
-        ranks[need] = _ranks_of(r.scores, where[need])
+        scores = r.scores
+        if r.rescore is not None:
+            scores = scores.copy()
+            scores[where[need]] = r.rescore(r.items[where[need]])
+        ranks[need] = _ranks_of(scores, where[need])
     return ranks
 
 

@@ -24,13 +24,14 @@ from ace.core.skillbook import Skillbook
 from ace.core.storage import FileState, Writer, gc_paused
 from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
-from ace.retrieval._dense import ANN_MIN, DenseStore
+from ace.retrieval._dense import DenseStore
 from ace.retrieval._embedding import embed_query, embed_texts, own_copy
+from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost, skill_unit_rows
 from ace.retrieval._keywords import KeywordTable, search_keywords
 from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
 from ace.retrieval._slots import TextColumn, tie_key
 from ace.retrieval.bm25 import BM25Index
-from ace.retrieval.fusion import RRF_K, Ranking, fuse_top_k
+from ace.retrieval.fusion import RRF_K
 from ace.retrieval.tokenize import tokenize
 
 __all__ = ["RRF_K", "SearchMode", "SkillSearchIndex", "search_index"]
@@ -48,12 +49,13 @@ class SkillSearchIndex:
     skillbook, it starts over. Thread-safe.
     """
 
-    def __init__(self, embedder: Embedder, *, batch_size: int = _EMBED_BATCH, ann_min: int | None = ANN_MIN) -> None:
+    def __init__(self, embedder: Embedder, *, batch_size: int = _EMBED_BATCH, ann_min: int | None = None) -> None:
         self.embedder = embedder
         self.batch_size = batch_size
         """Texts per embedding request when skills need vectors."""
         self.ann_min = ann_min
-        """Live skills from which dense search goes through an HNSW graph (with the `ann` extra); `None`: exact."""
+        """Live skills from which dense search goes through an HNSW graph (with the `ann` extra; e.g. `ANN_MIN`);
+        `None` (the default): the float32 rows, scanned first as int8 codes at scale (`ace.retrieval._quantised`)."""
         self.loaded_from: str | None = None
         """The index sidecar this index was read from, if any (`ace.retrieval._persist`)."""
         self._lock = threading.Lock()
@@ -99,10 +101,13 @@ class SkillSearchIndex:
         keywords: Sequence[str] | None = None,
         k: int = RRF_K,
         mode: SearchMode = "hybrid",
+        exact: bool = False,
     ) -> list[Skill]:
         """The `top_k` best visible skills for `query`, fused from BM25, dense and keyword ranks.
 
-        `mode` keeps only the lexical (`bm25`) or only the dense ranking, for evaluations.
+        `mode` keeps only the lexical (`bm25`) or only the dense ranking, for evaluations. `exact` computes every
+        cosine in float32 and sorts every ranking in full, whatever the size: the reference the default (at scale an
+        approximate dense ranking, `ace.retrieval._hybrid`) is measured against.
         Raises `EmbeddingError` when the query (or a skill that needs a vector) cannot be embedded.
         """
         query_vec = self.embed_query(query) if mode != "bm25" else None
@@ -112,7 +117,7 @@ class SkillSearchIndex:
             self._sync(skillbook)
             with skillbook.locked():
                 self._apply(skillbook)  # pick up anything that changed while we were embedding
-                slots = self._rank(query_vec, tokens, top_k, section, wanted, k)
+                slots = self._rank(skillbook, query_vec, tokens, top_k, section, wanted, k, exact)
                 found = [skillbook.get_skill(self._slot_ids[s]) for s in slots]
         return [s for s in found if s is not None and s.visible]
 
@@ -142,12 +147,14 @@ class SkillSearchIndex:
     # ------------------------------------------------------------- internals
     def _rank(
         self,
+        skillbook: Skillbook,
         query_vec: EmbeddingMatrix | None,
         tokens: list[str],
         top_k: int,
         section: Section | None,
         keywords: list[str],
         k: int,
+        exact: bool,
     ) -> list[int]:
         n = self._bm25.n_slots
         mask = self._bm25.alive.copy()
@@ -157,30 +164,16 @@ class SkillSearchIndex:
         cand = self._by_key[mask[self._by_key]]
         if cand.size == 0:
             return []
-        m = cand.size
-        lists: list[Ranking] = []
-        if query_vec is not None:
-            lists.append(Ranking(*self._dense.scores(query_vec, n, cand, depth=max(1024, 4 * top_k))))
-        if tokens:
-            bm25, hit = self._bm25.scores(tokens)
-            matched = np.flatnonzero(hit[cand])
-            lists.append(Ranking(matched, bm25[cand[matched]]))
-        extra = None
-        if keywords:
-            shared = np.zeros(n, dtype=np.int64)
-            for kw in keywords:
-                hits = self._keywords.slots(kw, lambda: self._bm25.alive)
-                shared[np.fromiter(hits, dtype=np.int64, count=len(hits))] += 1
-            counts = shared[cand]
-            labelled = np.flatnonzero(counts)
-            if labelled.size:
-                # Tied ranks: every skill sharing the same number of keywords gets the same rank.
-                negative = -counts[labelled]
-                ranks = 1 + np.searchsorted(np.sort(negative), negative, side="left")
-                extra = np.zeros(m, dtype=np.float64)
-                extra[labelled] = 1.0 / (k + ranks.astype(np.float64))
-        best = fuse_top_k(lists, m, top_k, k=k, extra=extra)
+        extra = keyword_boost(self._keywords, self._bm25.alive, keywords, cand, k) if keywords else None
+        unit_rows = self._unit_rows(skillbook)
+        best = hybrid_rank(
+            self._dense, self._bm25, query_vec, tokens, cand, top_k, k=k, extra=extra, exact=exact, unit_rows=unit_rows
+        )
         return [int(s) for s in cand[best]]
+
+    def _unit_rows(self, skillbook: Skillbook) -> UnitRows:
+        """The float32 unit vectors of the slots, from the skills' own vectors (exact search in HNSW mode)."""
+        return skill_unit_rows(skillbook, self._slot_ids, self._bm25.alive, self.embedder.dimension)
 
     def _sync(self, skillbook: Skillbook) -> None:
         """Apply skillbook changes; embed missing vectors outside the skillbook lock, a batch at a time, indexing
@@ -391,6 +384,10 @@ class SkillSearchIndex:
         if state is None or skillbook.embedding_model != self.embedder.model_name:
             return
         path = index_path(state.path)
+        try:
+            seen = path.stat()  # the file read next, for the dense rows read from it later (`RowReader`)
+        except OSError:
+            return
         found = read_index(path, digest=state.digest, model=self.embedder.model_name, dim=self.embedder.dimension)
         if found is None:
             return
@@ -401,7 +398,9 @@ class SkillSearchIndex:
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
             graph = graph_reader(path) if header["graph"] and "hnsw" not in a else None
-            dense = DenseStore.from_state(a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph)
+            dense = DenseStore.from_state(
+                a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph, rows_from=(path, seen)
+            )
             ptr, ids = a["kw_ptr"], a["kw_ids"]
             if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:
                 raise ValueError("its keyword lists do not fit its slots")

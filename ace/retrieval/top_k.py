@@ -28,6 +28,7 @@ def retrieve_top_k(
     section: Section | None = None,
     keywords: Sequence[str] | None = None,
     embedder: Embedder | None = None,
+    exact: bool = False,
 ) -> list[Skill]:
     """The `top_k` visible skills (active, not quarantined) that best match `query`, best first.
 
@@ -46,6 +47,11 @@ def retrieve_top_k(
     duplicate-avoidance rule (search before add) must still see. A label that normalises to nothing
     (or is too long to be a keyword) is ignored.
 
+    `exact=True` returns this ranking computed in full (every cosine in float32, every list sorted) at any
+    size: the reference. The default is the same below 50,000 visible skills; from there, with the `ann` extra,
+    the dense ranking comes from an HNSW graph and its recall against the reference is measured
+    (`benchmarks/scale.py`, docs/performance.md).
+
     Missing skill vectors are computed first, in batches, and cached on the skills (`set_embedding`).
 
     Raises:
@@ -57,4 +63,6 @@ def retrieve_top_k(
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise SkillbookError(f"top_k must be a positive integer, got {top_k!r}")
     sec = validate_section(section) if section is not None else None
-    return search_index(skillbook, embedder).search(skillbook, query, top_k=top_k, section=sec, keywords=keywords)
+    return search_index(skillbook, embedder).search(
+        skillbook, query, top_k=top_k, section=sec, keywords=keywords, exact=exact
+    )

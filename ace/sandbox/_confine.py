@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ace.sandbox import _landlock
+from ace.sandbox._landlock import Ruleset
 
 __all__ = ["Quota", "confine"]
 
@@ -69,7 +69,7 @@ def confine(
     root = os.geteuid() == 0
     ids = os.getuid(), os.getgid()
     flags = (CLONE_NEWNET if root else CLONE_NEWUSER | CLONE_NEWNET) | (CLONE_NEWNS if quota else 0)
-    ruleset = _landlock.Ruleset.plan(libc, home, python or sys.executable)
+    ruleset = Ruleset.plan(libc, home, python or sys.executable)
 
     def preexec() -> None:
         notes: list[str] = []

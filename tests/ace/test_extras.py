@@ -129,10 +129,12 @@ def test_a_binding_that_is_installed_but_broken_is_the_one_named(monkeypatch: py
 def test_an_hnsw_index_without_faiss_names_the_ann_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_dense, "faiss_module", lambda: None)
     absent(monkeypatch, "faiss")
+    absent(monkeypatch, "simsimd")
     state = {"hnsw": np.zeros(8, dtype=np.uint8)}
     with pytest.raises(ValueError, match="HNSW graph") as caught:
         DenseStore.from_state(state, 4, 2, ann_min=1)
     assert str(caught.value).endswith(
-        "faiss (approximate nearest-neighbour search) is not installed (the `ann` extra): "
+        "SimSIMD and faiss (int8 scans and nearest-neighbour graphs for large skillbooks) is not installed "
+        "(the `ann` extra): "
         'pip install "agentic-context-engine[ann]"'
     )

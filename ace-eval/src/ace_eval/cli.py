@@ -38,6 +38,11 @@ class LazyCommand:
 COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
     {
         "benchmark": LazyCommand("ace_eval.commands.benchmark", "benchmark", "Check benchmark data offline."),
+        "benchmarks": LazyCommand(
+            "ace_eval.commands.benchmarks",
+            "benchmarks",
+            "The benchmarks `ace-eval e2e --benchmark NAME` can run (`--benchmark-option key=value`).",
+        ),
         "collection": LazyCommand(
             "ace_eval.commands.collection",
             "collection",
@@ -55,6 +60,12 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "export",
             "Write a skillbook (`skillbook.json`) as markdown: each skill, its evidence and the traces that taught it.",
         ),
+        "gate": LazyCommand(
+            "ace_eval.commands.gate",
+            "gate",
+            "Is a skillbook better? Paired comparisons of two scored runs on the same tasks and seeds: promote or "
+            "hold.",
+        ),
         "inspect": LazyCommand(
             "ace_eval.commands.inspect",
             "inspect",
@@ -64,7 +75,8 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "report": LazyCommand(
             "ace_eval.commands.report",
             "report",
-            "Write one self-contained HTML page about one or more run folders (no network needed to open it).",
+            "Write one self-contained HTML page about one or more run folders, or a skillbook store (no network "
+            "needed).",
         ),
         "review": LazyCommand(
             "ace_eval.commands.review",
@@ -76,10 +88,20 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "runs",
             "List the run folders under DIR (default results/): status, date, samples, skills, score; newest first.",
         ),
+        "scores": LazyCommand(
+            "ace_eval.commands.gate",
+            "scores",
+            "Print pass^1..k of a scored file (a benchmark's results file or scores JSON) with 95 % intervals.",
+        ),
         "scan": LazyCommand(
             "ace_eval.commands.scan",
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
+        ),
+        "skillbook": LazyCommand(
+            "ace_eval.commands.skillbook",
+            "skillbook",
+            "Skillbook versions: publish to a store, list, diff, roll back (a store holds immutable versions).",
         ),
         "skills": LazyCommand(
             "ace_eval.commands.skills",

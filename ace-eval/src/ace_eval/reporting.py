@@ -107,6 +107,9 @@ def describe_os_error(e: OSError) -> str:
 
 
 def with_notes(message: str, e: BaseException) -> str:
-    """`message` followed by the notes added to `e` on its way up (the run folder, the resume command)."""
+    """`message` followed by the notes added to `e` on its way up (the run folder, the resume command), control
+    characters escaped (a message may quote a trace's id or key)."""
+    from ace_eval.text import printable
+
     notes = getattr(e, "__notes__", None) or []
-    return "\n".join([message, *notes])
+    return printable("\n".join([message, *notes]))

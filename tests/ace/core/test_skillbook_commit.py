@@ -11,10 +11,10 @@ from typing import IO, Any
 import pytest
 
 from ace import Skillbook
-from ace.core.json_safe import JsonInputError
 from ace.core.serialization import commit_intent
 from ace.core.storage import commit_files, recover_commit
 from ace.exceptions import SkillbookFormatError
+from ace.json_safe import JsonInputError
 
 
 class Killed(BaseException):

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ace import InsightSource, Skillbook, SkillbookFormatError
-from ace.core import json_safe, serialization, storage
+from ace import InsightSource, Skillbook, SkillbookFormatError, json_safe
+from ace.core import serialization, storage
 from ace.core.serialization import SkillbookDocument
 from ace.exceptions import SkillbookError
 

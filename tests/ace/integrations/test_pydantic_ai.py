@@ -24,8 +24,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from ace.core.skillbook import Skillbook
 from ace.embeddings import TestEmbedder
 from ace.exceptions import SkillbookError, UserError
-from ace.integrations.pydantic_ai import RunCapture, SkillInstructions, chat_messages
-from ace.retrieval.budget import approx_tokens, render_skill_list, retrieve_within_budget
+from ace.integrations.pydantic_ai import DEFAULT_HEADER, RunCapture, SkillInstructions, chat_messages
+from ace.retrieval.budget import count_tokens, render_skill, render_skill_list, retrieve_within_budget
 from ace.retrieval.top_k import retrieve_top_k
 from ace_eval.collection import read_collection
 
@@ -71,15 +71,16 @@ def test_the_instructions_carry_at_most_the_budget_most_relevant_first() -> None
     book, embedder = _skillbook(), TestEmbedder()
     prompt = "What is the weather in Oslo, any snow?"
     ranked = retrieve_top_k(book, prompt, top_k=6, embedder=embedder)
-    one_skill = approx_tokens(render_skill_list(ranked[:1]))
-    budget = one_skill + approx_tokens(render_skill_list(ranked[1:2])) + 1
+    frame = count_tokens(f"{DEFAULT_HEADER}\n") + count_tokens(render_skill_list([]))
+    one_skill = frame + count_tokens(render_skill(ranked[0])) + 1
+    budget = one_skill + count_tokens(render_skill(ranked[1])) + 1
     skills = SkillInstructions(book, max_tokens=budget, embedder=embedder)
     seen: list[str] = []
     _agent(seen, skills).run_sync(prompt)
     (instructions,) = seen
     assert instructions.startswith("You answer weather questions.")
     block = instructions.split(skills.header + "\n", 1)[1]
-    assert approx_tokens(block) <= budget
+    assert count_tokens(f"{skills.header}\n{block}") <= budget
     assert skills.last_skill_ids == tuple(s.id for s in ranked[:2])  # the two most relevant, in that order
     assert block == render_skill_list(ranked[:2])
     small = SkillInstructions(book, max_tokens=one_skill, embedder=embedder)

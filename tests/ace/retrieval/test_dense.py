@@ -3,12 +3,12 @@ read from a file is checked before a search may follow its links."""
 
 from __future__ import annotations
 
-import random
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _retrieval_books import search_results, small_book
 
 from ace.core.npz import is_mapped
 from ace.core.skillbook import Skillbook
@@ -16,26 +16,8 @@ from ace.embeddings import TestEmbedder
 from ace.retrieval import SkillSearchIndex, search_index
 from ace.retrieval._dense import DenseStore, RowBlocks, faiss_module, graph_problem
 
-WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe") for b in range(40)]
+_book, _results = small_book, search_results
 needs_faiss = pytest.mark.skipif(faiss_module() is None, reason="faiss-cpu (the ann extra) is not installed")
-
-
-def _book(n: int, seed: int = 0) -> Skillbook:
-    rng = random.Random(seed)
-    sb = Skillbook()
-    for i in range(n):
-        issue = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 15)))
-        sb.add_skill("context" if i % 3 else "harness", issue, [f"kw{i % 7}"], f"do step {i}" if i % 3 else None)
-    return sb
-
-
-def _results(sb: Skillbook, index: SkillSearchIndex) -> list[list[str]]:
-    rng = random.Random(9)
-    queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(12)]
-    return [
-        [s.id for s in index.search(sb, q, top_k=5, **({"section": "harness"} if k % 2 else {}))]
-        for k, q in enumerate(queries)
-    ]
 
 
 def _in_blocks(vector: np.ndarray, blocks: RowBlocks) -> bool:

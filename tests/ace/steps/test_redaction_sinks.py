@@ -12,11 +12,11 @@ from logfire.testing import CaptureLogfire
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from ace import InsightSource, Skillbook
+from ace.core.redaction_sink import SAMPLE_QUESTION_MAX
 from ace.observability import JsonlSpanExporter, ace_span, configure_observability, read_spans_jsonl
 from ace.pipeline import StepContext
 from ace.redaction import Redactor
 from ace.redaction.scrubbing import scrubbing_options
-from ace.redaction.sink import SAMPLE_QUESTION_MAX
 from ace.steps import RedactStep
 from ace_eval.e2e.training import Trainer, TrainingConfig
 

@@ -105,7 +105,7 @@ def test_a_folder_of_sessions(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        ([SESSION_LINES[2], "{oops"], "session.jsonl, line 2: not valid JSON"),
+        ([SESSION_LINES[2], "{oops"], "session.jsonl, line 2, column 2: not valid JSON"),
         ([SESSION_LINES[2], ["a"]], "line 2: an entry is a JSON object, got list"),
         ([{**SESSION_LINES[2], "message": None}], "line 1: field 'message': missing or not an object"),
         ([{**SESSION_LINES[2], "message": {"role": "user", "content": 3}}], "line 1: field 'message.content'"),

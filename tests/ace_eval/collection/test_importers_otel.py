@@ -157,7 +157,7 @@ RUN = "b7ad6b7169203331"
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('{"resourceSpans": []}\nnot json\n', "otlp.json, line 2: not valid JSON"),
+        ('{"resourceSpans": []}\nnot json\n', "otlp.json, line 2, column 1: not valid JSON"),
         ('{"spans": []}', "field 'resourceSpans': not an OTLP JSON export"),
         (
             json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "xyz", "spanId": RUN}]}]}]}),

@@ -86,6 +86,20 @@ TAU2 = Shape(
     _copy_first(("simulations",)),
     _delete(("simulations", 0, "id")),
 )
+TAU2_SCORED = Shape(
+    False,
+    _set(("info", "extra"), DEEP),
+    _set(("simulations", 0, "seed"), BIG),
+    _copy_first(("simulations",)),
+    _delete(("simulations", 0, "task_id")),
+)
+SCORES = Shape(
+    False,
+    _set(("models",), {"x": DEEP}),
+    _set(("num_trials",), BIG),
+    _copy_first(("tasks", "t1")),
+    _delete(("benchmark",)),
+)
 SKILLBOOK = Shape(
     False, _set(("extra",), DEEP), _set(("next_ids", "context"), BIG), _copy_first(("skills",)), _delete(("skills",))
 )
@@ -153,6 +167,29 @@ def import_openai(tmp: Path) -> tuple[list[str], Path, Shape]:
     lines = [{"id": t["trace_id"], "messages": t["messages"], "reward": t["reward"]} for t in _demo_traces()]
     src.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return ["collection", "import", str(src), "--format", "openai-jsonl", "--out", str(tmp / "out")], src, OPENAI
+
+
+def _tau2_scored(path: Path) -> Path:
+    sims = [{"id": f"s{t}{i}", "task_id": f"t{t}", "trial": i, "seed": 300 + i, "reward_info": {"reward": 1.0}}
+            for t in range(3) for i in range(2)]  # fmt: skip
+    path.write_text(json.dumps({"info": {"num_trials": 2}, "tasks": [], "simulations": sims}), encoding="utf-8")
+    return path
+
+
+def gate_tau2(*args: str) -> Setup:
+    def setup(tmp: Path) -> tuple[list[str], Path, Shape]:
+        baseline, candidate = _tau2_scored(tmp / "baseline.json"), _tau2_scored(tmp / "candidate.json")
+        return [a.replace("BASE", str(baseline)).replace("CAND", str(candidate)) for a in args], candidate, TAU2_SCORED
+
+    return setup
+
+
+def gate_scores(tmp: Path) -> tuple[list[str], Path, Shape]:
+    good = {"benchmark": "toy", "num_trials": 2, "tasks": {f"t{t}": [{"reward": 1.0, "success": True}] * 2
+                                                          for t in range(3)}}  # fmt: skip
+    (tmp / "a.json").write_text(json.dumps(good), encoding="utf-8")
+    (tmp / "b.json").write_text(json.dumps(good), encoding="utf-8")
+    return ["gate", "compare", str(tmp / "a.json"), str(tmp / "b.json")], tmp / "b.json", SCORES
 
 
 def on_collection(*args: str) -> Setup:
@@ -223,6 +260,9 @@ COMMANDS: dict[str, Setup] = {
         "TMP/o",
     ),
     "verify": on_skillbook("verify", "PATH", run_folder=True),
+    "gate compare tau2": gate_tau2("gate", "compare", "BASE", "CAND"),
+    "gate compare scores": gate_scores,
+    "scores": gate_tau2("scores", "CAND"),
     "skills stats": on_skillbook("skills", "stats", "PATH"),
     "skills quarantine": on_skillbook("skills", "quarantine", "PATH", "context-00001", "--reason", "r", "--by", "a"),
     "skills release": on_skillbook("skills", "release", "PATH", "context-00001", "--reason", "r", "--by", "a"),

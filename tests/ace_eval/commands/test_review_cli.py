@@ -71,7 +71,7 @@ def test_a_review_run_changes_nothing_published_and_queues_grouped_candidates(
     assert source["key_insight"].startswith("Check the policy first") and len(source["trace_sha256"]) == 64
     assert cands["c00002"]["base"]["issue"] == "Agents cancel basic economy bookings without checking the " \
         "cancellation policy."  # fmt: skip
-    review_record = result.record["review"]
+    review_record = result.record.to_json()["review"]
     assert review_record == {
         "skillbook": str(published),
         "queue": str(published.with_name("skillbook.review.json")),
@@ -143,7 +143,7 @@ def test_a_second_run_over_the_same_traces_queues_nothing_new(scenario: tuple[Pa
 
     second = review_run(collection, published, tmp_path / "out")
     assert queue.read_bytes() == before  # nothing written
-    counts = second.record["review"]
+    counts = second.record.to_json()["review"]
     assert (counts["new_candidates"], counts["queued"]) == (0, 0)
     assert (counts["already_queued"], counts["already_reviewed"]) == (LIMIT - 1, 1)
     assert "Review: 0 new candidates, 0 edits queued, 5 already queued, 1 already reviewed" in format_summary(second)
@@ -156,8 +156,8 @@ def test_rejected_groups_are_not_proposed_again(scenario: tuple[Path, Path], tmp
     assert rejected.exit_code == 0, rejected.output
 
     second = review_run(collection, published, tmp_path / "out")
-    assert second.record["review"]["already_reviewed"] == LIMIT
-    assert second.record["review"]["new_candidates"] == 0
+    assert second.record.review.already_reviewed == LIMIT
+    assert second.record.review.new_candidates == 0
     assert len(candidates(published)) == 4
     assert review("list", published).stdout.strip() == "no pending candidates"
     assert review("list", published, "--status", "rejected").stdout.count("rejected") == 4
@@ -253,7 +253,7 @@ def test_a_review_of_a_skillbook_that_does_not_exist_yet_creates_it_on_accept(tm
     # remove of context-00002 is refused by the skillbook): one candidate holding every edit of the run's skill
     [cand] = candidates(published).values()
     assert [e["operation"]["type"] for e in cand["edits"]] == ["ADD", "UPDATE", "TAG", "UPDATE", "ADD"]
-    assert result.record["review"]["unattributed"] == 0
+    assert result.record.review.unattributed == 0
     listed = review("list", published)
     assert listed.exit_code == 0 and listed.stdout.split()[:2] == ["c00001", "ADD"]
     assert review("accept", published, "c00001", "--reviewer", "ana").exit_code == 0

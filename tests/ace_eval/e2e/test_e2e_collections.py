@@ -92,7 +92,7 @@ def test_a_good_copy_of_the_demo_collection_is_accepted(tmp_path: Path) -> None:
     shutil.copytree(DEMO, folder)
     settings = E2ESettings(traces=folder, no_benchmark=True, output_dir=tmp_path / "out", limit=3)
     result = runner.run_e2e(settings, injections=scripted_injections())
-    assert result.record["status"] == "completed" and result.record["training"]["samples"] == 3
+    assert result.record.status == "completed" and result.record.training.samples == 3
     # --limit keeps only the traces trained on, as a valid collection of its own
     manifest = json.loads((result.folder.collection / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["counts"]["traces"] == 3 and manifest["metadata"]["limit"] == 3

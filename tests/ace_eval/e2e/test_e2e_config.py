@@ -14,6 +14,7 @@ from ace_eval.e2e.config import (
     resolve_settings,
 )
 from ace_eval.run.folder import RunFolder, RunFolderError, config_differences, new_run_id
+from ace_eval.run.record import RunConfig, RunRecord
 
 
 def write_config(path: Path, text: str) -> Path:
@@ -103,13 +104,22 @@ def test_run_ids_and_folders(tmp_path: Path) -> None:
     assert len(ids) == 50 and all(len(i) == 16 and i.startswith("run_") for i in ids)
     folder = RunFolder.create(tmp_path / "results" / "e2e")
     assert folder.has_standard_name and folder.path.is_dir() and folder.run_id == folder.path.name
-    folder.write_run_json({"config": {"epochs": 1}, "status": "running"})
-    assert RunFolder.open(folder.path).read_run_json()["status"] == "running"
+    RunRecord.of({"config": {"epochs": 1}, "status": "running"}).write(folder.run_json)
+    assert RunFolder.open(folder.path).read_record().status == "running"
     with pytest.raises(RunFolderError, match=r"is not a run folder \(it has no run.json"):
         RunFolder.open(tmp_path)
     folder.run_json.write_text("{torn", encoding="utf-8")
     with pytest.raises(RunFolderError, match="cannot be read"):
-        folder.read_run_json()
+        folder.read_record()
+
+
+def test_every_setting_has_its_typed_field_in_run_json() -> None:
+    """`run.json`'s `config` is `E2ESettings.to_dict()` checked by `RunConfig` (which has no other field than the
+    replayed traces' digest): a new setting without its field could not be written."""
+    assert set(RunConfig.model_fields) == {*E2ESettings().to_dict(), "traces_sha256"}
+    settings = E2ESettings(steps={"deduplicate": {"threshold": 0.9}}, no_steps=("export_markdown",), seed=3)
+    config = RunConfig.model_validate({**settings.to_dict(), "traces_sha256": None})
+    assert E2ESettings.from_dict(config.as_dict()) == settings
 
 
 def test_config_differences_name_what_matters() -> None:

@@ -29,9 +29,10 @@ from ace_eval.cli import main
 from ace_eval.commands.demo import format_demo_summary
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.fail_fast import RunAborted, RunFailedError
+from ace_eval.e2e.fail_fast import RunFailedError
 from ace_eval.e2e.preflight import PreflightError, preflight
 from ace_eval.e2e.sample_text import sample_line
+from ace_eval.run.abort import RunAborted
 from ace_eval.run.samples import load_sample_lines, load_samples
 
 DEMO = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
@@ -137,7 +138,7 @@ def test_the_agent_roles_are_checked_only_when_the_agent_runs(tmp_path: Path, ai
     assert len(refusal.value.problems) == 2 and not (tmp_path / "o").exists()
     replayed = E2ESettings(traces=DEMO, limit=1, no_benchmark=True, agent_model="foo/bar", output_dir=tmp_path / "o")
     result = runner.run_e2e(replayed, injections=runner.RunInjections(embedder=TestEmbedder(), models=agentless))
-    assert result.record["status"] == "completed"  # the agent never runs, so its model string is not checked
+    assert result.record.status == "completed"  # the agent never runs, so its model string is not checked
 
 
 def failing(litellm: ModuleType, error: str = "AuthenticationError") -> Exception:
@@ -226,7 +227,7 @@ def test_no_retry_failed_keeps_the_failed_samples(tmp_path: Path) -> None:
         runner.resume_e2e(folder, {"retry_failed": False}, injections=scripted_injections())
     assert len(load_sample_lines(folder / "samples.jsonl")) == 4  # nothing ran again
     done = runner.resume_e2e(folder, injections=scripted_injections())
-    assert done.record["status"] == "completed" and done.record["training"]["errors"] == 0
+    assert done.record.status == "completed" and done.record.training.errors == 0
 
 
 def broken_reflector() -> runner.RunInjections:
@@ -282,8 +283,8 @@ def test_samples_that_failed_after_their_edits_are_not_a_failed_run(tmp_path: Pa
     )
     settings = E2ESettings(traces=DEMO, limit=3, no_benchmark=True, output_dir=tmp_path, abort_after=0)
     done = runner.run_e2e(settings, injections=injections)
-    assert done.record["status"] == "completed"
-    assert done.record["training"]["samples"] == 3 and done.record["training"]["errors"] == 3
+    assert done.record.status == "completed"
+    assert done.record.training.samples == 3 and done.record.training.errors == 3
     assert len(done.skillbook.skills()) >= 1
 
     with pytest.raises(RunFailedError, match=r"every sample failed \(3 of 3\), nothing was learned"):
@@ -302,12 +303,12 @@ def test_every_episode_errored_is_a_failed_run_without_pass_k(airline_data: Path
     [folder] = list(tmp_path.iterdir())
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert record["status"] == "failed" and "no pass^k" in record["error"]
-    assert record["benchmark"]["before"]["pass_hat_k"] == {} and record["benchmark"]["before"]["errors"] == 2
+    assert record["benchmark"]["before"]["pass_hat_k"] == [] and record["benchmark"]["before"]["errors"] == 2
     assert not (folder / "samples.jsonl").exists()  # nothing was learned from errored episodes
 
     done = runner.resume_e2e(folder, injections=inj)  # the agent works again: the errored episodes run again
-    before = done.record["benchmark"]["before"]
-    assert done.record["status"] == "completed" and (before["episodes"], before["errors"]) == (2, 0)
+    before = done.record.benchmark.before
+    assert done.record.status == "completed" and (before.episodes, before.errors) == (2, 0)
 
 
 def test_a_passing_preflight_hands_its_models_to_the_run(monkeypatch: pytest.MonkeyPatch, litellm: ModuleType) -> None:
@@ -373,8 +374,8 @@ def test_episodes_that_keep_failing_on_a_rejected_key_abort_the_collection(airli
     [folder] = list(tmp_path.iterdir())
     assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["status"] == "failed"
     done = runner.resume_e2e(folder, injections=inj)
-    assert done.record["status"] == "completed" and done.record["benchmark"]["before"]["episodes"] == 5
-    assert done.record["benchmark"]["before"]["errors"] == 0  # the 3 errored episodes ran again
+    assert done.record.status == "completed" and done.record.benchmark.before.episodes == 5
+    assert done.record.benchmark.before.errors == 0  # the 3 errored episodes ran again
 
 
 @pytest.mark.parametrize("sessions", ["concurrent", "ordered"])
@@ -397,7 +398,7 @@ def test_abort_and_retry_with_concurrent_workers_record_each_sample_once(tmp_pat
     failed = load_sample_lines(folder / "samples.jsonl")
     assert len(failed) >= 3 and all(s.error_kind == "auth" and not s.operations for s in failed)
     done = runner.resume_e2e(folder, injections=inj)
-    assert done.record["training"] == {**done.record["training"], "samples": 10, "errors": 0}
+    assert (done.record.training.samples, done.record.training.errors) == (10, 0)
     lines = load_sample_lines(folder / "samples.jsonl")
     assert len(lines) == 10 + len(failed) and sorted({s.index for s in lines}) == list(range(10))
     assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0

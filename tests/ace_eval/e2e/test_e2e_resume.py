@@ -153,10 +153,10 @@ def test_resume_after_an_exception_in_the_runner(tau_collection: Path, tmp_path:
     assert any("--resume" in note for note in info.value.__notes__)
     assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["error"] == "Killed: boom"
     done = runner.resume_e2e(folder, injections=scripted_injections())
-    assert done.record["status"] == "completed" and done.record["error"] is None
+    assert done.record.status == "completed" and done.record.error is None
     assert_each_sample_once(folder)
     again = runner.resume_e2e(folder, injections=scripted_injections())  # a finished run: nothing left to do
-    assert again.record["training"]["resumed_samples"] == LIMIT
+    assert again.record.training.resumed_samples == LIMIT
     assert_each_sample_once(folder)
 
 
@@ -174,8 +174,8 @@ def test_resume_refuses_settings_that_change_the_results(tau_collection: Path, t
         runner.resume_e2e(tmp_path, injections=scripted_injections())
     # settings that do not change what is learned may differ
     ok = runner.resume_e2e(folder, {"max_workers": 2, "verbose": True}, injections=scripted_injections())
-    assert ok.record["config"]["max_workers"] == 1  # the run's settings stay; the resume's changes are recorded
-    assert ok.record["segments"][-1]["overrides"] == {"max_workers": 2, "verbose": True}
+    assert ok.record.config.max_workers == 1  # the run's settings stay; the resume's changes are recorded
+    assert ok.record.segments[-1].overrides == {"max_workers": 2, "verbose": True}
 
 
 def test_a_resume_that_waited_in_preflight_keeps_the_segment_of_the_one_that_finished_meanwhile(

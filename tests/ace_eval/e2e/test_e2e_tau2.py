@@ -55,9 +55,10 @@ def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
     assert all(t.reward == 0.0 for t in traces)  # without the skill the agent skips the write
     record = json.loads((folder / "run.json").read_text())
     bench = record["benchmark"]
-    assert bench["before"]["pass_hat_k"] == {"1": 0.0, "2": 0.0}
-    assert bench["after"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
-    assert bench["after"]["pass_hat_k_95"]["1"] == [1.0, 1.0]
+    assert bench["before"]["pass_hat_k"] == [0.0, 0.0]
+    assert bench["after"]["pass_hat_k"] == [1.0, 1.0]
+    assert bench["after"]["pass_hat_k_95"][0] == [1.0, 1.0]  # pass^1 with its 95 % interval
+    assert [t["rewards"] for t in bench["before"]["task_results"]] == [[0.0, 0.0], [0.0, 0.0]]
     assert {d["task_id"]: d["delta"] for d in bench["task_deltas"]} == {"create_task_1": 1.0, "update_task_1": 1.0}
     assert record["usage"]["agent"]["input_tokens"] > 0 and record["usage"]["user"]["requests"] > 0
     for phase, expected in (("baseline", {1: 0.0, 2: 0.0}), ("evaluation", {1: 1.0, 2: 1.0})):
@@ -115,7 +116,7 @@ def test_kill_9_in_the_evaluation_then_resume_runs_no_episode_twice(tmp_path: Pa
     record, expected = (json.loads((f / "run.json").read_text()) for f in (folder, uninterrupted))
     for phase in ("before", "after"):
         assert record["benchmark"][phase]["pass_hat_k"] == expected["benchmark"][phase]["pass_hat_k"]
-    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    assert record["benchmark"]["after"]["pass_hat_k"] == [0.5, 0.0]
     assert check_against_tau2(folder / "evaluation" / "results.json") == {1: 0.5, 2: 0.0}
     assert record["status"] == "completed" and len(record["segments"]) == 2
 
@@ -143,8 +144,8 @@ def test_tau2_airline_two_learn_two_eval_tasks_two_trials(tmp_path: Path, monkey
     assert peak_requests() == {"ace-scripted": 1}  # four workers, one request at a time to the provider
     record = json.loads((folder / "run.json").read_text())
     assert record["config"]["max_num_steps"] == 200  # tau2's default when not given
-    assert record["benchmark"]["before"]["pass_hat_k"] == {"1": 0.0, "2": 0.0}
-    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": 0.5, "2": 0.0}
+    assert record["benchmark"]["before"]["pass_hat_k"] == [0.0, 0.0]
+    assert record["benchmark"]["after"]["pass_hat_k"] == [0.5, 0.0]
     for phase, expected in (("baseline", {1: 0.0, 2: 0.0}), ("evaluation", {1: 0.5, 2: 0.0})):
         results = folder / phase / "results.json"
         assert {s["task_id"] for s in json.loads(results.read_text())["simulations"]} == set(evaluate)
@@ -175,5 +176,5 @@ def test_a_replayed_collection_is_learned_from_and_the_eval_split_scored(
     assert folder is not None and not (folder / "learn").exists()
     record = json.loads((folder / "run.json").read_text())
     assert record["collection"]["traces_used"] == 2
-    assert record["benchmark"]["before"]["pass_hat_k"] == {"1": 0.0}
-    assert record["benchmark"]["after"]["pass_hat_k"] == {"1": after}  # none: the agent never sees the skill
+    assert record["benchmark"]["before"]["pass_hat_k"] == [0.0]
+    assert record["benchmark"]["after"]["pass_hat_k"] == [after]  # none: the agent never sees the skill

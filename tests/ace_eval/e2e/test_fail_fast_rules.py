@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ace.core.skillbook import Skillbook
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary
 from ace_eval.collection import Trace
 from ace_eval.commands.e2e import format_summary
-from ace_eval.e2e.episodes import benchmark_summary
-from ace_eval.e2e.fail_fast import AbortWatch, RunAborted, retries_on_resume
+from ace_eval.e2e.fail_fast import retries_on_resume
 from ace_eval.e2e.runner import E2EResult
 from ace_eval.e2e.training import SampleResult
+from ace_eval.run.abort import AbortWatch, RunAborted
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.record import RunRecord
 
 
 def sample(n: int, kind: str | None, *, operations: int = 0) -> SampleResult:
@@ -76,17 +78,20 @@ def episode(task: int, reward: float | None, error: str | None = None) -> Trace:
 
 def test_pass_k_counts_only_scored_episodes_and_says_how_many_errored(tmp_path: Path) -> None:
     summary = benchmark_summary([episode(0, 1.0), episode(1, 0.0), episode(2, None, "ModelRequestError: down")])
-    assert (summary["episodes"], summary["scored"], summary["errors"]) == (3, 2, 1)
-    assert summary["pass_hat_k"] == {"1": 0.5} and summary["mean_reward"] == 0.5  # not 1/3: the error is left out
+    assert (summary.episodes, summary.scored, summary.errors) == (3, 2, 1)
+    assert summary.pass_hat_k == [0.5] and summary.mean_reward == 0.5  # not 1/3: the error is left out
+    assert [t.rewards for t in summary.task_results] == [[1.0], [0.0], [None]]  # the errored trial was not scored
     none = benchmark_summary([episode(0, None, "boom"), episode(1, None, "boom")])
-    assert none["pass_hat_k"] == {} and none["mean_reward"] is None and none["scored"] == 0
+    assert none.pass_hat_k == [] and none.mean_reward is None and none.scored == 0
 
-    record = {
-        "config": {"epochs": 1},
-        "training": {"samples": 2, "errors": 1},
-        "errors": [{"trace_uid": "t:1", "epoch": 0, "error": "ModelRequestError: refused"}],
-        "benchmark": {"before": summary, "after": benchmark_summary([episode(0, 1.0), episode(1, 1.0)])},
-    }
+    record = RunRecord(
+        **{
+            "config": {"epochs": 1},
+            "training": {"samples": 2, "errors": 1},
+            "errors": [{"trace_uid": "t:1", "epoch": 0, "error": "ModelRequestError: refused"}],
+            "benchmark": {"before": summary, "after": benchmark_summary([episode(0, 1.0), episode(1, 1.0)])},
+        }
+    )
     text = format_summary(E2EResult(folder=RunFolder(tmp_path), record=record, skillbook=Skillbook()))
     assert "pass^1: 0.500 before -> 1.000 with the skillbook" in text
     assert "before: pass^k over the 2 scored episodes only; 1 of 3 errored and are left out" in text

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ace import InsightSource, Skillbook
-from ace_eval.e2e.grading.gold_diff import diff_against_gold
+from ace_eval.collection.grading import diff_against_gold
 from ace_eval.e2e.grading.grounding import diff_terms, grounded_terms, reflection_grounding, summarise_grounding
 
 GOLD = {

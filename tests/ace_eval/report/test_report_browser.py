@@ -8,21 +8,16 @@ console error, and no request leaves the page (every one is blocked, and none is
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser_support import CHROMIUM, INSTALL, Watched, chromium
 from _report_support import scripted_run
 from click.testing import CliRunner
 
 from ace_eval.cli import main
-
-CHROMIUM = next(
-    filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"))), None
-)
-INSTALL = "apt-get update && apt-get install -y chromium; pip install playwright"
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=f"needs Chromium: {INSTALL}")
 
@@ -39,39 +34,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
     """Started after the run (the sync API holds an event loop that `asyncio.run` would trip on)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason=f"needs Playwright: {INSTALL}")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with chromium() as launched:
         yield launched
-        launched.close()
-
-
-class Watched:
-    """A page whose console errors, uncaught exceptions and requests are recorded; every request but the page's
-    own file is aborted."""
-
-    def __init__(self, browser: Any, url: str) -> None:
-        self.context = browser.new_context(viewport={"width": 1280, "height": 860})
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.blocked: list[str] = []
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.url = url
-
-    def _route(self, route: Any) -> None:
-        if route.request.url == self.url:
-            route.continue_()
-        else:
-            self.blocked.append(route.request.url)
-            route.abort()
-
-    def open(self) -> Any:
-        self.page.goto(self.url)
-        return self.page
 
 
 def _shot(page: Any, name: str, height: int = 860) -> None:

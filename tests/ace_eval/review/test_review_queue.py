@@ -191,6 +191,6 @@ def test_a_killed_review_run_resumes_with_no_candidate_lost_or_duplicated(
     assert comparable(queue_of(published)) == comparable(queue_of(reference_book))
     keys = [e["key"] for c in queue_of(published)["candidates"] for e in c["edits"]]
     assert len(keys) == len(set(keys)) == 6
-    assert resumed.record["review"]["new_candidates"] == reference.record["review"]["new_candidates"] == 4
-    assert resumed.record["review"]["queued"] == 6 and resumed.record["review"]["already_queued"] == 0
+    assert resumed.record.review.new_candidates == reference.record.review.new_candidates == 4
+    assert resumed.record.review.queued == 6 and resumed.record.review.already_queued == 0
     assert published.read_bytes() == published_bytes  # nothing published, before or after the kill

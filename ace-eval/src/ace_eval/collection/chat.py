@@ -10,7 +10,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.exceptions import UserError
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ace.core.json_safe import JsonInputError
 from ace.exceptions import UserError
+from ace.json_safe import JsonInputError
 from ace_eval.collection.chat import (
     AssistantMessage,
     ChatMessage,
@@ -19,7 +19,7 @@ from ace_eval.collection.chat import (
     check_json_value,
     parse_messages,
 )
-from ace_eval.e2e.grading.gold_diff import GraderReport
+from ace_eval.collection.grading import GraderReport
 
 __all__ = [
     "FORMAT_NAME",

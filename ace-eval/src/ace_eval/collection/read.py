@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.chat import describe_error, field_path
 from ace_eval.collection.model import (
     FORMAT_VERSION,
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 MAX_JSON_DEPTH = json_safe.MAX_DEPTH
-"""Deepest nesting of objects and arrays a trace line may have (the safe reader's limit, `ace.core.json_safe`)."""
+"""Deepest nesting of objects and arrays a trace line may have (the safe reader's limit, `ace.json_safe`)."""
 
 
 def _key_line(text: str, loc: tuple[int | str, ...]) -> int | None:

@@ -7,10 +7,12 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, BinaryIO, Literal
+from typing import IO, Any, BinaryIO, Literal
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.storage import atomic_write, json_writer
+from ace.redaction import Redactor
+from ace.steps.redact import TRACE_ID_FIELDS
 from ace_eval.collection.model import (
     MANIFEST_FILE,
     TRACES_FILE,
@@ -23,7 +25,7 @@ from ace_eval.collection.model import (
 )
 from ace_eval.collection.read import parse_trace_lines, read_manifest, split_lines
 
-__all__ = ["CollectionWriter", "WriteMode", "repair_collection", "write_collection"]
+__all__ = ["CollectionWriter", "WriteMode", "redact_manifest_fields", "repair_collection", "write_collection"]
 
 WriteMode = Literal["create", "append", "auto"]
 
@@ -50,8 +52,20 @@ class CollectionWriter:
         success_threshold: float | None = None,
         mode: WriteMode = "create",
         durable: bool = True,
+        redactor: Redactor | None = None,
     ) -> None:
         self.directory = Path(directory)
+        if redactor is not None:  # every field of the manifest, as the run's sinks are (the traces are the caller's)
+            fields = redact_manifest_fields(
+                redactor,
+                source_system=source_system,
+                benchmark=benchmark,
+                models=models or {},
+                description=description,
+                metadata=metadata or {},
+            )
+            source_system, benchmark, description = fields["source_system"], fields["benchmark"], fields["description"]
+            models, metadata = fields["models"], fields["metadata"]
         self.durable = durable
         self.dropped_partial_line = False
         """True when appending removed an unfinished last line left by a killed writer."""
@@ -241,6 +255,13 @@ def _read_existing(path: Path, source_system: str) -> tuple[bytes, bytes, bool, 
     return data, tail, partial and bool(tail.strip()), traces
 
 
+def redact_manifest_fields(redactor: Redactor, **fields: Any) -> dict[str, Any]:
+    """Manifest fields (`source_system`, `models`, `metadata`, ...) with every string redacted, un-numbered as the
+    sinks write them; `source_system` as an id (`id_placeholder`), the same as in the traces' uids."""
+    clean: dict[str, Any] = redactor.redact_data(fields, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
+    return clean
+
+
 def write_collection(
     directory: str | os.PathLike[str],
     traces: Iterable[Trace],
@@ -250,10 +271,13 @@ def write_collection(
     models: Mapping[str, str] | None = None,
     description: str | None = None,
     metadata: Mapping[str, object] | None = None,
+    redactor: Redactor | None = None,
 ) -> CollectionManifest:
-    """Write a new collection of `traces` in one go (bulk: one fsync at the end) and return its manifest."""
+    """Write a new collection of `traces` in one go (bulk: one fsync at the end) and return its manifest; with a
+    `redactor`, every field of the manifest is redacted (the traces are written as given)."""
     with CollectionWriter(
         directory,
+        redactor=redactor,
         source_system=source_system,
         benchmark=benchmark,
         models=models,

@@ -19,8 +19,10 @@ from ace_eval.collection import (
 )
 from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces
 from ace_eval.collection.stats import CollectionStats, collection_stats
+from ace_eval.commands.scan import scan_redactor
 from ace_eval.reporting import ReportingGroup
-from ace_eval.text import plural
+from ace_eval.run.redaction import redact_traces
+from ace_eval.text import plural, printable
 
 __all__ = ["collection"]
 
@@ -48,6 +50,11 @@ def collection() -> None:
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
 @click.option("--model", "models", multiple=True, metavar="ROLE=MODEL", help="A model that produced the traces.")
 @click.option("--allow-empty", is_flag=True, help="Write the collection even when SRC holds no trace.")
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Keep the traces raw (secrets and personal data included); by default they are redacted as a run redacts.",
+)
 def import_command(
     src: Path,
     fmt: ImportFormat,
@@ -56,9 +63,13 @@ def import_command(
     benchmark: str | None,
     models: tuple[str, ...],
     allow_empty: bool,
+    no_redact: bool,
 ) -> None:
     """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
-    OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder)."""
+    OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder).
+
+    Secrets and personal data are redacted as a run redacts them (the built-in detectors and ace-eval.toml's
+    [redaction]), in the traces and in every field of the manifest; --no-redact keeps them raw."""
     model_map = _parse_models(models)
     if (out / MANIFEST_FILE).exists() or (out / TRACES_FILE).exists():
         raise click.BadParameter(
@@ -72,19 +83,30 @@ def import_command(
             "collection",
             file=str(src),
         )
+    redactor = None if no_redact else scan_redactor(None)
+    traces, replaced = redact_traces(imported.traces, redactor)
     manifest = write_collection(
         out,
-        imported.traces,
+        traces,
         source_system=imported.source_system,
         benchmark=benchmark or imported.benchmark,
         models={**imported.models, **model_map},
-        metadata={**imported.metadata, "ace_eval_version": __version__},
+        metadata={**imported.metadata, "ace_eval_version": __version__, "redacted": redactor is not None},
+        redactor=redactor,
     )
     counts = manifest.counts
     click.echo(
         f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
         f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
     )
+    if redactor is None:
+        click.echo(
+            "Not redacted (--no-redact): the collection holds the traces raw, secrets and personal data included."
+        )
+    else:
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in replaced.items())
+        found = f" {plural(sum(replaced.values()), 'value')} ({kinds})" if replaced else ": no secret found"
+        click.echo(f"Redacted{found} (--no-redact keeps the traces raw).")
     click.echo(f"Collection: {out}")
 
 
@@ -131,9 +153,9 @@ def stats_command(directory: Path, as_json: bool) -> None:
     stats = collection_stats(traces, manifest.success_threshold)
     if as_json:
         payload = {"manifest": manifest.model_dump(mode="json"), "stats": stats.to_dict()}
-        click.echo(json.dumps(payload, indent=1, ensure_ascii=False))
+        click.echo(printable(json.dumps(payload, indent=1, ensure_ascii=False)))
     else:
-        click.echo(format_stats(directory, manifest, stats))
+        click.echo(printable(format_stats(directory, manifest, stats)))
 
 
 @collection.command("repair")

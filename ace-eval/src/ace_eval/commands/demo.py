@@ -16,6 +16,7 @@ from ace_eval.collection import read_collection
 from ace_eval.e2e.config import DEFAULT_MODEL, DEFAULT_OUTPUT_DIR, E2ESettings
 from ace_eval.e2e.profiles import with_profiles
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
+from ace_eval.run.record import TrainingRecord
 from ace_eval.text import plural
 
 __all__ = [
@@ -75,13 +76,13 @@ def is_graded(collection: Path) -> bool:
 def format_demo_summary(result: E2EResult, seconds: float) -> str:
     """What the demo prints: counts, a few learned skills, a few errors; the skillbook.md path comes last."""
     record = result.record
-    training = record.get("training") or {}
+    training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
-    stopped = {(s["trace_uid"], s["epoch"]) for s in record.get("samples") or [] if s.get("error_kind") == "stopped"}
+    stopped = {(s.trace_uid, s.epoch) for s in record.samples if s.error_kind == "stopped"}
     early = f", {plural(len(stopped), 'session')} stopped early on a budget or retry limit (edits kept)"
     lines = [
-        f"Replayed {plural(record.get('collection', {}).get('traces_used', 0), 'trace')} in {seconds:.0f} s: "
-        f"{plural(training.get('samples', 0), 'sample')}, {plural(training.get('errors', 0) - len(stopped), 'error')}"
+        f"Replayed {plural(record.collection.traces_used if record.collection else 0, 'trace')} in {seconds:.0f} s: "
+        f"{plural(training.samples, 'sample')}, {plural(training.errors - len(stopped), 'error')}"
         f"{early if stopped else ''}.",
         f"Skillbook: {plural(stats['active'], 'active skill')} ({stats['sections']['context']} context, "
         f"{stats['sections']['harness']} harness), {plural(stats['occurrences'], 'occurrence')}.",
@@ -96,9 +97,9 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
             "model does: ace-eval e2e --traces examples/demo-collection --no-benchmark --reflector-model MODEL "
             "--skill-manager-model MODEL"
         )
-    failed = [e for e in record.get("errors") or [] if (e["trace_uid"], e["epoch"]) not in stopped]
+    failed = [e for e in record.errors if (e.trace_uid, e.epoch) not in stopped]
     for error in failed[:_SHOWN_ERRORS]:
-        lines.append(f"  error on {error['trace_uid']}: {error['error']}")  # whole: it may end with the fix
+        lines.append(f"  error on {error.trace_uid}: {error.error}")  # whole: it may end with the fix
     lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
     markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
     if markdown is not None:

@@ -6,14 +6,18 @@ from pathlib import Path
 
 import click
 
+from ace.exceptions import UserError
 from ace.pipeline.registry import parse_step_spec
+from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
-from ace_eval.e2e.config import BENCHMARKS, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.publish import check_publish, publish_run
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
-from ace_eval.run.record import PhaseRecord, RunRecord, TrainingRecord
+from ace_eval.reporting import EXIT_RUN_FAILED
+from ace_eval.run.record import PhaseRecord, TrainingRecord
 from ace_eval.text import plural
 
-__all__ = ["e2e", "format_summary"]
+__all__ = ["benchmark_options", "e2e", "format_summary"]
 
 _PATH = click.Path(path_type=Path)
 _DIR = click.Path(path_type=Path, file_okay=False)
@@ -24,7 +28,7 @@ _MODEL_HELP = (
 
 def format_summary(result: E2EResult) -> str:
     """What `e2e` prints when a run is done: the folder, the training, the skillbook, the benchmark."""
-    record = RunRecord.of(result.record)
+    record = result.record
     training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
     sections = stats["sections"]
@@ -39,32 +43,33 @@ def format_summary(result: E2EResult) -> str:
     if record.errors:
         first = record.errors[0]
         lines.insert(2, f"  first error, on {first.trace_uid}: {first.error} (all: ace-eval inspect)")
-    table = _tau2_table(result.record)
+    table = scores_table(record.benchmark)  # pass^k with intervals, when the benchmark recorded them
     if table is not None:
         lines.append(table)
     elif record.benchmark is not None:
         phases = {"before": record.benchmark.before or PhaseRecord(), "after": record.benchmark.after or PhaseRecord()}
-        before, after = phases["before"].pass_hat_k, phases["after"].pass_hat_k
-        for k in sorted(set(before) | set(after)):
-            lines.append(f"pass^{k}: {_rate(before.get(k))} before -> {_rate(after.get(k))} with the skillbook")
+        before, after = phases["before"], phases["after"]
+        for k in range(1, max(len(before.pass_hat_k), len(after.pass_hat_k)) + 1):
+            was, now = _rate(before.pass_hat_k_at(k)), _rate(after.pass_hat_k_at(k))
+            lines.append(f"pass^{k}: {was} before -> {now} with the skillbook")
         unquarantined = record.benchmark.after_with_quarantined
         if unquarantined is not None and unquarantined.pass_hat_k:
             phases["with quarantined"] = unquarantined
             held = f"{plural(stats['quarantined'], 'quarantined skill')} back in the agent's context"
-            for k in sorted(unquarantined.pass_hat_k):
-                lines.append(f"pass^{k}: {_rate(unquarantined.pass_hat_k[k])} with the {held}")
+            for k in unquarantined.ks:
+                lines.append(f"pass^{k}: {_rate(unquarantined.pass_hat_k_at(k))} with the {held}")
         for name, phase in phases.items():
             if phase.errors:
                 lines.append(
                     f"  {name}: pass^k over the {phase.scored} scored episodes only; "
                     f"{phase.errors} of {phase.episodes} errored and are left out"
                 )
-    review = result.record.get("review")
-    if review:
+    review = record.review
+    if review is not None:
         lines.append(
-            f"Review: {plural(review['new_candidates'], 'new candidate')}, {plural(review['queued'], 'edit')} queued, "
-            f"{review['already_queued']} already queued, {review['already_reviewed']} already reviewed; nothing was "
-            f"published. Decide: ace-eval review list {review['skillbook']}"
+            f"Review: {plural(review.new_candidates, 'new candidate')}, {plural(review.queued, 'edit')} queued, "
+            f"{review.already_queued} already queued, {review.already_reviewed} already reviewed; nothing was "
+            f"published. Decide: ace-eval review list {review.skillbook}"
         )
     for role, u in record.usage.items():
         cost = "" if u.cost_usd is None else f", ${u.cost_usd:.4f}"
@@ -72,21 +77,11 @@ def format_summary(result: E2EResult) -> str:
     if result.observability is not None:
         lines.append(result.observability.where())
     lines.append(f"Inspect: ace-eval inspect {result.folder.path}   Verify: ace-eval verify {result.folder.path}")
-    markdown = result.folder.step_output(result.record, "export_markdown", result.folder.markdown.name)
+    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
     if markdown is not None:  # left out with --no-step export_markdown
-        staged = " (the staged fork, not published)" if review else ""
+        staged = " (the staged fork, not published)" if review is not None else ""
         lines.append(f"Skillbook markdown{staged}: {markdown}")
     return "\n".join(lines)
-
-
-def _tau2_table(record: dict[str, object]) -> str | None:
-    """pass^k baseline -> with ACE of a tau2 run (`None` for tau-bench or before the baseline was scored)."""
-    config = record.get("config")
-    if not isinstance(config, dict) or not str(config.get("benchmark", "")).startswith("tau2-"):
-        return None
-    from ace_eval.e2e.tau2_phases import tau2_table
-
-    return tau2_table(record)
 
 
 def _rate(value: float | None) -> str:
@@ -96,11 +91,20 @@ def _rate(value: float | None) -> str:
 @click.command("e2e")
 @click.option(
     "--benchmark",
-    type=click.Choice(BENCHMARKS),
     is_flag=False,
-    flag_value=BENCHMARKS[0],
-    help="Run the benchmark agent (default tau-bench-airline): without --traces it collects the traces; with "
-    "--traces it evaluates the learned skillbook, which --traces alone does not.",
+    flag_value=DEFAULT_BENCHMARK,
+    metavar="NAME",
+    help=f"Run the benchmark (default {DEFAULT_BENCHMARK}; any of `ace-eval benchmarks list`, or your scorer "
+    "MODULE:FUNCTION): without --traces it collects the traces; with --traces it evaluates the learned skillbook, "
+    "which --traces alone does not.",
+)
+@click.option(
+    "--benchmark-option",
+    "benchmark_option_specs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set one of the benchmark's own options (repeatable; `ace-eval benchmarks list` shows them), e.g. "
+    "--benchmark-option flakiness=0.1.",
 )
 @click.option(
     "--traces",
@@ -148,10 +152,14 @@ def _rate(value: float | None) -> str:
 )
 @click.option(
     "--train-split",
-    help="tau2: the tasks the agent learns on: a split (train, test, base, ...) or comma-separated task ids "
-    "(default train, or base where the domain has none).",
+    help="The tasks the agent learns on, for a benchmark that takes the option train_split (tau2, toy-support): "
+    "a split (train, test, base, ...) or comma-separated task ids (tau2's default: train, or base).",
 )
-@click.option("--eval-split", help="tau2: the tasks scored without and with the skillbook (default test, or base).")
+@click.option(
+    "--eval-split",
+    help="The tasks scored without and with the skillbook, for a benchmark that takes the option eval_split "
+    "(tau2's default: test, or base).",
+)
 @click.option(
     "--provider-limit",
     type=click.IntRange(min=1),
@@ -243,8 +251,9 @@ def _rate(value: float | None) -> str:
 )
 @click.option(
     "--skillbook",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Start from this skillbook (never written by the run; with --review: the published skillbook).",
+    type=click.Path(path_type=Path),
+    help="Start from this skillbook, or a store's current version (never written by the run; with --review: the "
+    "published skillbook file).",
 )
 @click.option(
     "--review",
@@ -261,11 +270,27 @@ def _rate(value: float | None) -> str:
     metavar="RUN_DIR",
     help="Continue the interrupted run in RUN_DIR (refused while another process runs in it).",
 )
+@click.option(
+    "--publish",
+    "publish_to",
+    type=_PATH,
+    metavar="STORE",
+    help="When the run is done, publish its skillbook to STORE (created if missing) through the gate: its baseline "
+    "against its evaluation, published only on promote (exit 1 on hold). See `ace-eval gate`.",
+)
+@click.option(
+    "--no-gate",
+    is_flag=True,
+    help="With --publish: publish without the gate (recorded in version.json); needed when the run scores nothing.",
+)
 def e2e(
     config_file: Path | None,
     resume_dir: Path | None,
     step_specs: tuple[str, ...],
     no_steps: tuple[str, ...],
+    benchmark_option_specs: tuple[str, ...],
+    publish_to: Path | None,
+    no_gate: bool,
     **flags: object,
 ) -> None:
     """Run ACE end to end and write results/e2e/run_<id>/.
@@ -295,19 +320,69 @@ def e2e(
       --skill-injection, --top-k, --skill-tokens   without the benchmark
       --top-k, --skill-tokens      without --skill-injection top-k (--top-k: with --skill-tokens)
       --format                     with a --traces folder (it names a --traces file's format)
-      --train-split, --eval-split, --provider-limit   on tau-bench
-      --data-dir   on tau2 (it ships its data)
+      --train-split, --eval-split, --provider-limit, --data-dir
+          on a benchmark whose options do not take them (`ace-eval benchmarks list`;
+          --data-dir on tau2: it ships its data)
     """
     try:
         pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
         given = {k: v for k, v in flags.items() if v is not None} | pipeline
+        if benchmark_option_specs:
+            given["benchmark_options"] = benchmark_options(benchmark_option_specs)
+        check_publish(publish_to)
         if resume_dir is not None:
             result = resume_e2e(resume_dir, given)
         else:
-            result = run_e2e(resolve_settings(given, config=config_file))
+            settings = resolve_settings(given, config=config_file)
+            if publish_to is not None and not no_gate and settings.no_benchmark:
+                raise UserError(
+                    "--publish goes through the gate, which compares the run's baseline with its evaluation, and "
+                    "this run scores no skillbook (no benchmark): name one (--benchmark), or pass --no-gate"
+                )
+            result = run_e2e(settings)
     except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
         raise click.UsageError(str(e)) from None
     click.echo(format_summary(result))
+    if no_gate and publish_to is None:
+        click.echo("note: --no-gate has no effect without --publish STORE", err=True)
+    if publish_to is not None:
+        _publish(result.folder.path, publish_to, gate=not no_gate)
+
+
+def _publish(run_dir: Path, store: Path, *, gate: bool) -> None:
+    """`--publish STORE` after the run: the gate's table and what it published; exit 1 when the gate holds."""
+    import shlex
+    import sys
+
+    from ace_eval.gate import format_gate
+
+    outcome = publish_run(run_dir, store, gate=gate, command=shlex.join(["ace-eval", *sys.argv[1:]]))
+    if outcome.result is not None:
+        click.echo(format_gate(outcome.result))
+        if outcome.previous is not None:
+            click.echo(
+                f"note: the gate compared the run's skillbook with the agent without one (its baseline), not with "
+                f"{store}'s version {outcome.previous}; to compare with that: ace-eval gate run --candidate "
+                f"{run_dir} --incumbent {store} --publish {store} ..."
+            )
+    if outcome.version is not None:
+        how = "through the gate" if outcome.result is not None else "ungated (--no-gate)"
+        click.echo(f"published {store} version {outcome.version.number} (current), {how}")
+    else:
+        click.echo(f"nothing published: the gate held the run's skillbook; {store} keeps its current version")
+        sys.exit(EXIT_RUN_FAILED)
+
+
+def benchmark_options(specs: tuple[str, ...]) -> dict[str, object]:
+    """`--benchmark-option key=value` (repeatable; a key given twice collects a list) as the benchmark's options."""
+    options: dict[str, object] = {}
+    for spec in specs:
+        key, eq, value = (part.strip() for part in spec.partition("="))
+        if not eq or not key:
+            raise click.UsageError(f"--benchmark-option {spec!r} is not key=value (e.g. --benchmark-option seed=3)")
+        previous = options.get(key)
+        options[key] = value if previous is None else [*(previous if isinstance(previous, list) else [previous]), value]
+    return options
 
 
 def _pipeline_flags(

@@ -15,7 +15,7 @@ from ace_eval.e2e.sample_text import operations_text
 from ace_eval.run import Run, RunSkillbookError, read_run
 from ace_eval.run.record import StepTiming
 from ace_eval.run.sessions import RunView, SampleView, SessionView, ToolCallView
-from ace_eval.text import plural, tone
+from ace_eval.text import plural, printable, tone
 
 __all__ = ["format_run_view", "inspect"]
 
@@ -161,9 +161,9 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
             "skillbook": _skillbook_json(run),
             "samples": [s.to_dict() for s in samples],
         }
-        click.echo(json.dumps(payload, indent=1, ensure_ascii=False, default=str))
+        click.echo(printable(json.dumps(payload, indent=1, ensure_ascii=False, default=str)))
         return
-    click.echo(format_run_view(view, skillbook_line(run)))
+    click.echo(printable(format_run_view(view, skillbook_line(run)), keep_style=True))
 
 
 def _no_span(run: Run) -> str:

@@ -13,17 +13,21 @@ __all__ = ["report"]
 
 
 @click.command("report")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("run_dirs", metavar="RUN_DIR... | STORE", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
               help="The HTML file to write.")  # fmt: skip
 def report(run_dirs: tuple[Path, ...], output: Path) -> None:
-    """Write one self-contained HTML page about one or more run folders (no network needed to open it).
+    """Write one self-contained HTML page about one or more run folders, or a skillbook store (no network needed).
 
     Overview (status, pipeline, models, tokens and cost per role, time per step, errors), learning (skills over
     samples, every skill with its evidence and the traces, reflections and sessions that taught it), samples (a
     filterable, sortable table with each transcript), the benchmark when the agent ran, and, for two or more
     folders, a comparison. The page holds only what the folders hold.
+
+    A skillbook store (`ace-eval skillbook publish ... --to STORE`) gets its own page: its versions with their
+    lineage, the current one, who produced each, what changed from its parent, and each gate's evidence.
     """
+    from ace.integrations.store_format import is_store
     from ace_eval.report import read_report_run, write_report
 
     if output.is_dir():
@@ -31,7 +35,29 @@ def report(run_dirs: tuple[Path, ...], output: Path) -> None:
     if not output.parent.is_dir():
         raise UserError(f"-o {output}: the folder {output.parent} does not exist; create it first")
     started = time.perf_counter()
+    stores = [path for path in run_dirs if is_store(path)]
+    if stores:
+        if len(run_dirs) > 1:
+            raise UserError(f"{stores[0]} is a skillbook store: report on it alone (one page per store)")
+        from ace_eval.report.store_page import write_store_page
+        from ace_eval.store import SkillbookStore
+
+        store = SkillbookStore(stores[0])
+        size = write_store_page(store, output)
+        count = len(store.numbers())
+        click.echo(
+            f"wrote {output} ({size / 1e6:.2f} MB, store {stores[0]}, {count} version{'s' if count != 1 else ''}) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
+        return
     runs = [read_report_run(path) for path in run_dirs]
+    for run in runs:
+        if run.skipped_traces:
+            click.echo(
+                f"note: {run.path}: left out {run.skipped_traces} line(s) of collection/traces.jsonl that are not "
+                "trace records within the safe reader's limits (`ace-eval verify` checks the folder)",
+                err=True,
+            )
     size = write_report(runs, output)
     samples = sum(len(run.view.samples) for run in runs)
     click.echo(

@@ -52,7 +52,7 @@ def _score(record: RunRecord) -> float | None:
     bench = record.benchmark
     for phase in (bench.after, bench.before) if bench is not None else ():
         if phase is not None:
-            value = phase.pass_hat_k.get(1)
+            value = phase.pass_hat_k_at(1)
             if value is not None:
                 return value
     return None
@@ -62,14 +62,13 @@ def _row(folder: Path) -> RunRow:
     record = read_run_record(folder / RUN_JSON)
     if record is None:
         return RunRow(path=str(folder), status="unreadable", date="", samples=0, errors=0, skills=None, score=None)
-    extra = record.model_extra or {}
     training = record.training
-    book = (training.model_extra or {}).get("skillbook") if training is not None else None
+    book = training.skillbook if training is not None else None
     active = book.get("active") if isinstance(book, dict) else None
     return RunRow(
         path=str(folder),
         status=record.status or "unknown",
-        date=str(extra.get("created_at") or extra.get("updated_at") or ""),
+        date=record.created_at or record.updated_at or "",
         samples=training.samples if training is not None else 0,
         errors=training.errors if training is not None else 0,
         skills=active if isinstance(active, int) else None,

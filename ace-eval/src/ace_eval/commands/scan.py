@@ -12,6 +12,7 @@ from ace.redaction import Redactor
 from ace.redaction.scan import scan_path
 from ace_eval.collection import MANIFEST_FILE, TRACES_FILE, CollectionError, iter_collection
 from ace_eval.e2e.config import resolve_settings
+from ace_eval.text import printable
 
 __all__ = ["collection_refusal", "scan", "scan_redactor"]
 
@@ -82,11 +83,11 @@ def scan(path: Path, config_file: Path | None, allow_empty: bool) -> None:
     invalid = collection_refusal(path, allow_empty=allow_empty)
     result = scan_path(path, redactor)
     for location in result.locations[:_SHOWN]:
-        click.echo(location.describe())
+        click.echo(printable(location.describe()))
     if len(result.locations) > _SHOWN:
         click.echo(f"... and {len(result.locations) - _SHOWN} more")
     for skipped in result.skipped:
-        click.echo(f"skipped (binary, not text): {skipped}", err=True)
+        click.echo(printable(f"skipped (binary, not text): {skipped}"), err=True)
     if not result.files:
         what = f"all {len(result.skipped)} file(s) under it are binary" if result.skipped else "it holds no file"
         click.echo(f"Error: nothing was searched in {path}: {what}; pass a folder or file of text", err=True)
@@ -94,9 +95,9 @@ def scan(path: Path, config_file: Path | None, allow_empty: bool) -> None:
     # the collection reader's refusal names the first problem of its files; the scan's own would repeat it
     refused = [r for r in result.refused if invalid is None or not _about_collection(r, path)]
     for refusal in refused:
-        click.echo(f"Error: {refusal} (its text was still searched)", err=True)
+        click.echo(printable(f"Error: {refusal} (its text was still searched)"), err=True)
     if invalid is not None:
-        click.echo(f"Error: {invalid} (the collection is refused; its files were still searched)", err=True)
+        click.echo(printable(f"Error: {invalid} (the collection is refused; its files were still searched)"), err=True)
     if result.locations:
         kinds: dict[str, int] = {}
         for location in result.locations:

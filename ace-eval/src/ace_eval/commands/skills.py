@@ -78,7 +78,7 @@ def _redactor(run: Run | None) -> Redactor | None:
     """The run's redaction settings (its `[redaction]` patterns and allow-list), else the built-in detectors."""
     if run is not None:
         try:
-            return E2ESettings.from_dict(run.record.config.model_dump(mode="json", exclude_unset=True)).redactor()
+            return E2ESettings.from_dict(run.record.config.as_dict()).redactor()
         except (ValueError, TypeError, AttributeError):
             pass
     return Redactor()
@@ -178,9 +178,7 @@ def _save(book: Skillbook, run: Run | None, file: Path) -> list[Path]:
         published, files = run.skillbook.published, [snapshot_of(run.path)]
         if published is not None and published.is_file() and published != files[0]:
             files.insert(0, published)  # a damaged one is replaced too; a run still to publish gets none
-        exported = run.folder.step_output(
-            {"pipeline": run.record.pipeline}, "export_markdown", run.folder.markdown.name
-        )
+        exported = run.folder.step_output(run.record, "export_markdown", run.folder.markdown.name)
         markdown = exported if exported is not None else run.folder.markdown
     for skillbook_file in files:
         book.save_to_file(skillbook_file)

@@ -10,7 +10,7 @@ from pydantic.fields import FieldInfo
 from ace.pipeline.registry import RegisteredStep, StepRegistry
 from ace_eval.reporting import ReportingGroup
 
-__all__ = ["steps"]
+__all__ = ["option_json", "option_text", "steps"]
 
 
 def _row(step: RegisteredStep) -> dict[str, object]:
@@ -22,19 +22,19 @@ def _row(step: RegisteredStep) -> dict[str, object]:
         "provides": sorted(factory.provides),
         "distribution": step.distribution,
         "version": step.version,
-        "options": {name: _option(info) for name, info in factory.options.model_fields.items()},
+        "options": {name: option_json(info) for name, info in factory.options.model_fields.items()},
         "description": factory.description,
     }
 
 
-def _option(info: FieldInfo) -> dict[str, object]:
+def option_json(info: FieldInfo) -> dict[str, object]:
     """An option as JSON: `required` true and no default, or its default."""
     if info.is_required():
         return {"required": True, "help": info.description or ""}
     return {"required": False, "default": info.get_default(call_default_factory=True), "help": info.description or ""}
 
 
-def _option_text(name: str, info: FieldInfo) -> str:
+def option_text(name: str, info: FieldInfo) -> str:
     """`option NAME (required)` or `option NAME=DEFAULT`, then its help."""
     head = (
         f"option {name} (required)"
@@ -64,4 +64,4 @@ def list_steps(as_json: bool) -> None:
         requires, provides = ", ".join(sorted(factory.requires)) or "-", ", ".join(sorted(factory.provides)) or "-"
         click.echo(f"    requires: {requires}   provides: {provides}")
         for name, info in factory.options.model_fields.items():
-            click.echo(f"    {_option_text(name, info)}")
+            click.echo(f"    {option_text(name, info)}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pydantic_ai.models import Model
 
 from ace.embeddings.base import Embedder
+from ace.pipeline import StepTiming
 from ace.pipeline.phased import (
     DEFAULT_STEPS,
     PlannedStep,
@@ -26,6 +26,7 @@ from ace.reflector.base import Reflector
 from ace.skill_manager.manager import SkillManager
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.folder import RunFolder, RunFolderError
+from ace_eval.run.record import RunRecord
 
 __all__ = ["E2E_STEPS", "plan_run_pipeline", "refuse_other_pipeline", "run_pipeline", "step_times"]
 
@@ -55,13 +56,13 @@ def plan_run_pipeline(settings: E2ESettings) -> list[PlannedStep]:
     return plan_pipeline(requests, registry=registry)
 
 
-def refuse_other_pipeline(folder: RunFolder, record: Mapping[str, Any], settings: E2ESettings) -> list[PlannedStep]:
+def refuse_other_pipeline(folder: RunFolder, record: RunRecord, settings: E2ESettings) -> list[PlannedStep]:
     """Refuse to resume a run with a pipeline other than the one it recorded (steps, options, plugin versions);
     the planned pipeline when it is the same."""
     plan = plan_run_pipeline(settings)
-    stored = (record.get("pipeline") or {}).get("steps")
-    if stored is None:  # a run from before pipelines were recorded ran the default one
+    if record.pipeline is None:  # a run from before pipelines were recorded ran the default one
         return plan
+    stored = [step.model_dump(mode="json") for step in record.pipeline.steps]
     now = [p.record() for p in plan]
     diffs = pipeline_differences(stored, now)
     if diffs:
@@ -97,6 +98,6 @@ def run_pipeline(
     return build_pipeline(plan_run_pipeline(settings), env)
 
 
-def step_times(pipeline: StepPipeline) -> dict[str, dict[str, float]]:
-    """Calls and seconds of every step, for the segment in `run.json`."""
-    return {name: t.to_dict() for name, t in pipeline.timings().items()}
+def step_times(pipeline: StepPipeline) -> dict[str, StepTiming]:
+    """Calls and seconds of every step (copies, seconds rounded), for the segment in `run.json`."""
+    return {name: StepTiming(t.calls, round(t.seconds, 6)) for name, t in pipeline.timings().items()}

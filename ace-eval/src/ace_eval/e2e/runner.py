@@ -18,6 +18,7 @@ from ace.core.skillbook import Skillbook
 from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
+from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark
 from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
 from ace_eval.collection import (
     TRACES_FILE,
@@ -35,7 +36,9 @@ from ace_eval.e2e.tau2_phases import Tau2Plan, plan_tau2
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
+from ace_eval.run.record import PipelineRecord, RunConfig, RunRecord, SkillbookOrigin
 from ace_eval.run.redaction import install_run_collection, redaction_summary
+from ace_eval.store import store_origin
 
 __all__ = ["E2EResult", "LLMRole", "RunInjections", "plan_line", "resume_e2e", "run_e2e"]
 
@@ -66,6 +69,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
+    benchmark = _plan_benchmark(settings)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
@@ -79,18 +83,23 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     collection_redactions: dict[str, int] = {}
     if source is not None:
         collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
-    record: dict[str, Any] = {
-        "run_id": folder.run_id,
-        "status": "running",
-        "created_at": utc_now(),
-        "versions": versions(),
-        "config": {**settings.to_dict(), "traces_sha256": traces_sha},
-        "models": {**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
-        "pipeline": {"steps": [p.record() for p in plan]},
-        "segments": [],
-        "redaction": redaction_summary(settings.redact, [], collection_redactions),
-    }
-    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False, tau2=tau2).execute()
+    origin = store_origin(settings.skillbook)
+    record = RunRecord(
+        run_id=folder.run_id,
+        status="running",
+        created_at=utc_now(),
+        versions=versions(),
+        config=RunConfig.model_validate({**settings.to_dict(), "traces_sha256": traces_sha}),
+        models={**settings.models, **{role: m.model for role, m in step_models(settings, plan).items()}},
+        pipeline=PipelineRecord.model_validate({"steps": [p.record() for p in plan]}),
+        redaction=redaction_summary(settings.redact, [], collection_redactions),
+        skillbook_origin=SkillbookOrigin.model_validate(origin.to_dict())
+        if (origin := store_origin(settings.skillbook))
+        else None,
+    )
+    return SegmentRun(
+        settings, folder, record, data, inj, checked, resumed=False, tau2=tau2, benchmark=benchmark
+    ).execute()
 
 
 def resume_e2e(
@@ -104,8 +113,8 @@ def resume_e2e(
     """
     folder = RunFolder.open(run_dir)
     check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
-    record = folder.read_run_json()
-    stored = dict(record["config"])
+    record = folder.read_record()
+    stored = record.config.as_dict()
     requested = dict(overrides or {})
     if requested.get("traces") is not None:
         traces = Path(requested.pop("traces"))
@@ -113,9 +122,9 @@ def resume_e2e(
     requested.pop("output_dir", None)
     requested.pop("config_file", None)
     if "steps" in requested:  # --step on a resume adds to the run's steps (and is then refused as a difference)
-        requested["steps"] = {**stored.get("steps", {}), **requested["steps"]}
+        requested["steps"] = {**(record.config.steps or {}), **requested["steps"]}
     if "no_steps" in requested:
-        requested["no_steps"] = tuple(dict.fromkeys([*stored.get("no_steps", ()), *requested["no_steps"]]))
+        requested["no_steps"] = tuple(dict.fromkeys([*(record.config.no_steps or ()), *requested["no_steps"]]))
     diffs = config_differences(stored, {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()})
     if diffs:
         raise RunFolderError(
@@ -133,10 +142,11 @@ def resume_e2e(
     plan = refuse_other_pipeline(folder, record, settings)
     data = _load_data(settings)
     tau2 = _plan_tau2(settings)
+    benchmark = _plan_benchmark(settings)
     settings, inj = with_profiles(settings, injections or RunInjections())
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2)
+    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, tau2=tau2, benchmark=benchmark)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -177,9 +187,23 @@ def _plan_tau2(settings: E2ESettings) -> Tau2Plan | None:
     return plan_tau2(settings) if settings.is_tau2 else None
 
 
+def _plan_benchmark(settings: E2ESettings) -> Benchmark | None:
+    """The benchmark built from its options when it runs through the protocol, its checks passed and its splits
+    resolved before any file is written (a bad option, task id or model: a `UserError`, exit 2)."""
+    if not settings.runs_agent or not settings.protocol_benchmark:
+        return None
+    benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
+    benchmark.check(BenchmarkEnv(model_names=settings.models))
+    if settings.traces is None:
+        benchmark.tasks("learn")
+    if not settings.no_benchmark:
+        benchmark.tasks("evaluate")
+    return benchmark
+
+
 def _load_data(settings: E2ESettings) -> AirlineData | None:
     """The tau-bench data when its agent runs; refused early (before any file is written) when missing."""
-    if not settings.runs_agent or settings.is_tau2:
+    if not settings.runs_agent or settings.is_tau2 or settings.protocol_benchmark:
         return None
     if settings.data_dir is None:
         raise ConfigError(

@@ -47,10 +47,10 @@ from ace.pipeline.context import StepContext
 from ace.pipeline.pipeline import Pipeline, StepFailed
 from ace.reflector.simple import ReflectorError
 from ace_eval.e2e.advice import cli_advice
-from ace_eval.e2e.fail_fast import first_cause
 from ace_eval.e2e.samples_plan import PlannedSample
 from ace_eval.e2e.span_tree import EpochSpans
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions
+from ace_eval.run.abort import first_cause
 
 __all__ = ["Commit", "SampleScheduler"]
 

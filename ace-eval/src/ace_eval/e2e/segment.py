@@ -27,36 +27,30 @@ from ace.observability import AttributeInput, Observability, ace_span, configure
 from ace.skill_manager.deps import SMSettings
 from ace.skill_manager.manager import SkillManager
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
+from ace_eval.benchmarks import Benchmark, BenchmarkEnv
+from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_phases, drop_errored_episodes, first_error, run_episodes
 from ace_eval.collection import (
-    MANIFEST_FILE,
     TRACES_FILE,
     CollectionWriter,
     Trace,
     read_collection,
 )
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.episodes import drop_errored_episodes, first_error, run_episodes
 from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
 from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
-from ace_eval.e2e.progress import FirstErrors, Progress
 from ace_eval.e2e.sample_text import sample_line
 from ace_eval.e2e.task_selection import select_tasks
-from ace_eval.e2e.tau2_phases import (
-    LEARN_DIR,
-    Tau2Plan,
-    evaluation_skillbook,
-    install_learn_collection,
-    run_phase,
-    tau2_record,
-)
+from ace_eval.e2e.tau2_phases import Tau2Plan, Tau2Run, tau2_benchmark
 from ace_eval.e2e.training import SampleResult, Trainer, TrainingConfig
-from ace_eval.review.step import ReviewStep
 from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
 from ace_eval.run.lock import folder_lock
-from ace_eval.run.redaction import redact_record, redaction_summary
+from ace_eval.run.progress import FirstErrors, Progress
+from ace_eval.run.record import CollectionRecord, ReportsReview, RunRecord
+from ace_eval.run.redaction import redaction_summary
 from ace_eval.run.samples import load_samples
 from ace_eval.run.segments import Segment
 from ace_eval.run.spans import release_observability
@@ -91,7 +85,7 @@ class E2EResult:
     """A finished run: its folder and the `run.json` it wrote."""
 
     folder: RunFolder
-    record: dict[str, Any]
+    record: RunRecord
     skillbook: Skillbook
     observability: Observability | None = None
     """What the run's spans did (sent to Logfire or not, the local file), for the closing summary."""
@@ -110,16 +104,18 @@ class SegmentRun:
         self,
         settings: E2ESettings,
         folder: RunFolder,
-        record: dict[str, Any],
+        record: RunRecord,
         data: AirlineData | None,
         inj: RunInjections,
         checked: Checked,
         *,
         resumed: bool,
         tau2: Tau2Plan | None = None,
+        benchmark: Benchmark | None = None,
     ) -> None:
         self.settings = settings
         self.tau2 = tau2
+        self.benchmark = benchmark
         self.folder = folder
         self.record = record
         self.data = data
@@ -140,7 +136,7 @@ class SegmentRun:
         if role not in self._models:  # not checked: the preflight covers every role the run uses
             self._models[role] = infer_model(self.settings.model_for(role), role=role)
         model = self._models[role]
-        self.record.setdefault("resolved_models", {})[role] = f"{model.system}:{model.model_name}"
+        self.record.resolve_model(role, f"{model.system}:{model.model_name}")
         return model
 
     def execute(self) -> E2EResult:
@@ -150,14 +146,13 @@ class SegmentRun:
                 check_resumable(self.folder)  # before anything is written
                 # run.json as the last holder of the lock left it: a resume that finished while this one was in
                 # its preflight added a segment that this one's earlier read does not have
-                self.record = self.folder.read_run_json()
+                self.record = self.folder.read_record()
                 refuse_other_pipeline(self.folder, self.record, self.settings)
             remove_stale_temps(self.folder.path)
             return self._execute()
 
     def _execute(self) -> E2EResult:
-        self.record.setdefault("segments", []).append(self.segment.to_dict())
-        self.record["status"] = "running"
+        self.record.start_segment(self.segment)
         self._save()
         s = self.settings
         obs = configure_observability(
@@ -193,50 +188,55 @@ class SegmentRun:
     def _record_logfire(self, obs: Observability) -> None:
         """Record whether this segment's spans went to Logfire, with the project URL and the token's origin."""
         target = obs.target
-        self.record["logfire"] = {
-            "sent": obs.sending,
-            "project_url": target.project_url if target is not None else None,
-            "token_from": target.source if target is not None else None,
-        }
+        self.record.set_logfire(
+            sent=obs.sending,
+            project_url=target.project_url if target is not None else None,
+            token_from=target.source if target is not None else None,
+        )
 
     def _close(self, obs: Observability, *, status: str) -> None:
         obs.flush()
         release_observability(obs)
         self.segment.finished_at = utc_now()
-        self.record["status"] = status
-        self.record["error"] = self.segment.error
+        self.record.close(status, self.segment.error)
         self._update_summary()
         self._save()
 
     async def _phases(self) -> Skillbook:
         s = self.settings
         if s.traces is None:
-            with self._timed("collect"):
-                if self.tau2 is not None:
-                    await self._tau2_collect(self.tau2)
+            with self.timed("collect"):
+                if self.benchmark is not None:
+                    await collect_phase(self.benchmark, self._benchmark_env(), self.folder, num_trials=s.num_trials)
+                elif self.tau2 is not None:
+                    await self._tau2_run(self.tau2).collect()
                 else:
                     await self._episodes(self.folder.collection, "collect", skillbook=None)
         manifest, traces = read_collection(self.folder.collection)
-        self.record["collection"] = {
-            "path": "collection",
-            "source": str(s.traces) if s.traces is not None else "benchmark",
-            "traces_used": len(traces),
-            "sha256": file_sha256(self.folder.collection / TRACES_FILE),
-            "manifest": manifest.model_dump(mode="json"),
-        }
-        with self._timed("train"):
+        self.record.set_collection(
+            CollectionRecord(
+                source=str(s.traces) if s.traces is not None else "benchmark",
+                traces_used=len(traces),
+                sha256=file_sha256(self.folder.collection / TRACES_FILE),
+                manifest=manifest.model_dump(mode="json"),
+            )
+        )
+        with self.timed("train"):
             skillbook = await self._train(traces)
-        if not s.no_benchmark and self.tau2 is not None:
-            await self._tau2_evaluate(self.tau2, skillbook)
+        if not s.no_benchmark and self.benchmark is not None:
+            env, trials = self._benchmark_env(), s.num_trials
+            await evaluate_phases(self.benchmark, env, self.folder, skillbook, num_trials=trials, timed=self.timed)
+        elif not s.no_benchmark and self.tau2 is not None:
+            await self._tau2_run(self.tau2).evaluate(skillbook)
         elif not s.no_benchmark:
             if s.traces is not None:
-                with self._timed("baseline"):
+                with self.timed("baseline"):
                     await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
-            with self._timed("evaluate"):
+            with self.timed("evaluate"):
                 await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
             unquarantined = with_quarantined_released(skillbook)
             if unquarantined is not None:
-                with self._timed("evaluate_with_quarantined"):
+                with self.timed("evaluate_with_quarantined"):
                     await self._episodes(
                         self.folder.evaluation_with_quarantined,
                         "evaluate_with_quarantined",
@@ -245,43 +245,25 @@ class SegmentRun:
                     )
         return skillbook
 
-    async def _tau2_phase(
-        self, plan: Tau2Plan, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None
-    ) -> Path:
-        return await asyncio.to_thread(
-            run_phase,
-            self.settings,
-            plan,
-            directory,
-            task_ids=task_ids,
-            skillbook=skillbook,
+    def _tau2_run(self, plan: Tau2Plan) -> Tau2Run:
+        s, inj = self.settings, self.inj
+        return Tau2Run(settings=s, plan=plan, folder=self.folder, record=self.record, embedder=self.embedder,
+                       redactor=self.redactor, show_progress=inj.show_progress, timed=self.timed)  # fmt: skip
+
+    def _benchmark_env(self) -> BenchmarkEnv:
+        """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers."""
+        assert self.benchmark is not None
+        roles = [r for r in self.benchmark.models() if r in ("agent", "user")]
+        return BenchmarkEnv(
+            models={role: self.model(role) for role in roles},  # type: ignore[arg-type]  # checked: agent or user
+            model_names=self.settings.models,
             embedder=self.embedder,
             redactor=self.redactor,
-            phase=phase,
+            max_workers=self.settings.max_workers,
+            abort_after=self.settings.abort_after,
+            verbose=self.settings.verbose,
             show_progress=self.inj.show_progress,
         )
-
-    async def _tau2_collect(self, plan: Tau2Plan) -> None:
-        """The learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
-        if (self.folder.collection / MANIFEST_FILE).is_file():
-            return
-        results = await self._tau2_phase(plan, self.folder.path / LEARN_DIR, "collect", plan.learn, None)
-        counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
-        self.record.setdefault("redaction", {})["collection"] = counts
-
-    async def _tau2_evaluate(self, plan: Tau2Plan, skillbook: Skillbook) -> None:
-        """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
-        with self._timed("baseline"):
-            await self._tau2_phase(plan, self.folder.baseline, "baseline", plan.evaluate, None)
-        with self._timed("evaluate"):
-            path = evaluation_skillbook(skillbook, self.folder.evaluation)
-            await self._tau2_phase(plan, self.folder.evaluation, "evaluate", plan.evaluate, path)
-        unquarantined = with_quarantined_released(skillbook)
-        if unquarantined is not None:
-            with self._timed("evaluate_with_quarantined"):
-                directory = self.folder.evaluation_with_quarantined
-                path = evaluation_skillbook(unquarantined, directory)
-                await self._tau2_phase(plan, directory, "evaluate_with_quarantined", plan.evaluate, path)
 
     async def _train(self, traces: list[Trace]) -> Skillbook:
         from ace.reflector.simple import make_reflector
@@ -345,12 +327,10 @@ class SegmentRun:
                 result = await trainer.run_async(traces, start, on_sample=on_sample)
         finally:
             self.segment.steps = step_times(pipeline)
-            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReviewStep)), None)
+            reviewing = next((r for r in pipeline.phases["commit"] if isinstance(r, ReportsReview)), None)
             if reviewing is not None:
-                queue = reviewing.queue
-                self.record["review"] = {"skillbook": str(queue.skillbook), "queue": str(queue.path),
-                                         **reviewing.counts.to_dict()}  # fmt: skip
-        self.segment.step_usage = {role: vars(u) for role, u in result.phase_usage.items()}
+                self.record.set_review(reviewing.review_record())
+        self.segment.step_usage = dict(result.phase_usage)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
         failed = result.errors
         learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
@@ -381,7 +361,12 @@ class SegmentRun:
         agent, user = self.model("agent"), self.model("user")
         models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
         with CollectionWriter(
-            directory, source_system=SOURCE_SYSTEM, benchmark=s.benchmark, models=models, mode="auto"
+            directory,
+            source_system=SOURCE_SYSTEM,
+            benchmark=s.benchmark,
+            models=models,
+            mode="auto",
+            redactor=self.redactor,
         ) as writer:
             done = len(writer.trace_uids)
             with Progress(phase, len(jobs), initial=done, verbose=s.verbose, show=self.inj.show_progress) as bar:
@@ -412,31 +397,37 @@ class SegmentRun:
             )
 
     @contextmanager
-    def _timed(self, phase: str) -> Iterator[None]:
+    def timed(self, phase: str) -> Iterator[None]:
         """Add the phase's wall time to this segment and save `run.json` (also when the phase fails)."""
         started = time.monotonic()
         try:
             yield
         finally:
-            self.segment.phases[phase] = self.segment.phases.get(phase, 0.0) + time.monotonic() - started
+            self.segment.add_time(phase, time.monotonic() - started)
             self._save()
 
     def _update_summary(self) -> None:
-        self.record.update(
+        s = self.settings
+        self.record.set_summary(
             summarize_run(
                 self.folder,
-                replayed=self.settings.traces is not None,
-                segments=self.record["segments"],
+                segments=self.record.segments,
                 resumed_samples=self.resumed_samples,
                 skillbook=self.folder.learned_skillbook(self.record),
             )
         )
         if self.tau2 is not None:
-            tau2_record(self.record, self.folder)
-        collection = (self.record.get("redaction") or {}).get("collection")
-        samples = load_samples(self.folder.samples)
-        self.record["redaction"] = redaction_summary(self.settings.redact, samples, collection)
+            self.record.set_benchmark(tau2_benchmark(self.folder, s, self.tau2))
+        elif self.benchmark is not None:
+            self.record.set_benchmark(scores_record(self.folder))
+        else:
+            replayed = s.traces is not None
+            self.record.set_benchmark(
+                benchmark_phases(self.folder, replayed=replayed, benchmark=s.benchmark, num_trials=s.num_trials)
+            )
+        collection = self.record.redaction.collection if self.record.redaction is not None else None
+        self.record.set_redaction(redaction_summary(s.redact, load_samples(self.folder.samples), collection))
 
     def _save(self) -> None:
-        self.record["segments"][-1] = self.segment.to_dict()
-        self.folder.write_run_json(redact_record(self.record, self.redactor))
+        self.record.update_segment(self.segment)
+        self.record.write(self.folder.run_json, redactor=self.redactor)

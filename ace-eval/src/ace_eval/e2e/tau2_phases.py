@@ -7,39 +7,41 @@ each a tau2 results folder (`results.json`, `episodes.jsonl`, `plan.json`). A ki
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
-from ace.llm import ModelConfigError
-from ace.llm.credentials import missing_credentials
 from ace.redaction import Redactor
-from ace_eval.collection import write_collection
-from ace_eval.e2e.config import DEFAULT_MODEL, E2ESettings
-from ace_eval.e2e.preflight import PreflightError
-from ace_eval.e2e.progress import Progress
+from ace_eval.collection import MANIFEST_FILE, write_collection
+from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.folder import RunFolder
-from ace_eval.run.redaction import redact_trace
-from ace_eval.run.usage import total_cost
+from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, task_results
+from ace_eval.run.progress import Progress
+from ace_eval.run.record import RunRecord
+from ace_eval.run.redaction import redact_traces
+from ace_eval.run.usage import RoleUsage
 
 __all__ = [
     "LEARN_DIR",
     "Tau2Plan",
+    "Tau2Run",
     "evaluation_skillbook",
     "install_learn_collection",
     "load_tau2",
     "plan_tau2",
     "run_phase",
-    "tau2_record",
-    "tau2_table",
+    "tau2_benchmark",
 ]
 
 LEARN_DIR = "learn"
@@ -66,65 +68,16 @@ class Tau2Plan:
 
 def plan_tau2(settings: E2ESettings) -> Tau2Plan:
     """The domain and the splits' task ids, checked before anything is written (unknown split or id, `local` as
-    the agent or user model, missing credentials: a `UserError`, exit 2)."""
-    tau2 = load_tau2()
-    domain = tau2.benchmark_domain(settings.benchmark)
-    splits: dict[str, list[str]] = tau2.task_splits(domain)
-    learn = _select(tau2, domain, splits, settings.train_split, tau2.DEFAULT_TRAIN_SPLIT, settings.limit)
-    evaluate = _select(tau2, domain, splits, settings.eval_split, tau2.DEFAULT_EVAL_SPLIT, settings.limit)
+    the agent or user model, missing credentials: a `UserError`, exit 2), by the registered benchmark."""
+    from ace_eval.benchmarks import BenchmarkEnv, load_benchmark
+    from ace_eval.benchmarks.tau2_plugin import Tau2Benchmark
+
+    benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
+    assert isinstance(benchmark, Tau2Benchmark), f"{settings.benchmark} is no tau2 benchmark"
+    learn, evaluate = tuple(benchmark.tasks("learn")), tuple(benchmark.tasks("evaluate"))
     if settings.runs_agent:
-        from ace_eval.benchmarks.tau2.scripted import PROVIDER
-
-        _check_models(settings, scripted=f"{PROVIDER}/")
-    return Tau2Plan(domain, learn, evaluate)
-
-
-def _select(
-    tau2: ModuleType,
-    domain: str,
-    splits: Mapping[str, Sequence[str]],
-    value: str | None,
-    default: str,
-    limit: int | None,
-) -> tuple[str, ...]:
-    """A split name (`train`, `test`, `base`, ...) or comma-separated task ids; the domain's default split, else
-    `base` (mock has only `base`)."""
-    name = value if value is not None else (default if default in splits else "base")
-    if name in splits:
-        tasks = tau2.load_tasks(domain, name)
-    else:
-        ids = [part.strip() for part in name.split(",") if part.strip()]
-        try:
-            tasks = tau2.load_tasks(domain, ids)
-        except tau2.TaskSelectionError:
-            if "," in name:
-                raise
-            tasks = tau2.load_tasks(domain, name)  # one word that is no task id: the error lists the splits
-    return tuple(str(task.id) for task in tasks[:limit])
-
-
-def _check_models(settings: E2ESettings, *, scripted: str) -> None:
-    problems: list[str] = []
-    for role in ("agent", "user"):
-        model = settings.model_for(role)
-        where = f"{role} model {model!r} ({settings.source_of(f'{role}_model')}; change it with --{role}-model)"
-        if model == DEFAULT_MODEL:
-            problems.append(
-                f"{where}: tau2 calls its models through litellm and the embedded offline model is not one; pass a "
-                "litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
-            )
-            continue
-        if model.startswith(scripted):  # registered in this process (tests)
-            continue
-        try:
-            missing = missing_credentials(model)
-        except ModelConfigError as e:
-            problems.append(f"{where}: {e}")
-            continue
-        if missing:
-            problems.append(f"{where}: set {' and '.join(missing)} in the environment (e.g. `export {missing[0]}=...`)")
-    if problems:
-        raise PreflightError(problems)
+        benchmark.check(BenchmarkEnv(model_names=settings.models))
+    return Tau2Plan(benchmark.domain, learn, evaluate)
 
 
 def run_phase(
@@ -191,13 +144,7 @@ def install_learn_collection(
     from ace_eval.collection.importers import import_tau2
 
     imported = import_tau2(results)
-    totals: dict[str, int] = {}
-    traces = []
-    for trace in imported.traces:
-        clean, counts = redact_trace(trace, redactor)
-        traces.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    traces, totals = redact_traces(imported.traces, redactor)
     fresh = folder.collection.with_name(f".{folder.collection.name}.tau2")
     shutil.rmtree(fresh, ignore_errors=True)
     write_collection(
@@ -211,6 +158,7 @@ def install_learn_collection(
             "results": f"{LEARN_DIR}/{results.name}",
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
     os.replace(fresh, folder.collection)
     return dict(sorted(totals.items()))
@@ -225,85 +173,112 @@ def evaluation_skillbook(skillbook: Skillbook, directory: Path) -> Path:
     return path
 
 
-def _phase_record(results: Path, root: Path) -> dict[str, Any]:
+def _phase_record(
+    results: Path, root: Path, *, name: str, settings: E2ESettings, task_ids: Sequence[str]
+) -> PhaseRecord:
     tau2 = load_tau2()
     data = json.loads(results.read_text(encoding="utf-8"))
     rows = tau2.pass_hat_k(tau2.task_outcomes(data))
     episodes = len(data["simulations"])
     usage = {
-        role: {
-            "requests": int(u["requests"]),
-            "input_tokens": int(u["prompt_tokens"]),
-            "output_tokens": int(u["completion_tokens"]),
-            "cost_usd": float(u["cost"]),
-        }
+        role: RoleUsage(
+            requests=int(u["requests"]),
+            input_tokens=int(u["prompt_tokens"]),
+            output_tokens=int(u["completion_tokens"]),
+            cost_usd=float(u["cost"]),
+        )
         for role, u in tau2.usage_by_role(data).items()
     }
-    return {
-        "results": str(results.relative_to(root)),
-        "episodes": episodes,
-        "tasks": len({sim["task_id"] for sim in data["simulations"]}),
-        "scored": episodes,
-        "errors": 0,
-        "pass_hat_k": {str(row.k): row.value for row in rows},
-        "pass_hat_k_95": {str(row.k): [row.low, row.high] for row in rows},
-        "usage": usage,
-    }
+    tasks = task_results((str(sim["task_id"]), sim.get("trial"), _reward(sim)) for sim in data["simulations"])
+    return PhaseRecord(
+        name=name,
+        benchmark=settings.benchmark,
+        task_ids=list(task_ids),
+        num_trials=settings.num_trials,
+        path=str(results.parent.relative_to(root)),
+        results=str(results.relative_to(root)),
+        episodes=episodes,
+        tasks=len(tasks),
+        scored=episodes,
+        errors=0,
+        pass_hat_k=[row.value for row in rows],
+        pass_hat_k_95=[(row.low, row.high) for row in rows],
+        task_results=tasks,
+        usage=usage,
+    )
 
 
-def tau2_record(record: dict[str, Any], folder: RunFolder) -> None:
-    """Put the tau2 results in `run.json`: pass^k with 95 % intervals before / after, per-task deltas, and the
-    agent's and user's tokens and cost (from tau2's files of every phase) in `usage`."""
+def _reward(simulation: Mapping[str, Any]) -> float:
+    reward = (simulation.get("reward_info") or {}).get("reward")
+    return float(reward) if isinstance(reward, int | float) else 0.0
+
+
+def tau2_benchmark(folder: RunFolder, settings: E2ESettings, plan: Tau2Plan) -> BenchmarkRecord | None:
+    """The tau2 phases of the run from tau2's files: pass^k with 95 % intervals before / after, each task's
+    rewards, per-task deltas, and the agent's and user's tokens and cost (`RunRecord.set_benchmark` adds them to
+    the run's usage)."""
     tau2 = load_tau2()
     phases = {
-        "collect": folder.path / LEARN_DIR,
-        "before": folder.baseline,
-        "after": folder.evaluation,
-        "after_with_quarantined": folder.evaluation_with_quarantined,
+        "collect": (folder.path / LEARN_DIR, plan.learn),
+        "baseline": (folder.baseline, plan.evaluate),
+        "evaluate": (folder.evaluation, plan.evaluate),
+        "evaluate_with_quarantined": (folder.evaluation_with_quarantined, plan.evaluate),
     }
     found = {
-        name: _phase_record(path / tau2.RESULTS_FILE, folder.path)
-        for name, path in phases.items()
+        name: _phase_record(path / tau2.RESULTS_FILE, folder.path, name=name, settings=settings, task_ids=ids)
+        for name, (path, ids) in phases.items()
         if (path / tau2.RESULTS_FILE).is_file()
     }
-    benchmark: dict[str, Any] = {k: found.get(k) for k in ("before", "after")}
-    if "after_with_quarantined" in found:
-        benchmark["after_with_quarantined"] = found["after_with_quarantined"]
-    if "collect" in found:
-        benchmark["learn"] = found["collect"]
-    if "before" in found and "after" in found:
-        deltas = tau2.task_deltas(folder.baseline / tau2.RESULTS_FILE, folder.evaluation / tau2.RESULTS_FILE)
-        benchmark["task_deltas"] = [
-            {"task_id": d.task_id, "baseline": d.baseline, "with_ace": d.candidate, "delta": d.delta} for d in deltas
-        ]
-    record["benchmark"] = benchmark if found else None
-    usage = dict(record.get("usage") or {})
-    for role in ("agent", "user"):
-        items = [phase["usage"][role] for phase in found.values()]
-        if items:
-            usage[role] = {
-                key: sum(item[key] for item in items) for key in ("requests", "input_tokens", "output_tokens")
-            } | {"cost_usd": sum(item["cost_usd"] for item in items)}
-    record["usage"] = usage
-    record["cost_usd"] = total_cost(usage)
+    return BenchmarkRecord.of(found, collect_is_before=False)
 
 
-def tau2_table(record: Mapping[str, Any]) -> str | None:
-    """The peer's table shape from `run.json`: pass^k baseline -> with ACE, each with its 95 % interval."""
-    benchmark = record.get("benchmark") or {}
-    before = benchmark.get("before")
-    if not before:
-        return None
-    tau2 = load_tau2()
+@dataclass(frozen=True, kw_only=True)
+class Tau2Run:
+    """What the tau2 phases need of the segment that runs them."""
 
-    def rows(phase: Mapping[str, Any] | None) -> list[Any]:
-        if not phase:
-            return []
-        return [
-            tau2.PassHatK(int(k), float(v), *map(float, phase["pass_hat_k_95"][k]))
-            for k, v in phase["pass_hat_k"].items()
-        ]
+    settings: E2ESettings
+    plan: Tau2Plan
+    folder: RunFolder
+    record: RunRecord
+    embedder: Embedder
+    redactor: Redactor | None
+    show_progress: bool | None
+    timed: Callable[[str], AbstractContextManager[None]]
 
-    after = rows(benchmark.get("after"))
-    table: str = tau2.format_table(rows(before), after or None)
-    return table
+    async def phase(self, directory: Path, phase: str, task_ids: tuple[str, ...], skillbook: Path | None) -> Path:
+        results: Path = await asyncio.to_thread(
+            run_phase,
+            self.settings,
+            self.plan,
+            directory,
+            task_ids=task_ids,
+            skillbook=skillbook,
+            embedder=self.embedder,
+            redactor=self.redactor,
+            phase=phase,
+            show_progress=self.show_progress,
+        )
+        return results
+
+    async def collect(self) -> None:
+        """The learn split through tau2, imported as the collection (once: a resume after it keeps it)."""
+        if (self.folder.collection / MANIFEST_FILE).is_file():
+            return
+        results = await self.phase(self.folder.path / LEARN_DIR, "collect", self.plan.learn, None)
+        counts = install_learn_collection(self.folder, results, self.settings, self.redactor)
+        self.record.set_collection_redactions(counts)
+
+    async def evaluate(self, skillbook: Skillbook) -> None:
+        """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any)."""
+        evaluate = self.plan.evaluate
+        with self.timed("baseline"):
+            await self.phase(self.folder.baseline, "baseline", evaluate, None)
+        with self.timed("evaluate"):
+            path = evaluation_skillbook(skillbook, self.folder.evaluation)
+            await self.phase(self.folder.evaluation, "evaluate", evaluate, path)
+        unquarantined = with_quarantined_released(skillbook)
+        if unquarantined is not None:
+            with self.timed("evaluate_with_quarantined"):
+                directory = self.folder.evaluation_with_quarantined
+                path = evaluation_skillbook(unquarantined, directory)
+                await self.phase(directory, "evaluate_with_quarantined", evaluate, path)

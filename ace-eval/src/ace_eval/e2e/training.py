@@ -57,7 +57,6 @@ from ace.redaction import Redactor
 from ace.reflector.simple import Reflector
 from ace.skill_manager.manager import SkillManager
 from ace.steps.redact import TRACE_ID_FIELDS, RedactStep
-from ace_eval.e2e.fail_fast import AbortWatch, RunAborted
 from ace_eval.e2e.samples_plan import (
     PlannedSample,
     interrupted_samples,
@@ -69,6 +68,7 @@ from ace_eval.e2e.scheduling import SampleScheduler
 from ace_eval.e2e.span_tree import EpochSpans
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions, TrainingResult
 from ace_eval.reporting import describe_os_error
+from ace_eval.run.abort import AbortWatch, RunAborted
 from ace_eval.run.checkpoint import Checkpoint, CheckpointError, journal_start
 from ace_eval.run.checkpoint_step import CatchesUp, CheckpointStep
 from ace_eval.run.lock import folder_lock

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ace_eval.report.gate import gate_evidence
 from ace_eval.report.learning import skill_rows
 from ace_eval.report.read import ReportRun
 from ace_eval.report.scores import benchmark_scores
@@ -15,30 +16,30 @@ __all__ = ["run_payload", "sample_details"]
 def run_payload(run: ReportRun) -> dict[str, Any]:
     """Everything the page renders up front about `run` (sample details are separate: `sample_details`)."""
     record = run.record
-    extra = record.model_extra or {}
     samples = run.view.samples
-    config = record.config.model_dump(mode="json")
+    config = record.config.as_dict()
     return {
         "id": record.run_id or run.path.name,
         "status": record.status or "unknown",
         "error": record.error,
-        "created_at": extra.get("created_at"),
-        "updated_at": extra.get("updated_at"),
-        "versions": extra.get("versions") or {},
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "versions": record.versions,
         "config": _shown_config(config),
         "pipeline": [
-            {"name": s.get("name"), "phase": s.get("phase"), "options": s.get("options") or {}}
-            for s in ((record.pipeline or {}).get("steps") or [])
+            {"name": s.name, "phase": s.phase, "options": s.options}
+            for s in (record.pipeline.steps if record.pipeline is not None else [])
         ],
-        "models": {**(record.models or {}), **(extra.get("resolved_models") or {})},
+        "models": {**record.models, **record.resolved_models},
         "usage": [{"role": role, **u.model_dump(mode="json")} for role, u in sorted(record.usage.items())],
-        "cost_usd": extra.get("cost_usd"),
+        "cost_usd": record.cost_usd,
         "steps": [{"name": n, "calls": t.calls, "seconds": t.seconds} for n, t in record.step_timings.items()],
-        "timings": extra.get("timings") or {},
+        "timings": record.timings,
         "training": (record.training.model_dump(mode="json") if record.training is not None else {}),
         "samples": [_sample_row(i, v) for i, v in enumerate(samples)],
         "skills": skill_rows(run.skillbook, samples),
         "benchmark": benchmark_scores(run),
+        "gate": gate_evidence(run.path),
     }
 
 

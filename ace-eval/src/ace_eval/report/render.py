@@ -23,7 +23,7 @@ from ace_eval.report.payload import run_payload, sample_details
 from ace_eval.report.read import ReportRun
 from ace_eval.report.scores import compare_runs
 
-__all__ = ["CHUNK", "render_report", "write_report"]
+__all__ = ["CHUNK", "environment", "render_report", "write_report"]
 
 CHUNK = 100
 """Samples (and traces) per lazily parsed JSON block."""
@@ -43,7 +43,7 @@ class _RunPage:
     """Message texts several traces hold (a system prompt), kept once; a message names one as `{"shared": i}`."""
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("ace_eval.report", "templates"),
         autoescape=True,
@@ -100,7 +100,7 @@ def render_report(runs: Sequence[ReportRun]) -> str:
     """The HTML page about `runs` (one or more run folders; two or more add the comparison)."""
     pages = [_run_page(run) for run in runs]
     comparison = compare_runs([p.payload for p in pages]) if len(pages) > 1 else None
-    template = _environment().get_template("report.html.j2")
+    template = environment().get_template("report.html.j2")
     return template.render(
         pages=pages,
         comparison=comparison,

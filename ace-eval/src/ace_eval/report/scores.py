@@ -3,36 +3,32 @@ the comparison of several runs."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ace_eval.benchmarks.tau_bench.scoring import is_success
+from ace_eval.benchmarks.phases import SCORES_FILE
+from ace_eval.benchmarks.scores import pass_hat_k_interval as pass_hat_k_with_interval
+from ace_eval.benchmarks.scores import pass_hat_ks, read_scores, success_of
 from ace_eval.collection import Trace
 from ace_eval.report.read import ReportRun
 
 __all__ = ["benchmark_scores", "compare_runs", "pass_hat_k_interval"]
 
-_Z95 = 1.959964
-
 
 def pass_hat_k_interval(episodes: Sequence[Trace], k: int) -> dict[str, float] | None:
-    """pass^k over the scored episodes (the mean over tasks of C(c, k) / C(n, k)) with a normal 95 % interval
-    over tasks, clipped to [0, 1]; `None` when a task has fewer than `k` scored trials or none is scored."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    """pass^k over the scored episodes (the mean over tasks of C(c, k) / C(n, k)) with its bootstrap 95 % interval
+    over tasks (`ace_eval.benchmarks.scores`); `None` when a task has fewer than `k` scored trials or none is
+    scored."""
+    successes: dict[str, list[bool]] = defaultdict(list)
     for t in episodes:
-        if t.metadata.get("error"):
-            continue
-        counts[str(t.task_id)][0] += is_success(t.reward or 0.0)
-        counts[str(t.task_id)][1] += 1
-    if not counts or min(n for _, n in counts.values()) < k:
+        if not t.metadata.get("error"):
+            successes[str(t.task_id)].append(success_of(t.reward or 0.0))
+    if not successes or min(len(s) for s in successes.values()) < k:
         return None
-    values = [math.comb(c, k) / math.comb(n, k) for c, n in counts.values()]
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    half = _Z95 * sd / math.sqrt(len(values))
-    return {"value": mean, "low": max(0.0, mean - half), "high": min(1.0, mean + half), "tasks": len(values)}
+    row = pass_hat_k_with_interval(successes, k)
+    return {"value": row.value, "low": row.low, "high": row.high, "tasks": len(successes)}
 
 
 def _task_means(episodes: Sequence[Trace]) -> dict[str, float]:
@@ -54,6 +50,9 @@ def _trials(episodes: Sequence[Trace]) -> int:
 def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
     """pass^1..k before and after (intervals from the episodes), per-task mean reward and its delta, every episode;
     the recorded pass^k alone when the folder kept no episodes; `None` for a run without a benchmark."""
+    scored = _scored_phases(run.path)
+    if scored is not None:
+        return scored
     before, after = run.baseline, run.evaluation
     recorded = run.record.benchmark
     if not before and not after:
@@ -62,8 +61,8 @@ def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
         phases = {"before": recorded.before, "after": recorded.after}
         return {
             "pass_hat_k": [
-                {"k": int(k), "before": {"value": v} if v is not None else None, "after": None}
-                for k, v in (recorded.before.pass_hat_k if recorded.before else {}).items()
+                {"k": k, "before": {"value": v} if v is not None else None, "after": None}
+                for k, v in enumerate(recorded.before.pass_hat_k if recorded.before else [], 1)
             ],
             "recorded": {p: r.model_dump(mode="json") if r is not None else None for p, r in phases.items()},
             "tasks": [],
@@ -100,6 +99,39 @@ def benchmark_scores(run: ReportRun) -> dict[str, Any] | None:
             for phase, episodes in (("before", before), ("after", after))
             for t in episodes
         ],
+    }
+
+
+def _scored_phases(folder: Path) -> dict[str, Any] | None:
+    """The same table from the phases' `scores.json` (a benchmark run through the protocol), `None` without them:
+    pass^k with intervals and each task's success rate, before and after."""
+    files = {phase: folder / name / SCORES_FILE for phase, name in (("before", "baseline"), ("after", "evaluation"))}
+    if not files["before"].is_file():
+        return None
+    phases = {p: read_scores(f).successes() for p, f in files.items() if f.is_file()}
+    rows = {p: {row.k: row for row in pass_hat_ks(s)} for p, s in phases.items()}
+    k_max = max((max(r, default=0) for r in rows.values()), default=0)
+
+    def cell(phase: str, k: int) -> dict[str, float] | None:
+        row = rows.get(phase, {}).get(k)
+        return None if row is None else {"value": row.value, "low": row.low, "high": row.high}
+
+    def rate(phase: str, task: str) -> float | None:
+        trials = phases.get(phase, {}).get(task)
+        return sum(trials) / len(trials) if trials else None
+
+    tasks = sorted({task for s in phases.values() for task in s})
+
+    def delta(task: str) -> float | None:
+        b, a = rate("before", task), rate("after", task)
+        return a - b if a is not None and b is not None else None
+
+    return {
+        "pass_hat_k": [{"k": k, "before": cell("before", k), "after": cell("after", k)} for k in range(1, k_max + 1)],
+        "tasks": [
+            {"task": t, "before": rate("before", t), "after": rate("after", t), "delta": delta(t)} for t in tasks
+        ],
+        "episodes": [],
     }
 
 

@@ -17,7 +17,7 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.storage import Writer, atomic_write
 from ace.exceptions import UserError
 

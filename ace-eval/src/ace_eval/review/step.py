@@ -29,6 +29,7 @@ from ace_eval.review._model import SourceRef
 from ace_eval.review._provenance import CollectionHashes
 from ace_eval.review._queue import ReviewQueue
 from ace_eval.run.checkpoint_step import LINE_KEY
+from ace_eval.run.record import ReviewRecord
 
 __all__ = ["BASE_FILE", "ReviewOptions", "ReviewStep", "review"]
 
@@ -67,6 +68,11 @@ class ReviewStep:
         if self._stager is None:
             return ReviewCounts()
         return dataclasses.replace(self._stager.counts, unattributed=self._stager.unattributed)
+
+    def review_record(self) -> ReviewRecord:
+        """What `run.json` records of this step (`ReportsReview`): the queue and the counts so far."""
+        queue = self.queue
+        return ReviewRecord(skillbook=str(queue.skillbook), queue=str(queue.path), **self.counts.to_dict())
 
     def resume(self, skillbook: Skillbook, records: Sequence[Mapping[str, Any]]) -> None:
         """Before the first sample: remember the fork's starting point (a fresh run), then catch up with every

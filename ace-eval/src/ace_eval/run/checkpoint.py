@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.journal import check_delta
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps

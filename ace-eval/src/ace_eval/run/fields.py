@@ -4,7 +4,7 @@ versions a segment ran with."""
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +12,10 @@ import ace
 import ace_eval
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
-from ace_eval.collection import MANIFEST_FILE, read_collection
-from ace_eval.e2e.episodes import benchmark_summary
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.record import RunSummary, SampleErrorRecord, TrainingRecord
 from ace_eval.run.samples import load_samples, merge_samples
-from ace_eval.run.segments import step_timings, timings
+from ace_eval.run.segments import Segment, step_timings, timings
 from ace_eval.run.usage import role_usage, total_cost
 
 __all__ = ["summarize_run", "versions"]
@@ -28,60 +27,34 @@ def versions() -> dict[str, str]:
 
 
 def summarize_run(
-    folder: RunFolder,
-    *,
-    replayed: bool,
-    segments: Sequence[Mapping[str, Any]],
-    resumed_samples: int | None,
-    skillbook: Path,
-) -> dict[str, Any]:
+    folder: RunFolder, *, segments: Sequence[Segment], resumed_samples: int | None, skillbook: Path
+) -> RunSummary:
     """The `run.json` fields computed from the run folder's files, so they are right after any resume: timings,
-    usage and cost per role, training counts (`skillbook`: the file counted, `RunFolder.learned_skillbook`),
-    pass^k before / after, every sample and every error."""
+    usage and cost per role of the samples and the steps, training counts (`skillbook`: the file counted,
+    `RunFolder.learned_skillbook`), every sample and every error. The benchmark's phases (and their agent's usage)
+    are the runner's to add (`RunRecord.set_benchmark`)."""
     samples = merge_samples(load_samples(folder.samples))
-    phases = {
-        "baseline": folder.baseline,
-        "evaluate": folder.evaluation,
-        "evaluate_with_quarantined": folder.evaluation_with_quarantined,
-    }
-    if not replayed:
-        phases = {"collect": folder.collection, **phases}
-    summaries: dict[str, dict[str, Any]] = {}
-    episode_usage: dict[str, list[Mapping[str, Any]]] = {}
-    for phase, directory in phases.items():
-        if not (directory / MANIFEST_FILE).is_file():
-            continue
-        _, episodes = read_collection(directory)
-        summaries[phase] = benchmark_summary(episodes)
-        for episode in episodes:
-            for role, usage in (episode.metadata.get("usage") or {}).items():
-                episode_usage.setdefault(role, []).append(usage)
+    steps: dict[str, list[Any]] = {}
     for segment in segments:
-        for role, usage in (segment.get("step_usage") or {}).items():
-            episode_usage.setdefault(role, []).append(usage)
-    usage = role_usage(samples, episode_usage)
-    before = summaries.get("baseline") or summaries.get("collect")
-    after = summaries.get("evaluate")
-    benchmark: dict[str, Any] | None = None if before is None and after is None else {"before": before, "after": after}
-    if benchmark is not None and "evaluate_with_quarantined" in summaries:
-        benchmark["after_with_quarantined"] = summaries["evaluate_with_quarantined"]
-    return {
-        "updated_at": utc_now(),
-        "versions": versions(),
-        "timings": timings(segments),
-        "step_timings": step_timings(segments),
-        "usage": usage,
-        "cost_usd": total_cost(usage),
-        "training": {
-            "samples": len(samples),
-            "errors": sum(1 for x in samples if x.error is not None),
-            "resumed_samples": resumed_samples,
-            "skillbook": _skillbook_stats(skillbook),
-        },
-        "benchmark": benchmark,
-        "errors": [{"trace_uid": x.trace_uid, "epoch": x.epoch, "error": x.error} for x in samples if x.error],
-        "samples": [x.to_dict() for x in samples],
-    }
+        for role, used in segment.step_usage.items():
+            steps.setdefault(role, []).append(used)
+    usage = role_usage((sample.usage for sample in samples), steps)
+    return RunSummary(
+        updated_at=utc_now(),
+        versions=versions(),
+        timings=timings(segments),
+        step_timings=step_timings(segments),
+        usage=usage,
+        cost_usd=total_cost(usage),
+        training=TrainingRecord(
+            samples=len(samples),
+            errors=sum(1 for x in samples if x.error is not None),
+            resumed_samples=resumed_samples,
+            skillbook=_skillbook_stats(skillbook),
+        ),
+        errors=[SampleErrorRecord(trace_uid=x.trace_uid, epoch=x.epoch, error=x.error) for x in samples if x.error],
+        samples=samples,
+    )
 
 
 def _skillbook_stats(path: Path) -> dict[str, Any] | None:
@@ -89,6 +62,7 @@ def _skillbook_stats(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return Skillbook.load_from_file(path).stats()
+        stats: dict[str, Any] = Skillbook.load_from_file(path).stats()
+        return stats
     except ValueError as e:
         return {"error": str(e)}

@@ -9,7 +9,8 @@ run_<id>/
   samples.jsonl                one line per finished sample (the training checkpoint's journal)
   skillbook.snapshot.json      the checkpoint's skillbook snapshot (+ .embeddings.npz), what --resume starts from
   spans.jsonl                  every span of the run, one JSON object per line
-  run.json                     config, models, timings, usage and cost per role, per-sample results
+  run.json                     the run's record (`RunRecord`): config, models, timings, usage and cost per role,
+                               benchmark phases, per-sample results
   baseline/, evaluation/       the benchmark episodes before / after learning (when the agent runs; tau2: its files)
   learn/                       tau2 only: tau2's files of the train split, imported as collection/
   evaluation_with_quarantined/ after learning, with the quarantined skills back (only when there are any)
@@ -19,7 +20,6 @@ run_<id>/
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import secrets
@@ -204,7 +204,7 @@ class RunFolder:
         """The checkpoint's skillbook snapshot (`--resume` starts from it and the journal)."""
         return self.path / SNAPSHOT_FILE
 
-    def learned_skillbook(self, record: Mapping[str, Any]) -> Path:
+    def learned_skillbook(self, record: RunRecord) -> Path:
         """The run's skillbook file: the one its `persist` step published when it is there, else the checkpoint's
         snapshot (an interrupted run, or one without `persist`), else the old checkpoint's `skillbook.json`."""
         published = self.step_output(record, "persist", self.skillbook.name)
@@ -220,17 +220,12 @@ class RunFolder:
     def samples(self) -> Path:
         return self.path / "samples.jsonl"
 
-    def step_output(self, record: Mapping[str, Any], step: str, default: str) -> Path | None:
+    def step_output(self, record: RunRecord, step: str, default: str) -> Path | None:
         """The file the end-of-run `step` writes (its `path` option; a relative one is in this folder) in the
         pipeline `run.json` records; `None` when the run left the step out, `default` for a run from before
         pipelines were recorded."""
-        steps = (record.get("pipeline") or {}).get("steps")
-        if steps is None:
-            return self.path / default
-        for planned in steps:
-            if planned.get("name") == step:
-                return self.path / str((planned.get("options") or {}).get("path", default))
-        return None
+        path = record.step_output(step, default)
+        return None if path is None else self.path / path
 
     @property
     def spans(self) -> Path:
@@ -240,27 +235,15 @@ class RunFolder:
     def run_json(self) -> Path:
         return self.path / RUN_JSON
 
-    def read_run_json(self) -> dict[str, Any]:
-        """`run.json` as the dict the runner continues (checked against `RunRecord`); a damaged file is refused
-        with its path and field."""
+    def read_record(self) -> RunRecord:
+        """`run.json`, the record the runner continues; a damaged file is refused with its path and field."""
         try:
             record = load_run_record(self.run_json)
         except RunRecordError as e:
             raise RunFolderError(str(e)) from None
         if "config" not in record.model_fields_set:
             raise RunFolderError(f"{self.run_json} has no 'config' object: it was not written by `ace-eval e2e`")
-        return record.model_dump(mode="json", exclude_unset=True)  # every field as written: the runner extends it
-
-    def write_run_json(self, record: Mapping[str, Any]) -> None:
-        """Replace `run.json` atomically (a kill mid-write leaves the previous version), once the record passed
-        `RunRecord` (its readers' model): a record its readers could not read is a bug, caught where it is written."""
-        RunRecord.of(record)
-        data = (json.dumps(record, indent=1, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-
-        def write(f: IO[bytes]) -> None:
-            f.write(data)
-
-        atomic_write(self.run_json, write)
+        return record
 
     def write_text(self, path: Path, text: str) -> None:
         """Replace a text file of the folder atomically."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.core.insight_source import utc_now
 from ace.exceptions import UserError
 

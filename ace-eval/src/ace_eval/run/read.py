@@ -15,10 +15,10 @@ from typing import Any
 from ace.core.skillbook import Skillbook
 from ace.exceptions import AceError
 from ace.observability import read_spans_jsonl
-from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run.checkpoint import CheckpointError, journal_end, read_checkpoint, snapshot_of
 from ace_eval.run.folder import RunFolder, RunFolderError
 from ace_eval.run.record import RunRecord, load_run_record
+from ace_eval.run.sample import SampleResult
 from ace_eval.run.samples import load_samples, numbered_sample_lines
 from ace_eval.run.sessions import RunView, sample_views
 
@@ -83,7 +83,7 @@ class Run:
 
     def step_output(self, step: str, default: str) -> Path | None:
         """The file the end-of-run `step` wrote (its `path` option), `None` when the run left the step out."""
-        return self.folder.step_output({"pipeline": self.record.pipeline}, step, default)
+        return self.folder.step_output(self.record, step, default)
 
     def sample_lines(self) -> list[tuple[int, SampleResult]]:
         """Every line of the samples journal with its number, superseded attempts included; raises

@@ -1,7 +1,8 @@
 """Redaction at the run's sinks: the traces the run folder keeps, `run.json`, and what `run.json` says was redacted.
 
 The trainer's `redact` step cleans each trace before reflection and the skillbook redacts what it stores; these
-helpers cover the rest of the folder (`collection/`, `baseline/`, `evaluation/`, `run.json`).
+helpers cover the rest of the folder (`collection/`, `baseline/`, `evaluation/`); `RunRecord.write` redacts
+`run.json`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from pathlib import Path
 from ace.redaction import Redactor, count_kinds
 from ace.steps.redact import TRACE_ID_FIELDS
 from ace_eval.collection import CollectionManifest, Trace, write_collection
-from ace_eval.e2e.training import SampleResult
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.record import RedactionRecord
+from ace_eval.run.sample import SampleResult
 
-__all__ = ["install_run_collection", "redact_record", "redact_trace", "redaction_summary"]
+__all__ = ["install_run_collection", "redact_trace", "redact_traces", "redaction_summary"]
 
 
 def redact_trace(trace: Trace, redactor: Redactor | None) -> tuple[Trace, dict[str, int]]:
@@ -43,13 +45,7 @@ def install_run_collection(
     if redactor is None and not subset and source.is_dir():
         folder.install_collection(source)
         return {}
-    totals: dict[str, int] = {}
-    kept: list[Trace] = []
-    for trace in selected:
-        clean, counts = redact_trace(trace, redactor)
-        kept.append(clean)
-        for kind, n in counts.items():
-            totals[kind] = totals.get(kind, 0) + n
+    kept, totals = redact_traces(selected, redactor)
     write_collection(
         folder.collection,
         kept,
@@ -62,28 +58,31 @@ def install_run_collection(
             **({"subset_of": str(source), "limit": limit} if subset else {}),
             **({"redacted": True} if redactor is not None else {}),
         },
+        redactor=redactor,
     )
-    return dict(sorted(totals.items()))
+    return totals
 
 
-def redact_record(record: Mapping[str, object], redactor: Redactor | None) -> dict[str, object]:
-    """`run.json` as it may be written: every string redacted (un-numbered), trace ids kept."""
-    if redactor is None:
-        return dict(record)
-    data: dict[str, object] = redactor.redact_data(record, numbered=False, skip_keys=TRACE_ID_FIELDS)[0]
-    return data
+def redact_traces(traces: Iterable[Trace], redactor: Redactor | None) -> tuple[list[Trace], dict[str, int]]:
+    """Each trace through `redact_trace`, and the values replaced per kind in all of them (sorted by kind)."""
+    totals: dict[str, int] = {}
+    kept: list[Trace] = []
+    for trace in traces:
+        clean, counts = redact_trace(trace, redactor)
+        kept.append(clean)
+        for kind, n in counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    return kept, dict(sorted(totals.items()))
 
 
 def redaction_summary(
     enabled: bool, samples: Iterable[SampleResult], collection: Mapping[str, int] | None = None
-) -> dict[str, object]:
+) -> RedactionRecord:
     """`run.json`'s `redaction`: whether it was on, and how many values of each kind were replaced (never which)."""
     steps: dict[str, int] = {}
     for sample in samples:
         for kind, n in sample.redactions.items():
             steps[kind] = steps.get(kind, 0) + n
-    return {
-        "enabled": enabled,
-        "collection": dict(sorted((collection or {}).items())),
-        "redact_step": dict(sorted(steps.items())),
-    }
+    return RedactionRecord(
+        enabled=enabled, collection=dict(sorted((collection or {}).items())), redact_step=dict(sorted(steps.items()))
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.exceptions import UserError
-from ace_eval.e2e.training_results import SampleResult
+from ace_eval.run.sample import SampleResult
 
 __all__ = ["SamplesJournalError", "load_sample_lines", "load_samples", "merge_samples", "numbered_sample_lines"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run.record import RunRecord
+from ace_eval.run.sample import SampleResult
 
 __all__ = ["SIGNATURES", "RunView", "SampleView", "SessionView", "ToolCallView", "sample_views", "signature"]
 

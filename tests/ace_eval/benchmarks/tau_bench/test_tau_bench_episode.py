@@ -16,9 +16,9 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace_eval.benchmarks.tau_bench.data import AirlineData, load_airline_data
 from ace_eval.benchmarks.tau_bench.episode import EpisodeConfig, EpisodeResult, run_episode
+from ace_eval.benchmarks.tau_bench.episode_trace import episode_to_trace
 from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
 from ace_eval.collection import CollectionWriter, read_collection
-from ace_eval.e2e.episode_trace import episode_to_trace
 
 Call = tuple[str, dict[str, Any]]
 FunctionDef = Callable[[list[ModelMessage], AgentInfo], ModelResponse]

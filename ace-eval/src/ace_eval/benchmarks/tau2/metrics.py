@@ -1,22 +1,23 @@
 """pass^k over a tau2 results file with 95 % bootstrap intervals over tasks, per-task deltas, tokens per role.
 
-Computed from the file's JSON on its own, then checked against tau2's own metric code (`tau2.metrics`).
+Computed from the file's JSON on its own by `ace_eval.benchmarks.scores` (the one pass^k of the project), then
+checked against tau2's own metric code (`tau2.metrics`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ace.exceptions import RunError
+from ace_eval.benchmarks import scores
+from ace_eval.benchmarks.score_files import scores_from_tau2
+from ace_eval.benchmarks.scores import BOOTSTRAP_RESAMPLES, PassHatK, pass_hat_ks
+from ace_eval.benchmarks.table import format_table
 
 __all__ = [
     "MetricsMismatchError",
@@ -31,8 +32,6 @@ __all__ = [
     "usage_by_role",
 ]
 
-_TOLERANCE = 1e-6  # tau2.metrics.agent_metrics.is_successful
-
 
 class MetricsMismatchError(RunError):
     """Our pass^k differs from tau2's on the same file."""
@@ -46,19 +45,13 @@ class TaskOutcome:
     trials: int
     successes: int
 
+    def outcomes(self) -> list[bool]:
+        """The task's trials as successes (pass^k depends on the counts alone, not on their order)."""
+        return [True] * self.successes + [False] * (self.trials - self.successes)
+
     def pass_hat(self, k: int) -> float:
         """The chance that k trials drawn without replacement all succeed (tau2's `pass_hat_k`)."""
-        return math.comb(self.successes, k) / math.comb(self.trials, k)
-
-
-@dataclass(frozen=True)
-class PassHatK:
-    """pass^k averaged over tasks, with a bootstrap interval (tasks resampled with replacement)."""
-
-    k: int
-    value: float
-    low: float
-    high: float
+        return scores.pass_hat_k({self.task_id: self.outcomes()}, k)
 
 
 @dataclass(frozen=True)
@@ -82,38 +75,22 @@ def _simulations(results: str | os.PathLike[str] | Mapping[str, Any]) -> list[Ma
 
 def task_outcomes(results: str | os.PathLike[str] | Mapping[str, Any]) -> list[TaskOutcome]:
     """Per task (in first-seen order): trials and successes, a success being a reward within 1e-6 of 1."""
-    trials: dict[str, int] = defaultdict(int)
-    wins: dict[str, int] = defaultdict(int)
-    for sim in _simulations(results):
-        task_id = str(sim["task_id"])
-        reward = (sim.get("reward_info") or {}).get("reward")
-        trials[task_id] += 1
-        wins[task_id] += int(isinstance(reward, int | float) and abs(reward - 1.0) <= _TOLERANCE)
-    return [TaskOutcome(task_id, trials[task_id], wins[task_id]) for task_id in trials]
+    data = results if isinstance(results, Mapping) else json.loads(Path(results).read_text(encoding="utf-8"))
+    scores = scores_from_tau2(data, source="the results" if isinstance(results, Mapping) else str(results))
+    return [TaskOutcome(task, len(trials), sum(trials)) for task, trials in scores.successes().items()]
 
 
 def pass_hat_k(
     results: str | os.PathLike[str] | Mapping[str, Any] | Sequence[TaskOutcome],
     *,
-    resamples: int = 2000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> list[PassHatK]:
     """pass^1..k (k up to the fewest trials any task has, as tau2 does), each with its bootstrap interval."""
     outcomes = task_outcomes(results) if isinstance(results, str | os.PathLike | Mapping) else list(results)
-    if not outcomes:
-        return []
-    max_k = min(outcome.trials for outcome in outcomes)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(outcomes), size=(resamples, len(outcomes)))
-    tail = (1.0 - confidence) / 2 * 100
-    table: list[PassHatK] = []
-    for k in range(1, max_k + 1):
-        values = np.array([outcome.pass_hat(k) for outcome in outcomes])
-        means = values[picks].mean(axis=1)
-        low, high = np.percentile(means, [tail, 100 - tail])
-        table.append(PassHatK(k=k, value=float(values.mean()), low=float(low), high=float(high)))
-    return table
+    successes = {outcome.task_id: outcome.outcomes() for outcome in outcomes}
+    return pass_hat_ks(successes, resamples=resamples, confidence=confidence, seed=seed)
 
 
 def task_deltas(
@@ -154,19 +131,3 @@ def check_against_tau2(results: str | os.PathLike[str]) -> dict[int, float]:
     if theirs.keys() != ours.keys() or any(abs(theirs[k] - ours[k]) > 1e-9 for k in ours):
         raise MetricsMismatchError(f"pass^k of {results} differs from tau2.metrics: ours {ours}, tau2's {theirs}")
     return theirs
-
-
-def format_table(baseline: Sequence[PassHatK], candidate: Sequence[PassHatK] | None = None) -> str:
-    """The peer's table shape: one row per k, baseline -> with ACE (percent, 95 % interval)."""
-
-    def cell(row: PassHatK) -> str:
-        return f"{100 * row.value:5.1f} [{100 * row.low:5.1f}, {100 * row.high:5.1f}]"
-
-    lines = ["metric   baseline              " + ("with ACE              delta" if candidate else "")]
-    after = {row.k: row for row in candidate or []}
-    for row in baseline:
-        line = f"pass^{row.k:<3} {cell(row)}"
-        if row.k in after:
-            line += f"  {cell(after[row.k])}  {100 * (after[row.k].value - row.value):+5.1f}"
-        lines.append(line.rstrip())
-    return "\n".join(lines)

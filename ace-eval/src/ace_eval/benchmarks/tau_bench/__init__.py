@@ -1,7 +1,8 @@
 """The tau-bench airline benchmark, run offline from a data folder with the benchmark's exact semantics.
 
 Load the data with `load_airline_data`, run an episode with `run_episode` (a pydantic-ai agent and a
-simulated user) and score it as the benchmark does; the harness (`ace_eval.e2e.episode_trace`) writes it as a trace.
+simulated user) and score it as the benchmark does; `episode_trace` writes it as a trace, `episodes` runs many
+in parallel into a trace collection (`ace_eval.benchmarks.tau_bench_plugin` registers it as a benchmark).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.benchmarks.tau_bench.data import AirlineData, DataFolderError, Table
 from ace_eval.benchmarks.tau_bench.env import gold_data_hash
 from ace_eval.benchmarks.tau_bench.replay import replay_messages

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ace.core import json_safe
+from ace import json_safe
 from ace.exceptions import UserError
 
 __all__ = [

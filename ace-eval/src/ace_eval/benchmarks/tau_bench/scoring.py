@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ace_eval.benchmarks import scores
+from ace_eval.benchmarks.scores import success_of
 from ace_eval.benchmarks.tau_bench.data import Action, Task
+from ace_eval.collection.grading import RESPOND_ACTION, find_outputs
 
 __all__ = [
     "RESPOND_ACTION",
@@ -19,8 +21,6 @@ __all__ = [
     "pass_hat_ks",
 ]
 
-RESPOND_ACTION = "respond"
-"""The name upstream gives an agent's reply to the user when it is logged as an action."""
 _SUCCESS_TOLERANCE = 1e-6
 
 
@@ -73,12 +73,6 @@ class RewardResult:
         }
 
 
-def find_outputs(outputs: Sequence[str], replies: Sequence[str]) -> dict[str, bool]:
-    """For each required output: does it appear, lower-cased, in some reply lower-cased with commas removed?"""
-    normalised = [reply.lower().replace(",", "") for reply in replies]
-    return {output: any(output.lower() in reply for reply in normalised) for output in outputs}
-
-
 def calculate_reward(*, task: Task, data_hash: str, gt_data_hash: str, replies: Sequence[str]) -> RewardResult:
     """Reward 1.0 only when the database hashes match and every output of the task is in some reply."""
     outputs = find_outputs(task.outputs, replies)
@@ -94,38 +88,28 @@ def calculate_reward(*, task: Task, data_hash: str, gt_data_hash: str, replies: 
 
 def is_success(reward: float) -> bool:
     """A reward of 1 (within 1e-6), as upstream counts successes for pass^k."""
-    return abs(reward - 1.0) <= _SUCCESS_TOLERANCE
+    return success_of(reward)
 
 
-def _successes(results: Iterable[tuple[object, float]]) -> dict[object, tuple[int, int]]:
-    """task id -> (successes c, trials n)."""
-    counts: dict[object, list[int]] = defaultdict(lambda: [0, 0])
+def _successes(results: Iterable[tuple[object, float]]) -> dict[str, list[bool]]:
+    """task id -> whether each of its trials succeeded."""
+    outcomes: dict[str, list[bool]] = defaultdict(list)
     for task_id, reward in results:
-        counts[task_id][0] += is_success(reward)
-        counts[task_id][1] += 1
-    return {task_id: (c, n) for task_id, (c, n) in counts.items()}
+        outcomes[str(task_id)].append(success_of(reward))
+    return dict(outcomes)
 
 
 def pass_hat_k(results: Iterable[tuple[object, float]], k: int) -> float:
-    """pass^k: the mean over tasks of C(c, k) / C(n, k), for `(task_id, reward)` pairs of every trial.
+    """pass^k (`ace_eval.benchmarks.scores.pass_hat_k`) over `(task_id, reward)` pairs of every trial.
 
     Raises `ValueError` when there are no results or a task has fewer than `k` trials.
     """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    counts = _successes(results)
-    if not counts:
-        raise ValueError("pass^k needs at least one result")
-    short = sorted(str(t) for t, (_, n) in counts.items() if n < k)
-    if short:
-        raise ValueError(f"pass^{k} needs at least {k} trials per task; too few for task(s) {', '.join(short)}")
-    return sum(math.comb(c, k) / math.comb(n, k) for c, n in counts.values()) / len(counts)
+    return scores.pass_hat_k(_successes(results), k)
 
 
 def pass_hat_ks(results: Iterable[tuple[object, float]]) -> dict[int, float]:
     """pass^k for every k from 1 to the smallest number of trials of a task."""
-    pairs = list(results)
-    counts = _successes(pairs)
-    if not counts:
+    successes = _successes(results)
+    if not successes:
         return {}
-    return {k: pass_hat_k(pairs, k) for k in range(1, min(n for _, n in counts.values()) + 1)}
+    return {k: scores.pass_hat_k(successes, k) for k in range(1, min(map(len, successes.values())) + 1)}

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import Literal, assert_never
 
-from ace.core import json_safe
-from ace_eval.collection.importers._common import ImportedCollection
+from ace import json_safe
+from ace_eval.collection.importers._common import ImportedCollection, check_writable, read_source
 from ace_eval.collection.importers.claude_code import import_claude_code, looks_like_claude_code
 from ace_eval.collection.importers.openai_jsonl import import_openai_jsonl
 from ace_eval.collection.importers.otel import import_otel
@@ -59,13 +59,13 @@ def import_traces(
                 file=str(path),
             )
         seen[trace.trace_id] = n
+    check_writable(imported.traces, file=str(path))
     return imported
 
 
 def _first_value(path: Path) -> object:
     """The whole file parsed as JSON, else its first non-empty line parsed; None when neither parses."""
-    with path.open("rb") as f:
-        head = f.read(1 << 20)
+    head = read_source(path, head=1 << 20)
     text = head.decode("utf-8", errors="replace")
     try:
         return json_safe.loads(text)

@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.chat import describe_error, field_path
 from ace_eval.collection.model import CollectionError, Trace
 from ace_eval.collection.read import describe_trace_error
 
-__all__ = ["ImportedCollection", "build_trace", "json_object", "json_objects", "load_json", "validate_source"]
+__all__ = [
+    "ImportedCollection",
+    "build_trace",
+    "check_writable",
+    "json_object",
+    "json_objects",
+    "load_json",
+    "parse_source",
+    "read_source",
+    "validate_source",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -41,8 +52,45 @@ def json_objects(value: JsonValue) -> list[dict[str, JsonValue]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
+def read_source(path: str | os.PathLike[str], *, head: int | None = None) -> bytes:
+    """A source file's bytes (or its first `head` bytes) through the safe reader (`ace.json_safe.read_bytes`):
+    within its size limit, and only a regular file (a FIFO would hang the import, `/dev/zero` fill the memory)."""
+    try:
+        return json_safe.read_bytes(path, head=head)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
+
+
+def parse_source(text: str | bytes, *, file: str, line: int | None = None) -> object:
+    """One JSON document (a file, or its line `line`) parsed by the safe reader: malformed JSON, nesting deeper than
+    it allows and too long integers are a `CollectionError` naming the file, the line and the column."""
+    try:
+        return json_safe.loads(text, file=file, line=line)
+    except json_safe.JsonInputError as e:
+        raise CollectionError.from_json(e) from None
+
+
+def check_writable(traces: Sequence[Trace], *, file: str) -> None:
+    """Refuse, before anything is written, a trace the collection's own reader would refuse (nested deeper than the
+    safe reader allows once in its line, an integer too long): so a run never writes what it cannot read back."""
+    for i, trace in enumerate(traces):
+        line = json.dumps(trace.model_dump(mode="json"), ensure_ascii=False)
+        try:
+            json_safe.loads(line, line=i + 1)
+        except json_safe.JsonInputError as e:
+            raise CollectionError(
+                f"trace {trace.trace_id!r} (the {_ordinal(i + 1)} imported): {e.reason}",
+                file=file,
+                field=e.field,
+            ) from None
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def load_json(path: str | os.PathLike[str]) -> object:
-    """Parse a JSON file with the safe reader (`ace.core.json_safe`); errors name the file, the line and the field."""
+    """Parse a JSON file with the safe reader (`ace.json_safe`); errors name the file, the line and the field."""
     try:
         return json_safe.read_json(path)
     except json_safe.JsonInputError as e:

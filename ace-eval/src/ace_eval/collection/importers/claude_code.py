@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ace_eval.collection.chat import tool_arguments
-from ace_eval.collection.importers._common import ImportedCollection, build_trace
+from ace_eval.collection.importers._common import ImportedCollection, build_trace, parse_source, read_source
 from ace_eval.collection.model import CollectionError, Trace
 
 __all__ = ["import_claude_code", "looks_like_claude_code"]
@@ -173,20 +173,10 @@ class _Reader:
 
 def _read_file(path: Path, source_system: str) -> list[Trace]:
     reader = _Reader(str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CollectionError("no such file", file=str(path)) from None
+    data = read_source(path)
     for number, raw_line in enumerate(data.split(b"\n"), start=1):
-        if not raw_line.strip():
-            continue
-        try:
-            entry = json.loads(raw_line.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise reader.error(f"not UTF-8 text (byte {e.start})", number) from None
-        except json.JSONDecodeError as e:
-            raise reader.error(f"not valid JSON (column {e.colno}: {e.msg})", number) from None
-        reader.entry(entry, number)
+        if raw_line.strip():
+            reader.entry(parse_source(raw_line, file=str(path), line=number), number)
     return [reader.trace(s, source_system) for s in reader.sessions.values() if s.messages]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.importers._common import ImportedCollection, build_trace
 from ace_eval.collection.model import CollectionError, Trace
 

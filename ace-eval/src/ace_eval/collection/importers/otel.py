@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ace import json_safe
 from ace_eval.collection.chat import tool_arguments
 from ace_eval.collection.importers._common import ImportedCollection, build_trace
 from ace_eval.collection.importers.otlp import JsonAttr, Span, read_otlp_spans
@@ -59,9 +60,9 @@ class _Converter:
             return None
         if isinstance(value, str):
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError as e:
-                raise self.error(f"not valid JSON (column {e.colno}: {e.msg})", f"attributes[{key}]") from None
+                value = json_safe.loads(value)
+            except json_safe.JsonInputError as e:
+                raise self.error(e.reason, f"attributes[{key}]") from None
         if not isinstance(value, list):
             raise self.error(f"must be a list of messages, got {type(value).__name__}", f"attributes[{key}]")
         return value

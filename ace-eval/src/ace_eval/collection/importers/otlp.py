@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
+from ace import json_safe
+from ace_eval.collection.importers._common import parse_source, read_source
 from ace_eval.collection.model import CollectionError
 
 __all__ = ["Span", "is_logfire_records", "read_otlp_spans"]
@@ -129,13 +130,17 @@ def _span(raw: object, where: _Where, path: str) -> Span:
         span_id=_id(raw.get("spanId"), 8, where, f"{path}.spanId"),
         parent_id=_id(parent, 8, where, f"{path}.parentSpanId") if parent else None,
         name=str(raw.get("name", "")),
-        start_ns=int(start) if isinstance(start, int | str) and str(start).isdigit() else 0,
+        start_ns=int(start) if isinstance(start, int | str) and _NANOSECONDS.fullmatch(str(start)) else 0,
         attributes=_attributes(raw.get("attributes") or [], where, f"{path}.attributes"),
         status_error=str(status.get("message", "")) if failed else None,
         events=events,
         line=where.line,
         path=path,
     )
+
+
+_NANOSECONDS = re.compile(r"[0-9]{1,20}")
+"""A Unix time in nanoseconds (19 digits today); a longer digit string is no time (and `int` refuses 4,300 digits)."""
 
 
 def _record(raw: object, where: _Where, path: str) -> Span:
@@ -145,9 +150,9 @@ def _record(raw: object, where: _Where, path: str) -> Span:
     attributes = raw.get("attributes") or {}
     if isinstance(attributes, str):
         try:
-            attributes = json.loads(attributes)
-        except json.JSONDecodeError as e:
-            raise where.error(f"not valid JSON (column {e.colno}: {e.msg})", f"{path}.attributes") from None
+            attributes = json_safe.loads(attributes)
+        except json_safe.JsonInputError as e:
+            raise where.error(e.reason, f"{path}.attributes") from None
     if not isinstance(attributes, dict):
         raise where.error(f"must be a JSON object, got {type(attributes).__name__}", f"{path}.attributes")
     parent = raw.get("parent_span_id")
@@ -219,25 +224,19 @@ def _document(doc: object, where: _Where) -> list[Span]:
 
 
 def read_otlp_spans(path: str | os.PathLike[str]) -> list[Span]:
-    """Every span of an OTLP JSON file (one document, or one document per line)."""
+    """Every span of an OTLP JSON file (one document, or one document per line), read by the safe reader: within its
+    size limit, a regular file only, and malformed, too deep or too long-numbered JSON refused with its line."""
     file = str(path)
+    data = read_source(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CollectionError("no such file", file=file) from None
-    except UnicodeDecodeError as e:
-        raise CollectionError(f"not UTF-8 text (byte {e.start})", file=file) from None
-    try:
-        return _document(json.loads(text), _Where(file, None))
-    except json.JSONDecodeError:
-        pass
+        whole = json_safe.loads(data, file=file)
+    except json_safe.JsonInputError as e:
+        if e.kind != "syntax":
+            raise CollectionError.from_json(e) from None
+    else:
+        return _document(whole, _Where(file, None))
     spans: list[Span] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CollectionError(f"not valid JSON (column {e.colno}: {e.msg})", file=file, line=number) from None
-        spans += _document(doc, _Where(file, number))
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.strip():
+            spans += _document(parse_source(line, file=file, line=number), _Where(file, number))
     return spans

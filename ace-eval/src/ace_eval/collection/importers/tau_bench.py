@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, JsonValue
 
-from ace_eval.benchmarks.tau_bench.scoring import RESPOND_ACTION, find_outputs
+from ace_eval.collection.grading import RESPOND_ACTION, DatabaseVerdict, GraderReport, diff_against_gold, find_outputs
 from ace_eval.collection.importers._common import (
     ImportedCollection,
     build_trace,
@@ -17,7 +17,6 @@ from ace_eval.collection.importers._common import (
     validate_source,
 )
 from ace_eval.collection.model import CollectionError
-from ace_eval.e2e.grading.gold_diff import DatabaseVerdict, GraderReport, diff_against_gold
 
 __all__ = ["import_tau_bench", "tau_bench_feedback", "tau_bench_grader"]
 
@@ -45,7 +44,7 @@ class _Info(BaseModel):
 class _Result(BaseModel):
     model_config = _SOURCE
     task_id: int | str
-    reward: float
+    reward: FiniteFloat
     info: _Info
     traj: list[JsonValue]
     trial: int | None = None

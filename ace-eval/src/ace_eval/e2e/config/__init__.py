@@ -8,11 +8,10 @@ embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 from ace_eval.e2e.config._file import CONFIG_FILE, load_config_file
 from ace_eval.e2e.config._resolve import MODEL_ENV, SETTING_ENV, resolve_settings
 from ace_eval.e2e.config._settings import (
-    BENCHMARKS,
+    DEFAULT_BENCHMARK,
     DEFAULT_MODEL,
     DEFAULT_OUTPUT_DIR,
     MODEL_ROLES,
-    Benchmark,
     ConfigError,
     E2ESettings,
     InapplicableFlagError,
@@ -22,14 +21,13 @@ from ace_eval.e2e.config._settings import (
 )
 
 __all__ = [
-    "BENCHMARKS",
     "CONFIG_FILE",
+    "DEFAULT_BENCHMARK",
     "DEFAULT_MODEL",
     "DEFAULT_OUTPUT_DIR",
     "MODEL_ENV",
     "MODEL_ROLES",
     "SETTING_ENV",
-    "Benchmark",
     "ConfigError",
     "E2ESettings",
     "InapplicableFlagError",

@@ -30,6 +30,9 @@ allow_patterns = ['.*@airline\\.example']    # values a regular expression match
 [e2e.steps]                       # pipeline steps by name (`ace-eval steps list`): options, true, or false
 deduplicate = { threshold = 0.9 } # add a step with options (as --step deduplicate:threshold=0.9)
 export_markdown = false           # leave a default step out (as --no-step export_markdown)
+
+[e2e.benchmark_options]           # the benchmark's own options (`ace-eval benchmarks list`), as --benchmark-option
+# flakiness = 0.1
 ```
 Every model defaults to `local`, the embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 """
@@ -43,7 +46,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ace_eval.benchmarks.tau_bench.agent import SkillInjection
-from ace_eval.e2e.config._settings import Benchmark, ConfigError, ReflectorType
+from ace_eval.e2e.config._settings import ConfigError, ReflectorType
 from ace_eval.e2e.training_results import SMSessions
 
 __all__ = ["CONFIG_FILE", "find_config", "load_config_file"]
@@ -62,7 +65,8 @@ class _ModelsTable(BaseModel):
 
 class _E2ETable(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    benchmark: Benchmark | None = None
+    benchmark: str | None = Field(default=None, min_length=1)
+    benchmark_options: dict[str, object] | None = None
     reflector_type: ReflectorType | None = None
     epochs: int | None = Field(default=None, ge=1)
     seed: int | None = None
@@ -127,7 +131,8 @@ def load_config_file(path: Path) -> dict[str, object]:
             "skill_injection/top_k/skill_tokens/limit/train_split/eval_split/provider_limit/abort_after/output_dir/"
             "data_dir/redact/review/skillbook/profile/max_output_tokens/reflector_retries/reflector_conversation/"
             "sm_request_limit/sm_tool_calls_limit, "
-            "[e2e.steps] step name = {options} / true / false, [redaction] patterns/allow/allow_patterns)"
+            "[e2e.steps] step name = {options} / true / false, [e2e.benchmark_options] option = value, "
+            "[redaction] patterns/allow/allow_patterns)"
         ) from None
     values: dict[str, object] = {
         f"{role}_model": value for role, value in parsed.models.model_dump(exclude_none=True).items()

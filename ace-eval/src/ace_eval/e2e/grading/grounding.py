@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ace.core.skill import Skill
-from ace_eval.e2e.grading.gold_diff import GraderReport
+from ace_eval.collection.grading import GraderReport
 
 __all__ = [
     "GroundingSummary",

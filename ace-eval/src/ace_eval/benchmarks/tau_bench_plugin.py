@@ -1,0 +1,182 @@
+"""tau-bench v1 airline as a registered benchmark (`tau-bench-airline`): ACE's own port of Sierra's environment,
+its 50 test tasks scored by the gold actions' data hash and the required outputs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ace.core.skillbook import Skillbook
+from ace.exceptions import UserError
+from ace.llm import infer_model
+from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole, resolve_tasks
+from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
+from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
+from ace_eval.benchmarks.tau_bench.episodes import run_episodes
+from ace_eval.collection import CollectionWriter, Trace, read_collection
+from ace_eval.run.progress import Progress
+
+__all__ = ["TauBenchAirline", "TauBenchOptions", "scores_of_episodes", "tau_bench_airline"]
+
+DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
+
+
+class TauBenchOptions(BaseModel):
+    """The options of tau-bench airline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    data_dir: Path | None = Field(None, description=f"The airline data folder (default ${DATA_DIR_ENV}).")
+    train_split: str = Field("test", description="The tasks learned on: `test` (all 50) or comma-separated ids.")
+    eval_split: str = Field("test", description="The tasks scored: `test` or comma-separated task ids.")
+    limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
+    max_num_steps: int = Field(30, ge=1, description="Agent model requests per episode.")
+    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
+    skill_tokens: int | None = Field(None, ge=1, description="With top-k: as many skills as fit this many tokens.")
+
+
+@dataclass
+class TauBenchAirline:
+    """tau-bench airline: ACE's agent against a simulated user, scored by tau-bench's reward."""
+
+    name: str
+    options: TauBenchOptions
+    _data: AirlineData | None = field(default=None, repr=False)
+
+    def data(self) -> AirlineData:
+        """The airline data (loaded once); a missing folder names how to get it."""
+        if self._data is None:
+            import os
+
+            folder = self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if DATA_DIR_ENV in os.environ else None)
+            if folder is None:
+                raise BenchmarkConfigError(
+                    f"{self.name} needs the airline data: pass --data-dir DIR (or --benchmark-option data_dir=DIR, or "
+                    f"set {DATA_DIR_ENV}); get it with `ace-eval data fetch tau-bench`"
+                )
+            self._data = load_airline_data(folder)
+        return self._data
+
+    def splits(self) -> Mapping[str, Sequence[str]]:
+        return {"test": [str(i) for i in range(len(self.data().tasks))]}
+
+    def tasks(self, role: SplitRole) -> Sequence[str]:
+        selection = self.options.train_split if role == "learn" else self.options.eval_split
+        return resolve_tasks(self.name, self.splits(), selection)[: self.options.limit]
+
+    def models(self) -> Mapping[str, str | None]:
+        return {"agent": None, "user": None}
+
+    def check(self, env: BenchmarkEnv) -> None:
+        self.data()
+
+    def _run(
+        self, env: BenchmarkEnv, skillbook: Skillbook | None, task_ids: Sequence[str], num_trials: int, directory: Path
+    ) -> list[Trace]:
+
+        data = self.data()
+        agent, user = infer_model(env.model("agent"), role="agent"), infer_model(env.model("user"), role="user")
+        jobs = [(int(task), trial) for task in task_ids for trial in range(num_trials)]
+        models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
+        with (
+            CollectionWriter(
+                directory, source_system=SOURCE_SYSTEM, benchmark=self.name, models=models, mode="auto"
+            ) as writer,
+            Progress("episodes", len(jobs), initial=len(writer.trace_uids), show=env.show_progress) as bar,
+        ):
+            asyncio.run(
+                run_episodes(
+                    data,
+                    jobs,
+                    writer=writer,
+                    agent_model=agent,
+                    user_model=user,
+                    skillbook=skillbook,
+                    config=EpisodeConfig(
+                        max_num_steps=self.options.max_num_steps,
+                        skill_injection=self.options.skill_injection,
+                        top_k=self.options.top_k,
+                        skill_tokens=self.options.skill_tokens,
+                        embedder=env.embedder,
+                    ),
+                    max_workers=env.max_workers,
+                    progress=bar,
+                    redactor=env.redactor,
+                    abort_after=env.abort_after,
+                )
+            )
+        return read_collection(directory)[1]
+
+    def collect(
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        directory: Path,
+    ) -> None:
+        self._run(env, skillbook, task_ids, num_trials, directory)
+
+    def evaluate(
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        seeds: Sequence[int] | None,
+        directory: Path,
+    ) -> BenchmarkScores:
+        if seeds is not None:
+            raise UserError(f"{self.name} runs its trials at temperature 0 and takes no seeds: pass none")
+        traces = self._run(env, skillbook, task_ids, num_trials, directory)
+        return scores_of_episodes(self.name, traces, models=dict(env.model_names))
+
+
+def scores_of_episodes(benchmark: str, traces: Sequence[Trace], *, models: Mapping[str, str]) -> BenchmarkScores:
+    """A phase's episodes (a trace collection) as typed scores; an errored episode keeps its error, reward 0."""
+    tasks: dict[str, list[TrialScore]] = {}
+    for trace in sorted(traces, key=lambda t: (int(t.task_id or 0), t.trace_uid)):
+        usage = trace.metadata.get("usage") or {}
+        tokens = sum(int(u.get("input_tokens") or 0) + int(u.get("output_tokens") or 0) for u in usage.values())
+        costs = [float(u["cost_usd"]) for u in usage.values() if u.get("cost_usd") is not None]
+        reward = float(trace.reward or 0.0)
+        error = trace.metadata.get("error")
+        tasks.setdefault(str(trace.task_id), []).append(
+            TrialScore(
+                reward=reward,
+                success=reward >= 1.0 - 1e-6 and not error,
+                tokens=tokens,
+                cost=sum(costs) if costs else None,
+                seed=None,
+                error=str(error) if error else None,
+            )
+        )
+    return BenchmarkScores(
+        benchmark=benchmark,
+        tasks=tasks,
+        num_trials=min((len(t) for t in tasks.values()), default=0),
+        seeds=[],
+        models=dict(models),
+        skillbook=None,
+    )
+
+
+def _build(name: str, options: TauBenchOptions) -> TauBenchAirline:
+    return TauBenchAirline(name, options)
+
+
+tau_bench_airline: BenchmarkFactory[TauBenchOptions] = BenchmarkFactory(
+    description="tau-bench v1 airline (Sierra's, ported): ACE's agent serves a simulated customer with the airline's "
+    "tools and policy; reward 1 when the database ends as the gold actions leave it and the outputs were said.",
+    options=TauBenchOptions,
+    build=_build,
+    runner_phases=True,
+    harness_settings=frozenset({"data_dir", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}),
+)

@@ -1,0 +1,111 @@
+"""The hybrid ranking of one search: dense and BM25 rankings of the candidate slots, fused by RRF.
+
+`exact=True` is the reference: every candidate gets its dense cosine in float32 (from the skills' own vectors when
+the index searches an HNSW graph) and every ranking is sorted in full (`fuse_full`), at any size. The default gives
+the same top k from the float32 rows (`fuse_top_k` is proven equal to `fuse_full`); from `_dense._QUANT_MIN` slots
+with SimSIMD, the dense scores come from an int8 scan, the best `DENSE_DEPTH` and the fusion's contenders re-scored
+in float32 (measured against the reference: docs/performance.md); with an opt-in HNSW graph, from the graph's best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from ace.core.skillbook import Skillbook
+from ace.retrieval._dense import DenseStore
+from ace.retrieval._keywords import KeywordTable
+from ace.retrieval._slots import TextColumn
+from ace.retrieval.bm25 import BM25Index
+from ace.retrieval.fusion import Ranking, fuse_full, fuse_top_k
+
+__all__ = ["DENSE_DEPTH", "UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
+
+DENSE_DEPTH = 1024
+"""The best candidates by the int8 scan that are scored exactly (the others keep the scan's score: their ranks lie
+beyond any that can move the top k, but for near-ties measured in docs/performance.md)."""
+
+_ROWS_BLOCK = 4096
+_F32 = npt.NDArray[np.float32]
+_I64 = npt.NDArray[np.int64]
+UnitRows = Callable[[int], Iterator[_F32]]
+"""`rows(n)`: the float32 unit vectors of slots `0 .. n - 1` in blocks (zeros for slots without one)."""
+
+
+def hybrid_rank(
+    dense: DenseStore,
+    bm25: BM25Index,
+    query_vec: _F32 | None,
+    tokens: list[str],
+    cand: _I64,
+    top_k: int,
+    *,
+    k: int,
+    extra: npt.NDArray[np.float64] | None,
+    exact: bool,
+    unit_rows: UnitRows,
+) -> _I64:
+    """Positions in `cand` of the `top_k` best, best first (`cand`: slots in tie order)."""
+    n, m = bm25.n_slots, cand.size
+    lists: list[Ranking] = []
+    if query_vec is not None:
+        if exact and dense.approximate:
+            lists.append(Ranking(np.arange(m, dtype=np.int64), exact_cosines(unit_rows, query_vec, n)[cand]))
+        else:
+            lists.append(dense.ranking(query_vec, n, cand, depth=max(DENSE_DEPTH, 4 * top_k), exact=exact))
+    if tokens:
+        scores, hit = bm25.scores(tokens)
+        matched = np.flatnonzero(hit[cand])
+        lists.append(Ranking(matched, scores[cand[matched]]))
+    if exact:
+        return fuse_full(lists, m, top_k, k=k, extra=extra)
+    return fuse_top_k(lists, m, top_k, k=k, extra=extra)
+
+
+def keyword_boost(
+    table: KeywordTable, alive: npt.NDArray[np.bool_], keywords: list[str], cand: _I64, k: int
+) -> npt.NDArray[np.float64] | None:
+    """The keyword ranking's RRF share per candidate: tied ranks by how many of `keywords` a skill carries."""
+    shared = np.zeros(alive.shape[0], dtype=np.int64)
+    for kw in keywords:
+        hits = table.slots(kw, lambda: alive)
+        shared[np.fromiter(hits, dtype=np.int64, count=len(hits))] += 1
+    counts = shared[cand]
+    labelled = np.flatnonzero(counts)
+    if not labelled.size:
+        return None
+    # Tied ranks: every skill sharing the same number of keywords gets the same rank.
+    negative = -counts[labelled]
+    ranks = 1 + np.searchsorted(np.sort(negative), negative, side="left")
+    extra = np.zeros(cand.size, dtype=np.float64)
+    extra[labelled] = 1.0 / (k + ranks.astype(np.float64))
+    return extra
+
+
+def skill_unit_rows(skillbook: Skillbook, slot_ids: TextColumn, alive: npt.NDArray[np.bool_], dim: int) -> UnitRows:
+    """`UnitRows` from the skills' own vectors (divided by their norms as the exact store does), 4,096 at a time."""
+
+    def rows(n: int) -> Iterator[_F32]:
+        for start in range(0, n, _ROWS_BLOCK):
+            block = np.zeros((min(n, start + _ROWS_BLOCK) - start, dim), dtype=np.float32)
+            for i in np.flatnonzero(alive[start : start + block.shape[0]]).tolist():
+                skill = skillbook.get_skill(slot_ids[start + i])
+                vec = skill.embedding if skill is not None else None
+                norm = float(np.linalg.norm(vec)) if vec is not None else 0.0
+                if vec is not None and norm > 0:
+                    block[i] = vec / norm
+            yield block
+
+    return rows
+
+
+def exact_cosines(unit_rows: UnitRows, query: _F32, n: int) -> npt.NDArray[np.float32]:
+    """The float32 cosine of every slot's unit vector with `query`, computed as the exact store does (einsum)."""
+    out = np.zeros(n, dtype=np.result_type(query.dtype, np.float32))
+    at = 0
+    for block in unit_rows(n):
+        np.einsum("ij,j->i", block, query, out=out[at : at + block.shape[0]])
+        at += block.shape[0]
+    return out

@@ -1,0 +1,152 @@
+"""`exact=True` is the reference hybrid answer at any size; the default at scale (an int8 scan of the vectors, the
+best re-scored in float32) is compared with it, and its error bounds are proved on random vectors."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _retrieval_books import search_results, small_book
+
+from ace.core.npz import RowReader, is_mapped
+from ace.core.skillbook import Skillbook
+from ace.embeddings import TestEmbedder
+from ace.retrieval import SkillSearchIndex, search_index
+from ace.retrieval._dense import DenseStore, faiss_module
+from ace.retrieval._persist import index_path
+from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval.top_k import retrieve_top_k
+
+needs_simsimd = pytest.mark.skipif(simsimd_module() is None, reason="simsimd (the ann extra) is not installed")
+_book = small_book
+
+
+def _results(sb: Skillbook, index: SkillSearchIndex, *, exact: bool = False, n: int = 30) -> list[list[str]]:
+    return search_results(sb, index, n=n, exact=exact, keywords=["kw3"])
+
+
+@pytest.mark.skipif(faiss_module() is None, reason="faiss-cpu (the ann extra) is not installed")
+def test_exact_search_of_an_hnsw_index_is_the_exact_index_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.retrieval._dense._EXACT_BELOW", 0)  # search the graph even for a small skillbook
+    sb, emb = _book(900), TestEmbedder()
+    approx = SkillSearchIndex(emb, ann_min=500)
+    want = _results(sb, SkillSearchIndex(emb, ann_min=None), exact=True)
+    assert _results(sb, approx, exact=True) == want
+    assert approx._dense.approximate
+    assert _results(sb, approx) != want  # the graph alone does differ here: the comparison above can fail
+
+
+@needs_simsimd
+def test_the_int8_scan_gives_the_exact_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    sb, emb = _book(1200), TestEmbedder()
+    want = _results(sb, SkillSearchIndex(emb), exact=True, n=60)
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
+    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)  # most candidates keep their int8 score
+    scanned = SkillSearchIndex(emb)
+    assert _results(sb, scanned, n=60) == want
+    assert scanned._dense._codes.count == scanned._bm25.n_slots  # the scan did run
+    assert _results(sb, scanned, exact=True, n=60) == want
+    sb.add_skill("harness", "ka1 ka2 lo3 brand new words", ["kw1"])  # codes follow new rows
+    top = retrieve_top_k(sb, "ka1 ka2 lo3 brand new words", embedder=emb, exact=True)[0]
+    assert [s.id for s in scanned.search(sb, "ka1 ka2 lo3 brand new words", top_k=1)] == [top.id]
+
+
+@needs_simsimd
+def test_above_with_the_scan_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((3000, 48)).astype(np.float32)
+    rows[1000:1100] = rows[:100] + 0.2 * rng.standard_normal((100, 48)).astype(np.float32)  # near-duplicates
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    plain, scanned = DenseStore(48, ann_min=None), DenseStore(48, ann_min=None)
+    for slot, row in enumerate(rows):
+        plain.set(slot, row)
+        scanned.set(slot, row)
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 100)
+    cand = np.arange(0, 3000, 2, dtype=np.int64)
+    for q in (0, 10, 1050, 2999):
+        for floor in (0.5, 0.9):
+            got = np.sort(scanned.above(rows[q], 3000, cand, floor))
+            monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 10**9)
+            assert got.tolist() == np.sort(plain.above(rows[q], 3000, cand, floor)).tolist()
+            monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 100)
+    assert scanned._codes.count == 3000
+
+
+@needs_simsimd
+def test_int8_error_bounds_hold() -> None:
+    simsimd = simsimd_module()
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((5000, 384)).astype(np.float32)
+    rows[:50] *= rng.random((50, 384)).astype(np.float32) ** 8  # a few spiky rows (one large coordinate)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    codes = Int8Codes(384)
+    codes.extend([rows[:1234], rows[1234:]], 3000)
+    codes.extend([rows[:1234], rows[1234:]], 5000)  # in two steps, as an index grows
+    for _ in range(20):
+        query = rng.standard_normal(384).astype(np.float32)
+        query /= np.linalg.norm(query)
+        approx, bound = codes.scores(simsimd, query)
+        exact = rows @ query
+        assert (np.abs(approx - exact) <= bound).all()
+        assert float(bound.max()) < 0.05  # and tight enough to be useful
+
+
+def _saved_with_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Skillbook, TestEmbedder, list[list[str]], Path]:
+    """600 skills saved with an index that scans int8 codes (from 256 skills, 64 re-scored); the exact results."""
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
+    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
+    sb, emb = _book(600), TestEmbedder()
+    want = _results(sb, search_index(sb, emb), exact=True)
+    path = tmp_path / "skillbook.json"
+    sb.save_to_file(path)
+    return sb, emb, want, path
+
+
+@needs_simsimd
+def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
+    with zipfile.ZipFile(index_path(path)) as zf:
+        assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vectors.npy"} <= set(zf.namelist())
+    loaded = Skillbook.load_from_file(path)
+    index = SkillSearchIndex(emb)
+    assert _results(loaded, index) == want
+    assert index.loaded_from is not None and index._dense._codes.count == 600  # read, not encoded again
+    # A sidecar without codes (written below the threshold, or by an older version) loads; codes are encoded.
+    arrays = dict(np.load(index_path(path)))
+    del arrays["codes"], arrays["code_scales"], arrays["code_errors"]
+    np.savez(index_path(path), **arrays)
+    index = SkillSearchIndex(emb)
+    assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
+    # Impossible bounds (negative) would let `above` miss rows: the sidecar is refused with a warning and rebuilt.
+    arrays["code_errors"], arrays["codes"] = -np.ones(600, dtype=np.float32), np.zeros((600, 64), dtype=np.int8)
+    arrays["code_scales"] = np.ones(600, dtype=np.float32)
+    np.savez(index_path(path), **arrays)
+    index = SkillSearchIndex(emb)
+    with pytest.warns(RuntimeWarning, match="int8 codes"):
+        assert _results(Skillbook.load_from_file(path), index) == want
+    assert index.loaded_from is None
+
+
+@needs_simsimd
+def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.core.npz.MAP_MIN_BYTES", 0)
+    sb, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
+    seen = index_path(path).stat()
+    index = SkillSearchIndex(emb)
+    loaded = Skillbook.load_from_file(path)
+    assert _results(loaded, index) == want
+    reader, base = index._dense._base_rows, index._dense._base
+    assert reader is not None and is_mapped(base)
+    rows = np.asarray([599, 0, 17, 17, 300], dtype=np.int64)
+    assert reader.take(rows).tobytes() == base[rows].tobytes()
+    # A file replaced since it was mapped is not read: the rows come through the mapping.
+    sb.add_skill("harness", "ka1 lo2 a change", ["kw1"])
+    sb.save_to_file(path)
+    assert RowReader.reader(base, index_path(path), seen) is None
+    assert RowReader.reader(np.zeros((3, 4), dtype=np.float32), index_path(path), seen) is None  # not mapped
