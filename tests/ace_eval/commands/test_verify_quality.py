@@ -42,7 +42,7 @@ def test_verify_warns_with_counts_on_a_run_that_learned_nonsense(tmp_path: Path)
     result = runner.run_e2e(
         settings, injections=RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
     )
-    assert result.record["status"] == "completed"
+    assert result.record.status == "completed"
     verify = CliRunner().invoke(main, ["verify", str(result.folder.path)])
     assert verify.exit_code == 0, verify.output  # warnings, not failures
     lines = [line for line in verify.output.splitlines() if "quality:" in line]

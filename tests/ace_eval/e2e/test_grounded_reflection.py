@@ -169,6 +169,6 @@ def test_e2e_with_the_grounded_reflector_needs_no_reflector_model(tmp_path: Path
     injections = RunInjections(models={"skill_manager": sm}, embedder=TestEmbedder(), show_progress=False)
     result = runner.run_e2e(settings, injections=injections)
     record = result.record
-    assert record["status"] == "completed" and record["errors"] == []
-    assert record["training"]["samples"] == 10
-    assert "reflector" not in record.get("resolved_models", {})
+    assert record.status == "completed" and record.errors == []
+    assert record.training is not None and record.training.samples == 10
+    assert "reflector" not in record.resolved_models

@@ -10,9 +10,9 @@ import pytest
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.llm import infer_model
+from ace.llm.rules import lessons_of
 from ace.reflector import Reflection
 from ace.skill_manager.manager import SkillManager
-from ace.skill_manager.rules import lessons_of
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.preflight import preflight
@@ -43,7 +43,7 @@ def test_the_demo_collection_learns_one_grounded_skill_per_failure(tmp_path: Pat
         grounded_settings(tmp_path), injections=RunInjections(embedder=TestEmbedder(), show_progress=False)
     )
     record = result.record
-    assert record["status"] == "completed" and record["errors"] == []
+    assert record.status == "completed" and record.errors == []
     rewards = {}
     for line in (DEMO / "traces.jsonl").read_text(encoding="utf-8").splitlines():
         trace = json.loads(line)

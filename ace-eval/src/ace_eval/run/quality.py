@@ -17,9 +17,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from ace.core.skill import Skill
-from ace_eval.e2e.training_results import SampleResult
+from ace.reflector.reflection import Reflection
 from ace_eval.text import plural, tone
 
 __all__ = ["QualityWarning", "quality_warnings", "repeats_a_token"]
@@ -27,6 +28,17 @@ __all__ = ["QualityWarning", "quality_warnings", "repeats_a_token"]
 _REPEAT = re.compile(r"\b(\w+)(?:\W+\1\b){2,}", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\s_\-]+")
 _SHOWN = 5
+
+
+class Reflected(Protocol):
+    """A sample of the run (`ace_eval.e2e.training_results.SampleResult`): its trace, epoch and reflection."""
+
+    @property
+    def trace_uid(self) -> str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def reflection(self) -> Reflection | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +62,7 @@ def repeats_a_token(text: str) -> bool:
 
 
 def quality_warnings(
-    skills: Iterable[Skill], samples: Iterable[SampleResult], traces: Mapping[str, Mapping[str, object]]
+    skills: Iterable[Skill], samples: Iterable[Reflected], traces: Mapping[str, Mapping[str, object]]
 ) -> list[QualityWarning]:
     """The quality warnings of a run: its active `skills`, its `samples` and its `traces` by `trace_uid`."""
     active = [s for s in skills if s.active]
