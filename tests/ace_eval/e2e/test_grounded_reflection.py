@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.reflector import Reflection, ReflectorError, make_reflector
 from ace_eval.collection import Trace
+from ace_eval.collection.importers import import_tau2
 from ace_eval.collection.importers.tau_bench import import_tau_bench
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
@@ -103,63 +106,79 @@ def test_success_tags_the_skills_in_context_helpful() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ tau2
-def tau2_trace(reward_info: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "trace_uid": "tau2-mock:sim-1",
-        "messages": [{"role": "user", "content": "please create a task"}],
-        "reward": reward_info["reward"],
-        "metadata": {"reward_info": reward_info},
-    }
+def _tau2_results() -> Any:
+    """The tau2 importer tests' scripted Results payload (one task, a success and a failure)."""
+    path = Path(__file__).resolve().parents[1] / "collection" / "test_importers_tau2.py"
+    spec = importlib.util.spec_from_file_location("_tau2_results", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.results
 
 
-def test_tau2_action_check() -> None:
+def tau2_trace(tmp_path: Path, reward_info: dict[str, Any]) -> dict[str, Any]:
+    """A failed simulation of the scripted Results, with `reward_info` as tau2 grades it, through the importer."""
+    payload = _tau2_results()()
+    payload["simulations"][1]["reward_info"] = reward_info
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    trace = import_tau2(path).traces[1].model_dump()
+    assert trace["metadata"]["reward_info"] == reward_info  # the verdict travels in the trace
+    return trace
+
+
+def test_tau2_success_is_not_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_tau2_results()()), encoding="utf-8")
+    good, bad = (t.model_dump() for t in import_tau2(path).traces)
+    assert reflect(good).error_identification == ""
+    failed = reflect(bad)  # db_check and the communicate check failed; the reservation lookup errored
+    assert "never told the user '1180'" in failed.error_identification
+    assert "get_reservation_details returned errors" in failed.error_identification
+
+
+def test_tau2_action_check(tmp_path: Path) -> None:
     reflection = reflect(
         tau2_trace(
+            tmp_path,
             {
                 "reward": 0.0,
                 "action_checks": [
-                    {"action": {"name": "create_task", "arguments": {"user_id": "user_1"}}, "action_match": False},
-                    {"action": {"name": "get_users", "arguments": {}}, "action_match": True},
+                    {"action": {"name": "cancel_reservation", "arguments": {"reservation_id": "Q4ZK8M"}},
+                     "action_match": False},
+                    {"action": {"name": "get_user_details", "arguments": {}}, "action_match": True},
                 ],
-            }
+            },
         )
+    )  # fmt: skip
+    assert 'never made the expected call cancel_reservation(reservation_id="Q4ZK8M")' in (
+        reflection.error_identification
     )
-    assert 'never made the expected call create_task(user_id="user_1")' in reflection.error_identification
-    assert "get_users" not in reflection.error_identification
-    assert reflection.key_insight.startswith("When the task requires create_task,")
+    assert "get_user_details(" not in reflection.error_identification
+    assert reflection.key_insight.startswith("When the task requires cancel_reservation,")
 
 
-def test_tau2_communicate_check() -> None:
-    reflection = reflect(
-        tau2_trace(
-            {"reward": 0.0, "communicate_checks": [{"info": "task_42", "met": False}, {"info": "ok", "met": True}]}
-        )
-    )
-    assert reflection.error_identification == "The agent never told the user 'task_42'."
-    assert reflection.correct_approach == "The agent should tell the user 'task_42'."
+def test_tau2_communicate_check(tmp_path: Path) -> None:
+    checks = [{"info": "1180", "met": False}, {"info": "Q4ZK8M", "met": True}]
+    reflection = reflect(tau2_trace(tmp_path, {"reward": 0.0, "communicate_checks": checks}))
+    assert reflection.error_identification.startswith("The agent never told the user '1180'.")
+    assert "Q4ZK8M" not in reflection.error_identification
+    assert reflection.correct_approach == "The agent should tell the user '1180'."
 
 
-def test_tau2_nl_assertion() -> None:
-    assertion = "The agent refuses to delete another user's task"
-    reflection = reflect(
-        tau2_trace(
-            {
-                "reward": 0.0,
-                "nl_assertions": [{"nl_assertion": assertion, "met": False, "justification": "it deleted the task"}],
-            }
-        )
-    )
-    assert f"did not meet the policy point: {assertion} (grader: it deleted the task)" in (
+def test_tau2_nl_assertion(tmp_path: Path) -> None:
+    assertion = "The agent refunds to the original payment method"
+    checks = [{"nl_assertion": assertion, "met": False, "justification": "it offered a voucher"}]
+    reflection = reflect(tau2_trace(tmp_path, {"reward": 0.0, "nl_assertions": checks}))
+    assert f"did not meet the policy point: {assertion} (grader: it offered a voucher)" in (
         reflection.error_identification
     )
     assert reflection.key_insight.startswith(f"Follow the policy point: {assertion}")
 
 
-def test_tau2_database_check() -> None:
-    reflection = reflect(tau2_trace({"reward": 0.0, "db_check": {"db_match": False, "db_reward": 0.0}}))
+def test_tau2_database_check(tmp_path: Path) -> None:
+    reflection = reflect(tau2_trace(tmp_path, {"reward": 0.0, "db_check": {"db_match": False, "db_reward": 0.0}}))
     assert "database different from the expected one" in reflection.error_identification
-    passed = reflect(tau2_trace({"reward": 1.0, "db_check": {"db_match": True, "db_reward": 1.0}}))
-    assert passed.error_identification == ""
 
 
 def test_e2e_with_the_grounded_reflector_needs_no_reflector_model(tmp_path: Path) -> None:
