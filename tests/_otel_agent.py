@@ -1,8 +1,9 @@
 """A pydantic-ai agent instrumented with Logfire, run on a `FunctionModel`, its spans written as OTLP JSON lines.
 
-The file exporter encodes with OpenTelemetry's own OTLP encoder and protobuf's JSON mapping, one export request
-per line as the Collector's file exporter writes them; `hex_ids` writes the ids in hex as the OTLP JSON
-specification says (protobuf's mapping gives base64). Nothing leaves the machine.
+`logfire_to_file` uses the exporter ACE ships (`ace.integrations.otel`); the one here (`OtlpJsonLinesExporter`)
+can also write base64 ids. Both encode with OpenTelemetry's own OTLP encoder and protobuf's JSON mapping, one
+export request per line as the Collector's file exporter writes them; `hex_ids` writes the ids in hex as the OTLP
+JSON specification says (protobuf's mapping gives base64). Nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.integrations.otel import span_file_processor
 
 CITIES = {"Paris": "sunny, 21C", "Oslo": "snow, -3C", "Lima": "fog, 17C"}
 
@@ -87,3 +90,56 @@ def record_agent_runs(path: Path, prompts: Sequence[str], *, hex_ids: bool = Tru
         agent.run_sync(prompt)
     instance.force_flush()
     return path
+
+
+def refund_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Asks for a refund of the order named in the prompt (its last word), then reports the tool's answer."""
+    last = messages[-1].parts[-1]
+    if isinstance(last, ToolReturnPart):
+        return ModelResponse(parts=[TextPart(f"Done: {last.content}.")])
+    order = str(messages[0].parts[-1].content).rstrip("?.").split()[-1]
+    return ModelResponse(parts=[ToolCallPart("issue_refund", {"order_id": order}, tool_call_id=f"call-{order}")])
+
+
+def support_agent(model: FunctionModel | None = None, **kwargs: Any) -> Agent[None, str]:
+    """A support agent whose `issue_refund` raises `ValueError` for an order it does not know (A999)."""
+    agent: Agent[None, str] = Agent(
+        model or FunctionModel(refund_model), instructions="You are a support agent.", name="support", **kwargs
+    )
+
+    @agent.tool_plain
+    def issue_refund(order_id: str) -> str:
+        """Refund an order."""
+        if order_id != "A100":
+            raise ValueError(f"no order {order_id}")
+        return f"refunded {order_id}"
+
+    return agent
+
+
+def logfire_to_file(path: Path) -> logfire.Logfire:
+    """A local Logfire instance whose spans go to `path` through ACE's own exporter (`ace.integrations.otel`,
+    redacting), as a user would set it up; nothing is sent."""
+    return logfire.configure(
+        local=True,
+        send_to_logfire=False,
+        console=False,
+        additional_span_processors=[span_file_processor(path)],
+        scrubbing=False,
+    )
+
+
+def record_runs(path: Path, agent: Agent[None, str], prompts: Sequence[str]) -> list[BaseException | None]:
+    """Run `agent` once per prompt with Logfire instrumentation, its spans appended to `path` as OTLP JSON lines;
+    returns what each run raised (None when it finished)."""
+    instance = logfire_to_file(path)
+    instance.instrument_pydantic_ai(agent)
+    raised: list[BaseException | None] = []
+    for prompt in prompts:
+        try:
+            agent.run_sync(prompt)
+            raised.append(None)
+        except Exception as e:  # the run's error is what the test is about
+            raised.append(e)
+    instance.force_flush()
+    return raised

@@ -1,4 +1,4 @@
-"""Shared fixtures: no model request ever leaves the machine, and real data is found or skipped."""
+"""Shared fixtures: no model request ever leaves the machine, and the real data sets come from tests/data/."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import logfire
 import pytest
+from _shipped_data import unpack_shipped_data
 from logfire.testing import IncrementalIdGenerator, TestExporter, TimeGenerator
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic_ai import models
@@ -16,8 +17,6 @@ from pydantic_ai import models
 models.ALLOW_MODEL_REQUESTS = False
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("ACE_REDACTION_KEY", "ace-tests: a fixed key, so no test writes ~/.local/state")
-
-SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -29,20 +28,16 @@ def _ctrl_c_raises() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """`../shared/data` (or `$ACE_SHARED_DATA`); the test is skipped with the reason when it is absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not found at {SHARED_DATA}: set ACE_SHARED_DATA to the shared/data folder")
-    return SHARED_DATA
+def shared_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real data sets, laid out like `../shared/data` (`tau-bench/airline`, `retrieval-banking`): unpacked once
+    per session from the archives every clone has in tests/data/ (their sources and licences are there)."""
+    return unpack_shipped_data(tmp_path_factory.mktemp("shared-data"))
 
 
 @pytest.fixture(scope="session")
 def airline_data(shared_data: Path) -> Path:
-    """The tau-bench airline data folder, or skip."""
-    path = shared_data / "tau-bench" / "airline"
-    if not (path / "tasks_test.json").is_file():
-        pytest.skip(f"tau-bench airline data not found at {path}")
-    return path
+    """The tau-bench airline data folder (tasks, database, policy, the 120 GPT-4o trajectories)."""
+    return shared_data / "tau-bench" / "airline"
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 Each script runs in a subprocess with the arguments below (`--smoke` where the script has one, else its smallest
 sizes); scripts that need a model or run real LLM calls are listed with the reason they are not run. A new script
 must be added to one of the two tables. The retrieval-quality check on the banking documents runs the full
-benchmark (MiniLM over 698 documents, ~2 min) and is skipped with the reason when the shared data is absent.
+benchmark (MiniLM over 698 documents, ~2 min) on the copy shipped in tests/data/ (the `shared_data` fixture).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-SHARED_DATA = Path(os.environ.get("ACE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 SMOKE: dict[str, list[str]] = {
     "scale.py": ["--smoke"],
@@ -34,7 +33,6 @@ SMOKE: dict[str, list[str]] = {
     "report.py": ["--samples", "5"],
     "pipeline_overhead.py": ["--traces", "6", "--skills", "100", "--workers", "1", "--skip-latency", "--repeat", "1"],
 }
-NEEDS_DATA = {"retrieval_quality.py": "retrieval-banking"}
 NOT_RUN = {
     "cli_startup.py": "times the installed CLI's start-up over repeated runs: seconds each, nothing to shrink",
     "demo_quality.py": "runs the embedded LLM over the demo traces (minutes)",
@@ -56,13 +54,11 @@ def test_every_benchmark_script_is_smoke_tested_or_says_why_not() -> None:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("script", sorted(SMOKE))
-def test_benchmark_smoke(script: str) -> None:
-    if script in NEEDS_DATA and not (SHARED_DATA / NEEDS_DATA[script]).is_dir():
-        pytest.skip(f"{SHARED_DATA / NEEDS_DATA[script]} not found: set ACE_SHARED_DATA to the shared/data folder")
+def test_benchmark_smoke(script: str, shared_data: Path) -> None:
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *SMOKE[script]],
         cwd=ROOT,
-        env={**os.environ, "ACE_SHARED_DATA": str(SHARED_DATA)},
+        env={**os.environ, "ACE_SHARED_DATA": str(shared_data)},
         capture_output=True,
         text=True,
         timeout=580,
@@ -73,10 +69,8 @@ def test_benchmark_smoke(script: str) -> None:
 
 
 @pytest.mark.timeout(3600)
-def test_hybrid_retrieval_quality_on_the_banking_documents_is_not_worse_than_before() -> None:
-    data = SHARED_DATA / "retrieval-banking"
-    if not data.is_dir():
-        pytest.skip(f"{data} not found: set ACE_SHARED_DATA to the shared/data folder")
+def test_hybrid_retrieval_quality_on_the_banking_documents_is_not_worse_than_before(shared_data: Path) -> None:
+    data = shared_data / "retrieval-banking"
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "retrieval_quality.py"), "--data-dir", str(data)],
         capture_output=True,

@@ -183,4 +183,5 @@ def test_the_readme_commands_run_as_written(tmp_path: Path, monkeypatch: pytest.
         first_run = first_run or (runs[0].relative_to(clone) if runs else None)
     assert len(commands) >= 8 and first_run is not None
     assert (first_run / "skillbook.md").is_file()
-    assert (clone / "report.html").is_file()  # `ace-eval report` wrote its page where the README says
+    assert (first_run / "report.html").is_file()  # `ace-eval report RUN` wrote its page into the run folder
+    assert not (clone / "report.html").exists()

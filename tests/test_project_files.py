@@ -43,6 +43,21 @@ def test_the_licence_is_the_mit_text_the_pyprojects_declare() -> None:
     assert (ROOT / "ace-eval" / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes(), "copy LICENSE to ace-eval/"
 
 
+def test_the_shipped_data_sets_carry_their_licence_and_the_files_their_readme_names(shared_data: Path) -> None:
+    """tests/data/<set>/: the archive, an MIT LICENSE naming its authors, a README giving the source and each
+    file's sha256 prefix; the unpacked files match those hashes (every clone tests the same data)."""
+    for folder, authors in (("tau-bench", "Sierra"), ("retrieval-banking", "Sierra Research")):
+        lines = (ROOT / "tests" / "data" / folder / "LICENSE").read_text(encoding="utf-8").splitlines()
+        assert lines[0] == "MIT License" and re.fullmatch(rf"Copyright \(c\) 20\d\d {authors}", lines[2]), lines[2]
+        body = " ".join(" ".join(lines[3:]).split())
+        assert hashlib.sha256(body.encode()).hexdigest() == MIT_BODY_SHA256
+        readme = (ROOT / "tests" / "data" / folder / "README.md").read_text(encoding="utf-8")
+        prefixes = set(re.findall(r"`([0-9a-f]{8})…`", readme))
+        files = sorted(p for p in (shared_data / folder).rglob("*") if p.is_file())
+        assert files and {hashlib.sha256(p.read_bytes()).hexdigest()[:8] for p in files} == prefixes, folder
+    assert len(list((shared_data / "tau-bench" / "airline").iterdir())) == 6
+
+
 def _workflow() -> dict[Any, Any]:
     loaded = yaml.safe_load((WORKFLOWS / "ci.yml").read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)

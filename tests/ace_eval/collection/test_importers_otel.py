@@ -241,6 +241,21 @@ def test_collection_import_otel_on_the_command_line(tmp_path: Path) -> None:
     assert len(traces) == 3
 
 
+def test_collection_import_tells_the_format_like_e2e_traces_does(tmp_path: Path) -> None:
+    """`--format` is optional: the format is sniffed from the file (a folder of sessions is claude-code)."""
+    spans = record_agent_runs(tmp_path / "spans.jsonl", PROMPTS[:1])
+    chats = Path(__file__).resolve().parents[3] / "examples" / "chats.jsonl"
+    for src, fmt in ((spans, "otel"), (chats, "openai-jsonl")):
+        out = tmp_path / f"coll-{fmt}"
+        result = CliRunner().invoke(main, ["collection", "import", str(src), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert f"from {src} ({fmt}" in result.output and read_collection(out)[0].metadata["importer"] == fmt
+    (tmp_path / "notes.txt").write_text("not a trace file\n")
+    refused = CliRunner().invoke(main, ["collection", "import", str(tmp_path / "notes.txt"), "--out", "x"])
+    assert refused.exit_code == 2 and "not valid JSON at line 1, column 1" in refused.output
+    assert not (tmp_path / "x").exists()
+
+
 def _logfire_rows() -> list[dict[str, Any]]:
     """Rows of Logfire's `records` table for one pydantic-ai run (as its query API and exports give them)."""
     trace = "0af7651916cd43dd8448eb211c80319c"
@@ -272,7 +287,7 @@ def test_logfire_records_are_read_like_otlp(tmp_path: Path, shape: str) -> None:
     assert sniff_format(path) == "otel"
     (trace,) = import_otel(path).traces
     assert [m["role"] for m in trace.messages] == ["user", "assistant", "tool", "assistant"]
-    assert trace.feedback == "Tool calls failed: get_weather." and trace.metadata["agent_name"] == "w"
+    assert trace.feedback == "Tool calls failed: get_weather (boom)." and trace.metadata["agent_name"] == "w"
 
 
 def test_a_malformed_logfire_record_names_its_field(tmp_path: Path) -> None:

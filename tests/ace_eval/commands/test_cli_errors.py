@@ -88,9 +88,10 @@ def pipeline_order(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     return _replay(tmp, "--no-step", "reflect")
 
 
-def inapplicable_flag(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+def contradicting_flags(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    """Flags asking for opposite things are refused (a flag with no effect is only a note)."""
     _offline(mp)
-    return _replay(tmp, "--agent-model", "openai/gpt-4.1-mini")
+    return _replay(tmp, "--agent-model", "openai/gpt-4.1-mini", "--step", "redact", "--no-redact")
 
 
 def broken_config(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
@@ -141,6 +142,13 @@ def unknown_model_provider(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
 def misspelt_local(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
     _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
     return _replay(tmp, "--reflector-model", "lcoal", "--skill-manager-model", "test")
+
+
+def misspelt_hosted(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
+    """No key and a typo: the typo is named (offline, from litellm's model list), not the missing key."""
+    _offline(mp, runner.RunInjections(embedder=scripted_injections().embedder, show_progress=False))
+    mp.delenv("OPENAI_API_KEY", raising=False)
+    return _replay(tmp, "--reflector-model", "openai/gpt-4.1-mnii", "--skill-manager-model", "test")
 
 
 def provider_unreachable(tmp: Path, mp: pytest.MonkeyPatch) -> list[str]:
@@ -402,7 +410,7 @@ CASES = [
     Case("unknown step", unknown_step, 2, ("unknown step 'dedupe'", "deduplicate")),
     Case("bad step option", step_option, 2, ("threshold",)),
     Case("pipeline order", pipeline_order, 2, ("step 'update' (position 1) requires ['reflections']",)),
-    Case("inapplicable flag", inapplicable_flag, 2, ("--agent-model",)),
+    Case("contradicting flags", contradicting_flags, 2, ("the step 'redact' is asked for", "drop one of them")),
     Case("config file not TOML", broken_config, 2, ("bad.toml",)),
     Case("config value", config_value, 2, ("epochs",)),
     Case("redaction pattern", redaction_pattern, 2, ("(unclosed",)),
@@ -411,6 +419,12 @@ CASES = [
     Case("trace line not JSON", trace_json, 2, ("traces.jsonl", "line 2")),
     Case("unknown model provider", unknown_model_provider, 2, ("litellm does not know the provider of 'foo/bar'",)),
     Case("misspelt model", misspelt_local, 2, ("unknown model 'lcoal'", "--reflector-model", "did you mean 'local'?")),
+    Case(
+        "misspelt hosted model",
+        misspelt_hosted,
+        2,
+        ("unknown model 'openai/gpt-4.1-mnii': did you mean 'openai/gpt-4.1-mini'?", "--reflector-model"),
+    ),
     Case("provider unreachable", provider_unreachable, 2, ("could not reach the provider", "--no-preflight")),
     Case("logfire credentials", logfire_credentials, 2, ("Invalid credentials file", "fix or delete it")),
     Case("resume: not a run", resume_not_a_run, 2, ("has no 'config' object",)),

@@ -42,11 +42,30 @@ def test_demo_replays_the_collection_and_ends_with_the_markdown_path(scripted_de
     markdown = Path(lines[-1].removeprefix("Skillbook: "))
     assert markdown.is_file() and markdown.read_text(encoding="utf-8").startswith("# Skillbook")
     folder = markdown.parent
+    learned = int(lines[1].removeprefix("Skillbook: ").split()[0])
+    shown = [line for line in lines if line.startswith("  [")]
+    more = [line for line in lines if line.startswith("  ... ")]
+    assert len(shown) == min(learned, 3)  # every skill shown, or counted in the line below
+    assert more == ([f"  ... {learned - 3} more in {markdown}"] if learned > 3 else [])
+    assert lines[-2] == f"See what it learned and from which traces: ace-eval report {folder}"
     assert folder.parent == tmp_path and (folder / "skillbook.embeddings.npz").is_file()
     assert "demo-collection" in result.stderr  # where it replays from
     assert CliRunner().invoke(main, ["verify", str(folder)]).exit_code == 0
     _, traces = read_collection(folder / "collection")
     assert len(traces) == 10
+
+
+def test_the_demo_counts_the_skills_it_does_not_print(
+    scripted_demo: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo_module, "_SHOWN_SKILLS", 1)  # the scripted models learn 2 to 4 (two workers race)
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    markdown = lines[-1].removeprefix("Skillbook: ")
+    learned = int(lines[1].removeprefix("Skillbook: ").split()[0])
+    assert learned >= 2 and len([line for line in lines if line.startswith("  [")]) == 1
+    assert f"  ... {learned - 1} more in {markdown}" in lines
 
 
 def test_demo_accepts_another_collection_and_a_limit(scripted_demo: None, tmp_path: Path) -> None:

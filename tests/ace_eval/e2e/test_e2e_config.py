@@ -9,7 +9,7 @@ import pytest
 from ace_eval.e2e.config import (
     ConfigError,
     E2ESettings,
-    InapplicableFlagError,
+    ignored_flags_note,
     inapplicable_settings,
     resolve_settings,
 )
@@ -173,24 +173,27 @@ def test_sm_sessions_resolve_and_are_checked(tmp_path: Path) -> None:
     )
 
 
-def test_flags_that_would_have_no_effect_are_refused(tmp_path: Path) -> None:
+def test_flags_that_would_have_no_effect_are_named_in_one_note_not_refused(tmp_path: Path) -> None:
     replay = {"traces": tmp_path / "c", "no_benchmark": True}
-    with pytest.raises(InapplicableFlagError) as refused:
-        resolve_settings({**replay, "agent_model": "a", "max_num_steps": 50, "top_k": 3}, environ={}, cwd=tmp_path)
-    assert str(refused.value) == (
-        "flags that would have no effect on this run (--agent-model, --max-num-steps: no agent runs with --traces "
-        "(and no --benchmark); --top-k: the learned skillbook is not evaluated with --no-benchmark): drop them"
+    settings = resolve_settings(
+        {**replay, "agent_model": "a", "max_num_steps": 50, "top_k": 3}, environ={}, cwd=tmp_path
     )
-    with pytest.raises(InapplicableFlagError, match=r"--data-dir: no agent runs"):
-        resolve_settings({**replay, "data_dir": tmp_path}, environ={}, cwd=tmp_path)
-    with pytest.raises(InapplicableFlagError, match=r"--top-k: it applies only with --skill-injection top-k"):
-        resolve_settings({"top_k": 3}, environ={}, cwd=tmp_path)
-    # the agent runs (to collect, or to evaluate a replayed collection): its flags apply
+    assert settings.agent_model == "a" and settings.source_of("agent_model") == "flag"  # resolved, then ignored
+    assert ignored_flags_note(settings) == (
+        "note: flags with no effect on this run, ignored (--agent-model, --max-num-steps: no agent runs with --traces "
+        "(and no --benchmark); --top-k: the learned skillbook is not evaluated with --no-benchmark)"
+    )
+    data_dir = resolve_settings({**replay, "data_dir": tmp_path}, environ={}, cwd=tmp_path)
+    assert "--data-dir: no agent runs" in str(ignored_flags_note(data_dir))
+    top_k = resolve_settings({"top_k": 3}, environ={}, cwd=tmp_path)
+    assert "--top-k: it applies only with --skill-injection top-k" in str(ignored_flags_note(top_k))
+    # the agent runs (to collect, or to evaluate a replayed collection): its flags apply, no note
     for flags in (
         {"agent_model": "a", "num_trials": 2},
         {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "user_model": "u"},
     ):
-        assert resolve_settings(flags, environ={}, cwd=tmp_path).source_of(next(iter(flags))) == "flag"
+        applied = resolve_settings(flags, environ={}, cwd=tmp_path)
+        assert applied.source_of(next(iter(flags))) == "flag" and ignored_flags_note(applied) is None
     assert resolve_settings({"skill_injection": "top-k", "top_k": 3}, environ={}, cwd=tmp_path).top_k == 3
 
 
@@ -203,6 +206,7 @@ def test_environment_and_config_values_that_do_not_apply_are_not_refused(tmp_pat
         "skill_tokens",
     }  # fmt: skip
     assert settings.source_of("agent_model") == "env:ACE_MODEL" and settings.num_trials == 3
+    assert ignored_flags_note(settings) is None  # shared defaults, not flags: no note
 
 
 def test_fail_fast_settings_resolve_and_are_checked(tmp_path: Path) -> None:
@@ -228,8 +232,8 @@ def test_traces_alone_replays_and_the_benchmark_runs_only_when_named(tmp_path: P
     assert not resolve_settings({}, environ={}, cwd=tmp_path).no_benchmark  # no traces: the agent collects them
     both = {"traces": tmp_path / "c", "benchmark": "tau-bench-airline", "no_benchmark": True}
     assert resolve_settings(both, environ={}, cwd=tmp_path).no_benchmark  # --no-benchmark wins
-    with pytest.raises(InapplicableFlagError, match="--format: it names the format of a --traces file"):
-        resolve_settings({"traces": tmp_path / "c", "traces_format": "otel"}, environ={}, cwd=tmp_path)
+    folder_format = resolve_settings({"traces": tmp_path / "c", "traces_format": "otel"}, environ={}, cwd=tmp_path)
+    assert "--format: it names the format of a --traces file" in str(ignored_flags_note(folder_format))
 
 
 def test_profile_settings_come_from_flags_or_the_config_file(tmp_path: Path) -> None:

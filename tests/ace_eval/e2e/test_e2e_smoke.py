@@ -24,39 +24,50 @@ HAIKU = "bedrock/us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
 def smoke_args(traces: Path, workers: int) -> list[str]:
-    """`uv run ace-eval e2e ...` from the design (the collection path and workers aside), without the agent's flags
-    (`--agent-model`, `--user-model`, `--num-trials`, `--max-num-steps`): no agent runs with `--traces` and
-    `--no-benchmark`, so the command refuses them (`test_the_designs_literal_command_refuses_the_agent_flags`)."""
+    """`uv run ace-eval e2e ...` from the design word for word (the collection path and workers aside): the agent's
+    flags (`--agent-model`, `--user-model`, `--num-trials`, `--max-num-steps`) have no effect with `--traces` and
+    `--no-benchmark`, so the run names them in one note and goes on."""
     return [
         "e2e",
         "--benchmark", "tau-bench-airline",
         "--traces", str(traces),
+        "--agent-model", HAIKU,
         "--reflector-model", HAIKU,
         "--skill-manager-model", HAIKU,
+        "--user-model", "bedrock/openai.gpt-oss-120b-1:0",
         "--reflector-type", "rr",
-        "--max-workers", str(workers),
+        "--num-trials", "1", "--max-num-steps", "50", "--max-workers", str(workers),
         "--no-benchmark", "--logfire", "--verbose",
     ]  # fmt: skip
 
 
-def test_the_designs_literal_command_refuses_the_agent_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    agent_flags = [
-        "--agent-model", HAIKU, "--user-model", "bedrock/openai.gpt-oss-120b-1:0",
-        "--num-trials", "1", "--max-num-steps", "50",
-    ]  # fmt: skip
-    result = CliRunner().invoke(main, [*smoke_args(tmp_path / "collection", 1), *agent_flags])
-    assert result.exit_code == 2
-    assert (
-        "flags that would have no effect on this run (--agent-model, --user-model, --num-trials, --max-num-steps: "
-        "no agent runs with --traces (and no --benchmark)): drop them"
-    ) in result.stderr
-    assert list(tmp_path.iterdir()) == []  # refused before the collection is read or anything is written
+IGNORED_NOTE = (
+    "note: flags with no effect on this run, ignored (--agent-model, --user-model, --num-trials, --max-num-steps: "
+    "no agent runs with --traces (and no --benchmark))"
+)
 
 
 @pytest.fixture(scope="module")
 def tau_collection(airline_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return import_trajectories(airline_data, tmp_path_factory.mktemp("tau") / "collection")
+
+
+def test_the_designs_literal_command_runs_up_to_its_credentials_check(
+    tau_collection: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no scripted models and no AWS credentials, the design's command goes as far as the preflight, which
+    asks for the credentials: the agent's flags are a note, not a refusal."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE", "AWS_SESSION_TOKEN", "ACE_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = CliRunner().invoke(main, smoke_args(tau_collection, 1))
+    assert result.stderr.count("note: flags with no effect") == 1 and IGNORED_NOTE in result.stderr
+    assert "drop them" not in result.output
+    assert result.exit_code == 2 and "AWS" in result.stderr, result.output  # the credentials check, not the flags
+    assert not (tmp_path / "results").exists()  # refused before a run folder is written
 
 
 def swap_models(monkeypatch: pytest.MonkeyPatch, reflector: ScriptedReflector, **kwargs: Any) -> None:
@@ -91,6 +102,7 @@ def test_smoke_command_runs_end_to_end_and_verifies(
         # ordered sessions with 4 workers, so the two runs must learn the same (concurrent: tests/test_training.py)
         result = cli.invoke(main, [*smoke_args(tau_collection, workers), "--sm-sessions", "ordered"])
         assert result.exit_code == 0, result.output
+        assert result.stderr.count("note: flags with no effect") == 1 and IGNORED_NOTE in result.stderr
         folder = run_folder_of(result)
         assert folder.parent == Path("results/e2e") and folder.name.startswith("run_") and len(folder.name) == 16
         assert result.stdout.rstrip().endswith(f"Skillbook markdown: {folder / 'skillbook.md'}")
@@ -149,6 +161,8 @@ def test_smoke_command_with_concurrent_sessions_loses_and_repeats_nothing(
     assert record["usage"]["skill_manager"]["requests"] >= 360  # 3 per session, plus one per conflict
     lines = [json.loads(line) for line in (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     assert sorted(line["index"] for line in lines) == list(range(120))
+    collisions = [r["reason"] for line in lines for r in line["refusals"] if "another session" in r["reason"]]
+    assert collisions and all("[4 samples ran at once (--max-workers;" in r for r in collisions)
     book = Skillbook.load_from_file(folder / "skillbook.json")
     # every sample's edits are in the skillbook once, attributed to it, and no widening overwrote another
     logged = Counter(op.trace_uid for op in book.operations)

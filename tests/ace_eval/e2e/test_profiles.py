@@ -13,7 +13,7 @@ from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.skill_manager.deps import SMSettings
 from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.commands.demo import demo_injections
-from ace_eval.e2e.advice import cli_advice
+from ace_eval.e2e.advice import cli_advice, conflict_note
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.profiles import small_judge, with_profiles
 from ace_eval.e2e.runner import RunInjections
@@ -107,6 +107,23 @@ def test_errors_name_flags_not_python_classes(library: str, flag: str) -> None:
     advised = cli_advice(library)
     assert flag in advised
     assert "SimpleReflector(" not in advised and "`max_tokens` model setting" not in advised
+
+
+def test_a_collision_between_sessions_says_why_they_ran_at_once_and_what_became_of_the_lesson() -> None:
+    stale = (
+        "update_skill was not applied: another session rewrote context-00001 after you read it. Redo your edit on "
+        "its current text (in skills), keeping what the other session added, or skip it if the skill already "
+        "covers your lesson."
+    )
+    raced = "add_skill was not applied: while you worked, another session added or rewrote these skills, which ..."
+    for reason in (stale, raced):
+        lost = conflict_note(reason, 2, 0)
+        assert lost.startswith(reason) and "[2 samples ran at once (--max-workers; the embedded model's small" in lost
+        assert "this trace's lesson is not in the skillbook (lost for this epoch" in lost
+        assert "--max-workers 1 or --sm-sessions ordered avoids collisions." in lost
+        assert "the session redid it: 1 edit(s) of this sample are in the skillbook" in conflict_note(reason, 2, 1)
+    refused = "update_skill was refused: no skill context-00009"
+    assert conflict_note(refused, 2, 0) == refused  # not a collision: the reason as the model got it
 
 
 def test_a_steps_judge_on_the_embedded_model_gets_the_small_profile() -> None:

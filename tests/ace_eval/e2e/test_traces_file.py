@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,8 @@ def test_an_openai_jsonl_file_is_replayed_without_a_manual_import(offline: Path)
     result = CliRunner().invoke(main, ["e2e", "--traces", str(CHATS), "--output-dir", str(offline)])
     assert result.exit_code == 0, result.output
     assert (
-        f"Plan: replay 3 trace(s) imported from {CHATS} (openai-jsonl), learn a skillbook (no benchmark"
-        in result.stderr
+        f"Plan: replay 3 trace(s) imported from {CHATS} (openai-jsonl: JSON lines, one chat record per line), learn "
+        "a skillbook (no benchmark" in result.stderr
     )
     (run,) = offline.iterdir()
     manifest, traces = read_collection(run / "collection")
@@ -65,16 +66,56 @@ def test_otel_spans_of_a_logfire_instrumented_agent_become_skills(offline: Path,
     ("args", "says"),
     [
         (["--traces", "missing.jsonl"], "missing.jsonl: no such collection folder or trace file"),
-        (["--traces", "notes.txt"], "cannot tell the format of this file: pass --format"),
+        (["--traces", "notes.txt"], "notes.txt: not valid JSON at line 1, column 1 (Expecting value)"),
+        (["--traces", "garbage.json"], "garbage.json: not valid JSON at line 3, column 13 (Expecting ':' delimiter)"),
+        (
+            ["--traces", "numbers.json"],
+            "but item 1 is a number: expected JSON lines of chat records, or one JSON array of them",
+        ),
+        (["--traces", "other.json"], "cannot tell the format of this file: pass --format"),
         (["--traces", str(CHATS), "--format", "otel"], "not an OTLP JSON export"),
-        (["--traces", str(ROOT / "examples" / "demo-collection"), "--format", "otel"], "--format: it names"),
+        (["--traces", "mixed.json"], "item 2 is a message and item 1 a record: expected JSON lines of chat records"),
     ],
 )
 def test_trace_file_refusals(offline: Path, tmp_path: Path, args: list[str], says: str) -> None:
     (tmp_path / "notes.txt").write_text("just some notes\n")
+    (tmp_path / "garbage.json").write_text('{\n  "messages": [\n    {"role" "user"}\n  ]\n}\n')
+    (tmp_path / "numbers.json").write_text("[1, 2, 3]\n")
+    (tmp_path / "other.json").write_text('{"id": 1, "text": "a JSON object, not a trace"}\n')
+    (tmp_path / "mixed.json").write_text(json.dumps([{"messages": []}, {"role": "user", "content": "hi"}]))
     result = CliRunner().invoke(main, ["e2e", *args, "--output-dir", str(offline)])
     assert result.exit_code == 2 and says in result.output, result.output
     assert not offline.exists()
+
+
+def test_a_json_array_of_chat_records_is_read_as_records_and_says_so(offline: Path, tmp_path: Path) -> None:
+    """`[{"question": ..., "messages": [...]}]`, pretty-printed or on one line: one trace per record."""
+    records = [
+        {"question": "Where is order 7?", "messages": [{"role": "user", "content": "Where is order 7?"},
+                                                      {"role": "assistant", "content": "It shipped."}]},
+        {"id": "r-2", "question": "Refund order 8", "messages": [{"role": "user", "content": "Refund order 8"}],
+         "reward": 0.0, "feedback": "The refund was never issued."},
+    ]  # fmt: skip
+    for name, text in (("chats.json", json.dumps(records, indent=2)), ("one-line.json", json.dumps(records))):
+        (tmp_path / name).write_text(text)
+        result = CliRunner().invoke(main, ["e2e", "--traces", name, "--output-dir", str(offline)])
+        assert result.exit_code == 0, result.output
+        assert f"imported from {name} (openai-jsonl: a JSON array of chat records)" in result.stderr
+        run = max(offline.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+        manifest, traces = read_collection(run / "collection")
+        assert manifest.metadata["shape"] == "a JSON array of chat records"
+        assert [(t.trace_id, t.question) for t in traces] == [
+            ("record-1", "Where is order 7?"),
+            ("r-2", "Refund order 8"),
+        ]
+        assert traces[1].feedback == "The refund was never issued." and traces[1].reward == 0.0
+    imported = CliRunner().invoke(
+        main, ["collection", "import", "chats.json", "--format", "openai-jsonl", "--out", "c"]
+    )
+    assert imported.exit_code == 0 and "(openai-jsonl: a JSON array of chat records)" in imported.output
+    (tmp_path / "bad.json").write_text(json.dumps([records[0], {"question": "q"}], indent=2))
+    refused = CliRunner().invoke(main, ["e2e", "--traces", "bad.json", "--output-dir", str(offline)])
+    assert refused.exit_code == 2 and "field '[1].messages': missing (required)" in refused.output, refused.output
 
 
 def test_every_session_stopped_without_an_edit_exits_1(offline: Path) -> None:

@@ -32,7 +32,7 @@ class Watched:
         self.url = url
 
     def _route(self, route: Any) -> None:
-        if route.request.url == self.url:
+        if route.request.url == self.url.partition("#")[0]:
             route.continue_()
         else:
             self.blocked.append(route.request.url)

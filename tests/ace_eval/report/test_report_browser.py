@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from _browser_support import CHROMIUM, INSTALL, Watched, chromium
+from _newcomer_walk import walk
 from _report_support import scripted_run
 from click.testing import CliRunner
 
@@ -32,7 +33,16 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(report: Path) -> Iterator[Any]:
+def walk_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The newcomer's walk's run page (written before the browser starts: its event loop trips `run_sync`)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        run, result = walk(tmp_path_factory.mktemp("walk"), monkeypatch)
+    assert result.exit_code == 0, result.output
+    return run / "report.html"
+
+
+@pytest.fixture(scope="module")
+def browser(report: Path, walk_report: Path) -> Iterator[Any]:
     """Started after the run (the sync API holds an event loop that `asyncio.run` would trip on)."""
     with chromium() as launched:
         yield launched
@@ -74,7 +84,7 @@ def test_a_click_on_a_skill_shows_its_trace_and_session_offline(browser: Any, re
     page.fill(".sample-filter", "cancel-business")
     assert rows.count() == 2  # one trace, two epochs
     page.fill(".sample-filter", "")
-    page.click("table.samples th[data-col='1']")  # sort by trace
+    page.click("table.samples th[data-col='11']")  # sort by question
     first = rows.first.locator("td").nth(1).inner_text()
     assert first == min(rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count()))
     rows.first.click()
@@ -82,6 +92,43 @@ def test_a_click_on_a_skill_shows_its_trace_and_session_offline(browser: Any, re
 
     assert watched.errors == []
     assert watched.blocked == [] and watched.requests == [watched.url]  # nothing was even attempted
+    watched.context.close()
+
+
+def test_tabs_and_samples_are_deep_links_and_a_failed_run_shows_its_outcome(browser: Any, walk_report: Path) -> None:
+    """The newcomer's walk's page: `#learning` opens that tab, `#sample-2` the failed refund with its outcome, the
+    failing tool call and its error; clicks write the address; no "UNSET", no agent model for a replay."""
+    url = walk_report.as_uri()
+    watched = Watched(browser, url + "#learning")
+    page = watched.open()
+    assert page.locator("section[data-tab=learning]").first.is_visible()
+    assert not page.locator("section[data-tab=overview]").first.is_visible()
+    models = page.locator("section[data-tab=overview]").first.inner_text()
+    assert (
+        "none (a replay of --traces: no agent ran)" in models and "local" not in models.split("Models per role")[1][:80]
+    )
+
+    page.goto(url + "#sample-2")
+    detail = page.locator(".sample-detail").first
+    assert page.locator("section[data-tab=samples]").first.is_visible() and detail.is_visible()
+    text = detail.inner_text()
+    assert text.startswith("Sample 2 ·") and "Task: Refund order A999" in text
+    assert "Feedback: The agent run ended in an error: ValueError: no order A999." in text
+    assert "→ issue_refund(" in text and "error: ValueError: no order A999" in text  # the call and its error
+    assert "UNSET" not in text and " · ok" in text  # session headers say ok, not OpenTelemetry's UNSET
+
+    rows = page.locator("table.samples tbody tr")
+    assert [rows.nth(i).locator("td").nth(1).locator(".clip").inner_text() for i in range(3)] == [
+        "Refund order A100", "Refund order A999", "Refund order B7"
+    ]  # fmt: skip
+    assert rows.nth(0).locator("td.outcome").inner_text().startswith("reward 1")
+    assert rows.nth(1).locator("td.outcome").inner_text().startswith("The agent run ended in an error")
+    assert rows.nth(1).locator("td").nth(3).inner_text() == "ok"  # the processing state, apart from the outcome
+    rows.nth(2).click()
+    assert page.evaluate("location.hash") == "#sample-3"
+    page.click("#tabs button[data-tab=overview]")
+    assert page.evaluate("location.hash") == "#overview"
+    assert watched.errors == [] and watched.blocked == []
     watched.context.close()
 
 

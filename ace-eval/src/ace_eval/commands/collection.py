@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from ace_eval.collection import (
     repair_collection,
     write_collection,
 )
-from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces
+from ace_eval.collection.importers import IMPORT_FORMATS, ImportFormat, import_traces, sniff_format
+from ace_eval.collection.outcomes import apply_outcomes, read_outcomes
 from ace_eval.collection.stats import CollectionStats, collection_stats
 from ace_eval.commands.scan import scan_redactor
 from ace_eval.reporting import ReportingGroup
@@ -44,7 +46,13 @@ def collection() -> None:
 
 @collection.command("import")
 @click.argument("src", type=click.Path(exists=True, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(IMPORT_FORMATS), required=True, help="The format of SRC.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(IMPORT_FORMATS),
+    help="The format of SRC (default: told from the file, as `e2e --traces FILE` does; a folder with results.json "
+    "is tau2, another folder claude-code).",
+)
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="The new collection folder.")
 @click.option("--source-system", help="Name of the source (default: from the data, e.g. tau-bench-airline).")
 @click.option("--benchmark", help="Benchmark name for the manifest (default: from the data).")
@@ -55,15 +63,22 @@ def collection() -> None:
     is_flag=True,
     help="Keep the traces raw (secrets and personal data included); by default they are redacted as a run redacts.",
 )
+@click.option(
+    "--outcomes",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Reward and feedback per trace id: JSON lines of {trace_id, reward, feedback}, or a JSON object of trace "
+    "id -> {reward, feedback}; they override what SRC says.",
+)
 def import_command(
     src: Path,
-    fmt: ImportFormat,
+    fmt: ImportFormat | None,
     out: Path,
     source_system: str | None,
     benchmark: str | None,
     models: tuple[str, ...],
     allow_empty: bool,
     no_redact: bool,
+    outcomes: Path | None,
 ) -> None:
     """Convert SRC into a collection: a tau-bench result file, a tau2-bench Results file, OpenAI-style JSONL,
     OpenTelemetry GenAI spans as OTLP JSON (otel), or Claude Code session transcripts (a file or a folder).
@@ -76,7 +91,14 @@ def import_command(
             f"{out} already holds a trace collection: choose another folder, or delete that one first",
             param_hint="--out",
         )
+    if fmt is None:  # a folder: a tau2 run (results.json + simulations/) or Claude Code sessions (*.jsonl)
+        fmt = ("tau2" if (src / "results.json").is_file() else "claude-code") if src.is_dir() else sniff_format(src)
     imported = import_traces(fmt, src, source_system=source_system)
+    judged = ""
+    if outcomes is not None:
+        by_id, outcomes_shape = read_outcomes(outcomes)
+        imported = dataclasses.replace(imported, traces=apply_outcomes(imported.traces, by_id, file=str(outcomes)))
+        judged = f"\nOutcomes: {plural(len(by_id), 'trace')} judged from {outcomes} ({outcomes_shape})."
     if not imported.traces and not allow_empty:
         raise CollectionError(
             f"holds no trace (read as {fmt}): check the file and --format, or pass --allow-empty to write an empty "
@@ -95,9 +117,10 @@ def import_command(
         redactor=redactor,
     )
     counts = manifest.counts
+    shape = f": {imported.metadata['shape']}" if imported.metadata.get("shape") else ""
     click.echo(
-        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}): {counts.successes} successes of "
-        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}."
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {counts.successes} successes of "
+        f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}.{judged}"
     )
     if redactor is None:
         click.echo(

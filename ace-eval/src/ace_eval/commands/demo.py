@@ -74,7 +74,8 @@ def is_graded(collection: Path) -> bool:
 
 
 def format_demo_summary(result: E2EResult, seconds: float) -> str:
-    """What the demo prints: counts, a few learned skills, a few errors; the skillbook.md path comes last."""
+    """What the demo prints: counts, the first learned skills and how many more skillbook.md holds, a few errors,
+    the `ace-eval report` command for the run; the skillbook.md path comes last."""
     record = result.record
     training = record.training or TrainingRecord()
     stats = result.skillbook.stats()
@@ -87,10 +88,14 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
         f"Skillbook: {plural(stats['active'], 'active skill')} ({stats['sections']['context']} context, "
         f"{stats['sections']['harness']} harness), {plural(stats['occurrences'], 'occurrence')}.",
     ]
-    for skill in result.skillbook.skills()[:_SHOWN_SKILLS]:
+    learned = result.skillbook.skills()
+    for skill in learned[:_SHOWN_SKILLS]:
         lines.append(f"  [{skill.id}] {skill.issue}")
         if skill.insight:
             lines.append(f"      -> {skill.insight}")
+    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
+    if len(learned) > _SHOWN_SKILLS:
+        lines.append(f"  ... {len(learned) - _SHOWN_SKILLS} more in {markdown or 'skillbook.json'}")
     if not stats["active"]:
         lines.append(
             "  The tiny offline model learned no skill this time (`ace-eval inspect` shows what it tried); a hosted "
@@ -101,7 +106,7 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
     for error in failed[:_SHOWN_ERRORS]:
         lines.append(f"  error on {error.trace_uid}: {error.error}")  # whole: it may end with the fix
     lines.append(f"Run folder: {result.folder.path} (ace-eval inspect / ace-eval verify it)")
-    markdown = result.folder.step_output(record, "export_markdown", result.folder.markdown.name)
+    lines.append(f"See what it learned and from which traces: ace-eval report {result.folder.path}")
     if markdown is not None:
         lines.append(f"Skillbook: {markdown}")
     return "\n".join(lines)

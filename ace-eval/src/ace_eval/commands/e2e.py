@@ -10,7 +10,7 @@ from ace.exceptions import UserError
 from ace.pipeline.registry import parse_step_spec
 from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
-from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, InapplicableFlagError, resolve_settings
+from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, ignored_flags_note, resolve_settings
 from ace_eval.e2e.publish import check_publish, publish_run
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
 from ace_eval.reporting import EXIT_RUN_FAILED
@@ -117,6 +117,12 @@ def _rate(value: float | None) -> str:
     "traces_format",
     type=click.Choice(IMPORT_FORMATS),
     help="The format of a --traces file (default: told from the file).",
+)
+@click.option(
+    "--outcomes",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Reward and feedback per trace id for a --traces file: JSON lines of {trace_id, reward, feedback}, or a "
+    "JSON object of trace id -> {reward, feedback}.",
 )
 @click.option("--agent-model", help=_MODEL_HELP.format("Agent", "ACE_AGENT_MODEL"))
 @click.option("--reflector-model", help=_MODEL_HELP.format("Reflector", "ACE_REFLECTOR_MODEL"))
@@ -311,8 +317,9 @@ def e2e(
     samples keep failing with an unfixable error aborts; a run in which everything failed exits 1. --resume runs
     failed samples again.
 
-    A flag that would have no effect is refused (exit 2, nothing written); the same settings from the
-    environment or the config file simply do not apply:
+    A flag that would have no effect is named once in a note and the run goes on without it (only settings
+    that contradict each other are refused); the same settings from the environment or the config file simply
+    do not apply:
 
     \b
       --agent-model, --user-model, --num-trials, --max-num-steps, --data-dir
@@ -324,24 +331,24 @@ def e2e(
           on a benchmark whose options do not take them (`ace-eval benchmarks list`;
           --data-dir on tau2: it ships its data)
     """
-    try:
-        pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
-        given = {k: v for k, v in flags.items() if v is not None} | pipeline
-        if benchmark_option_specs:
-            given["benchmark_options"] = benchmark_options(benchmark_option_specs)
-        check_publish(publish_to)
-        if resume_dir is not None:
-            result = resume_e2e(resume_dir, given)
-        else:
-            settings = resolve_settings(given, config=config_file)
-            if publish_to is not None and not no_gate and settings.no_benchmark:
-                raise UserError(
-                    "--publish goes through the gate, which compares the run's baseline with its evaluation, and "
-                    "this run scores no skillbook (no benchmark): name one (--benchmark), or pass --no-gate"
-                )
-            result = run_e2e(settings)
-    except InapplicableFlagError as e:  # a flag: shown with the usage line, like click's own flag errors
-        raise click.UsageError(str(e)) from None
+    pipeline = _pipeline_flags(step_specs, no_steps, flags)  # takes the --dedup* flags out of `flags`
+    given = {k: v for k, v in flags.items() if v is not None} | pipeline
+    if benchmark_option_specs:
+        given["benchmark_options"] = benchmark_options(benchmark_option_specs)
+    check_publish(publish_to)
+    if resume_dir is not None:
+        result = resume_e2e(resume_dir, given)
+    else:
+        settings = resolve_settings(given, config=config_file)
+        if publish_to is not None and not no_gate and settings.no_benchmark:
+            raise UserError(
+                "--publish goes through the gate, which compares the run's baseline with its evaluation, and "
+                "this run scores no skillbook (no benchmark): name one (--benchmark), or pass --no-gate"
+            )
+        note = ignored_flags_note(settings)
+        if note is not None:
+            click.echo(note, err=True)
+        result = run_e2e(settings)
     click.echo(format_summary(result))
     if no_gate and publish_to is None:
         click.echo("note: --no-gate has no effect without --publish STORE", err=True)

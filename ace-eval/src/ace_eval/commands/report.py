@@ -14,15 +14,20 @@ __all__ = ["report"]
 
 @click.command("report")
 @click.argument("run_dirs", metavar="RUN_DIR... | STORE", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
-              help="The HTML file to write.")  # fmt: skip
-def report(run_dirs: tuple[Path, ...], output: Path) -> None:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="The HTML file to write (default: RUN_DIR/report.html for one run, ./report.html for several or a store).",
+)
+def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     """Write one self-contained HTML page about one or more run folders, or a skillbook store (no network needed).
 
     Overview (status, pipeline, models, tokens and cost per role, time per step, errors), learning (skills over
     samples, every skill with its evidence and the traces, reflections and sessions that taught it), samples (a
     filterable, sortable table with each transcript), the benchmark when the agent ran, and, for two or more
-    folders, a comparison. The page holds only what the folders hold.
+    folders, a comparison. The page holds only what the folders hold. It opens on a tab or a sample from its
+    address: report.html#learning, report.html#sample-4.
 
     A skillbook store (`ace-eval skillbook publish ... --to STORE`) gets its own page: its versions with their
     lineage, the current one, who produced each, what changed from its parent, and each gate's evidence.
@@ -30,6 +35,9 @@ def report(run_dirs: tuple[Path, ...], output: Path) -> None:
     from ace.integrations.store_format import is_store
     from ace_eval.report import read_report_run, write_report
 
+    if output is None:
+        one_run = len(run_dirs) == 1 and run_dirs[0].is_dir() and not is_store(run_dirs[0])
+        output = run_dirs[0] / "report.html" if one_run else Path("report.html")
     if output.is_dir():
         raise UserError(f"-o {output} is a folder: pass a file name, e.g. -o {output / 'report.html'}")
     if not output.parent.is_dir():
@@ -64,3 +72,4 @@ def report(run_dirs: tuple[Path, ...], output: Path) -> None:
         f"wrote {output} ({size / 1e6:.2f} MB, {len(runs)} run{'s' if len(runs) != 1 else ''}, {samples} samples) "
         f"in {time.perf_counter() - started:.1f} s"
     )
+    click.echo(f"Report: {output.resolve()}")

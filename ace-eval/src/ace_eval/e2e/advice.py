@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cli_advice"]
+__all__ = ["cli_advice", "conflict_note"]
 
 _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -34,3 +34,24 @@ def cli_advice(message: str) -> str:
     for pattern, replacement in _REWRITES:
         message = pattern.sub(replacement, message)
     return message
+
+
+_CONFLICT = re.compile(r"^\w+ was not applied: (?:another session|while you worked, another session)")
+
+
+def conflict_note(reason: str, workers: int, applied: int) -> str:
+    """`reason` of a refused skill-manager call, with, for a collision with a concurrent session, why sessions ran
+    at once and what became of the lesson: redone in the same session (`applied` edits of the sample), or lost."""
+    if not _CONFLICT.match(reason):
+        return reason
+    fate = (
+        f"the session redid it: {applied} edit(s) of this sample are in the skillbook"
+        if applied
+        else "the session ended without redoing it: this trace's lesson is not in the skillbook (lost for this "
+        "epoch; a hosted --skill-manager-model usually redoes it, and --epochs 2 gives it another pass)"
+    )
+    return (
+        f"{reason} [{workers} samples ran at once (--max-workers; the embedded model's small profile runs 2, one "
+        f"core each), so skill-manager sessions shared the skillbook and collided; {fate}. --max-workers 1 or "
+        "--sm-sessions ordered avoids collisions.]"
+    )

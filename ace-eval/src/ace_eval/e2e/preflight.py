@@ -22,7 +22,7 @@ from pydantic_ai.settings import ModelSettings
 from ace.embeddings.base import Embedder
 from ace.embeddings.litellm import LiteLLMEmbedder
 from ace.llm import LOCAL_MODEL_NAME, LiteLLMModel, LocalModel, ModelConfigError, ModelRequestError, infer_model
-from ace.llm.credentials import missing_credentials
+from ace.llm.credentials import check_model_name, missing_credentials
 from ace.llm.local import find_smollm2_gguf, import_runtime
 from ace.llm.retry import NON_RETRYABLE
 from ace.llm.settings import ROLES
@@ -224,6 +224,7 @@ def _static_check(model: Model) -> None:
 
 
 def _check_litellm(model: str) -> None:
+    check_model_name(model)  # a typo of a listed model is named as such, not as a missing key
     missing = missing_credentials(model)  # raises ModelConfigError for a provider litellm does not know
     if missing:
         names = " and ".join(missing)

@@ -58,7 +58,7 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     source: tuple[Path, CollectionManifest, list[Trace]] | None = None
     imported_from: str | None = None
     if settings.traces is not None:
-        loaded = load_traces_source(settings.traces, settings.traces_format)
+        loaded = load_traces_source(settings.traces, settings.traces_format, settings.outcomes)
         if not loaded.traces:
             raise CollectionError(
                 "holds no traces: there is nothing to learn from; import traces into it first "
@@ -83,7 +83,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     collection_redactions: dict[str, int] = {}
     if source is not None:
         collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
-    origin = store_origin(settings.skillbook)
     record = RunRecord(
         run_id=folder.run_id,
         status="running",

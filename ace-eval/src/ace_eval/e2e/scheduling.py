@@ -46,7 +46,7 @@ from ace.llm.retry import failure_kind
 from ace.pipeline.context import StepContext
 from ace.pipeline.pipeline import Pipeline, StepFailed
 from ace.reflector.simple import ReflectorError
-from ace_eval.e2e.advice import cli_advice
+from ace_eval.e2e.advice import cli_advice, conflict_note
 from ace_eval.e2e.samples_plan import PlannedSample
 from ace_eval.e2e.span_tree import EpochSpans
 from ace_eval.e2e.training_results import RoleUsage, SampleResult, SMSessions
@@ -215,7 +215,7 @@ class SampleScheduler:
             redactions=dict(ctx.redactions),
             duration_s=reflected.seconds + time.perf_counter() - start,
             skipped=ctx.skipped,
-            refusals=_refusals(ctx),
+            refusals=_refusals(ctx, workers=self.max_workers, applied=len(ops)),
             error_kind=None if message is None else "stopped" if error is None else failure_kind(error),
             attempt=item.attempt,
         )
@@ -242,7 +242,10 @@ def _incomplete(ctx: StepContext) -> str | None:
     return None
 
 
-def _refusals(ctx: StepContext) -> tuple[dict[str, str], ...]:
-    """The skill-manager calls that were not applied, with the reasons the model was given."""
+def _refusals(ctx: StepContext, *, workers: int, applied: int) -> tuple[dict[str, str], ...]:
+    """The skill-manager calls that were not applied, with the reasons the model was given (a collision with a
+    concurrent session also says why sessions ran at once and whether the lesson was redone or lost)."""
     sm = ctx.sm_result
-    return () if sm is None else tuple({"tool": r.tool, "reason": r.reason} for r in sm.refusals)
+    if sm is None:
+        return ()
+    return tuple({"tool": r.tool, "reason": conflict_note(r.reason, workers, applied)} for r in sm.refusals)

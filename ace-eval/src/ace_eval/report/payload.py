@@ -10,7 +10,10 @@ from ace_eval.report.read import ReportRun
 from ace_eval.report.scores import benchmark_scores
 from ace_eval.run.sessions import SampleView, SessionView
 
-__all__ = ["run_payload", "sample_details"]
+__all__ = ["SAMPLE_COLUMNS", "run_payload", "sample_details"]
+
+_STATUS = {"UNSET": "ok", "OK": "ok", "ERROR": "error"}
+"""A span's status code as the page says it: OpenTelemetry's UNSET is a span that ended without an error."""
 
 
 def run_payload(run: ReportRun) -> dict[str, Any]:
@@ -30,13 +33,13 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
             {"name": s.name, "phase": s.phase, "options": s.options}
             for s in (record.pipeline.steps if record.pipeline is not None else [])
         ],
-        "models": {**record.models, **record.resolved_models},
+        "models": _models(record.models, record.resolved_models, config),
         "usage": [{"role": role, **u.model_dump(mode="json")} for role, u in sorted(record.usage.items())],
         "cost_usd": record.cost_usd,
         "steps": [{"name": n, "calls": t.calls, "seconds": t.seconds} for n, t in record.step_timings.items()],
         "timings": record.timings,
         "training": (record.training.model_dump(mode="json") if record.training is not None else {}),
-        "samples": [_sample_row(i, v) for i, v in enumerate(samples)],
+        "samples": [_sample_row(i, v, run.traces.get(v.trace_uid)) for i, v in enumerate(samples)],
         "skills": skill_rows(run.skillbook, samples),
         "benchmark": benchmark_scores(run),
         "gate": gate_evidence(run.path),
@@ -54,6 +57,19 @@ def _shown_config(config: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+_AGENT_ROLES = ("agent", "user")
+_NO_AGENT = "none (a replay of --traces: no agent ran)"
+
+
+def _models(models: dict[str, Any], resolved: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The models per role; a replay without the benchmark ran no agent and no simulated user, whatever their
+    (default) settings say."""
+    out = {**models, **resolved}
+    if config.get("traces") is not None and config.get("no_benchmark"):
+        out.update(dict.fromkeys((r for r in _AGENT_ROLES if r in out), _NO_AGENT))
+    return out
+
+
 def _state(view: SampleView) -> str:
     if view.sample is None:
         return "interrupted"
@@ -62,9 +78,21 @@ def _state(view: SampleView) -> str:
     return "skipped" if view.sample.skipped else "ok"
 
 
-def _sample_row(i: int, view: SampleView) -> list[Any]:
+SAMPLE_COLUMNS = (
+    "index", "trace_uid", "epoch", "state", "key_insight", "operations", "changed", "seconds", "tokens", "refusals",
+    "error", "question", "reward", "feedback",
+)  # fmt: skip
+"""The columns of a samples row: `state` is how the sample was processed, `reward` / `feedback` how the traced
+run went (the outcome)."""
+_FEEDBACK_SHOWN = 300
+"""Characters of a trace's feedback in its row (the transcript shows all of it)."""
+
+
+def _sample_row(i: int, view: SampleView, trace: dict[str, Any] | None) -> list[Any]:
     """A compact row (a list, not a dict: a 10,000-sample page carries it 10,000 times); `SAMPLE_COLUMNS` names it."""
     sample = view.sample
+    trace = trace or {}
+    reward, feedback = trace.get("reward"), trace.get("feedback")
     tokens = sum(u.input_tokens + u.output_tokens for u in sample.usage.values()) if sample is not None else 0
     return [
         i,
@@ -78,6 +106,9 @@ def _sample_row(i: int, view: SampleView) -> list[Any]:
         tokens,
         len(sample.refusals) if sample is not None else 0,
         sample.error if sample is not None else None,
+        trace.get("question") if isinstance(trace.get("question"), str) else None,
+        reward if isinstance(reward, int | float) and not isinstance(reward, bool) else None,
+        feedback[:_FEEDBACK_SHOWN] if isinstance(feedback, str) else None,
     ]
 
 
@@ -112,7 +143,7 @@ def _session(session: SessionView) -> dict[str, Any]:
         "name": session.name,
         "kind": session.kind,
         "duration_ms": session.duration_ms,
-        "status": session.status,
+        "status": _STATUS.get(session.status, session.status.lower()),
         "usage": session.usage,
         "changed": session.changed_ids,
         "calls": [

@@ -156,4 +156,4 @@ def _refuse_outside(run_path: Path, path: Path) -> None:
         )
 
 
-_TRACE_FIELDS = ("task_id", "question", "messages", "reward")
+_TRACE_FIELDS = ("task_id", "question", "messages", "reward", "feedback")

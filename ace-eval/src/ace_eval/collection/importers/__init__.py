@@ -63,25 +63,30 @@ def import_traces(
     return imported
 
 
-def _first_value(path: Path) -> object:
-    """The whole file parsed as JSON, else its first non-empty line parsed; None when neither parses."""
-    head = read_source(path, head=1 << 20)
+def _first_value(path: Path) -> tuple[object, json_safe.JsonInputError | None]:
+    """The whole file parsed as JSON, else its first non-empty line parsed; when neither parses, None and why the
+    whole file is not JSON (None when only its first MiB was read)."""
+    limit = 1 << 20
+    head = read_source(path, head=limit + 1)
+    whole_read = len(head) <= limit
+    head = head[:limit]
     text = head.decode("utf-8", errors="replace")
     try:
-        return json_safe.loads(text)
-    except ValueError:  # not JSON as a whole (a JSON-lines file), or over the depth or integer limits
-        pass
+        return json_safe.loads(text), None
+    except json_safe.JsonInputError as e:  # not JSON as a whole (a JSON-lines file), or over the limits
+        why = e if whole_read else None
     line = next((line for line in text.split("\n") if line.strip()), "")
     try:
-        return json_safe.loads(line)
+        return json_safe.loads(line), None
     except ValueError:
-        return None
+        return None, why
 
 
 def sniff_format(path: str | os.PathLike[str]) -> ImportFormat:
-    """The format of a trace file, told from its first record; raises naming `--format` when it is unknown."""
+    """The format of a trace file, told from its first record; raises naming `--format` when it is unknown, and
+    where the JSON breaks when the file is not JSON at all."""
     p = Path(path)
-    value = _first_value(p)
+    value, why = _first_value(p)
     if (isinstance(value, dict) and "resourceSpans" in value) or is_logfire_records(value):
         return "otel"
     if looks_like_claude_code(value):
@@ -92,6 +97,14 @@ def sniff_format(path: str | os.PathLike[str]) -> ImportFormat:
         return "tau-bench"
     if isinstance(value, list) or (isinstance(value, dict) and "messages" in value):
         return "openai-jsonl"
+    if why is not None and why.kind == "syntax" and why.line is not None:
+        where = f"line {why.line}" + (f", column {why.column}" if why.column else "")
+        raise CollectionError(
+            f"not valid JSON at {where} ({why.reason.removeprefix('not valid JSON (').removesuffix(')')}): a trace "
+            f"file is JSON or JSON lines ({', '.join(IMPORT_FORMATS)}); fix the file, or check that it is the one "
+            "you meant",
+            file=str(p),
+        )
     raise CollectionError(
         f"cannot tell the format of this file: pass --format ({', '.join(IMPORT_FORMATS)}), "
         "or import it first with `ace-eval collection import`",

@@ -2,9 +2,12 @@
 
 An agent run is an `invoke_agent` span (the `gen_ai.*` semantic conventions: pydantic-ai, Logfire, the OpenAI
 Agents SDK's instrumentation) under no other; a trace without one is one run. Its conversation comes from the
-agent span's `pydantic_ai.all_messages`, else from its last model call's `gen_ai.input.messages` and
-`gen_ai.output.messages`, else from the older `events` attribute; `gen_ai.system_instructions` becomes the
-system message. Spans must be exported with message content (the default of pydantic-ai and Logfire).
+most complete of the agent span's `pydantic_ai.all_messages`, its model calls' `gen_ai.input.messages` and
+`gen_ai.output.messages`, and the older `events` attribute (an errored pydantic-ai run records only its prompt in
+`all_messages`); the results of the last tool calls come from their tool spans when the messages stop before them
+(the call that raised, with its error); `gen_ai.system_instructions` becomes the system message. The run's
+`ace.feedback` / `ace.reward` attributes are its judgement, else its errors and its failed tool calls are the
+feedback. Spans must be exported with message content (the default of pydantic-ai and Logfire).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from ace import json_safe
 from ace_eval.collection.chat import tool_arguments
 from ace_eval.collection.importers._common import ImportedCollection, build_trace
+from ace_eval.collection.importers._otel_outcome import answer_trailing_calls, outcome
 from ace_eval.collection.importers.otlp import JsonAttr, Span, read_otlp_spans
 from ace_eval.collection.model import CollectionError, Trace
 
@@ -151,24 +155,42 @@ class _Converter:
             yield {"role": role, "content": text}
 
 
-def _conversation(run: Span, below: list[Span], file: str) -> list[dict[str, object]]:
-    """The run's messages, from the most complete source its spans hold."""
+def _candidates(run: Span, below: list[Span]) -> list[tuple[Span, list[str]]]:
+    """Where a run's conversation can come from, most trusted first: the run's `pydantic_ai.all_messages`, each
+    model call's input and output (latest first), the `events` of older instrumentations (latest first)."""
     sources: list[tuple[Span, list[str]]] = [(run, [_ALL_MESSAGES])]
-    model_calls = sorted((s for s in [run, *below] if _INPUT in s.attributes), key=lambda s: s.start_ns)
-    if model_calls:
-        sources.append((model_calls[-1], [_INPUT, _OUTPUT]))
+    model_calls = sorted((s for s in [run, *below] if _INPUT in s.attributes), key=lambda s: -s.start_ns)
+    sources += [(s, [_INPUT, _OUTPUT]) for s in model_calls]
     sources += [(s, ["events"]) for s in sorted(below, key=lambda s: -s.start_ns) if "events" in s.attributes]
-    for span, keys in sources:
+    return sources
+
+
+def _conversation(run: Span, below: list[Span], file: str) -> list[dict[str, object]]:
+    """The run's messages, from the most complete source its spans hold (the longest; on a tie the most trusted),
+    with the results of its last tool calls from their tool spans when the messages stop before them.
+
+    On an errored run pydantic-ai's `all_messages` may hold only the prompt while the model calls hold the tool
+    call that failed: the longest source wins. A malformed first source is an error; a malformed later one, which
+    the run does not need, is left out."""
+    found: list[list[dict[str, object]]] = []
+    for span, keys in _candidates(run, below):
         converter = _Converter(span, file)
-        lists = [(key, converter.attribute(key)) for key in keys]
-        if lists[0][1] is None:
-            continue
-        messages = [m for key, raw in lists if raw is not None for m in converter.messages(raw, key)]
+        try:
+            lists = [(key, converter.attribute(key)) for key in keys]
+            if lists[0][1] is None:
+                continue
+            messages = [m for key, raw in lists if raw is not None for m in converter.messages(raw, key)]
+        except CollectionError:
+            if found:
+                continue
+            raise
         system = _Converter(span, file).attribute(_SYSTEM) or _Converter(run, file).attribute(_SYSTEM)
         if system and not any(m["role"] == "system" for m in messages):
             texts = [str(p.get("content", "")) for p in system if isinstance(p, dict)]
             messages.insert(0, {"role": "system", "content": "\n".join(texts)})
-        return messages
+        found.append(messages)
+    if found:
+        return answer_trailing_calls(max(found, key=len), below)  # max keeps the first of the longest
     raise CollectionError(
         "the agent run holds no messages: export the spans with message content (pydantic-ai and Logfire include "
         "it by default; set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for OpenTelemetry's own)",
@@ -182,7 +204,7 @@ def _int(value: JsonAttr) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _trace(run: Span, below: list[Span], file: str, source_system: str) -> Trace:
+def _trace(run: Span, below: list[Span], above: list[Span], file: str, source_system: str) -> Trace:
     messages = _conversation(run, below, file)
     question = next((m["content"] for m in messages if m["role"] == "user" and m["content"]), None)
     if question is None:
@@ -196,7 +218,6 @@ def _trace(run: Span, below: list[Span], file: str, source_system: str) -> Trace
             (s.attributes["gen_ai.request.model"] for s in below if "gen_ai.request.model" in s.attributes), None
         )
     tools = sorted({str(s.attributes["gen_ai.tool.name"]) for s in below if "gen_ai.tool.name" in s.attributes})
-    failed_tools = sorted({str(s.attributes.get("gen_ai.tool.name")) for s in below if s.status_error is not None})
     metadata: dict[str, object] = {
         "otel_trace_id": run.trace_id,
         "otel_span_id": run.span_id,
@@ -209,18 +230,15 @@ def _trace(run: Span, below: list[Span], file: str, source_system: str) -> Trace
         "tools": tools,
         "started_at": datetime.fromtimestamp(run.start_ns / 1e9, UTC).isoformat() if run.start_ns else None,
     }
-    feedback = None
-    if run.status_error is not None:
-        feedback = f"The agent run ended in an error: {run.status_error or 'no message'}."
-    elif failed_tools:
-        feedback = f"Tool calls failed: {', '.join(failed_tools)}."
+    judged = outcome(run, below, above)
     return build_trace(
         {
             "source_system": source_system,
             "trace_id": f"{run.trace_id}-{run.span_id}",
             "question": question,
             "messages": messages,
-            "feedback": feedback,
+            "feedback": judged.feedback,
+            "reward": judged.reward,
             "metadata": {k: v for k, v in metadata.items() if v not in (None, [])},
         },
         file=file,
@@ -240,20 +258,27 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             children[span.parent_id].append(span)
 
     def below(span: Span) -> list[Span]:
+        """The spans inside `span` that belong to its run: a nested agent run's span is one of them, what that run
+        did is not (its model calls must not stand for this run's conversation)."""
         out, todo = [], list(children[span.span_id])
         while todo:
             child = todo.pop()
             out.append(child)
-            todo += children[child.span_id]
+            if not is_agent_span(child):
+                todo += children[child.span_id]
+        return out
+
+    def above(span: Span) -> list[Span]:
+        """The spans around `span`, nearest first."""
+        out: list[Span] = []
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None and parent not in out:
+            out.append(parent)
+            parent = by_id.get(parent.parent_id or "")
         return out
 
     def inside_agent(span: Span) -> bool:
-        parent = by_id.get(span.parent_id or "")
-        while parent is not None:
-            if is_agent_span(parent):
-                return True
-            parent = by_id.get(parent.parent_id or "")
-        return False
+        return any(is_agent_span(parent) for parent in above(span))
 
     runs = [s for s in spans if is_agent_span(s) and not inside_agent(s)]
     covered = {s.trace_id for s in runs}
@@ -267,7 +292,7 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             file=file,
         )
     runs.sort(key=lambda s: s.start_ns)
-    traces = [_trace(r, below(r), file, source_system) for r in runs]
+    traces = [_trace(r, below(r), above(r), file, source_system) for r in runs]
     models = {str(t.metadata["model"]) for t in traces if "model" in t.metadata}
     return ImportedCollection(
         traces=traces,

@@ -162,6 +162,7 @@ def _record(raw: object, where: _Where, path: str) -> Span:
     except ValueError:
         raise where.error(f"not an ISO timestamp, got {started!r:.40}", f"{path}.start_timestamp") from None
     failed = raw.get("otel_status_code") in ("ERROR", "STATUS_CODE_ERROR")
+    exception = {k: raw[c] for k, c in _EXCEPTION_COLUMNS.items() if isinstance(raw.get(c), str) and raw[c]}
     return Span(
         trace_id=_id(raw.get("trace_id"), 16, where, f"{path}.trace_id"),
         span_id=_id(raw.get("span_id"), 8, where, f"{path}.span_id"),
@@ -170,9 +171,14 @@ def _record(raw: object, where: _Where, path: str) -> Span:
         start_ns=start_ns,
         attributes=attributes,
         status_error=str(raw.get("otel_status_message") or "") if failed else None,
+        events=[("exception", dict(exception))] if exception else [],
         line=where.line,
         path=path,
     )
+
+
+_EXCEPTION_COLUMNS = {"exception.type": "exception_type", "exception.message": "exception_message"}
+"""The records table's exception columns, as the attributes of an OTLP `exception` event."""
 
 
 def _records(doc: object) -> list[object] | None:

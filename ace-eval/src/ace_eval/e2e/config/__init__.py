@@ -6,7 +6,7 @@ embedded offline model (SmolLM2 for the LLM roles, MiniLM for embeddings).
 """
 
 from ace_eval.e2e.config._file import CONFIG_FILE, load_config_file
-from ace_eval.e2e.config._resolve import MODEL_ENV, SETTING_ENV, resolve_settings
+from ace_eval.e2e.config._resolve import MODEL_ENV, SETTING_ENV, ignored_flags_note, resolve_settings
 from ace_eval.e2e.config._settings import (
     DEFAULT_BENCHMARK,
     DEFAULT_MODEL,
@@ -14,7 +14,6 @@ from ace_eval.e2e.config._settings import (
     MODEL_ROLES,
     ConfigError,
     E2ESettings,
-    InapplicableFlagError,
     ModelRole,
     ReflectorType,
     inapplicable_settings,
@@ -30,9 +29,9 @@ __all__ = [
     "SETTING_ENV",
     "ConfigError",
     "E2ESettings",
-    "InapplicableFlagError",
     "ModelRole",
     "ReflectorType",
+    "ignored_flags_note",
     "inapplicable_settings",
     "load_config_file",
     "resolve_settings",

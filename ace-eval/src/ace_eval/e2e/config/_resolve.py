@@ -1,5 +1,6 @@
 """Where each setting of an `ace-eval e2e` run comes from: command-line flag > environment variable > config file >
-built-in default; the pipeline's steps and `redact` merge across sources, and a flag that would do nothing is refused.
+built-in default; the pipeline's steps and `redact` merge across sources, and a flag that would do nothing is
+named in a note (`ignored_flags_note`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from ace_eval.e2e.config._settings import (
     ConfigError,
     ContradictionError,
     E2ESettings,
-    InapplicableFlagError,
     ModelRole,
     inapplicable_settings,
 )
 from ace_eval.store import resolve_skillbook
 
-__all__ = ["MODEL_ENV", "SETTING_ENV", "resolve_settings"]
+__all__ = ["MODEL_ENV", "SETTING_ENV", "ignored_flags_note", "resolve_settings"]
 
 MODEL_ENV: dict[ModelRole, tuple[str, ...]] = {
     "agent": ("ACE_AGENT_MODEL", "ACE_MODEL"),
@@ -71,8 +71,8 @@ def resolve_settings(
     """Resolve every setting: a flag that is not `None` wins, then the environment, the config file, the default.
 
     A flag that would have no effect on the run (`inapplicable_settings`, e.g. `--agent-model` with `--traces`
-    and `--no-benchmark`) raises `InapplicableFlagError`; such values from the environment or the config file
-    are shared defaults and simply do not apply.
+    and `--no-benchmark`) is not refused: `ignored_flags_note` names it for a note. Only contradictions (two
+    settings asking for opposite things) raise `ContradictionError`.
 
     Args:
         flags: Setting name -> value from the command line; `None` means "not given".
@@ -117,9 +117,7 @@ def resolve_settings(
         values["max_num_steps"] = steps  # tau2 counts every message of an episode, not only the agent's
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
-    settings = E2ESettings(**values, config_file=config_path, sources=sources)
-    _refuse_inapplicable_flags(settings)
-    return settings
+    return E2ESettings(**values, config_file=config_path, sources=sources)
 
 
 def _benchmark_default(values: Mapping[str, Any], name: str) -> Any:
@@ -162,16 +160,20 @@ def _replay_only_unless_benchmark(values: dict[str, Any], sources: dict[str, str
     sources["no_benchmark"] = "default: --traces without --benchmark" if named is None else f"benchmark ({named})"
 
 
-def _refuse_inapplicable_flags(settings: E2ESettings) -> None:
-    """Refuse flags that would be silently ignored; values from the environment or a config file are shared
-    defaults, so those simply do not apply."""
+def ignored_flags_note(settings: E2ESettings) -> str | None:
+    """One note naming the command-line flags that have no effect on this run, grouped by reason, or None.
+
+    The run goes on without them (a flag with no effect is not an error: the design's smoke command passes the
+    agent's flags with `--no-benchmark`); values from the environment or a config file are shared defaults, so
+    those are not named."""
     by_reason: dict[str, list[str]] = {}
     for name, reason in inapplicable_settings(settings).items():
         if settings.source_of(name) == "flag":
             by_reason.setdefault(reason, []).append(_FLAG_NAMES.get(name, "--" + name.replace("_", "-")))
-    if by_reason:
-        problems = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
-        raise InapplicableFlagError(f"flags that would have no effect on this run ({problems}): drop them")
+    if not by_reason:
+        return None
+    ignored = "; ".join(f"{', '.join(flags)}: {reason}" for reason, flags in by_reason.items())
+    return f"note: flags with no effect on this run, ignored ({ignored})"
 
 
 _PIPELINE_SETTINGS = frozenset({"steps", "no_steps"})

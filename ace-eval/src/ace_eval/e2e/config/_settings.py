@@ -22,7 +22,6 @@ __all__ = [
     "ConfigError",
     "ContradictionError",
     "E2ESettings",
-    "InapplicableFlagError",
     "ModelRole",
     "ReflectorType",
     "inapplicable_settings",
@@ -47,10 +46,6 @@ class ContradictionError(ConfigError):
     """Two settings of the same source that ask for opposite things; fixed by dropping one (exit 2)."""
 
 
-class InapplicableFlagError(ConfigError):
-    """A command-line flag that would have no effect on this run (e.g. `--agent-model` when no agent runs)."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class E2ESettings:
     """Everything an e2e run needs to know, resolved; `sources` says where each value came from."""
@@ -65,6 +60,9 @@ class E2ESettings:
     (`traces_format`), imported into the run folder on the fly."""
     traces_format: str | None = None
     """The format of a `traces` file (`ace-eval collection import --format`); None: told from the file."""
+    outcomes: Path | None = None
+    """A file of reward and feedback per trace id for the traces of a `traces` file (`--outcomes`,
+    `ace_eval.collection.outcomes`); None: the judgement the file itself holds."""
     agent_model: str = DEFAULT_MODEL
     reflector_model: str = DEFAULT_MODEL
     skill_manager_model: str = DEFAULT_MODEL
@@ -334,7 +332,7 @@ class E2ESettings:
         """Inverse of `to_dict` (unknown keys, e.g. from a newer ace-eval, are ignored)."""
         known = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known}  # checked by the dataclass
-        for name in ("traces", "output_dir", "data_dir", "config_file", "skillbook"):
+        for name in ("traces", "outcomes", "output_dir", "data_dir", "config_file", "skillbook"):
             if values.get(name) is not None:
                 values[name] = Path(values[name])
         for name in ("no_steps", "redaction_allow", "redaction_allow_patterns"):
@@ -367,6 +365,8 @@ def inapplicable_settings(settings: E2ESettings) -> dict[str, str]:
             out.setdefault("eval_split", "nothing is evaluated with --no-benchmark")
     if settings.traces is None or settings.traces.is_dir():
         out["traces_format"] = "it names the format of a --traces file"
+        if settings.outcomes is not None:
+            out["outcomes"] = "it judges the traces of a --traces file (import a folder's traces with --outcomes)"
     if settings.no_benchmark:
         out.setdefault("skill_injection", "the learned skillbook is not evaluated with --no-benchmark")
         out.setdefault("top_k", "the learned skillbook is not evaluated with --no-benchmark")

@@ -22,6 +22,14 @@
   function put(parent, child) { if (child) { parent.appendChild(child); } }
   function fmt(value) { return value === null || value === undefined ? "–" : String(value); }
   function pill(state) { return el("span", { cls: "pill " + (STATES[state] || state), text: state }); }
+  function outcomeCell(r) {
+    // how the traced run went (reward, feedback), apart from how ACE processed the sample (the state)
+    var cell = el("td", { cls: "outcome" });
+    if (r[12] !== null && r[12] !== undefined) { cell.appendChild(el("span", { cls: "pill " + (r[12] >= 1 ? "ok" : "error"), text: "reward " + r[12] })); }
+    if (r[13]) { cell.appendChild(el("div", { cls: "muted clip", text: r[13], title: r[13] })); }
+    if (!cell.childNodes.length) { cell.appendChild(el("span", { cls: "muted", text: "–", title: "not judged: no reward or feedback" })); }
+    return cell;
+  }
   function field(label, value) {
     if (value === null || value === undefined || value === "") { return null; }
     return el("div", {}, el("b", { text: label + ": " }), String(value));
@@ -67,7 +75,11 @@
     var box = el("div", { cls: "transcript" });
     if (!trace) { box.appendChild(el("p", { cls: "muted", text: "The run folder holds no copy of this trace." })); return box; }
     put(box, field("Task", trace.question));
-    if (trace.reward !== null && trace.reward !== undefined) { put(box, field("Reward", trace.reward)); }
+    var outcome = el("div", { cls: "outcome" });
+    put(outcome, field("Reward", trace.reward));
+    put(outcome, field("Feedback", trace.feedback));
+    if (!outcome.childNodes.length) { outcome.appendChild(el("p", { cls: "muted", text: "No reward or feedback: the run was not judged." })); }
+    box.appendChild(outcome);
     (trace.messages || []).forEach(function (m) {
       var role = String(m.role || "?");
       var body = text(m.content);
@@ -197,7 +209,7 @@
     var col = this.sort.col, dir = this.sort.dir;
     var rows = this.data.samples.filter(function (r) {
       if (state && r[3] !== state) { return false; }
-      return !query || [r[1], r[4], r[6].join(" "), r[10] || ""].join(" ").toLowerCase().indexOf(query) >= 0;
+      return !query || [r[1], r[11] || "", r[13] || "", r[4], r[6].join(" "), r[10] || ""].join(" ").toLowerCase().indexOf(query) >= 0;
     });
     return rows.slice().sort(function (a, b) {
       var x = a[col], y = b[col];
@@ -215,16 +227,14 @@
     var body = this.root.querySelector("table.samples tbody");
     body.textContent = "";
     rows.slice(this.page * PAGE, (this.page + 1) * PAGE).forEach(function (r) {
+      var question = r[11] ? el("td", { cls: "question", title: r[1] }, el("div", { cls: "clip", text: r[11] }), el("div", { cls: "mono muted", text: r[1] }))
+        : el("td", { cls: "mono", text: r[1] });
       var tr = el("tr", { "data-sample": r[0] },
-        el("td", { cls: "n", text: r[0] + 1 }), el("td", { cls: "mono", text: r[1] }), el("td", { text: fmt(r[2]) }),
+        el("td", { cls: "n", text: r[0] + 1 }), question, outcomeCell(r),
         el("td", {}, pill(r[3])), el("td", { text: r[10] || r[4] }), el("td", { cls: "n", text: r[5] }),
-        el("td", { cls: "mono", text: r[6].join(", ") }), el("td", { cls: "n", text: fmt(r[7]) }),
+        el("td", { cls: "mono", text: r[6].join(", ") }), el("td", { text: fmt(r[2]) }), el("td", { cls: "n", text: fmt(r[7]) }),
         el("td", { cls: "n", text: r[8] }), el("td", { cls: "n", text: r[9] }));
-      tr.addEventListener("click", function () {
-        var target = self.root.querySelector(".sample-detail");
-        self.renderSample(target, r[0]);
-        target.scrollIntoView({ block: "nearest" });
-      });
+      tr.addEventListener("click", function () { self.openSample(r[0]); link("sample-" + (r[0] + 1)); });
       body.appendChild(tr);
     });
     var pager = this.root.querySelector(".pager");
@@ -241,6 +251,13 @@
       th.classList.toggle("asc", c === self.sort.col && self.sort.dir === 1);
       th.classList.toggle("desc", c === self.sort.col && self.sort.dir === -1);
     });
+  };
+  Run.prototype.openSample = function (i) {
+    if (!(i >= 0 && i < this.data.samples.length)) { return false; }
+    var target = this.root.querySelector(".sample-detail");
+    this.renderSample(target, i);
+    target.scrollIntoView({ block: "nearest" });
+    return true;
   };
   Run.prototype.bind = function () {
     var self = this;
@@ -271,9 +288,28 @@
     document.querySelectorAll("section.tab").forEach(function (s) { s.hidden = s.getAttribute("data-tab") !== tab; });
     document.querySelectorAll("#tabs button").forEach(function (b) { b.classList.toggle("active", b.getAttribute("data-tab") === tab); });
   }
+  // ---------------------------------------------------------------- deep links: #learning, #sample-4
+  function link(hash) {
+    if (location.hash !== "#" + hash) { history.replaceState(null, "", "#" + hash); }
+  }
+  function fromHash() {
+    var hash = decodeURIComponent(location.hash.replace(/^#/, ""));
+    var sample = /^sample-(\d+)$/.exec(hash);
+    if (sample) {
+      tab = "samples";
+      show();
+      var run = runs[Number(document.getElementById("run-select").value)];
+      if (run) { run.openSample(Number(sample[1]) - 1); }
+    } else if (/^[a-z]+$/.test(hash) && document.querySelector("#tabs button[data-tab='" + hash + "']")) {
+      tab = hash;
+      show();
+    }
+  }
   document.querySelectorAll("#tabs button").forEach(function (b) {
-    b.addEventListener("click", function () { tab = b.getAttribute("data-tab"); show(); });
+    b.addEventListener("click", function () { tab = b.getAttribute("data-tab"); show(); link(tab); });
   });
   document.getElementById("run-select").addEventListener("change", show);
+  window.addEventListener("hashchange", fromHash);
   show();
+  fromHash();
 })();
