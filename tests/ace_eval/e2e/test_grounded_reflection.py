@@ -191,3 +191,18 @@ def test_e2e_with_the_grounded_reflector_needs_no_reflector_model(tmp_path: Path
     assert record.status == "completed" and record.errors == []
     assert record.training is not None and record.training.samples == 10
     assert "reflector" not in record.resolved_models
+
+
+def test_a_collection_without_any_verdict_is_refused_before_writing(tmp_path: Path) -> None:
+    from ace_eval.collection import read_collection, write_collection
+    from ace_eval.e2e.config import ConfigError
+
+    _, traces = read_collection(DEMO)
+    ungraded = tmp_path / "ungraded"
+    write_collection(ungraded, [t.model_copy(update={"grader": None}) for t in traces], source_system="demo-airline")
+    settings = E2ESettings(traces=ungraded, no_benchmark=True, reflector_type="grounded", output_dir=tmp_path / "out")
+    sm = FunctionModel(ScriptedSkillManager(), model_name="scripted-sm")
+    injections = RunInjections(models={"skill_manager": sm}, embedder=TestEmbedder(), show_progress=False)
+    with pytest.raises(ConfigError, match=r"none of the 10 traces carries one.*--reflector-type simple"):
+        runner.run_e2e(settings, injections=injections)
+    assert not (tmp_path / "out").exists()
