@@ -52,7 +52,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "demo": LazyCommand(
             "ace_eval.commands.demo",
             "demo",
-            "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
+            "Learn a skillbook from examples/demo-collection (10 airline traces), with no key and no internet.",
         ),
         "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
         "export": LazyCommand(
