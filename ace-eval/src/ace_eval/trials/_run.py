@@ -16,12 +16,47 @@ from ace_eval.e2e.runner import resume_e2e, run_e2e
 from ace_eval.gate import GATE_FILE, Side, compare, publish_promoted
 from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.store import ProducedBy, SkillbookStore
-from ace_eval.trials._scoreboard import SCOREBOARD_FILE, CandidateEntry, DevScore, Scoreboard, TestScore
+from ace_eval.trials._scoreboard import (
+    SCOREBOARD_FILE,
+    CandidateEntry,
+    DevScore,
+    Scoreboard,
+    TestScore,
+    read_scoreboard,
+)
 from ace_eval.trials._vary import Candidate
 
-__all__ = ["TrialPlan", "pareto_set", "pick_winner", "run_trial"]
+__all__ = ["Budget", "BudgetExceeded", "TrialPlan", "pareto_set", "pick_winner", "run_trial"]
 
 _SCORES = "scores.json"
+_COLLECTED = "collected"
+"""Marker in `traces/`: the shared collection finished (a resume does not collect again)."""
+
+
+class BudgetExceeded(Exception):
+    """The next candidate would take the trial past `--max-episodes` / `--max-cost`; says what ran."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """`--max-episodes` and `--max-cost` (`None`: no limit): checked before each candidate starts, against what the
+    trial has spent plus the first candidate's actual usage as the estimate."""
+
+    max_episodes: int | None = None
+    max_cost: float | None = None
+
+    def check(self, name: str, done: Sequence[str], spent: tuple[int, float], estimate: tuple[int, float]) -> None:
+        episodes, cost = spent
+        per_episodes, per_cost = estimate
+        over = []
+        if self.max_episodes is not None and episodes + per_episodes > self.max_episodes:
+            over.append(f"--max-episodes {self.max_episodes} ({episodes} spent + about {per_episodes} for it)")
+        if self.max_cost is not None and cost + per_cost > self.max_cost:
+            over.append(f"--max-cost {self.max_cost:g} (${cost:.4f} spent + about ${per_cost:.4f} for it)")
+        if over:
+            ran = ", ".join(done) or "none"
+            raise BudgetExceeded(f"stopped before candidate {name}: it would exceed {' and '.join(over)}; "
+                                 f"finished candidates: {ran}")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +80,7 @@ class TrialPlan:
     incumbent: Side
     publish: Path | None = None
     command: str = ""
+    budget: Budget = Budget()
     say: Callable[[str], None] = print
 
 
@@ -77,10 +113,11 @@ def _shared_traces(plan: TrialPlan) -> Path:
         return plan.traces
     assert plan.learner is not None  # the command requires --traces or --benchmark
     directory = plan.directory / "traces"
-    if not (directory / "traces.jsonl").is_file():
+    if not (directory / _COLLECTED).is_file():  # an interrupted collection resumes: the protocol redoes only the rest
         plan.say(f"collecting the learn split of {plan.learner.name} once (shared by every candidate) ...")
         plan.learner.collect(plan.env, skillbook=None, task_ids=list(plan.learner.tasks("learn")),
                                num_trials=plan.num_trials, directory=directory)  # fmt: skip
+        (directory / _COLLECTED).write_text("", encoding="utf-8")
     return directory
 
 
@@ -97,6 +134,10 @@ def _learn(plan: TrialPlan, candidate: Candidate, traces: Path) -> RunFolder:
     settings = E2ESettings.from_dict({**plan.base, **candidate.settings, "traces": traces, "no_benchmark": True,
                                       "output_dir": home})  # fmt: skip
     return run_e2e(settings).folder
+
+
+def _cost(scores: BenchmarkScores) -> float:
+    return sum(t.cost or 0.0 for trials in scores.tasks.values() for t in trials)
 
 
 def pick_winner(entries: Sequence[CandidateEntry]) -> CandidateEntry:
@@ -123,14 +164,23 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     seeds = incumbent.seeds or None
     entries: list[CandidateEntry] = []
     total = len(plan.candidates)
+    spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
+    estimate: tuple[int, float] | None = None
     for i, candidate in enumerate(plan.candidates, 1):
-        plan.say(f"candidate {i} of {total} ({candidate.name}): learning")
+        if estimate is not None and not (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file():
+            plan.budget.check(candidate.name, [e.name for e in entries], spent, estimate)
+        plan.say(f"candidate {i} of {total} ({candidate.name}): learning; so far {spent[0]} episodes, "
+                 f"${spent[1]:.4f}")  # fmt: skip
         folder = _learn(plan, candidate, traces)
         record = folder.read_record()
         book = folder.learned_skillbook(record)
         plan.say(f"candidate {i} of {total} ({candidate.name}): scoring {len(plan.dev_tasks)} dev task(s)")
         dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
         usage = record.usage.values()
+        used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
+                (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+        estimate = estimate or used
+        spent = (spent[0] + used[0], spent[1] + used[1])
         entries.append(CandidateEntry(
             name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
             dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in usage),
@@ -142,8 +192,9 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     gate = compare(incumbent, winner_scores)
     atomic_write(plan.directory / GATE_FILE, bytes_writer((gate.model_dump_json(indent=1) + "\n").encode("utf-8")))
     plan.say(f"winner: {winner.name} (dev mean {winner.dev.mean:.3f}); gate vs {plan.incumbent.label}: {gate.decision}")
-    published = None
-    if plan.publish is not None:
+    earlier = plan.directory / SCOREBOARD_FILE
+    published = read_scoreboard(earlier).published if earlier.is_file() else None  # a finished trial run again
+    if plan.publish is not None and published is None:
         store = SkillbookStore.open_or_create(plan.publish) if gate.decision == "promote" else None
         by = ProducedBy(kind="trials", command=plan.command or None, run_dir=winner.run_dir,
                         details={"trial_dir": str(plan.directory), "candidate": winner.name})  # fmt: skip
