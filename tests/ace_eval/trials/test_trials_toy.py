@@ -6,59 +6,23 @@ scored on the test tasks; the other two are `lost` with their runs and dev score
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from _e2e_support import ScriptedReflector, prompt_text, responses
 from _plugins import install_toy_benchmark
+from _trials_support import DEV, TEST, injections
 from click.testing import CliRunner, Result
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from ace.embeddings.test import TestEmbedder
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.runner import E2EResult, RunInjections
+from ace_eval.e2e.runner import E2EResult
+from ace_eval.run.folder import RunFolder
 from ace_eval.store import SkillbookStore
 from ace_eval.trials import read_scoreboard
-
-INSIGHTS = {
-    "helpful": "Before processing it, do the step the customer's complaint names.",
-    "harmful": "Escalate every such request to a human colleague.",
-    "useless": "Mention the weather.",
-}
-DEV = "refund-1,address-1,refund-2,refund-3,address-2,refund-4"  # every hard request: the empty skillbook fails all
-TEST = "cancel-2,password-2,upgrade-2"
-
-
-class KindSkillManager:
-    """Adds one skill per trace on the trace's topic (helpful, harmful) or on a topic no request has (useless)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if responses(messages) > 0:
-            return ModelResponse(parts=[TextPart("Updated the skillbook.")])
-        from ace_toy_benchmark import TASKS
-
-        prompt = prompt_text(messages)
-        topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
-        keyword = "weather" if self.kind == "useless" else topic
-        args = {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
-                "keywords": [keyword], "insight": INSIGHTS[self.kind]}  # fmt: skip
-        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
-
-
-def injections(settings: E2ESettings) -> RunInjections:
-    kind = settings.skill_manager_model.split(":", 1)[1]
-    models: dict[Any, Any] = {
-        "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
-        "skill_manager": FunctionModel(KindSkillManager(kind), model_name=f"scripted-sm-{kind}"),
-    }
-    return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
 
 
 @pytest.fixture
@@ -67,11 +31,17 @@ def learned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     install_toy_benchmark(tmp_path / "site", monkeypatch)
     runs: list[str] = []
 
-    def run(settings: E2ESettings, *, injections_: RunInjections | None = None) -> E2EResult:
+    def run(settings: E2ESettings) -> E2EResult:
         runs.append(settings.skill_manager_model)
         return runner.run_e2e(settings, injections=injections(settings))
 
+    def resume(run_dir: Path) -> E2EResult:
+        settings = E2ESettings.from_dict(RunFolder.open(run_dir).read_record().config.as_dict())
+        runs.append(f"resume {settings.skill_manager_model}")
+        return runner.resume_e2e(run_dir, injections=injections(settings))
+
     monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
+    monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
     return runs
 
 
@@ -131,3 +101,63 @@ def test_a_bad_vary_key_or_value_exits_2_naming_the_valid_keys_before_anything_i
     assert "valid keys:" in result.output and "reflector_type" in result.output and "epochs" in result.output
     result = invoke(["--vary", "epochs=1,two", "--benchmark", "toy-support", "--out", str(out)])
     assert "--vary epochs=two" in result.output
+
+
+WORKER = Path(__file__).parents[2] / "_trials_worker.py"
+
+
+def comparable(board_file: Path, trial: Path, store: Path) -> str:
+    """The scoreboard with its folders and run ids named alike (two trials' runs live in different folders)."""
+    text = board_file.read_text(encoding="utf-8").replace(str(store), "STORE").replace(str(trial), "TRIAL")
+    return re.sub(r"run_[0-9a-f]{6,}", "RUN", text)
+
+
+def test_a_trial_killed_during_the_second_candidate_resumes_without_redoing_finished_work(
+    learned: list[str], tmp_path: Path
+) -> None:
+    args = [*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--test-tasks", TEST]
+    whole, whole_store = tmp_path / "whole", tmp_path / "whole-store"
+    assert invoke([*args, "--out", str(whole), "--publish", str(whole_store)]).exit_code == 0
+    learned.clear()
+
+    out, store = tmp_path / "trial", tmp_path / "store"
+    killed = subprocess.run(
+        [sys.executable, str(WORKER), str(tmp_path / "site"), "harmful", "--", "trials", *args, "--out", str(out),
+         "--publish", str(store)], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert not (out / "scoreboard.json").exists()
+    helpful_runs = list((out / "candidates" / "skill_manager_model=test_helpful").glob("run_*"))
+    assert len(helpful_runs) == 1 and (helpful_runs[0].parent / "dev" / "scores.json").is_file()
+
+    result = invoke(["--resume", str(out)])
+    assert result.exit_code == 0, result.output
+    # the finished candidate is neither learned nor scored again; the killed one resumes its run
+    assert learned == ["resume test:harmful", "test:useless"]
+    assert list((out / "candidates" / "skill_manager_model=test_helpful").glob("run_*")) == helpful_runs
+    assert comparable(out / "scoreboard.json", out, store) == comparable(whole / "scoreboard.json", whole, whole_store)
+
+
+def test_resume_refuses_the_trials_own_settings_given_again(learned: list[str], tmp_path: Path) -> None:
+    result = invoke(["--resume", str(tmp_path / "nothing")])
+    assert result.exit_code == 2 and "no trial.json there" in result.output
+    result = invoke(["--resume", str(tmp_path), "--num-trials", "3"])
+    assert result.exit_code == 2 and "drop --num-trials" in result.output
+
+
+def test_max_episodes_stops_before_a_candidate_would_exceed_it_and_names_the_resume(
+    learned: list[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "trial"
+    # the incumbent's dev scoring (6) + the first candidate's 6 learning samples and 6 dev episodes = 18; the next
+    # would bring it to about 30
+    result = invoke([*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out),
+                     "--max-episodes", "25"])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "stopped before candidate skill_manager_model=test_harmful" in result.output
+    assert "--max-episodes 25 (18 spent + about 12 for it)" in result.output
+    assert f"continue with: ace-eval trials --resume {out}" in result.output
+    assert learned == ["test:helpful"] and not (out / "scoreboard.json").exists()
+    result = invoke(["--resume", str(out)])
+    assert result.exit_code == 0, result.output
+    assert learned == ["test:helpful", "test:harmful", "test:useless"]
