@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
+import pytest
 from _e2e_support import ScriptedReflector, prompt_text, responses
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.embeddings.test import TestEmbedder
+from ace_eval.e2e import runner
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.runner import RunInjections
+from ace_eval.e2e.runner import E2EResult, RunInjections
+from ace_eval.run.folder import RunFolder
 
 INSIGHTS = {
     "helpful": "Before processing it, do the step the customer's complaint names.",
@@ -55,3 +59,21 @@ def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInject
         "skill_manager": FunctionModel(KindSkillManager(kind, die=kind == die_in), model_name=f"scripted-sm-{kind}"),
     }
     return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
+
+
+def script_candidates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Trials' candidates learn with the scripted models; returns the list each run (and resume) is appended to."""
+    runs: list[str] = []
+
+    def run(settings: E2ESettings) -> E2EResult:
+        runs.append(settings.skill_manager_model)
+        return runner.run_e2e(settings, injections=injections(settings))
+
+    def resume(run_dir: Path) -> E2EResult:
+        settings = E2ESettings.from_dict(RunFolder.open(run_dir).read_record().config.as_dict())
+        runs.append(f"resume {settings.skill_manager_model}")
+        return runner.resume_e2e(run_dir, injections=injections(settings))
+
+    monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
+    monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
+    return runs

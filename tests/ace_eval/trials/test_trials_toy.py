@@ -13,14 +13,10 @@ from pathlib import Path
 
 import pytest
 from _plugins import install_toy_benchmark
-from _trials_support import DEV, TEST, injections
+from _trials_support import DEV, TEST, script_candidates
 from click.testing import CliRunner, Result
 
 from ace_eval.cli import main
-from ace_eval.e2e import runner
-from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.runner import E2EResult
-from ace_eval.run.folder import RunFolder
 from ace_eval.store import SkillbookStore
 from ace_eval.trials import read_scoreboard
 
@@ -29,20 +25,7 @@ from ace_eval.trials import read_scoreboard
 def learned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The toy plugin installed; each candidate's run gets the skill manager its `skill_manager_model` names."""
     install_toy_benchmark(tmp_path / "site", monkeypatch)
-    runs: list[str] = []
-
-    def run(settings: E2ESettings) -> E2EResult:
-        runs.append(settings.skill_manager_model)
-        return runner.run_e2e(settings, injections=injections(settings))
-
-    def resume(run_dir: Path) -> E2EResult:
-        settings = E2ESettings.from_dict(RunFolder.open(run_dir).read_record().config.as_dict())
-        runs.append(f"resume {settings.skill_manager_model}")
-        return runner.resume_e2e(run_dir, injections=injections(settings))
-
-    monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
-    monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
-    return runs
+    return script_candidates(monkeypatch)
 
 
 def invoke(args: list[str]) -> Result:
