@@ -144,3 +144,21 @@ def test_max_episodes_stops_before_a_candidate_would_exceed_it_and_names_the_res
     result = invoke(["--resume", str(out)])
     assert result.exit_code == 0, result.output
     assert learned == ["test:helpful", "test:harmful", "test:useless"]
+
+
+def test_every_epochs_checkpoint_of_a_multi_epoch_candidate_is_a_candidate(learned: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "trial"
+    result = invoke(["--vary", "epochs=1,2", "--skill-manager-model", "test:helpful", "--benchmark", "toy-support",
+                     "--dev-tasks", DEV, "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    board = read_scoreboard(out / "scoreboard.json")
+    assert [c.name for c in board.candidates] == ["epochs=1", "epochs=2@epoch1", "epochs=2@epoch2"]
+    assert board.candidates[2].settings == {"epochs": 2, "checkpoint": 2}
+    first, second = (json.loads(Path(c.run_dir, "run.json").read_text()) for c in board.candidates[1:])
+    assert first["config"]["epochs"] == second["config"]["epochs"] == 1
+    # the second epoch learned on from the first's skillbook
+    assert second["config"]["skillbook"] == board.candidates[1].skillbook
+    assert len(learned) == 3
+    # all three solve every dev task: the tie goes to the fewest learning tokens
+    assert {c.dev.mean for c in board.candidates} == {1.0}
+    assert board.winner == min(board.candidates, key=lambda c: c.tokens).name

@@ -154,6 +154,7 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: 
         candidates_from_vary,
         check_candidates,
         claim_trial,
+        expand_epochs,
         run_trial,
     )
 
@@ -173,6 +174,7 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: 
         [shared] = candidates_from_vary([spec.split(",", 1)[0]])
         base.update(shared.settings)
     check_candidates(candidates, base)
+    candidates = expand_epochs(candidates, base)
     options = benchmark_options(a.option_specs)
     learner = load_benchmark(a.benchmark_name, options) if a.benchmark_name else None
     judge: Benchmark

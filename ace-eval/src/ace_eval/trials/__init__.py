@@ -21,6 +21,7 @@ from ace_eval.trials._vary import (
     candidates_from_toml,
     candidates_from_vary,
     check_candidates,
+    expand_epochs,
     varying_keys,
 )
 
@@ -40,6 +41,7 @@ __all__ = [
     "candidates_from_toml",
     "candidates_from_vary",
     "check_candidates",
+    "expand_epochs",
     "claim_trial",
     "pareto_set",
     "pick_winner",

@@ -131,7 +131,11 @@ def _learn(plan: TrialPlan, candidate: Candidate, traces: Path) -> RunFolder:
         if folder.read_record().status != "completed":
             return resume_e2e(folder.path).folder
         return folder
-    settings = E2ESettings.from_dict({**plan.base, **candidate.settings, "traces": traces, "no_benchmark": True,
+    learn = dict(candidate.learn if candidate.learn is not None else candidate.settings)
+    if candidate.start_from is not None:  # the previous epoch's checkpoint (finished: candidates run in order)
+        previous = _learn(plan, next(c for c in plan.candidates if c.name == candidate.start_from), traces)
+        learn["skillbook"] = previous.learned_skillbook(previous.read_record())
+    settings = E2ESettings.from_dict({**plan.base, **learn, "traces": traces, "no_benchmark": True,
                                       "output_dir": home})  # fmt: skip
     return run_e2e(settings).folder
 

@@ -16,7 +16,15 @@ from pydantic import TypeAdapter, ValidationError
 from ace.exceptions import UserError
 from ace_eval.e2e.config import E2ESettings
 
-__all__ = ["FIXED", "Candidate", "VaryError", "candidates_from_toml", "candidates_from_vary", "varying_keys"]
+__all__ = [
+    "FIXED",
+    "expand_epochs",
+    "Candidate",
+    "VaryError",
+    "candidates_from_toml",
+    "candidates_from_vary",
+    "varying_keys",
+]
 
 FIXED = frozenset({"output_dir", "config_file", "sources", "traces", "benchmark", "benchmark_options",
                    "no_benchmark", "verbose", "review", "steps"})  # fmt: skip
@@ -33,6 +41,11 @@ class Candidate:
 
     name: str
     settings: Mapping[str, object]
+    """What the candidate varies (as the scoreboard shows it)."""
+    learn: Mapping[str, object] | None = None
+    """The settings its run learns with when they differ from `settings` (an epoch checkpoint's: one epoch)."""
+    start_from: str | None = None
+    """The candidate whose learned skillbook this one's run starts from (the previous epoch's checkpoint)."""
 
 
 def varying_keys() -> list[str]:
@@ -98,3 +111,23 @@ def check_candidates(candidates: Sequence[Candidate], base: Mapping[str, object]
         raise VaryError(f"candidate names must differ: {', '.join(names)}")
     for candidate in candidates:
         E2ESettings.from_dict({**base, **candidate.settings})
+
+
+def expand_epochs(candidates: Sequence[Candidate], base: Mapping[str, object]) -> list[Candidate]:
+    """Every epoch's checkpoint of a multi-epoch candidate as a candidate of its own: `NAME@epoch1` learns one epoch,
+    `NAME@epoch2` one more epoch from `NAME@epoch1`'s skillbook, and so on (the same total learning as one run of
+    N epochs, with each epoch's skillbook kept and scored)."""
+    out: list[Candidate] = []
+    for candidate in candidates:
+        epochs = int(str({**base, **candidate.settings}.get("epochs", 1)))
+        if epochs <= 1:
+            out.append(candidate)
+            continue
+        previous: str | None = None
+        for k in range(1, epochs + 1):
+            name = f"{candidate.name}@epoch{k}"
+            settings = {**candidate.settings, "epochs": epochs, "checkpoint": k}
+            out.append(Candidate(name=name, settings=settings, learn={**candidate.settings, "epochs": 1},
+                                 start_from=previous))  # fmt: skip
+            previous = name
+    return out
