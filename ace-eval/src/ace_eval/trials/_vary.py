@@ -18,11 +18,11 @@ from ace_eval.e2e.config import E2ESettings
 
 __all__ = [
     "FIXED",
-    "expand_epochs",
     "Candidate",
     "VaryError",
     "candidates_from_toml",
     "candidates_from_vary",
+    "expand_epochs",
     "varying_keys",
 ]
 
