@@ -162,3 +162,18 @@ def test_every_epochs_checkpoint_of_a_multi_epoch_candidate_is_a_candidate(learn
     # all three solve every dev task: the tie goes to the fewest learning tokens
     assert {c.dev.mean for c in board.candidates} == {1.0}
     assert board.winner == min(board.candidates, key=lambda c: c.tokens).name
+
+
+def test_a_variants_file_lists_the_candidates_and_a_bad_entry_exits_2(learned: list[str], tmp_path: Path) -> None:
+    variants = tmp_path / "variants.toml"
+    good = '[[candidate]]\nname = "good"\nskill_manager_model = "test:helpful"\n'
+    variants.write_text(good + '[[candidate]]\nname = "bad"\nskill_manager_model = "test:harmful"\n', encoding="utf-8")
+    out = tmp_path / "trial"
+    result = invoke(["--variants", str(variants), "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    board = read_scoreboard(out / "scoreboard.json")
+    assert [(c.name, c.verdict) for c in board.candidates] == [("good", "won"), ("bad", "lost")]
+    variants.write_text('[[candidate]]\nname = "x"\nepoch = 2\n', encoding="utf-8")
+    result = invoke(["--variants", str(variants), "--benchmark", "toy-support", "--out", str(tmp_path / "other")])
+    assert result.exit_code == 2 and f"--variants {variants}: epoch: not an e2e setting" in result.output
+    assert not (tmp_path / "other").exists()

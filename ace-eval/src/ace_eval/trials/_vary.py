@@ -53,9 +53,9 @@ def varying_keys() -> list[str]:
     return sorted(f.name for f in dataclasses.fields(E2ESettings) if f.name not in FIXED)
 
 
-def _value(key: str, raw: object) -> object:
+def _value(key: str, raw: object, flag: str = "--vary") -> object:
     if key not in varying_keys():
-        raise VaryError(f"--vary {key}: not an e2e setting a trial can vary; valid keys: {', '.join(varying_keys())}")
+        raise VaryError(f"{flag} {key}: not an e2e setting a trial can vary; valid keys: {', '.join(varying_keys())}")
     hint = typing.get_type_hints(E2ESettings)[key]
     if isinstance(raw, str) and typing.get_origin(hint) is tuple:
         raw = [part for part in raw.split("+") if part]
@@ -65,7 +65,7 @@ def _value(key: str, raw: object) -> object:
         return TypeAdapter(hint).validate_python(raw)
     except ValidationError as e:
         problem = e.errors()[0]["msg"]
-        raise VaryError(f"--vary {key}={raw}: {problem}; valid keys: {', '.join(varying_keys())}") from None
+        raise VaryError(f"{flag} {key}={raw}: {problem}; valid keys: {', '.join(varying_keys())}") from None
 
 
 def _name(settings: Mapping[str, object]) -> str:
@@ -99,7 +99,7 @@ def candidates_from_toml(path: Path) -> list[Candidate]:
         raise VaryError(f"--variants {path}: no [[candidate]] tables; write one per candidate (key = value)")
     out: list[Candidate] = []
     for table in tables:
-        settings = {k: _value(k, v) for k, v in table.items() if k != "name"}
+        settings = {k: _value(k, v, f"--variants {path}:") for k, v in table.items() if k != "name"}
         out.append(Candidate(name=str(table.get("name") or _name(settings)), settings=settings))
     return out
 
