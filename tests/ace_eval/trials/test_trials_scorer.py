@@ -89,3 +89,31 @@ def test_a_scoring_function_judges_candidates_learned_from_the_demo_collection(s
     assert not (out / "traces").exists()  # --traces: nothing collected, every candidate replayed the demo
     for entry in board.candidates:
         assert Path(entry.run_dir, "collection", "traces.jsonl").is_file()
+
+
+COUNTING = """
+def score(skillbook, task_ids, num_trials):
+    # task `kN-x` passes when the skillbook holds at least N visible skills
+    n = len([s for s in skillbook.skills() if s.visible])
+    return {t: [1.0 if n >= int(t.split("-")[0][1:]) else 0.0] * num_trials for t in task_ids}
+"""
+
+
+def test_grounded_reflections_and_the_rules_skill_manager_need_no_model_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No scripted model either: the grounded reflector and the `rules` skill manager learn from the demo's
+    verdicts; the candidate that reads all ten traces learns more skills and wins."""
+    (tmp_path / "counting_scorer.py").write_text(textwrap.dedent(COUNTING), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "trial"
+    args = ["trials", "--traces", str(DEMO), "--reflector-type", "grounded", "--skill-manager-model", "rules",
+            "--vary", "limit=1,10", "--scorer", "counting_scorer:score",
+            "--dev-tasks", "k1-a,k1-b,k2-a,k2-b,k3-a,k3-b", "--test-tasks", "k9-a", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    board = read_scoreboard(out / "scoreboard.json")
+    assert [(c.name, c.verdict, c.dev.mean) for c in board.candidates] == [("limit=1", "lost", 0.0),
+                                                                          ("limit=10", "won", 1.0)]  # fmt: skip
+    assert board.gate.decision == "promote" and board.incumbent == "none"
+    assert board.test is not None and board.test.per_task == {"k9-a": [0.0]}
