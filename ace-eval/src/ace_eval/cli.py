@@ -113,6 +113,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "steps",
             "The pipeline steps `ace-eval e2e` can run (`--step NAME`, `--no-step NAME`).",
         ),
+        "trials": LazyCommand(
+            "ace_eval.commands.trials",
+            "trials",
+            "Compare ways to learn a skillbook on the same dev tasks; gate and keep the best, record the rest.",
+        ),
         "verify": LazyCommand(
             "ace_eval.commands.verify",
             "verify",
