@@ -49,8 +49,8 @@ def _global_skills(hub: Hub) -> tuple[dict[str, GlobalSkill], list[dict[str, Any
     events: list[dict[str, Any]] = []
     current = store.current_number()
     for version in store.versions():
-        if current is not None and version.number > current:
-            break  # a version past `current` (a rollback) does not count
+        if current is None or version.number > current:
+            break  # a version past `current` (a kill before the pointer moved, or a rollback) does not count
         details = version.record.produced_by.details
         action = details.get("action")
         if action == "promote":
