@@ -7,14 +7,30 @@ from pathlib import Path
 from ace.core.insight_source import InsightSource
 from ace.core.skillbook import Skillbook
 
-RATE_LIMIT = ("harness", "The tool API returns rate limit errors under burst load from the agent",
-              ["rate-limit", "retry"], "Wait and retry the call with exponential backoff when rate limited")  # fmt: skip
-RATE_LIMIT_PARAPHRASE = ("harness", "The tool API returns rate limit errors under burst load from agents",
-                         ["rate-limit", "retry"], "Wait and retry the call with exponential backoff when rate limited")  # fmt: skip
-CONFIRM = ("context", "Writes to a booking happen without asking the user first",
-           ["confirmation", "write"], "Confirm with the user before any write to a booking")  # fmt: skip
-OWN = ("context", "Telecom plans have roaming add-ons the agent forgets to list",
-       ["roaming", "plans"], "List the roaming add-ons when the user asks about travel")  # fmt: skip
+RATE_LIMIT = (
+    "harness",
+    "The tool API returns rate limit errors under burst load from the agent",
+    ["rate-limit", "retry"],
+    "Wait and retry the call with exponential backoff when rate limited",
+)
+RATE_LIMIT_PARAPHRASE = (
+    "harness",
+    "The tool API returns rate limit errors under burst load from agents",
+    ["rate-limit", "retry"],
+    "Wait and retry the call with exponential backoff when rate limited",
+)
+CONFIRM = (
+    "context",
+    "Writes to a booking happen without asking the user first",
+    ["confirmation", "write"],
+    "Confirm with the user before any write to a booking",
+)
+OWN = (
+    "context",
+    "Telecom plans have roaming add-ons the agent forgets to list",
+    ["roaming", "plans"],
+    "List the roaming add-ons when the user asks about travel",
+)
 SECRET = "sk-ant-api03-PLANTEDSECRETxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 
 

@@ -16,8 +16,12 @@ from ace_eval.federation import JOURNAL_FIELDS, Hub, promote, pull, push, read_s
 def test_four_projects_promote_pull_revoke(tmp_path: Path) -> None:
     embedder = TestEmbedder()
     hub = Hub(tmp_path / "hub")
-    planted = ("harness", f"Deploy key {SECRET} leaks into the tool logs of the retail agent", ["logs"],
-               "Never echo the deploy key xylophone-banana-phrase into logs")  # fmt: skip
+    planted = (
+        "harness",
+        f"Deploy key {SECRET} leaks into the tool logs of the retail agent",
+        ["logs"],
+        "Never echo the deploy key xylophone-banana-phrase into logs",
+    )
     books = {
         "airline": project_book(tmp_path / "airline" / "skillbook.json", "airline", [RATE_LIMIT, CONFIRM]),
         "retail": project_book(
@@ -25,8 +29,8 @@ def test_four_projects_promote_pull_revoke(tmp_path: Path) -> None:
         ),
         "telecom": project_book(tmp_path / "telecom" / "skillbook.json", "telecom", [RATE_LIMIT, OWN]),
         "bank": project_book(
-            tmp_path / "bank" / "skillbook.json", "bank", [OWN[:1] + ("Banks differ", ["banks"], "Ask which bank")]
-        ),  # noqa: E501
+            tmp_path / "bank" / "skillbook.json", "bank", [(*OWN[:1], "Banks differ", ["banks"], "Ask which bank")]
+        ),
     }
     for name, path in books.items():
         push(hub, path, project=name, embedder=embedder)

@@ -23,8 +23,12 @@ WORKER = Path(__file__).parent / "_fed_worker.py"
 def worker(*args: object, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(WORKER), *[str(a) for a in args]],
-        capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **env},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **env},
+    )
 
 
 def writes(tmp: Path, *args: object) -> int:
@@ -113,8 +117,12 @@ def test_two_concurrent_pushes_both_land(tmp_path: Path) -> None:
     hub, books = three_projects(tmp_path)
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen([sys.executable, str(WORKER), "push", str(hub.root), str(books[p.rstrip("2")]), p],
-                         env={**os.environ, "ACE_TEST_START": str(go)}, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, str(WORKER), "push", str(hub.root), str(books[p.rstrip("2")]), p],
+            env={**os.environ, "ACE_TEST_START": str(go)},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for p in ("telecom", "airline2")
     ]
     go.write_text("go")

@@ -4,14 +4,14 @@ skills (a hub is a folder: `--hub PATH`, `$ACE_FEDERATION_HUB`, or `[federation]
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ace.embeddings.base import Embedder
+from ace.embeddings.base import Embedder, EmbeddingMatrix
 from ace.exceptions import AceError, UserError
 
 __all__ = ["federate"]
@@ -34,27 +34,36 @@ def _errors() -> Iterator[None]:
 
 def _hub_option(f: _F) -> _F:
     return click.option(
-        "--hub", type=_PATH, default=None,
+        "--hub",
+        type=_PATH,
+        default=None,
         help="The hub folder (default: $ACE_FEDERATION_HUB, else [federation] hub in ace-eval.toml).",
-    )(f)  # fmt: skip
-
-
-def _embedder() -> Embedder:
-    from ace.embeddings import default_embedder
-
-    return default_embedder()
+    )(f)
 
 
 class _LazyEmbedder:
-    """Loads the default embedder only when two distinct skills of a section must be compared."""
+    """The default embedder, loaded only when two distinct skills of a section must be compared."""
 
     def __init__(self) -> None:
         self._inner: Embedder | None = None
 
-    def embed(self, texts: Any) -> Any:
+    def _load(self) -> Embedder:
         if self._inner is None:
-            self._inner = _embedder()
-        return self._inner.embed(texts)
+            from ace.embeddings import default_embedder
+
+            self._inner = default_embedder()
+        return self._inner
+
+    @property
+    def model_name(self) -> str:
+        return self._load().model_name
+
+    @property
+    def dimension(self) -> int:
+        return self._load().dimension
+
+    def embed(self, texts: Sequence[str]) -> EmbeddingMatrix:
+        return self._load().embed(texts)
 
 
 def _open(hub: Path | None) -> Any:
@@ -77,10 +86,9 @@ def push(source: Path, project: str, hub: Path | None) -> None:
     from ace_eval.federation import push as do_push
 
     with _errors():
-        r = do_push(_open(hub), source, project=project, embedder=_LazyEmbedder())  # type: ignore[arg-type]
-    click.echo(
-        f"{project}: {r.eligible} eligible, {r.contradicting} contradicting ({'replaced' if r.changed else 'unchanged'})"
-    )
+        r = do_push(_open(hub), source, project=project, embedder=_LazyEmbedder())
+    done = "replaced" if r.changed else "unchanged"
+    click.echo(f"{project}: {r.eligible} eligible, {r.contradicting} contradicting ({done})")
     for gid in r.revoked:
         click.echo(f"global skill {gid} quarantined: contradicted by too many projects")
 
@@ -93,15 +101,17 @@ def status(hub: Path | None, as_json: bool) -> None:
     from ace_eval.federation import read_state
 
     with _errors():
-        state = read_state(_open(hub).require(), _LazyEmbedder())  # type: ignore[arg-type]
+        state = read_state(_open(hub).require(), _LazyEmbedder())
     data = state.to_json()
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
     for c in data["clusters"]:
         flag = " promotable" if c["promotable"] else ""
-        click.echo(f"{c['id']}  {c['status']:<11} {c['section']:<8} projects: {', '.join(c['projects']) or '-'}"
-                   f"  contradicting: {', '.join(c['contradicting']) or '-'}{flag}")  # fmt: skip
+        click.echo(
+            f"{c['id']}  {c['status']:<11} {c['section']:<8} projects: {', '.join(c['projects']) or '-'}"
+            f"  contradicting: {', '.join(c['contradicting']) or '-'}{flag}"
+        )
 
 
 def _decide(action: str, hub: Path | None, cluster: tuple[str, ...], all_: bool, by: str, reason: str) -> None:
@@ -112,11 +122,11 @@ def _decide(action: str, hub: Path | None, cluster: tuple[str, ...], all_: bool,
     with _errors():
         h = _open(hub)
         if action == "promote":
-            done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=_LazyEmbedder())  # type: ignore[arg-type]
+            done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=_LazyEmbedder())
         else:
             if all_:
                 raise _Refused("reject names its clusters: pass --cluster ID")
-            done = reject(h, list(cluster), by=by, reason=reason, embedder=_LazyEmbedder())  # type: ignore[arg-type]
+            done = reject(h, list(cluster), by=by, reason=reason, embedder=_LazyEmbedder())
     click.echo(f"{action}d: {', '.join(done) or 'nothing (no promotable cluster)'}")
 
 
@@ -149,5 +159,5 @@ def pull(hub: Path | None, into: Path) -> None:
     from ace_eval.federation import pull as do_pull
 
     with _errors():
-        r = do_pull(_open(hub), into, embedder=_LazyEmbedder())  # type: ignore[arg-type]
+        r = do_pull(_open(hub), into, embedder=_LazyEmbedder())
     click.echo(f"{into}: {len(r.added)} added, {len(r.quarantined)} quarantined")

@@ -65,8 +65,13 @@ def push(hub: Hub, source: Path, *, project: str, embedder: Embedder | None) -> 
             hub.write_contribution(project, data)
         skills = data["skills"]
         counts = {s: sum(1 for e in skills if e["state"] == s) for s in ("eligible", "contradicting")}
-        hub.journal("push", project=project, counts=counts, decision="replaced" if changed else "unchanged",
-                    hashes=sorted({e["content_hash"] for e in skills}))  # fmt: skip
+        hub.journal(
+            "push",
+            project=project,
+            counts=counts,
+            decision="replaced" if changed else "unchanged",
+            hashes=sorted({e["content_hash"] for e in skills}),
+        )
         state = read_state(hub, embedder)
         revoked = [
             _revoke(
@@ -84,13 +89,25 @@ def _revoke(hub: Hub, state: HubState, global_id: str, projects: list[str], *, b
     reason = f"contradicted by {len(projects)} project(s): {', '.join(projects)}"
     evidence = [f"{p}:{global_id}" for p in projects]
     book.quarantine_skill(global_id, reason, evidence=evidence, insight_source=InsightSource.manual(reason))
-    details: dict[str, Any] = {"action": "revoke", "global_id": global_id, "projects": projects, "by": by,
-                               "reason": reason}  # fmt: skip
+    details: dict[str, Any] = {
+        "action": "revoke",
+        "global_id": global_id,
+        "projects": projects,
+        "by": by,
+        "reason": reason,
+    }
     version = hub.global_store().publish_skillbook(
         book, produced_by=ProducedBy(kind="federation", details=details), ungated_reason="federation revocation"
     )
-    hub.journal("revoke", global_id=global_id, projects=projects, by=by, version=version.number,
-                counts={"contradicting": len(projects)}, decision="quarantined")  # fmt: skip
+    hub.journal(
+        "revoke",
+        global_id=global_id,
+        projects=projects,
+        by=by,
+        version=version.number,
+        counts={"contradicting": len(projects)},
+        decision="quarantined",
+    )
     return global_id
 
 
@@ -154,7 +171,7 @@ def promote(hub: Hub, clusters: Sequence[str] | None, *, by: str, reason: str, e
                     trace_id=m.skill_id,
                     reviewer=by,
                     reviewed_at=utc_now(),
-                )  # fmt: skip
+                )
                 for p, m in firsts.items()
             ]
             skill = book.add_skill(
@@ -162,16 +179,31 @@ def promote(hub: Hub, clusters: Sequence[str] | None, *, by: str, reason: str, e
             )
             for s in sources[1:]:
                 book.tag_skill(skill.id, 1, insight_source=s)
-            promoted.append({"cluster": c.id, "global_id": skill.id, "section": c.section, "hashes": c.hashes,
-                             "projects": c.projects})  # fmt: skip
+            promoted.append(
+                {
+                    "cluster": c.id,
+                    "global_id": skill.id,
+                    "section": c.section,
+                    "hashes": c.hashes,
+                    "projects": c.projects,
+                }
+            )
         details: dict[str, Any] = {"action": "promote", "by": by, "reason": reason, "promoted": promoted}
         version = hub.global_store().publish_skillbook(
             book, produced_by=ProducedBy(kind="federation", details=details), ungated_reason="federation promotion"
         )
         for p in promoted:
-            hub.journal("promote", cluster=p["cluster"], global_id=p["global_id"], hashes=p["hashes"],
-                        projects=p["projects"], by=by, version=version.number, decision="accepted",
-                        counts={"projects": len(p["projects"])})  # fmt: skip
+            hub.journal(
+                "promote",
+                cluster=p["cluster"],
+                global_id=p["global_id"],
+                hashes=p["hashes"],
+                projects=p["projects"],
+                by=by,
+                version=version.number,
+                decision="accepted",
+                counts={"projects": len(p["projects"])},
+            )
     return [str(p["global_id"]) for p in promoted]
 
 
@@ -184,8 +216,9 @@ def reject(hub: Hub, clusters: Sequence[str], *, by: str, reason: str, embedder:
         state = read_state(hub, embedder)
         chosen = _pick(state, clusters, promotable=False)
         for c in chosen:
-            hub.write_rejection(c.id, {"by": by, "reason": reason, "at": utc_now(), "projects": c.projects,
-                                       "hashes": c.hashes})  # fmt: skip
+            hub.write_rejection(
+                c.id, {"by": by, "reason": reason, "at": utc_now(), "projects": c.projects, "hashes": c.hashes}
+            )
             hub.journal("reject", cluster=c.id, hashes=c.hashes, projects=c.projects, by=by, decision="rejected")
     return [c.id for c in chosen]
 
@@ -204,11 +237,16 @@ def pull(hub: Hub, into: Path, *, embedder: Embedder | None) -> PullResult:
     system = hub.source_system
     for g in state.globals.values():
         held = [
-            s for s in book.skills(include_inactive=True)
+            s
+            for s in book.skills(include_inactive=True)
             if g.global_id in linked_globals(s, system) or skill_hash(s) in g.hashes
-        ]  # fmt: skip
-        source = InsightSource(trace_uid=f"{system}:{g.global_id}", source_system=system, trace_id=g.global_id,
-                               learning_text=f"pulled from hub {hub.name}")  # fmt: skip
+        ]
+        source = InsightSource(
+            trace_uid=f"{system}:{g.global_id}",
+            source_system=system,
+            trace_id=g.global_id,
+            learning_text=f"pulled from hub {hub.name}",
+        )
         if g.quarantined is not None:
             reason = f"federation {hub.name}: global skill {g.global_id} quarantined ({g.quarantined['reason']})"
             for s in held:
@@ -224,11 +262,16 @@ def pull(hub: Hub, into: Path, *, embedder: Embedder | None) -> PullResult:
     if result.changed:
         if store:
             SkillbookStore(into).publish_skillbook(
-                book, produced_by=ProducedBy(kind="federation", details={"action": "pull", "hub": hub.name}),
+                book,
+                produced_by=ProducedBy(kind="federation", details={"action": "pull", "hub": hub.name}),
                 ungated_reason=f"federation pull from {hub.name}",
-            )  # fmt: skip
+            )
         else:
             book.save_to_file(resolve_skillbook(into))
-    hub.journal("pull", hashes=[], counts={"added": len(result.added), "quarantined": len(result.quarantined)},
-                decision="changed" if result.changed else "unchanged")  # fmt: skip
+    hub.journal(
+        "pull",
+        hashes=[],
+        counts={"added": len(result.added), "quarantined": len(result.quarantined)},
+        decision="changed" if result.changed else "unchanged",
+    )
     return result

@@ -143,8 +143,9 @@ def resolve_hub(given: str | os.PathLike[str] | None, cwd: Path | None = None) -
             table = tomllib.loads(config.read_text(encoding="utf-8")).get("federation", {})
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise FederationError(f"{config}: not valid TOML ({e})") from None
-        if isinstance(table, dict) and isinstance(table.get("hub"), str):
-            return config.parent / table["hub"]
+        hub = table.get("hub") if isinstance(table, dict) else None
+        if isinstance(hub, str):
+            return config.parent / hub
     raise FederationError(
         f"no hub given: pass --hub PATH, set {HUB_ENV}, or put `[federation] hub = PATH` in ace-eval.toml"
     )

@@ -67,17 +67,34 @@ def _global_skills(hub: Hub) -> tuple[dict[str, GlobalSkill], list[dict[str, Any
                     version=version.number,
                 )
                 found[g.global_id] = g
-                events.append({"action": "promote", "cluster": g.cluster, "global_id": g.global_id,
-                               "projects": g.projects, "by": g.by, "reason": g.reason, "version": version.number})  # fmt: skip
+                events.append(
+                    {
+                        "action": "promote",
+                        "cluster": g.cluster,
+                        "global_id": g.global_id,
+                        "projects": g.projects,
+                        "by": g.by,
+                        "reason": g.reason,
+                        "version": version.number,
+                    }
+                )
         elif action == "revoke":
             gid = str(details["global_id"])
             if gid in found:
                 found[gid].quarantined = {k: details[k] for k in ("by", "reason", "projects")} | {
                     "version": version.number
                 }
-            events.append({"action": "revoke", "cluster": found[gid].cluster if gid in found else None,
-                           "global_id": gid, "projects": details["projects"], "by": details["by"],
-                           "reason": details["reason"], "version": version.number})  # fmt: skip
+            events.append(
+                {
+                    "action": "revoke",
+                    "cluster": found[gid].cluster if gid in found else None,
+                    "global_id": gid,
+                    "projects": details["projects"],
+                    "by": details["by"],
+                    "reason": details["reason"],
+                    "version": version.number,
+                }
+            )
     book = store.load() if current is not None else None
     return found, events, book
 
@@ -92,8 +109,18 @@ def read_state(hub: Hub, embedder: Embedder | None) -> HubState:
     globals_, events, book = _global_skills(hub)
     rejections = hub.rejections()
     for cid, r in rejections.items():
-        events.append({"action": "reject", "cluster": cid, "global_id": None, "projects": r.get("projects", []),
-                       "by": r["by"], "reason": r["reason"], "version": None, "at": r.get("at")})  # fmt: skip
+        events.append(
+            {
+                "action": "reject",
+                "cluster": cid,
+                "global_id": None,
+                "projects": r.get("projects", []),
+                "by": r["by"],
+                "reason": r["reason"],
+                "version": None,
+                "at": r.get("at"),
+            }
+        )
     for g in globals_.values():
         g.contradicting = sorted(
             project
@@ -107,16 +134,17 @@ def read_state(hub: Hub, embedder: Embedder | None) -> HubState:
     by_hash = {h: g for g in globals_.values() for h in g.hashes}
     claimed: set[str] = set()
     for c in clusters:
-        g = next((by_hash[h] for h in c.hashes if h in by_hash), None)
-        if g is not None and g.global_id not in claimed:
-            claimed.add(g.global_id)
-            c.id, c.global_id, c.contradicting = g.cluster, g.global_id, g.contradicting
-            c.status = "quarantined" if g.quarantined else "global"
+        held = next((by_hash[h] for h in c.hashes if h in by_hash), None)
+        if held is not None and held.global_id not in claimed:
+            claimed.add(held.global_id)
+            c.id, c.global_id, c.contradicting = held.cluster, held.global_id, held.contradicting
+            c.status = "quarantined" if held.quarantined else "global"
             continue
         c.contradicting = sorted(
-            p for p, data in contributions.items()
+            p
+            for p, data in contributions.items()
             if any(e["state"] == "contradicting" and e["content_hash"] in c.hashes for e in data["skills"])
-        )  # fmt: skip
+        )
         if c.id in rejections:
             c.status = "rejected"
     for g in globals_.values():  # a global skill no project supports any more still shows
@@ -129,6 +157,6 @@ def read_state(hub: Hub, embedder: Embedder | None) -> HubState:
                     global_id=g.global_id,
                     status="quarantined" if g.quarantined else "global",
                     contradicting=g.contradicting,
-                )  # fmt: skip
+                )
             )
     return HubState(policy, contributions, globals_, clusters, events, book)
