@@ -14,7 +14,7 @@ import click
 from ace.embeddings.base import Embedder, EmbeddingMatrix
 from ace.exceptions import AceError, UserError
 
-__all__ = ["federate"]
+__all__ = ["LazyEmbedder", "federate"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _PATH = click.Path(path_type=Path)
@@ -41,7 +41,7 @@ def _hub_option(f: _F) -> _F:
     )(f)
 
 
-class _LazyEmbedder:
+class LazyEmbedder:
     """The default embedder, loaded only when two distinct skills of a section must be compared."""
 
     def __init__(self) -> None:
@@ -86,7 +86,7 @@ def push(source: Path, project: str, hub: Path | None) -> None:
     from ace_eval.federation import push as do_push
 
     with _errors():
-        r = do_push(_open(hub), source, project=project, embedder=_LazyEmbedder())
+        r = do_push(_open(hub), source, project=project, embedder=LazyEmbedder())
     done = "replaced" if r.changed else "unchanged"
     click.echo(f"{project}: {r.eligible} eligible, {r.contradicting} contradicting ({done})")
     for gid in r.revoked:
@@ -101,7 +101,7 @@ def status(hub: Path | None, as_json: bool) -> None:
     from ace_eval.federation import read_state
 
     with _errors():
-        state = read_state(_open(hub).require(), _LazyEmbedder())
+        state = read_state(_open(hub).require(), LazyEmbedder())
     data = state.to_json()
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -122,11 +122,11 @@ def _decide(action: str, hub: Path | None, cluster: tuple[str, ...], all_: bool,
     with _errors():
         h = _open(hub)
         if action == "promote":
-            done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=_LazyEmbedder())
+            done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=LazyEmbedder())
         else:
             if all_:
                 raise _Refused("reject names its clusters: pass --cluster ID")
-            done = reject(h, list(cluster), by=by, reason=reason, embedder=_LazyEmbedder())
+            done = reject(h, list(cluster), by=by, reason=reason, embedder=LazyEmbedder())
     click.echo(f"{action}d: {', '.join(done) or 'nothing (no promotable cluster)'}")
 
 
@@ -159,5 +159,5 @@ def pull(hub: Path | None, into: Path) -> None:
     from ace_eval.federation import pull as do_pull
 
     with _errors():
-        r = do_pull(_open(hub), into, embedder=_LazyEmbedder())
+        r = do_pull(_open(hub), into, embedder=LazyEmbedder())
     click.echo(f"{into}: {len(r.added)} added, {len(r.quarantined)} quarantined")
