@@ -4,32 +4,19 @@ skills (a hub is a folder: `--hub PATH`, `$ACE_FEDERATION_HUB`, or `[federation]
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from ace.embeddings.base import Embedder, EmbeddingMatrix
-from ace.exceptions import AceError, UserError
+from ace_eval.reporting import UserFix
 
 __all__ = ["LazyEmbedder", "federate"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _PATH = click.Path(path_type=Path)
-
-
-class _Refused(click.ClickException):
-    exit_code = 2
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except AceError as e:
-        raise (_Refused if isinstance(e, UserError) else click.ClickException)(str(e)) from None
 
 
 def _hub_option(f: _F) -> _F:
@@ -85,8 +72,7 @@ def push(source: Path, project: str, hub: Path | None) -> None:
     """Contribute SOURCE's eligible skills (a skillbook or a store), replacing the project's previous push."""
     from ace_eval.federation import push as do_push
 
-    with _errors():
-        r = do_push(_open(hub), source, project=project, embedder=LazyEmbedder())
+    r = do_push(_open(hub), source, project=project, embedder=LazyEmbedder())
     done = "replaced" if r.changed else "unchanged"
     click.echo(f"{project}: {r.eligible} eligible, {r.contradicting} contradicting ({done})")
     for gid in r.revoked:
@@ -100,8 +86,7 @@ def status(hub: Path | None, as_json: bool) -> None:
     """The clusters of the hub: projects, contradictions, promotable, status."""
     from ace_eval.federation import read_state
 
-    with _errors():
-        state = read_state(_open(hub).require(), LazyEmbedder())
+    state = read_state(_open(hub).require(), LazyEmbedder())
     data = state.to_json()
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -118,15 +103,14 @@ def _decide(action: str, hub: Path | None, cluster: tuple[str, ...], all_: bool,
     from ace_eval.federation import promote, reject
 
     if bool(cluster) == all_:
-        raise _Refused("pass --cluster ID (one or more) or --all, not both")
-    with _errors():
-        h = _open(hub)
-        if action == "promote":
-            done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=LazyEmbedder())
-        else:
-            if all_:
-                raise _Refused("reject names its clusters: pass --cluster ID")
-            done = reject(h, list(cluster), by=by, reason=reason, embedder=LazyEmbedder())
+        raise UserFix("pass --cluster ID (one or more) or --all, not both")
+    h = _open(hub)
+    if action == "promote":
+        done = promote(h, list(cluster) or None, by=by, reason=reason, embedder=LazyEmbedder())
+    else:
+        if all_:
+            raise UserFix("reject names its clusters: pass --cluster ID")
+        done = reject(h, list(cluster), by=by, reason=reason, embedder=LazyEmbedder())
     click.echo(f"{action}d: {', '.join(done) or 'nothing (no promotable cluster)'}")
 
 
@@ -158,6 +142,5 @@ def pull(hub: Path | None, into: Path) -> None:
     """Add the global skills to a project; quarantine there the ones the hub quarantined."""
     from ace_eval.federation import pull as do_pull
 
-    with _errors():
-        r = do_pull(_open(hub), into, embedder=LazyEmbedder())
+    r = do_pull(_open(hub), into, embedder=LazyEmbedder())
     click.echo(f"{into}: {len(r.added)} added, {len(r.quarantined)} quarantined")
