@@ -81,7 +81,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "federate": LazyCommand(
             "ace_eval.commands.federate",
             "federate",
-            "Share skills across projects through a hub: push, status, promote, reject, pull.",
+            "Share skills across projects through a hub: push, status, promote, reject, revoke, pull.",
         ),
         "review": LazyCommand(
             "ace_eval.commands.review",

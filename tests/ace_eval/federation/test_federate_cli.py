@@ -78,3 +78,18 @@ def test_the_hub_comes_from_the_environment_or_the_config_file(
     assert CliRunner().invoke(main, ["federate", "status", "--json"]).exit_code == 0
     nohub = CliRunner().invoke(main, ["federate", "status", "--hub", str(tmp_path / "nothing")])
     assert nohub.exit_code == 2 and "not a federation hub" in nohub.output
+
+
+def test_revoke_is_checked_against_the_revokers_and_quarantines_the_global_skill(hub: Path) -> None:
+    (hub / "policy.toml").write_text('promoters = ["*"]\nrevokers = ["ana"]\n')
+    ok = CliRunner().invoke(main, ["federate", "promote", "--hub", str(hub), "--all", "--by", "bob", "--reason", "ok"])
+    assert ok.exit_code == 0, ok.output
+    [gid] = ok.output.split(": ", 1)[1].split()
+    before = files(hub)
+    args = ["federate", "revoke", "--hub", str(hub), "--global-id", gid, "--reason", "wrong"]
+    refused = CliRunner().invoke(main, [*args, "--by", "bob"])
+    assert refused.exit_code == 2 and "'bob' may not revoke" in refused.output
+    assert files(hub) == before
+    assert CliRunner().invoke(main, [*args, "--by", "ana"]).exit_code == 0
+    status = json.loads(CliRunner().invoke(main, ["federate", "status", "--hub", str(hub), "--json"]).output)
+    assert [c["status"] for c in status["clusters"]] == ["quarantined"]

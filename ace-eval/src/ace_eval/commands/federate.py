@@ -61,7 +61,7 @@ def _open(hub: Path | None) -> Any:
 
 @click.group()
 def federate() -> None:
-    """Share skills across projects through a hub: push, status, promote, reject, pull."""
+    """Share skills across projects through a hub: push, status, promote, reject, revoke, pull."""
 
 
 @federate.command()
@@ -144,3 +144,16 @@ def pull(hub: Path | None, into: Path) -> None:
 
     r = do_pull(_open(hub), into, embedder=LazyEmbedder())
     click.echo(f"{into}: {len(r.added)} added, {len(r.quarantined)} quarantined")
+
+
+@federate.command()
+@_hub_option
+@click.option("--global-id", "global_id", required=True, help="The global skill's id (`federate status`).")
+@click.option("--by", required=True, help="Who revokes (checked against policy.toml's revokers).")
+@click.option("--reason", required=True, help="Why (kept in the global version, redacted).")
+def revoke(hub: Path | None, global_id: str, by: str, reason: str) -> None:
+    """Quarantine a global skill in a new global version; the next pull quarantines it in every project."""
+    from ace_eval.federation import revoke as do_revoke
+
+    do_revoke(_open(hub), global_id, by=by, reason=reason, embedder=LazyEmbedder())
+    click.echo(f"revoked: {global_id}")

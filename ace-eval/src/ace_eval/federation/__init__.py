@@ -10,7 +10,7 @@ pull(hub, Path("telecom/skillbook.json"), embedder=embedder)
 ```
 """
 
-from ace_eval.federation._actions import PullResult, PushResult, promote, pull, push, reject
+from ace_eval.federation._actions import PullResult, PushResult, promote, pull, push, reject, revoke
 from ace_eval.federation._clusters import Cluster, find_clusters
 from ace_eval.federation._contribution import content_hash
 from ace_eval.federation._hub import HUB_ENV, JOURNAL_FIELDS, FederationError, Hub, Policy, resolve_hub
@@ -35,4 +35,5 @@ __all__ = [
     "read_state",
     "reject",
     "resolve_hub",
+    "revoke",
 ]

@@ -22,7 +22,7 @@ from ace_eval.federation._hub import FederationError, Hub, check_project
 from ace_eval.federation._state import HubState, read_state
 from ace_eval.store import ProducedBy, SkillbookStore, is_store, resolve_skillbook
 
-__all__ = ["PullResult", "PushResult", "promote", "pull", "push", "reject"]
+__all__ = ["PullResult", "PushResult", "promote", "pull", "push", "reject", "revoke"]
 
 
 @dataclass
@@ -83,10 +83,26 @@ def push(hub: Hub, source: Path, *, project: str, embedder: Embedder | None) -> 
     return PushResult(project, counts["eligible"], counts["contradicting"], changed, revoked)
 
 
-def _revoke(hub: Hub, state: HubState, global_id: str, projects: list[str], *, by: str) -> str:
+def revoke(hub: Hub, global_id: str, *, by: str, reason: str, embedder: Embedder | None) -> str:
+    """A person's revocation of a global skill (checked against the policy's revokers): quarantined in a new
+    global version; the next pull quarantines it in every project that holds it."""
+    hub.require()
+    _check(hub, "revoke", by, reason)
+    with hub.locked():
+        state = read_state(hub, embedder)
+        g = state.globals.get(global_id)
+        if g is None or g.quarantined is not None:
+            known = ", ".join(k for k, v in state.globals.items() if v.quarantined is None) or "none"
+            raise FederationError(
+                f"{global_id} is not a global skill in service (in service: {known}); nothing changed"
+            )
+        return _revoke(hub, state, global_id, g.contradicting, by=by, reason=Redactor().redact_text(reason))
+
+
+def _revoke(hub: Hub, state: HubState, global_id: str, projects: list[str], *, by: str, reason: str = "") -> str:
     assert state.global_book is not None
     book = Skillbook.from_dict(state.global_book.to_dict())
-    reason = f"contradicted by {len(projects)} project(s): {', '.join(projects)}"
+    reason = reason or f"contradicted by {len(projects)} project(s): {', '.join(projects)}"
     evidence = [f"{p}:{global_id}" for p in projects]
     book.quarantine_skill(global_id, reason, evidence=evidence, insight_source=InsightSource.manual(reason))
     details: dict[str, Any] = {
