@@ -78,6 +78,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "Write one self-contained HTML page about one or more run folders, or a skillbook store (no network "
             "needed).",
         ),
+        "federate": LazyCommand(
+            "ace_eval.commands.federate",
+            "federate",
+            "Share skills across projects through a hub: push, status, promote, reject, revoke, pull.",
+        ),
         "review": LazyCommand(
             "ace_eval.commands.review",
             "review",

@@ -35,7 +35,8 @@ def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
     rewards, the Pareto set, the gate's table, the held-out test result, and each candidate's run page.
 
     A skillbook store (`ace-eval skillbook publish ... --to STORE`) gets its own page: its versions with their
-    lineage, the current one, who produced each, what changed from its parent, and each gate's evidence.
+    lineage, the current one, who produced each, what changed from its parent, and each gate's evidence. A
+    federation hub (`ace-eval federate`) gets its clusters, projects x skills matrix, promotions and revocations.
     """
     from ace.integrations.store_format import is_store
     from ace_eval.report import read_report_run, write_report
@@ -46,12 +47,21 @@ def report(run_dirs: tuple[Path, ...], output: Path | None) -> None:
         return
     if output is None:
         one_run = len(run_dirs) == 1 and run_dirs[0].is_dir() and not is_store(run_dirs[0])
+        one_run = one_run and not (run_dirs[0] / "hub.json").is_file()
         output = run_dirs[0] / "report.html" if one_run else Path("report.html")
     if output.is_dir():
         raise UserError(f"-o {output} is a folder: pass a file name, e.g. -o {output / 'report.html'}")
     if not output.parent.is_dir():
         raise UserError(f"-o {output}: the folder {output.parent} does not exist; create it first")
     started = time.perf_counter()
+    if len(run_dirs) == 1 and (run_dirs[0] / "hub.json").is_file():
+        from ace_eval.commands.federate import LazyEmbedder
+        from ace_eval.federation import Hub
+        from ace_eval.report.hub_page import write_hub_page
+
+        size = write_hub_page(Hub(run_dirs[0]), output, LazyEmbedder())
+        click.echo(f"wrote {output} ({size / 1e6:.2f} MB, hub {run_dirs[0]}) in {time.perf_counter() - started:.1f} s")
+        return
     stores = [path for path in run_dirs if is_store(path)]
     if stores:
         if len(run_dirs) > 1:
