@@ -17,6 +17,7 @@ from pathlib import Path
 from ace.exceptions import UserError
 from ace.redaction import Redactor
 from ace_eval.serve._assembly import Assembler
+from ace_eval.serve._connections import Connections
 from ace_eval.serve._http import make_handler
 from ace_eval.serve._inbox import Inbox
 from ace_eval.store import SkillbookStore
@@ -78,6 +79,7 @@ class ServeApp:
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._stopping = threading.Event()
+        self.connections = Connections()
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
 
@@ -110,6 +112,7 @@ class ServeApp:
         """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
         if self._server is not None:
             self._server.shutdown()  # serve_forever returns; no new connection is taken
+            self.connections.stop()  # idle keep-alive connections end; requests in flight finish
             self._server.server_close()  # joins the request threads (block_on_close)
         self._stopping.set()
         for thread in self._threads:

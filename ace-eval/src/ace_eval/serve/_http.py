@@ -46,6 +46,21 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 30  # a client that stops sending mid-request is dropped
     server_version = "ace-eval-serve"
 
+    def setup(self) -> None:
+        super().setup()
+        self.app.connections.opened(self)
+
+    def finish(self) -> None:
+        self.app.connections.closed(self)
+        super().finish()
+
+    def handle_one_request(self) -> None:
+        """One request; a connection kept alive is closed after it once the server is stopping."""
+        super().handle_one_request()
+        self.app.connections.idle(self)
+        if self.app.connections.stopping:
+            self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:
         """No access log: request lines are not logged (a query string could hold a secret)."""
 
@@ -93,6 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ---------------------------------------------------------------------------------------------
     def do_GET(self) -> None:
+        self.app.connections.busy(self)
         path = self.path.split("?", 1)[0]
         if path == "/healthz":
             self._send(200, b"ok\n", "text/plain; charset=utf-8")
@@ -108,6 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": f"no such endpoint: {path[:80]}"})
 
     def do_POST(self) -> None:
+        self.app.connections.busy(self)
         path = self.path.split("?", 1)[0]
         content_type = self.headers.get("Content-Type") or ""
         protobuf = content_type.split(";", 1)[0].strip().lower() == _PROTOBUF
