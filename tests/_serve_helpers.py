@@ -66,3 +66,21 @@ def otlp_json(trace_id: str, spans: list[dict[str, Any]]) -> bytes:
 
 def string_attr(key: str, value: str) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": value}}
+
+
+MESSAGES = [
+    {"role": "user", "parts": [{"type": "text", "content": "Cancel order A1"}]},
+    {"role": "assistant", "parts": [{"type": "text", "content": "Done."}]},
+]
+
+
+def agent_span(span_id: str, parent: str | None = None, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A pydantic-ai agent run span (`invoke_agent`) holding a two-message conversation."""
+    attributes = [
+        string_attr("gen_ai.operation.name", "invoke_agent"),
+        string_attr("pydantic_ai.all_messages", json.dumps(MESSAGES)),
+        *(extra or []),
+    ]
+    return {"spanId": span_id, "name": "invoke_agent support", "attributes": attributes} | (
+        {"parentSpanId": parent} if parent else {}
+    )
