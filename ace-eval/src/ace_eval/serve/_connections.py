@@ -3,6 +3,7 @@ alive would otherwise hold the server for the socket timeout) while the requests
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from typing import Protocol
@@ -46,10 +47,8 @@ class Connections:
             self.stopping = True
             idle = [handler for handler, busy in self._open.values() if not busy]
         for handler in idle:
-            try:
+            with contextlib.suppress(OSError):  # already closed by the client
                 handler.connection.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass  # already closed by the client
 
     def __len__(self) -> int:
         with self._lock:
