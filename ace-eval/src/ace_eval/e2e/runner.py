@@ -83,7 +83,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     collection_redactions: dict[str, int] = {}
     if source is not None:
         collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
-    origin = store_origin(settings.skillbook)
     record = RunRecord(
         run_id=folder.run_id,
         status="running",
