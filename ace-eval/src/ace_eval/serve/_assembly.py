@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ace_eval.collection.importers._otel_outcome import FEEDBACK_ATTRIBUTE, REWARD_ATTRIBUTE
-from ace_eval.collection.importers.otel import traces_from_spans
+from ace_eval.collection.importers.otel import FEEDBACK_ATTRIBUTE, REWARD_ATTRIBUTE, traces_from_spans
 from ace_eval.collection.importers.otlp import Span, spans_from_document
 from ace_eval.collection.model import CollectionError, Trace
 from ace_eval.serve._inbox import Inbox

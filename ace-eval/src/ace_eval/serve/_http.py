@@ -12,20 +12,38 @@ import hmac
 import json
 import math
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from google.protobuf.json_format import MessageToDict
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from ace_eval.serve._assembly import Feedback
+from ace.redaction import Redactor
+from ace_eval.serve._assembly import Assembler, Feedback
+from ace_eval.serve._connections import Connections
 from ace_eval.serve._decode import BadRequest, TooLarge, decode_traces
-from ace_eval.serve._inbox import InboxClosed, InboxFull
+from ace_eval.serve._inbox import Inbox, InboxClosed, InboxFull
 
-if TYPE_CHECKING:
-    from ace_eval.serve._app import ServeApp
+__all__ = ["ServeApp", "make_handler"]
 
-__all__ = ["make_handler"]
+
+class ServeApp(Protocol):
+    """What the handler needs of the running service (`ace_eval.serve.ServeApp`)."""
+
+    token: str | None
+    max_body: int
+    retry_after: int
+    redactor: Redactor | None
+    inbox: Inbox
+    assembler: Assembler
+    connections: Connections
+
+    def count(self, name: str) -> None: ...
+
+    def status(self) -> dict[str, object]: ...
+
+    def metrics(self) -> str: ...
+
 
 _PROTOBUF, _JSON = "application/x-protobuf", "application/json"
 

@@ -22,11 +22,16 @@ from pathlib import Path
 from ace import json_safe
 from ace_eval.collection.chat import tool_arguments
 from ace_eval.collection.importers._common import ImportedCollection, build_trace
-from ace_eval.collection.importers._otel_outcome import answer_trailing_calls, outcome
+from ace_eval.collection.importers._otel_outcome import (
+    FEEDBACK_ATTRIBUTE,
+    REWARD_ATTRIBUTE,
+    answer_trailing_calls,
+    outcome,
+)
 from ace_eval.collection.importers.otlp import JsonAttr, Span, read_otlp_spans
 from ace_eval.collection.model import CollectionError, Trace
 
-__all__ = ["import_otel", "is_agent_span", "traces_from_spans"]
+__all__ = ["FEEDBACK_ATTRIBUTE", "REWARD_ATTRIBUTE", "import_otel", "is_agent_span", "traces_from_spans"]
 
 _AGENT_OPERATIONS = ("invoke_agent",)
 _ALL_MESSAGES = "pydantic_ai.all_messages"
