@@ -84,7 +84,8 @@ def serve(
     redacted, then fsynced to STORE/serve/inbox.jsonl before the 200. An agent run's spans become a trace
     once its root span has arrived (the OTel importer's rules, as `collection import --format otel`); outcomes come
     from `ace.reward` / `ace.feedback` span attributes or POST /v1/feedback {"trace_id", "reward", "feedback"}.
-    GET /healthz, /v1/status (JSON) and /metrics (Prometheus) show progress. SIGTERM or Ctrl-C finishes the
+    GET /healthz, /v1/status (JSON) and /metrics (Prometheus) show progress; GET /v1/skillbook serves the
+    current version (ETag = its number). SIGTERM or Ctrl-C finishes the
     requests in flight, flushes and checkpoints, then exits 0.
     """
     from ace_eval.serve import ServeApp, ServeConfig

@@ -1,5 +1,5 @@
 """The HTTP side of `ace-eval serve`: OTLP/HTTP `POST /v1/traces`, `POST /v1/feedback`, `GET /healthz`,
-`GET /v1/status`, `GET /metrics`; bearer-token check (constant time), body limit, socket timeout.
+`GET /v1/status`, `GET /metrics`, `GET /v1/skillbook`; bearer-token check (constant time), body limit, socket timeout.
 
 Answers follow the OTLP/HTTP specification: 200 with an `ExportTraceServiceResponse` in the request's encoding
 (`partial_success` when some spans were refused), 400 with a `google.rpc.Status` naming the reason, 413 over the
@@ -23,6 +23,7 @@ from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._connections import Connections
 from ace_eval.serve._decode import BadRequest, TooLarge, decode_traces
 from ace_eval.serve._inbox import Inbox, InboxClosed, InboxFull
+from ace_eval.store import SkillbookStore
 
 __all__ = ["ServeApp", "make_handler"]
 
@@ -37,6 +38,7 @@ class ServeApp(Protocol):
     inbox: Inbox
     assembler: Assembler
     connections: Connections
+    store: SkillbookStore
 
     def count(self, name: str) -> None: ...
 
@@ -134,12 +136,35 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorized():
             self._json(401, {"error": "send Authorization: Bearer <token>"}, {"WWW-Authenticate": "Bearer"})
             return
-        if path == "/v1/status":
+        if path == "/v1/skillbook":
+            self._skillbook()
+        elif path == "/v1/status":
             self._json(200, self.app.status())
         elif path == "/metrics":
             self._send(200, self.app.metrics().encode("utf-8"), "text/plain; version=0.0.4; charset=utf-8")
         else:
             self._json(404, {"error": f"no such endpoint: {path[:80]}"})
+
+    def _skillbook(self) -> None:
+        """The current version's skillbook JSON; `ETag` is the version number, `If-None-Match` with it gives 304."""
+        store = self.app.store
+        number = store.current_number()
+        if number is None:
+            self._json(
+                404,
+                {"error": f"no version published yet: publish one (ace-eval skillbook publish ... --to {store.root})"},
+            )
+            return
+        etag = f'"{number}"'
+        sent = [tag.strip().removeprefix("W/") for tag in (self.headers.get("If-None-Match") or "").split(",")]
+        if etag in sent or "*" in sent:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = store.skillbook_path(number).read_bytes()
+        self._send(200, body, _JSON, {"ETag": etag, "Cache-Control": "no-cache"})
 
     def do_POST(self) -> None:
         self.app.connections.busy(self)
