@@ -86,3 +86,20 @@ def test_bad_feedback_is_a_400_naming_the_fix(tmp_path: Path) -> None:
         ]:
             status, _, answer = request(url(app, "/v1/feedback"), body, JSON)
             assert status == 400 and words in json.loads(answer)["error"], answer
+
+
+def test_a_trace_pending_at_a_restart_is_completed_after_it_and_late_spans_are_counted(tmp_path: Path) -> None:
+    store, trace = tmp_path / "store", "f" * 32
+    with running(store, feedback_wait=0) as app:
+        _send(app, "9" * 32, [agent_span("1" * 16)])  # assembled before the restart
+        _send(app, trace, [agent_span("2" * 16, parent="1" * 16)])  # its root comes after the restart
+        wait_for(lambda: len(_ready(store)) == 1)
+    with running(store, feedback_wait=0) as app:
+        wait_for(lambda: app.status()["otel_traces_pending"] == 1)
+        assert app.status()["late_spans"] == 0  # the spans read again are not late
+        _send(app, trace, [agent_span("1" * 16)])
+        wait_for(lambda: len(_ready(store)) == 2)
+        _send(app, trace, [agent_span("3" * 16, parent="1" * 16)])  # after its trace was assembled
+        wait_for(lambda: app.status()["late_spans"] == 1)
+    ids = [json.loads(line)["otel_trace_id"] for line in (store / "serve" / "traces.jsonl").read_text().splitlines()]
+    assert sorted(ids) == sorted(["9" * 32, trace])

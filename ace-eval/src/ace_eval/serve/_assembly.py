@@ -91,6 +91,7 @@ class Assembler:
         self.offset = int(state.get("offset", 0))
         inbox.consumed = int(state.get("consumed", 0))
         self._read_to, self._consumed_to = self.offset, inbox.consumed
+        self._opened_at = inbox.committed_offset
 
     # -- feedback -------------------------------------------------------------------------------------------
     def add_feedback(self, feedback: Feedback) -> str:
@@ -129,30 +130,45 @@ class Assembler:
         self._checkpoint()
 
     def _read(self, clock: float) -> None:
-        end, start = self.inbox.committed_offset, self._read_to
-        if end <= start:
-            return
-        with self.inbox.path.open("rb") as f:
-            f.seek(start)
-            data = f.read(end - start)
-        position = start
-        consumed = self._consumed_to
-        for line in data.splitlines(keepends=True):
-            record = json.loads(line)
-            for span in spans_from_document(record["document"], file="inbox"):
-                if span.trace_id in self.assembled:
-                    self.late_spans += span.trace_id not in self.pending
-                    continue
-                group = self.pending.get(span.trace_id)
-                if group is None:
-                    group = self.pending[span.trace_id] = _Group(offset=position, consumed_before=consumed)
-                group.spans.setdefault(span.span_id, span)
-                group.last_seen = clock
-                if span.parent_id is None and group.root_seen is None:
-                    group.root_seen = clock
-            consumed += int(record["spans"])
-            position += len(line)
-        self._read_to, self._consumed_to = position, consumed
+        """Take the lines committed since the last pass: those of this process from `inbox.committed` (their spans
+        parsed already), those written before it started (a restart) from the file."""
+        committed = self.inbox.committed
+        while committed and committed[0].offset < self._read_to:
+            committed.popleft()  # read from the file already
+        first = committed[0].offset if committed else self.inbox.committed_offset
+        if self._read_to < first:
+            with self.inbox.path.open("rb") as f:
+                f.seek(self._read_to)
+                data = f.read(first - self._read_to)
+            for line in data.splitlines(keepends=True):
+                record = json.loads(line)
+                self._take(
+                    spans_from_document(record["document"], file="inbox"), int(record["spans"]), len(line), clock
+                )
+        while committed:
+            entry = committed.popleft()
+            spans = entry.payload if isinstance(entry.payload, list) else None
+            if spans is None:  # appended without its spans: read the line back
+                with self.inbox.path.open("rb") as f:
+                    f.seek(entry.offset)
+                    spans = spans_from_document(json.loads(f.read(entry.length))["document"], file="inbox")
+            self._take(spans, entry.spans, entry.length, clock)
+
+    def _take(self, spans: list[Span], count: int, length: int, clock: float) -> None:
+        """Add the spans of the inbox line at `_read_to` to their pending traces."""
+        for span in spans:
+            if span.trace_id in self.assembled:
+                self.late_spans += self._read_to >= self._opened_at  # a span re-read after a restart is not late
+                continue
+            group = self.pending.get(span.trace_id)
+            if group is None:
+                group = self.pending[span.trace_id] = _Group(offset=self._read_to, consumed_before=self._consumed_to)
+            group.spans.setdefault(span.span_id, span)
+            group.last_seen = clock
+            if span.parent_id is None and group.root_seen is None:
+                group.root_seen = clock
+        self._consumed_to += count
+        self._read_to += length
 
     def _assemble(self, trace_id: str, group: _Group) -> dict[str, Any]:
         spans = sorted(group.spans.values(), key=lambda s: s.start_ns)

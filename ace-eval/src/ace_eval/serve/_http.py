@@ -199,7 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
                 limit=app.max_body,
                 redactor=app.redactor,
             )
-            app.inbox.append(decoded.document, len(decoded.spans))
+            app.inbox.append(decoded.document, len(decoded.spans), payload=decoded.spans)
         except BadRequest as e:
             app.count("requests_rejected")
             self._status(400, str(e)[:2000], protobuf=protobuf)

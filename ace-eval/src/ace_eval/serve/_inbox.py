@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ace_eval.serve._journal import write_json
 
-__all__ = ["Inbox", "InboxClosed", "InboxFull"]
+__all__ = ["Committed", "Inbox", "InboxClosed", "InboxFull"]
 
 
 class InboxFull(RuntimeError):
@@ -28,11 +29,15 @@ class InboxClosed(RuntimeError):
     """The server is shutting down (503)."""
 
 
-@dataclass
-class _Batch:
-    lines: list[bytes]
+@dataclass(frozen=True)
+class Committed:
+    """One line now on disk: where it starts, its length, its span count, and what the appender passed along
+    (the parsed spans, so the assembler need not read the line back)."""
+
+    offset: int
+    length: int
     spans: int
-    done: threading.Event
+    payload: object
 
 
 class Inbox:
@@ -45,7 +50,9 @@ class Inbox:
         self.state_path = folder / "state.json"
         self.max_backlog = max_backlog
         self._cond = threading.Condition()
-        self._pending: list[tuple[bytes, int, threading.Event]] = []
+        self._pending: list[tuple[bytes, int, threading.Event, object]] = []
+        self.committed: deque[Committed] = deque()
+        """Lines committed since the inbox opened, oldest first; the assembler takes them from the left."""
         self._closed = False
         self.consumed = 0
         """Spans the assembler has taken (set by it); the backlog is what is acknowledged and not taken."""
@@ -83,17 +90,18 @@ class Inbox:
     def backlog(self) -> int:
         return self.acknowledged - self.consumed
 
-    def append(self, document: dict[str, Any], spans: int, *, timeout: float = 30.0) -> None:
-        """Write one request's document; returns when it is fsynced. `InboxFull` when the backlog is full."""
+    def append(self, document: dict[str, Any], spans: int, *, payload: object = None, timeout: float = 30.0) -> None:
+        """Write one request's document; returns when it is fsynced. `InboxFull` when the backlog is full.
+        `payload` goes with the line to `committed`."""
         line = json.dumps({"spans": spans, "document": document}, ensure_ascii=False, separators=(",", ":"))
         done = threading.Event()
         with self._cond:
             if self._closed:
                 raise InboxClosed("the server is shutting down")
-            queued = sum(n for _, n, _ in self._pending)
+            queued = sum(p[1] for p in self._pending)
             if self.backlog + queued + spans > self.max_backlog and spans:
                 raise InboxFull(f"{self.backlog} spans wait to be assembled (limit {self.max_backlog})")
-            self._pending.append(((line + "\n").encode("utf-8"), spans, done))
+            self._pending.append(((line + "\n").encode("utf-8"), spans, done, payload))
             self._cond.notify_all()
         if not done.wait(timeout):
             raise InboxClosed("the inbox did not commit in time")
@@ -106,15 +114,17 @@ class Inbox:
                 batch, self._pending = self._pending, []
                 if not batch and self._closed:
                     return
-            data = b"".join(line for line, _, _ in batch)
+            data = b"".join(p[0] for p in batch)
             self._file.write(data)
             self._file.flush()
             os.fsync(self._file.fileno())
             with self._cond:
-                self.acknowledged += sum(n for _, n, _ in batch)
-                self.committed_offset += len(data)
+                for line, spans, _, payload in batch:
+                    self.committed.append(Committed(self.committed_offset, len(line), spans, payload))
+                    self.committed_offset += len(line)
+                    self.acknowledged += spans
                 self._cond.notify_all()
-            for _, _, done in batch:
+            for _, _, done, _ in batch:
                 done.set()
 
     def checkpoint(self) -> None:
