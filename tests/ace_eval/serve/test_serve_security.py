@@ -65,3 +65,12 @@ def test_status_and_metrics(tmp_path: Path) -> None:
         assert "ace_serve_spans_acknowledged_total 1\n" in text.decode()
         assert 'ace_serve_requests_total{outcome="accepted"} 1' in text.decode()
         assert request(url(app, "/nowhere"))[0] == 404
+
+
+def test_header_and_body_limits(tmp_path: Path) -> None:
+    with running(tmp_path / "store", max_body=2048) as app:
+        assert request(url(app, "/v1/status"), headers={"X-Big": "a" * 70_000})[0] == 431  # one line over 64 KiB
+        many = {f"X-H{i}": "1" for i in range(120)}  # over http.server's 100 headers
+        assert request(url(app, "/v1/status"), headers=many)[0] == 431
+        assert request(url(app, "/v1/feedback"), b"{" * 4096, {"Content-Type": "application/json"})[0] == 413
+        assert request(url(app, "/healthz"))[0] == 200  # and it still serves
