@@ -103,6 +103,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
         ),
+        "serve": LazyCommand(
+            "ace_eval.commands.serve",
+            "serve",
+            "Receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox under a store and assemble them into traces.",
+        ),
         "skillbook": LazyCommand(
             "ace_eval.commands.skillbook",
             "skillbook",
