@@ -244,6 +244,8 @@ class DenseStore:
             best = np.argpartition(approx, m - depth)[m - depth :]
             approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
             return np.arange(m, dtype=np.int64), approx
+        if self._hnsw is None and self._base_norms is not None and m <= _DECODE_BLOCK:
+            return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self._rows_of(cand, n_slots), query)
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
