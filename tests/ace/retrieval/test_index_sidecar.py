@@ -135,6 +135,16 @@ def test_sidecar_vectors_are_checked_against_the_header(tmp_path: Path) -> None:
         search_index(loaded, emb).sync(loaded)
 
 
+def _reloaded(path: Path, emb: TestEmbedder, want: list[list[str]]) -> tuple[Skillbook, SkillSearchIndex]:
+    """The skillbook loaded from `path` and its index, after checking it answers `want` without any warning."""
+    loaded = Skillbook.load_from_file(path)
+    index = search_index(loaded, emb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _results(loaded, index) == want
+    return loaded, index
+
+
 def _sidecar_arrays(path: Path) -> dict[str, np.ndarray]:
     with np.load(index_path(path)) as npz:
         return {k: npz[k] for k in npz.files}
@@ -155,12 +165,7 @@ def test_the_vectors_are_stored_once_and_the_index_names_the_caches_rows(tmp_pat
         ids = cache["ids"].tolist()
     live = arrays["vector_rows"] >= 0
     assert [ids[k] for k in arrays["vector_rows"][live]] == arrays["slot_ids"][live].tolist()
-    loaded = Skillbook.load_from_file(path)
-    index = search_index(loaded, emb)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert _results(loaded, index) == before
-    assert index.loaded_from == str(index_path(path))
+    assert _reloaded(path, emb, before)[1].loaded_from == str(index_path(path))
 
 
 def test_without_the_vector_cache_the_index_is_rebuilt_and_nothing_is_lost(tmp_path: Path) -> None:
@@ -169,12 +174,8 @@ def test_without_the_vector_cache_the_index_is_rebuilt_and_nothing_is_lost(tmp_p
     before = _results(sb, search_index(sb, emb))
     sb.save_to_file(path)
     sidecar_path(path).unlink()  # the vectors: a cache, recomputed
-    loaded = Skillbook.load_from_file(path)
-    index = search_index(loaded, emb)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # stale, not damaged: no warning
-        assert _results(loaded, index) == before
-    assert index.loaded_from is None
+    loaded, index = _reloaded(path, emb, before)
+    assert index.loaded_from is None  # stale, not damaged: no warning
     loaded.save_to_file(path)  # both caches written again, and they agree
     again = Skillbook.load_from_file(path)
     assert _results(again, search_index(again, emb)) == before and search_index(again, emb).loaded_from is not None
@@ -200,12 +201,7 @@ def test_a_sidecar_of_the_previous_format_with_its_own_vectors_still_loads(tmp_p
     del arrays["vector_rows"], arrays["vector_norms"]
     np.savez(index_path(path), **arrays)
     sidecar_path(path).unlink()  # not needed by such a sidecar
-    loaded = Skillbook.load_from_file(path)
-    index = search_index(loaded, emb)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert _results(loaded, index) == before
-    assert index.loaded_from == str(index_path(path))
+    assert _reloaded(path, emb, before)[1].loaded_from == str(index_path(path))
 
 
 def test_a_loaded_index_builds_its_keyword_map_only_when_asked_and_from_live_skills(tmp_path: Path) -> None:
