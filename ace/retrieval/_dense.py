@@ -244,7 +244,8 @@ class DenseStore:
             best = np.argpartition(approx, m - depth)[m - depth :]
             approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
             return np.arange(m, dtype=np.int64), approx
-        if self._hnsw is None and self._base_norms is not None and m <= _DECODE_BLOCK:
+        if self._hnsw is None and self._base_norms is not None and n_slots >= _QUANT_MIN and m <= depth:
+            # few candidates of a large mapped base (the scan's threshold): their rows alone, not every unit row
             return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self._rows_of(cand, n_slots), query)
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
