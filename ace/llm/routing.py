@@ -76,6 +76,7 @@ def infer_model(
     - `None` takes the role's configured model (`ACE_<ROLE>_MODEL`, then `ACE_MODEL`), else the embedded model;
     - `"local"`, `"default"` or `"smollm2"` is the embedded offline model (`LocalModel`);
     - `"test"` is pydantic-ai's `TestModel`;
+    - `"rules"` is the rule-based skill-manager policy (`ace.llm.rules`) for grounded reflections;
     - anything else is a litellm model string (`LiteLLMModel`), passed through untouched.
 
     Args:
@@ -102,6 +103,10 @@ def infer_model(
         return LocalModel(settings=local_settings, tool_first=role in _TOOL_FIRST_ROLES)
     if name == "test":
         return TestModel()
+    if name == "rules":  # the deterministic skill-manager policy: no key, no request leaves the process
+        from ace.llm.rules import rules_model
+
+        return rules_model()
     if "/" not in name and ":" not in name and (guess := suggest_model(name)) is not None:
         raise ModelConfigError(f"unknown model {name!r}: did you mean {guess!r}?")
     if name.startswith("function:"):

@@ -48,7 +48,7 @@ __all__ = [
     "trace_attributes",
 ]
 
-ReflectorKind = Literal["simple", "rr"]
+ReflectorKind = Literal["simple", "rr", "grounded"]
 
 
 # ---------------------------------------------------------------------------------------- simple reflector
@@ -157,7 +157,8 @@ class SimpleReflector:
 
 # ---------------------------------------------------------------------------------------------- factory
 def make_reflector(kind: ReflectorKind, model: Model | str | None = None, **kwargs: Any) -> Reflector:
-    """The reflector `--reflector-type` names: `"simple"` (`SimpleReflector`) or `"rr"` (`RecursiveReflector`).
+    """The reflector `--reflector-type` names: `"simple"` (`SimpleReflector`), `"rr"` (`RecursiveReflector`) or
+    `"grounded"` (`GroundedReflector`: from the grader's verdict, no model; `model` is unused).
 
     Keyword arguments go to the reflector's constructor (e.g. `config=RecursiveConfig(...)` for `"rr"`).
     """
@@ -168,4 +169,11 @@ def make_reflector(kind: ReflectorKind, model: Model | str | None = None, **kwar
         from ace.reflector.recursive import RecursiveReflector
 
         return RecursiveReflector(model, **kwargs)
-    raise ValueError(f"unknown reflector kind {kind!r}: use 'simple' (one call) or 'rr' (recursive, with tools)")
+    if kind == "grounded":
+        from ace.reflector.grounded import GroundedReflector
+
+        return GroundedReflector()
+    raise ValueError(
+        f"unknown reflector kind {kind!r}: use 'simple' (one call), 'rr' (recursive, with tools) or 'grounded' "
+        "(from the grader's verdict, no model)"
+    )

@@ -15,12 +15,14 @@ from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from ace.embeddings.test import TestEmbedder
 from ace.llm import LocalModel
 from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.cli import main
-from ace_eval.collection import read_collection
+from ace_eval.collection import read_collection, write_collection
 from ace_eval.commands import demo as demo_module
+from ace_eval.e2e.segment import RunInjections
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
 
@@ -115,7 +117,9 @@ def test_a_demo_that_learns_nothing_says_so_and_how_to_do_better(
         "demo_injections",
         lambda **_: dataclasses.replace(injections, models={**injections.models, "skill_manager": idle}),
     )
-    result = CliRunner().invoke(main, ["demo", "--limit", "2", "--output-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["demo", "--reflector-model", "local", "--limit", "2", "--output-dir", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert "Skillbook: 0 active skills" in result.stdout and "The tiny offline model learned no skill" in result.stdout
     assert result.stdout.strip().splitlines()[-1].endswith("skillbook.md")
@@ -136,6 +140,34 @@ def test_the_demos_skill_manager_runs_on_the_small_model_prompt(
         "demo_injections",
         lambda **_: dataclasses.replace(injections, models={**injections.models, "skill_manager": FunctionModel(idle)}),
     )
-    result = CliRunner().invoke(main, ["demo", "--limit", "2", "--output-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["demo", "--reflector-model", "local", "--limit", "2", "--output-dir", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert systems and all(s.startswith(SMALL_MODEL_SKILL_MANAGER_PROMPT) for s in systems), systems
+
+
+def test_the_demo_learns_from_the_graders_verdicts_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[bool] = []
+
+    def injections(*, grounded: bool = False, **_: object) -> RunInjections:
+        asked.append(grounded)
+        return RunInjections(embedder=TestEmbedder(), show_progress=False)
+
+    monkeypatch.setattr(demo_module, "demo_injections", injections)
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert asked == [True]
+    assert demo_module.GROUNDED_NOTE in result.stderr
+    assert "Skillbook: 5 active skills" in result.stdout  # one per distinct failure of the five failed traces
+    assert "[context-00001] In airline, the agent called cancel_reservation when the policy did not allow" in (
+        result.stdout
+    )
+
+
+def test_a_collection_without_verdicts_keeps_the_llm_roles(tmp_path: Path) -> None:
+    _, traces = read_collection(EXAMPLES)
+    assert demo_module.is_graded(EXAMPLES)
+    ungraded = tmp_path / "ungraded"
+    write_collection(ungraded, [t.model_copy(update={"grader": None}) for t in traces], source_system="demo-airline")
+    assert not demo_module.is_graded(ungraded)

@@ -83,7 +83,9 @@ def test_missing_config_file_and_bad_env_are_refused(tmp_path: Path) -> None:
         resolve_settings({}, environ={}, config=tmp_path / "nope.toml", cwd=tmp_path)
     with pytest.raises(ConfigError, match="ACE_E2E_MAX_WORKERS='many' is not a valid value"):
         resolve_settings({}, environ={"ACE_E2E_MAX_WORKERS": "many"}, cwd=tmp_path)
-    with pytest.raises(ConfigError, match=r"reflector_type must be 'simple' or 'rr'.*env:ACE_REFLECTOR_TYPE"):
+    with pytest.raises(
+        ConfigError, match=r"reflector_type must be 'simple', 'rr' or 'grounded'.*env:ACE_REFLECTOR_TYPE"
+    ):
         resolve_settings({}, environ={"ACE_REFLECTOR_TYPE": "deep"}, cwd=tmp_path)
     assert resolve_settings({}, environ={"ACE_E2E_MAX_WORKERS": "4"}, cwd=tmp_path).max_workers == 4
 

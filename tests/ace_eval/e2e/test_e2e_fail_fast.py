@@ -344,7 +344,7 @@ def test_the_demo_without_the_local_extra_stops_before_its_run_folder(
     for name in RUNTIME_MODULES:
         monkeypatch.setitem(sys.modules, name, None)
     out = tmp_path / "out"
-    result = CliRunner().invoke(main, ["demo", "--output-dir", str(out), "--limit", "2"])
+    result = CliRunner().invoke(main, ["demo", "--reflector-model", "local", "--output-dir", str(out), "--limit", "2"])
     assert result.exit_code != 0 and "python3 dev.py demo" in result.output
     assert not out.exists()
 

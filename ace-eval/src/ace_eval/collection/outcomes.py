@@ -14,7 +14,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from ace.core import json_safe
+from ace import json_safe
 from ace_eval.collection.model import CollectionError, Trace
 
 __all__ = ["Outcome", "apply_outcomes", "read_outcomes"]

@@ -1,5 +1,7 @@
-"""`ace-eval demo`: replay the demo trace collection through reflect -> update -> export on the embedded offline
-models (SmolLM2 + MiniLM): no API key, no internet."""
+"""`ace-eval demo`: replay the demo trace collection through reflect -> update -> export with no API key and no
+internet. A graded collection (every trace carries the grader's verdict, as the demo's does) is reflected on by the
+grounded reflector and learned by the rule-based skill manager (no model); `--reflector-model local`, or a
+collection without verdicts, runs the embedded offline LLM (SmolLM2) in both roles instead."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from pathlib import Path
 import click
 
 from ace.exceptions import UserError
-from ace_eval.e2e.config import DEFAULT_OUTPUT_DIR, E2ESettings
+from ace.reflector.verdict import read_verdict
+from ace_eval.collection import read_collection
+from ace_eval.e2e.config import DEFAULT_MODEL, DEFAULT_OUTPUT_DIR, E2ESettings
 from ace_eval.e2e.profiles import with_profiles
 from ace_eval.e2e.runner import E2EResult, RunInjections, run_e2e
 from ace_eval.run.record import TrainingRecord
@@ -42,12 +46,31 @@ def find_demo_collection() -> Path | None:
     return None
 
 
-def demo_injections(*, show_progress: bool | None = None) -> RunInjections:
-    """What `ace-eval e2e` gives the embedded model's roles (the `small` profile of `ace_eval.e2e.profiles`), so
-    that SmolLM2-135M replays the ten traces in about a minute and a half and writes sentences rather than the ids
-    and JSON of its prompt. The reflector and the skill manager get a model each (one core each)."""
+GROUNDED_NOTE = (
+    "grounded reflections from the grader, rule-based skill manager: no model needed; "
+    "`--reflector-model local` runs the embedded LLM instead"
+)
+
+
+def demo_injections(*, show_progress: bool | None = None, grounded: bool = False) -> RunInjections:
+    """What `ace-eval e2e` gives the roles. `grounded`: nothing (the grounded reflector and the `rules` skill
+    manager need no model). Else the embedded model's (the `small` profile of `ace_eval.e2e.profiles`), so that
+    SmolLM2-135M replays the ten traces in about a minute and a half and writes sentences rather than the ids and
+    JSON of its prompt; the reflector and the skill manager get a model each (one core each)."""
+    if grounded:
+        return RunInjections(show_progress=show_progress)
     settings = E2ESettings(reflector_type="simple", max_workers=_WORKERS)
     return with_profiles(settings, RunInjections(show_progress=show_progress))[1]
+
+
+def is_graded(collection: Path) -> bool:
+    """Whether every trace of `collection` carries a grader's structured verdict (what the grounded reflector
+    reads); an unreadable collection is left to the run, which reports it."""
+    try:
+        _, traces = read_collection(collection)
+    except Exception:
+        return False
+    return bool(traces) and all(read_verdict(t.model_dump()) is not None for t in traces)
 
 
 def format_demo_summary(result: E2EResult, seconds: float) -> str:
@@ -96,12 +119,19 @@ def format_demo_summary(result: E2EResult, seconds: float) -> str:
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N traces.")
 @click.option("--verbose", "-v", is_flag=True, help="One line per finished sample.")
-def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool) -> None:
-    """Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.
+@click.option(
+    "--reflector-model",
+    type=click.Choice(["local"]),
+    help="local: reflect and learn with the embedded LLM (SmolLM2-135M) instead of the grader's verdicts.",
+)
+def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool, reflector_model: str | None) -> None:
+    """Learn a skillbook from examples/demo-collection (10 airline traces), with no key and no internet.
 
-    reflect -> update -> export with SmolLM2-135M (llama.cpp) and MiniLM: no key, no internet, about a minute and
-    a half on 2 cores. Ends with the path of the exported skillbook.md. The same run as `ace-eval e2e --traces
-    examples/demo-collection` (the embedded model's `small` profile, two workers), with a shorter summary.
+    The demo's traces carry the grader's verdict: the grounded reflector turns it into reflections and the
+    rule-based skill manager into skills (no model; MiniLM embeds them), in seconds. `--reflector-model local`
+    (or a collection without verdicts) runs reflect -> update with SmolLM2-135M (llama.cpp) instead, about a
+    minute and a half on 2 cores: the same run as `ace-eval e2e --traces examples/demo-collection` (the
+    embedded model's `small` profile, two workers). Ends with the path of the exported skillbook.md.
     """
     collection = traces or find_demo_collection()
     if collection is None:
@@ -109,17 +139,22 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
             f"the demo collection ({DEMO_COLLECTION}) was not found next to this ace-eval or in the current folder: "
             "run from the repository root, or pass --traces DIR"
         )
+    grounded = reflector_model is None and is_graded(collection)
     settings = E2ESettings(
         traces=collection,
         no_benchmark=True,
-        reflector_type="simple",
+        reflector_type="grounded" if grounded else "simple",
+        skill_manager_model="rules" if grounded else DEFAULT_MODEL,
         max_workers=_WORKERS,
         output_dir=output_dir,
         limit=limit,
         verbose=verbose,
         sources={"traces": "flag" if traces else "demo"},
     )
-    click.echo(f"Replaying {collection} on the embedded models (SmolLM2-135M + MiniLM) ...", err=True)
+    if grounded:
+        click.echo(f"Replaying {collection}: {GROUNDED_NOTE} ...", err=True)
+    else:
+        click.echo(f"Replaying {collection} on the embedded models (SmolLM2-135M + MiniLM) ...", err=True)
     started = time.monotonic()
-    result = run_e2e(settings, injections=demo_injections())
+    result = run_e2e(settings, injections=demo_injections(grounded=grounded))
     click.echo(format_demo_summary(result, time.monotonic() - started))

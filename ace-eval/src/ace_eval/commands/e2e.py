@@ -129,7 +129,11 @@ def _rate(value: float | None) -> str:
 @click.option("--skill-manager-model", help=_MODEL_HELP.format("Skill manager", "ACE_SKILL_MANAGER_MODEL"))
 @click.option("--user-model", help=_MODEL_HELP.format("Simulated user", "ACE_USER_MODEL"))
 @click.option("--embedding-model", help="Embedding model: 'local' (MiniLM, default) or a litellm embedding model.")
-@click.option("--reflector-type", type=click.Choice(["simple", "rr"]), help="simple (default) or rr (recursive).")
+@click.option(
+    "--reflector-type",
+    type=click.Choice(["simple", "rr", "grounded"]),
+    help="simple (default), rr (recursive) or grounded (from the grader's verdict, no model).",
+)
 @click.option(
     "--profile",
     type=click.Choice(["auto", "small", "hosted"]),

@@ -14,15 +14,17 @@ from ace.core.storage import sidecar_path
 from ace.core.vectors import load_sidecar
 from ace.exceptions import SkillbookFormatError, UserError
 from ace.redaction.scan import scan_path
+from ace_eval.collection import CollectionError, read_collection
 from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run import Run, RunSkillbook, RunSkillbookError, read_run
 from ace_eval.run.checkpoint import snapshot_of
 from ace_eval.run.folder import RUN_JSON
+from ace_eval.run.quality import QualityWarning, quality_warnings
 from ace_eval.run.record import TrainingRecord
 from ace_eval.skill_lint import DEFAULT_MIN_WORDS, SkillWarning, degenerate_skills
 from ace_eval.text import plural, tone
 
-__all__ = ["Check", "run_checks", "skill_warnings", "verify"]
+__all__ = ["Check", "run_checks", "run_quality", "skill_warnings", "verify"]
 
 _MUTATING_TOOLS = frozenset({"add_skill", "update_skill", "tag_skill", "remove_skill"})
 _RUN_CHECK = "run finished without crashing"
@@ -283,6 +285,20 @@ def _file_checks(file: Path) -> list[Check]:
     return [*_book_checks(file, book), _secrets_check(file)]
 
 
+def run_quality(target: Path) -> list[QualityWarning]:
+    """The quality section of a run folder (`ace_eval.run.quality`); none for a skillbook file or an unreadable
+    run (`run_checks` refuses that first)."""
+    if target.is_file():
+        return []
+    try:
+        run = read_run(target)
+        book = run.skillbook.book
+        _, traces = read_collection(run.folder.collection)
+    except (OSError, ValueError, RecursionError, CollectionError):
+        return []
+    return quality_warnings(book.skills(), run.samples, {t.trace_uid: t.model_dump() for t in traces})
+
+
 def skill_warnings(target: Path, *, min_words: int = DEFAULT_MIN_WORDS) -> list[SkillWarning]:
     """A warning per degenerate active skill of a run folder's (or a file's) skillbook; none when it cannot
     be read (`run_checks` refuses it first)."""
@@ -312,7 +328,9 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     edits, each sample recorded once in samples.jsonl (a failed attempt may be superseded by its retry), no
     detectable secret in any file of the folder (its JSON strings decoded too). Then a WARN line per degenerate
     skill (issue equal to insight, numbers or punctuation only, under --min-words words, keywords that are numbers
-    only).
+    only). Then the quality section, a WARN line with a count per kind: skills repeating one token (`urn urn urn`),
+    reflections claiming a failure on a trace whose reward is 1, skills sharing no keyword with the traces that
+    taught them (warnings, never failures; --strict does not change that).
 
     \b
     Exit status:
@@ -331,6 +349,9 @@ def verify(run_dir: Path, strict: bool, min_words: int) -> None:
     warnings = skill_warnings(run_dir, min_words=min_words)
     for warning in warnings:
         click.echo(warning.line())
+    quality = run_quality(run_dir)
+    for problem in quality:
+        click.echo(problem.line())
     failed = [c for c in checks if not c.passed]
     warned = f"; {plural(len(warnings), 'degenerate skill')}" if warnings else ""
     if failed or (strict and warnings):

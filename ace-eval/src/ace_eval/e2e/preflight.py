@@ -84,11 +84,13 @@ class Checked:
 
 def roles_used(settings: E2ESettings) -> tuple[LLMRole, ...]:
     """The LLM roles a run calls through pydantic-ai: the agent and the simulated user only when the tau-bench agent
-    runs (tau2 calls its models through litellm itself: `ace_eval.e2e.tau2_phases` checks those)."""
+    runs (tau2 calls its models through litellm itself: `ace_eval.e2e.tau2_phases` checks those); the reflector unless
+    it is the grounded one (no model)."""
     agent: tuple[LLMRole, ...] = ("agent", "user") if settings.runs_agent and not settings.is_tau2 else ()
     if settings.protocol_benchmark:  # the roles the benchmark calls that are the run's (agent, user)
         agent = tuple(r for r in ("agent", "user") if r in settings.benchmark_roles())
-    return (*agent, "reflector", "skill_manager")
+    reflector: tuple[LLMRole, ...] = () if settings.reflector_type == "grounded" else ("reflector",)
+    return (*agent, *reflector, "skill_manager")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ace.reflector.prompts import SMALL_MODEL_REFLECTOR_PROMPT
 from ace.skill_manager.manager import SMSettings
 from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.preflight import roles_used
 from ace_eval.e2e.segment import RunInjections
 
 __all__ = ["PROFILES", "SMALL", "ModelProfile", "ProfileName", "profile_of", "small_judge", "with_profiles"]
@@ -68,6 +69,7 @@ _MAX_STRING_CHARS = 120
 """About one sentence per reflection field and skill argument: fewer tokens to decode, and SmolLM2 stays on topic."""
 _FREQUENCY_PENALTY = 0.5
 _LOCAL_CAP = 1024
+_LEARNING: tuple[Literal["reflector", "skill_manager"], ...] = ("reflector", "skill_manager")
 """The most the embedded model writes per request (`ace.llm.routing`)."""
 
 
@@ -114,7 +116,8 @@ def with_profiles(settings: E2ESettings, inj: RunInjections) -> tuple[E2ESetting
             settings, max_workers=workers, sources={**settings.sources, "max_workers": f"profile:{reflector.name}"}
         )
     models: dict[Any, Model] = dict(inj.models)
-    local = {role for role in ("reflector", "skill_manager") if _is_local(settings, role) and role not in inj.models}
+    used = roles_used(settings)
+    local = {role for role in _LEARNING if role in used and _is_local(settings, role) and role not in inj.models}
     if "reflector" in local:
         tokens = min(_value(settings, "max_output_tokens", reflector) or _LOCAL_CAP, _LOCAL_CAP)
         models["reflector"] = _local(tokens, tool_first=False, slots=1)

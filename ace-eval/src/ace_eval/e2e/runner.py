@@ -46,6 +46,19 @@ _PER_INVOCATION = ("no_preflight", "retry_failed")
 """Settings a resume does not inherit from the run: each invocation says them again (or takes the default)."""
 
 
+def _refuse_ungraded(traces: list[Trace]) -> None:
+    """The grounded reflector on a collection with no grader's verdict at all would fail every sample: refuse it
+    before writing (a collection graded in part runs; each trace without a verdict fails with the reason)."""
+    from ace.reflector.verdict import read_verdict
+
+    if traces and not any(read_verdict(t.model_dump()) is not None for t in traces):
+        raise ConfigError(
+            f"--reflector-type grounded reads the grader's verdict in each trace, and none of the {len(traces)} "
+            "traces carries one (a `grader` comparison with the gold, or tau2's `metadata.reward_info`): use an LLM "
+            "reflector (--reflector-type simple) for these traces"
+        )
+
+
 def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -> E2EResult:
     """Start a run in a new folder under `settings.output_dir`.
 
@@ -74,6 +87,8 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and data is not None and not settings.no_benchmark:
         select_tasks(settings, data, source[2])  # refuse a collection that is not tau-bench tasks before writing
+    if source is not None and settings.reflector_type == "grounded":
+        _refuse_ungraded(source[2])
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
@@ -83,7 +98,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
     collection_redactions: dict[str, int] = {}
     if source is not None:
         collection_redactions = install_run_collection(folder, *source, redactor=redactor, limit=settings.limit)
-    origin = store_origin(settings.skillbook)
     record = RunRecord(
         run_id=folder.run_id,
         status="running",

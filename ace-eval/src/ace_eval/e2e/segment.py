@@ -272,7 +272,8 @@ class SegmentRun:
         reflector_options = dict(self.inj.reflector_options)
         if s.reflector_type == "rr":
             reflector_options.setdefault("embedder", self.embedder)
-        reflector = make_reflector(s.reflector_type, self.model("reflector"), **reflector_options)
+        model = None if s.reflector_type == "grounded" else self.model("reflector")
+        reflector = make_reflector(s.reflector_type, model, **reflector_options)
         manager = SkillManager(
             self.model("skill_manager"),
             embedder=self.embedder,

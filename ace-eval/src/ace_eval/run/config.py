@@ -23,6 +23,8 @@ class RunConfig(BaseModel):
     traces: str | None = None
     """The collection (or trace file) replayed; `None`: the agent collected the traces."""
     traces_format: str | None = None
+    outcomes: str | None = None
+    """The file of reward and feedback per trace id applied to a `traces` file (`--outcomes`); `None`: none."""
     traces_sha256: str | None = None
     """The replayed traces' digest (a resume with other traces is refused)."""
     agent_model: str | None = None

@@ -29,7 +29,7 @@ __all__ = [
 
 DEFAULT_BENCHMARK = "tau-bench-airline"
 """The benchmark `--benchmark` names when given without a value (any installed one: `ace-eval benchmarks list`)."""
-ReflectorType = Literal["simple", "rr"]
+ReflectorType = Literal["simple", "rr", "grounded"]
 ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
 
@@ -179,7 +179,7 @@ class E2ESettings:
             raise ConfigError(f"limit must be at least 1, got {self.limit} ({self.source_of('limit')})")
         if self.reflector_type not in get_args(ReflectorType):
             raise ConfigError(
-                f"reflector_type must be 'simple' or 'rr', got {self.reflector_type!r} "
+                f"reflector_type must be 'simple', 'rr' or 'grounded', got {self.reflector_type!r} "
                 f"({self.source_of('reflector_type')})"
             )
         if self.sm_sessions not in get_args(SMSessions):
