@@ -15,7 +15,7 @@ import contextlib
 import importlib
 import os
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
@@ -97,7 +97,7 @@ class DenseStore:
         """When set, `_base` holds the vectors as skills do (the vector cache's rows) and a slot's unit row is its
         row divided by its norm here: the same float32 division that made it, so the same bits."""
         self._base_rows: RowReader | None = None
-        """Reads rows of `_base` from its file when it is mapped (`_rows_of`)."""
+        """Reads rows of `_base` from its file when it is mapped (`rows_of`)."""
         self._codes = Int8Codes(dim)
         """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
 
@@ -180,7 +180,7 @@ class DenseStore:
             drop_resident(self._base)  # the encoding read every mapped row: let the pages go again
         return self._codes.scores(simsimd, query)
 
-    def _rows_of(self, slots: _I64, n_slots: int) -> _F32:
+    def rows_of(self, slots: _I64, n_slots: int) -> _F32:
         """The exact rows of `slots` (a copy); those of a mapped sidecar read from its file (`RowReader`)."""
         out = np.empty((slots.size, self.dim), dtype=np.float32)
         at = 0
@@ -205,9 +205,7 @@ class DenseStore:
             return Ranking(items, scores)
 
         def rescore(positions: _I64) -> npt.NDArray[np.floating]:
-            exact_scores: npt.NDArray[np.floating] = np.einsum(
-                "ij,j->i", self._rows_of(cand[positions], n_slots), query
-            )
+            exact_scores: npt.NDArray[np.floating] = np.einsum("ij,j->i", self.rows_of(cand[positions], n_slots), query)
             return exact_scores
 
         return Ranking(items, scores, rescore)
@@ -242,11 +240,10 @@ class DenseStore:
         if scanned is not None:
             approx = scanned[0][cand]
             best = np.argpartition(approx, m - depth)[m - depth :]
-            approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
+            approx[best] = np.einsum("ij,j->i", self.rows_of(cand[best], n_slots), query)
             return np.arange(m, dtype=np.int64), approx
         if self._hnsw is None and self._base_norms is not None and n_slots >= _QUANT_MIN and m <= depth:
-            # few candidates of a large mapped base (the scan's threshold): their rows alone, not every unit row
-            return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self._rows_of(cand, n_slots), query)
+            return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self.rows_of(cand, n_slots), query)
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
@@ -293,7 +290,7 @@ class DenseStore:
         if scanned is not None:  # exact: every row the bounds cannot rule out is scored in float32
             approx, bound = scanned
             maybe = cand[approx[cand] + bound[cand] >= floor]
-            scored: _I64 = maybe[np.einsum("ij,j->i", self._rows_of(maybe, n_slots), query) >= floor]
+            scored: _I64 = maybe[np.einsum("ij,j->i", self.rows_of(maybe, n_slots), query) >= floor]
             return scored
         depth = _DEPTH_MIN
         while depth <= _DEPTH_MAX:
@@ -314,20 +311,6 @@ class DenseStore:
         return np.concatenate(hits)
 
     # ----------------------------------------------------------- persistence
-    def same_rows(self, slots: _I64, vectors: Sequence[_F32], norms: _F32, n_slots: int) -> bool:
-        """Whether the exact rows of `slots` are `vectors` divided by `norms` bit for bit (then a sidecar can name
-        the rows of the vector cache and their norms instead of storing the rows again); a block at a time."""
-        if self._hnsw is not None:
-            return False
-        for start in range(0, slots.size, _DECODE_BLOCK):
-            part, scale = slots[start : start + _DECODE_BLOCK], norms[start : start + _DECODE_BLOCK, None]
-            given = np.stack([np.asarray(v) for v in vectors[start : start + _DECODE_BLOCK]]) if part.size else None
-            if given is not None and not (
-                given.dtype == np.float32 and (self._rows_of(part, n_slots) == given / scale).all()
-            ):
-                return False
-        return True
-
     def state(self, n_slots: int, *, vectors: bool = True) -> dict[str, npt.NDArray[np.generic] | Streamed]:
         """The vectors for a sidecar: `vectors` (float32 rows, written in parts; left out without `vectors`: the
         sidecar names the rows of the vector cache instead) and, from `_QUANT_MIN` slots with SimSIMD, their int8

@@ -73,6 +73,8 @@ an HNSW graph."""
 _CODES = {"codes": ("i1", ("n", "d")), "code_scales": ("f4", ("n",)), "code_errors": ("f4", ("n",))}
 """The int8 codes of the vectors, beside `vectors` from 16,384 skills (`ace.retrieval._quantised`)."""
 _MAX_TEXT = 1024
+_BLOCK = 4096
+"""Rows compared at a time when a save checks that the index's rows are the vector cache's (`cache_rows`)."""
 RowsFrom = tuple[Path, os.stat_result] | None
 """The file a mapped matrix of dense rows was read from, and its `os.stat` then (for `ace.core.npz.RowReader`)."""
 
@@ -200,12 +202,12 @@ def cache_rows(
     live: npt.NDArray[np.int64],
     live_ids: Sequence[str],
     n: int,
-    same_rows: Callable[[npt.NDArray[np.int64], list[npt.NDArray[np.float32]], npt.NDArray[np.float32], int], bool],
+    rows_of: Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.float32]],
 ) -> _Arrays | None:
     """`vector_rows` and `vector_norms` for a sidecar written with `skillbook`: for each of the `n` slots, the row of
     the `.embeddings.npz` written in the same save that holds its vector, -1 for a dead slot, and the norm that
-    vector divided by is its unit row bit for bit (`same_rows(live, vectors, norms, n)` says); `None` when a live
-    slot's row is not there or not so (the sidecar then stores `vectors`)."""
+    vector divided by is its unit row (`rows_of(slots, n)`) bit for bit; `None` when a live slot's row is not there
+    or not so (the sidecar then stores `vectors`). Compared a block at a time."""
     embedded = [s for s in skillbook.skills(include_inactive=True) if s.embedding is not None]
     row_of = {s.id: k for k, s in enumerate(embedded)}
     rows = np.full(n, -1, dtype=np.int64)
@@ -217,7 +219,12 @@ def cache_rows(
     vectors = [np.asarray(embedded[k].embedding, dtype=np.float32) for k in rows[live].tolist()]
     norms = np.ones(n, dtype=np.float32)
     norms[live] = [float(np.linalg.norm(v)) or 1.0 for v in vectors]  # as the index divided them (`_add`)
-    return {"vector_rows": rows, "vector_norms": norms} if same_rows(live, vectors, norms[live], n) else None
+    for start in range(0, live.size, _BLOCK):
+        part = live[start : start + _BLOCK]
+        given = np.stack(vectors[start : start + _BLOCK]) / norms[part, None]
+        if not (rows_of(part, n) == given).all():
+            return None
+    return {"vector_rows": rows, "vector_norms": norms}
 
 
 def cached_rows(book_path: str, a: _Arrays, n: int, model: str, dim: int) -> tuple[_Arrays, RowsFrom] | None:

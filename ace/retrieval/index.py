@@ -18,13 +18,13 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+import ace.retrieval._persist as _persist
 from ace.core.npz import is_mapped
 from ace.core.skill import Section, Skill, embedding_input_hash
 from ace.core.skillbook import Skillbook
 from ace.core.storage import FileState, Writer, gc_paused
 from ace.embeddings.base import Embedder, EmbeddingError, EmbeddingMatrix
 from ace.embeddings.minilm import default_embedder
-from ace.retrieval import _persist
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._embedding import embed_query, embed_texts, own_copy
 from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost, skill_unit_rows
@@ -354,7 +354,7 @@ class SkillSearchIndex:
             kw_vocab, kw_ptr, kw_ids = self._keywords.arrays()
             bm25 = {f"bm25_{k}": v.copy() for k, v in self._bm25.state().items()}
             live = np.flatnonzero(self._bm25.alive[:n])
-            rows = _persist.cache_rows(skillbook, live, self._slot_ids.where(live), n, self._dense.same_rows)
+            rows = _persist.cache_rows(skillbook, live, self._slot_ids.where(live), n, self._dense.rows_of)
             arrays = {
                 "slot_ids": self._slot_ids.array(),
                 "slot_hashes": self._slot_hashes.array(),

@@ -148,8 +148,8 @@ def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeyp
     assert reader is not None and is_mapped(base)
     rows = np.asarray([599, 0, 17, 17, 300], dtype=np.int64)
     assert reader.take(rows).tobytes() == base[rows].tobytes()
-    unit = index._dense._rows_of(rows, 600)  # the cache's vectors divided by their norms: the index's unit rows
-    assert unit.tobytes() == search_index(sb, emb)._dense._rows_of(rows, 600).tobytes()
+    unit = index._dense.rows_of(rows, 600)  # the cache's vectors divided by their norms: the index's unit rows
+    assert unit.tobytes() == search_index(sb, emb)._dense.rows_of(rows, 600).tobytes()
     # A file replaced since it was mapped is not read: the rows come through the mapping.
     sb.add_skill("harness", "ka1 lo2 a change", ["kw1"])
     sb.save_to_file(path)

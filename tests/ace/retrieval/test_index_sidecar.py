@@ -197,7 +197,7 @@ def test_a_sidecar_of_the_previous_format_with_its_own_vectors_still_loads(tmp_p
     sb.save_to_file(path)
     arrays = _sidecar_arrays(path)  # as the previous version wrote it: the unit rows themselves, in `vectors`
     n = arrays["slot_ids"].shape[0]
-    arrays["vectors"] = built._dense._rows_of(np.arange(n, dtype=np.int64), n)
+    arrays["vectors"] = built._dense.rows_of(np.arange(n, dtype=np.int64), n)
     del arrays["vector_rows"], arrays["vector_norms"]
     np.savez(index_path(path), **arrays)
     sidecar_path(path).unlink()  # not needed by such a sidecar
