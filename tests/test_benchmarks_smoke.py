@@ -30,6 +30,7 @@ SMOKE: dict[str, list[str]] = {
     "quarantine.py": ["--sizes", "200", "--queries", "10"],
     "any_density.py": [],
     "gate_stats.py": ["--smoke"],
+    "serve_load.py": ["--smoke"],
     "report.py": ["--samples", "5"],
     "pipeline_overhead.py": ["--traces", "6", "--skills", "100", "--workers", "1", "--skip-latency", "--repeat", "1"],
 }

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ace.core.skill import Skill
-from ace.core.update_operation import UpdateOperation
+from ace.core.update_operation import UpdateOperation, expand_entry
 from ace.exceptions import SkillbookFormatError
 
 __all__ = ["DELTA_KEYS", "JournalGapError", "SkillbookMark", "apply_deltas", "check_delta", "delta_since"]
@@ -100,7 +100,8 @@ def apply_deltas(doc: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]], *,
         JournalGapError: a delta starts past the end of the document's audit log.
     """
     skills: dict[str, dict[str, Any]] = {s["id"]: s for s in doc.get("skills", []) if isinstance(s, dict)}
-    ops: list[Any] = list(doc.get("operations", []))
+    # Entries that leave texts to their skill take them now, before a delta's skill states replace the skills.
+    ops: list[Any] = [expand_entry(op, _skill_of(op, skills)) for op in doc.get("operations", [])]
     held = len(ops)
     keep: dict[tuple[str, str], None] = {
         (p[0], p[1]): None for p in doc.get("dedup_keep_pairs", []) if isinstance(p, list) and len(p) == 2
@@ -133,6 +134,11 @@ def apply_deltas(doc: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]], *,
     if keep:
         out["dedup_keep_pairs"] = [list(k) for k in keep]
     return out
+
+
+def _skill_of(op: Any, skills: Mapping[str, dict[str, Any]]) -> dict[str, Any] | None:
+    skill_id = op.get("skill_id") if isinstance(op, dict) else None
+    return skills.get(skill_id) if isinstance(skill_id, str) else None
 
 
 def _advance_ids(next_ids: dict[str, int], ops: list[dict[str, Any]]) -> None:

@@ -32,7 +32,7 @@ from ace.core.storage import (
     sidecar_path,
 )
 from ace.core.text_rules import skill_id_number
-from ace.core.update_operation import UpdateOperation
+from ace.core.update_operation import UpdateOperation, compact_entry
 from ace.core.vectors import embeddings_writer, read_embeddings
 from ace.exceptions import SkillbookError, SkillbookFormatError
 from ace.json_safe import iter_object
@@ -77,7 +77,7 @@ class SkillbookDocument:
             "embedding_dim": embedding_dim(self.skills.values()),
             "next_ids": dict(self.next_ids),
             "skills": [s.to_dict() for s in self.skills.values()],
-            "operations": [op.to_dict() for op in self.operations],
+            "operations": [compact_entry(op.to_dict(), self.skills.get(op.skill_id or "")) for op in self.operations],
         }
         if self.keep_pairs:
             doc["dedup_keep_pairs"] = [list(k) for k in self.keep_pairs]

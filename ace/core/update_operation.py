@@ -9,13 +9,17 @@ from typing import Any, Literal, Protocol, get_args
 from ace.core.insight_source import utc_now
 from ace.core.shared_values import SharedValues
 
-__all__ = ["OperationKind", "UpdateOperation", "logged"]
+__all__ = ["AS_SKILL", "OperationKind", "UpdateOperation", "compact_entry", "expand_entry", "logged"]
 
 OperationKind = Literal["ADD", "UPDATE", "TAG", "REMOVE", "PURGE", "QUARANTINE", "RELEASE"]
 _KINDS: frozenset[str] = frozenset(get_args(OperationKind))
 _KIND_NAMES: dict[str, OperationKind] = {kind: kind for kind in get_args(OperationKind)}
 _SECTION_NAMES: dict[str | None, str] = {"context": "context", "harness": "harness"}
 _TEXTS = ("skill_id", "section", "issue", "insight", "reason", "trace_uid")
+AS_SKILL: tuple[str, ...] = ("issue", "insight", "keywords")
+"""Fields an audit-log entry in a file leaves to its skill: `"as_skill": [...]` names those whose values are the
+skill's current ones (stored once, in the skill); the rest of the entry is written out. Lossless: a reader fills
+them from the skill read from the same file (`from_dict`), before anything (a journal) changes the skill."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +76,9 @@ class UpdateOperation:
             raise ValueError(f"operation must be an object, got {type(data).__name__}")
         if not data.keys() <= _KEYS:
             raise ValueError(f"operation has unknown field(s) {sorted(set(data) - _KEYS)}")
+        as_skill = data.get("as_skill")
+        if as_skill is not None:
+            data = _from_skill(data, as_skill, skills)
         get = data.get
         kind = get("type")
         if not isinstance(kind, str) or kind not in _KINDS:
@@ -165,6 +172,41 @@ def logged(
     return entry  # type: ignore[no-any-return]
 
 
+def compact_entry(entry: dict[str, Any], skill: SkillTexts | None) -> dict[str, Any]:
+    """`entry` (`UpdateOperation.to_dict`) as a file stores it beside `skill`: the `AS_SKILL` fields equal to the
+    skill's current values left out and named in `as_skill`."""
+    if skill is None:
+        return entry
+    same = [name for name in AS_SKILL if entry.get(name) is not None and entry[name] == getattr(skill, name)]
+    if not same:
+        return entry
+    return {**{k: v for k, v in entry.items() if k not in same}, "as_skill": same}
+
+
+def expand_entry(entry: Any, skill: Mapping[str, Any] | None) -> Any:
+    """A stored entry with the fields it leaves to its skill filled from `skill` (as stored: `Skill.to_dict`),
+    for code that changes the skills of a raw document (`ace.core.journal`); anything else unchanged."""
+    if not isinstance(entry, dict) or skill is None or not isinstance(entry.get("as_skill"), list):
+        return entry
+    named = entry["as_skill"]
+    if not set(named) <= set(AS_SKILL) or any(name in entry for name in named):
+        return entry  # malformed: left for `from_dict` to name
+    return {**{k: v for k, v in entry.items() if k != "as_skill"}, **{name: skill.get(name) for name in named}}
+
+
+def _from_skill(data: dict[str, Any], as_skill: Any, skills: Mapping[str, SkillTexts] | None) -> dict[str, Any]:
+    """`data` with the fields it names in `as_skill` taken from its skill; raises `ValueError` when it cannot be."""
+    if not isinstance(as_skill, list) or not all(isinstance(n, str) and n in AS_SKILL for n in as_skill):
+        raise ValueError(f"operation field 'as_skill' must list some of {list(AS_SKILL)}, got {as_skill!r}")
+    if any(name in data for name in as_skill):
+        raise ValueError(f"operation names {as_skill} in 'as_skill' and also holds some of them")
+    skill_id = data.get("skill_id")
+    skill = skills.get(skill_id) if skills is not None and isinstance(skill_id, str) else None
+    if skill is None:
+        raise ValueError(f"operation takes {as_skill} from skill {skill_id!r}, which the file does not hold")
+    return {**{k: v for k, v in data.items() if k != "as_skill"}, **{n: getattr(skill, n) for n in as_skill}}
+
+
 _KEYS = frozenset(
     {
         "type",
@@ -178,5 +220,6 @@ _KEYS = frozenset(
         "evidence",
         "trace_uid",
         "timestamp",
+        "as_skill",
     }
 )

@@ -93,8 +93,11 @@ class DenseStore:
         """The sidecar bytes `_hnsw` is a view of; `None` when the graph owns its memory."""
         self._pending: list[_F32] = []
         """Vectors of slots `hnsw.ntotal ...` not yet added to the graph (added in one batch before a search)."""
+        self._base_norms: _F32 | None = None
+        """When set, `_base` holds the vectors as skills do (the vector cache's rows) and a slot's unit row is its
+        row divided by its norm here: the same float32 division that made it, so the same bits."""
         self._base_rows: RowReader | None = None
-        """Reads rows of `_base` from its file when it is mapped (`_rows_of`)."""
+        """Reads rows of `_base` from its file when it is mapped (`rows_of`)."""
         self._codes = Int8Codes(dim)
         """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
 
@@ -124,7 +127,22 @@ class DenseStore:
             self._rows.reserve(n - self._base.shape[0])
 
     def _exact(self, n_slots: int) -> list[_F32]:
-        """The exact rows of slots `0 .. n_slots - 1`, part after part (base, then the blocks)."""
+        """The exact rows of slots `0 .. n_slots - 1`, part after part (base, then the blocks). A base of the vector
+        cache's rows becomes its unit rows here, once, in memory of its own: what asks for every row (a scan
+        without int8 codes, below `_QUANT_MIN` slots or without SimSIMD; an encoding) reads them all anyway."""
+        if self._base_norms is not None:
+            self._base = np.divide(self._base, self._base_norms[:, None], dtype=np.float32)
+            self._base_norms, reader, self._base_rows = None, self._base_rows, None
+            if reader is not None:
+                reader.close()
+        return self._stored(n_slots)
+
+    def _to_encode(self, n_slots: int) -> list[_F32]:
+        """`_exact`, for int8 codes to encode their missing rows: as stored when none of those is in the base."""
+        return self._stored(n_slots) if self._codes.count >= self._base.shape[0] else self._exact(n_slots)
+
+    def _stored(self, n_slots: int) -> list[_F32]:
+        """The rows of slots `0 .. n_slots - 1` as stored, part after part (base, then the blocks)."""
         parts = [self._base[:n_slots], *self._rows.parts(n_slots - self._base.shape[0])]
         return [part for part in parts if part.shape[0]]
 
@@ -148,6 +166,7 @@ class DenseStore:
             index.add(np.ascontiguousarray(part))
         self._hnsw = index
         rows, self._rows, self._base = self._rows, RowBlocks(self.dim), np.zeros((0, self.dim), dtype=np.float32)
+        self._base_norms = None
         return rows
 
     def _scan(self, query: _F32, n_slots: int) -> tuple[_F32, _F32] | None:
@@ -157,17 +176,21 @@ class DenseStore:
         if simsimd is None:
             return None
         if self._codes.count < n_slots:
-            self._codes.extend(self._exact(n_slots), n_slots)
+            self._codes.extend(self._to_encode(n_slots), n_slots)
             drop_resident(self._base)  # the encoding read every mapped row: let the pages go again
         return self._codes.scores(simsimd, query)
 
-    def _rows_of(self, slots: _I64, n_slots: int) -> _F32:
+    def rows_of(self, slots: _I64, n_slots: int) -> _F32:
         """The exact rows of `slots` (a copy); those of a mapped sidecar read from its file (`RowReader`)."""
         out = np.empty((slots.size, self.dim), dtype=np.float32)
         at = 0
-        for part in self._exact(n_slots):
+        for part in self._stored(n_slots):
             inside = (slots >= at) & (slots < at + part.shape[0])
-            if at == 0 and self._base_rows is not None and part.shape[0] == self._base.shape[0]:
+            if at == 0 and self._base_norms is not None and self._base.shape[0]:
+                taken = slots[inside]
+                rows = self._base_rows.take(taken) if self._base_rows is not None else part[taken]
+                out[inside] = rows / self._base_norms[taken, None]
+            elif at == 0 and self._base_rows is not None and part.shape[0] == self._base.shape[0]:
                 out[inside] = self._base_rows.take(slots[inside])
             else:
                 out[inside] = part[slots[inside] - at]
@@ -182,9 +205,7 @@ class DenseStore:
             return Ranking(items, scores)
 
         def rescore(positions: _I64) -> npt.NDArray[np.floating]:
-            exact_scores: npt.NDArray[np.floating] = np.einsum(
-                "ij,j->i", self._rows_of(cand[positions], n_slots), query
-            )
+            exact_scores: npt.NDArray[np.floating] = np.einsum("ij,j->i", self.rows_of(cand[positions], n_slots), query)
             return exact_scores
 
         return Ranking(items, scores, rescore)
@@ -219,8 +240,10 @@ class DenseStore:
         if scanned is not None:
             approx = scanned[0][cand]
             best = np.argpartition(approx, m - depth)[m - depth :]
-            approx[best] = np.einsum("ij,j->i", self._rows_of(cand[best], n_slots), query)
+            approx[best] = np.einsum("ij,j->i", self.rows_of(cand[best], n_slots), query)
             return np.arange(m, dtype=np.int64), approx
+        if self._hnsw is None and self._base_norms is not None and n_slots >= _QUANT_MIN and m <= depth:
+            return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self.rows_of(cand, n_slots), query)
         if self._hnsw is None:
             # einsum's own single-threaded loop, not BLAS: a matrix-vector product is memory-bound, and a
             # multi-threaded sgemv slows down several-fold when other threads (parallel workers) share the cores.
@@ -267,7 +290,7 @@ class DenseStore:
         if scanned is not None:  # exact: every row the bounds cannot rule out is scored in float32
             approx, bound = scanned
             maybe = cand[approx[cand] + bound[cand] >= floor]
-            scored: _I64 = maybe[np.einsum("ij,j->i", self._rows_of(maybe, n_slots), query) >= floor]
+            scored: _I64 = maybe[np.einsum("ij,j->i", self.rows_of(maybe, n_slots), query) >= floor]
             return scored
         depth = _DEPTH_MIN
         while depth <= _DEPTH_MAX:
@@ -288,20 +311,22 @@ class DenseStore:
         return np.concatenate(hits)
 
     # ----------------------------------------------------------- persistence
-    def state(self, n_slots: int) -> dict[str, npt.NDArray[np.generic] | Streamed]:
-        """The vectors for a sidecar: `vectors` (float32 rows, written in parts) and, from `_QUANT_MIN` slots with
-        SimSIMD, their int8 codes (`codes`, `code_scales`, `code_errors`: encoding them at the first search after a
-        load would cost ~1 s at 100,000); or `hnsw` (faiss's serialised index, a snapshot: the graph may grow before
-        the sidecar is written)."""
+    def state(self, n_slots: int, *, vectors: bool = True) -> dict[str, npt.NDArray[np.generic] | Streamed]:
+        """The vectors for a sidecar: `vectors` (float32 rows, written in parts; left out without `vectors`: the
+        sidecar names the rows of the vector cache instead) and, from `_QUANT_MIN` slots with SimSIMD, their int8
+        codes (`codes`, `code_scales`, `code_errors`: encoding them at the first search after a load would cost ~1 s
+        at 100,000); or `hnsw` (faiss's serialised index, a snapshot: the graph may grow before the sidecar is
+        written)."""
         if self._hnsw is None:
-            parts = self._exact(n_slots)
-            out: dict[str, npt.NDArray[np.generic] | Streamed] = {
-                "vectors": parts[0] if len(parts) == 1 else np.zeros((0, self.dim), dtype=np.float32)
-            }
-            if len(parts) > 1:
+            out: dict[str, npt.NDArray[np.generic] | Streamed] = {}
+            if vectors:
+                parts = self._exact(n_slots)
+                out["vectors"] = parts[0] if len(parts) == 1 else np.zeros((0, self.dim), dtype=np.float32)
+            if vectors and len(parts) > 1:
                 out["vectors"] = Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))
             if n_slots >= _QUANT_MIN and simsimd_module() is not None:
-                self._codes.extend(parts, n_slots)
+                if self._codes.count < n_slots:
+                    self._codes.extend(self._to_encode(n_slots), n_slots)
                 out.update(self._codes.arrays(n_slots))
             return out
         self._flush()
@@ -330,6 +355,9 @@ class DenseStore:
             if matrix.dtype != np.float32 or matrix.shape != (n_slots, dim):
                 raise ValueError(f"vectors of shape {matrix.shape}, expected ({n_slots}, {dim}) float32")
             store._base = matrix
+            norms = state.get("vector_norms")
+            if norms is not None:
+                store._base_norms = np.asarray(norms, dtype=np.float32)
             reader = RowReader.reader(matrix, *rows_from) if rows_from is not None else None
             if reader is not None:
                 store._base_rows = reader

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,9 +22,21 @@ import numpy as np
 import numpy.typing as npt
 
 from ace.core.npz import Streamed, npz_members, npz_writer, read_arrays
-from ace.core.storage import Writer
+from ace.core.skillbook import Skillbook
+from ace.core.storage import Writer, sidecar_path
+from ace.core.vectors import read_embeddings
+from ace.retrieval._slots import TextColumn
 
-__all__ = ["INDEX_FORMAT", "graph_reader", "index_path", "index_writer", "read_index"]
+__all__ = [
+    "INDEX_FORMAT",
+    "RowsFrom",
+    "cache_rows",
+    "cached_rows",
+    "graph_reader",
+    "index_path",
+    "index_writer",
+    "read_index",
+]
 
 INDEX_FORMAT = 1
 _Arrays = dict[str, npt.NDArray[Any]]
@@ -52,10 +65,18 @@ _LAYOUT: dict[str, tuple[str, tuple[str, ...]]] = {
     "bm25_main_slots": ("i4", ("m",)),
     "bm25_main_tfs": ("f4", ("m",)),
 }
-_DENSE = {"vectors": ("f4", ("n", "d")), "hnsw": ("u1", ("h",))}
+_DENSE = {"vectors": ("f4", ("n", "d")), "vector_rows": ("i8", ("n",)), "hnsw": ("u1", ("h",))}
+_NORMS = {"vector_norms": ("f4", ("n",))}
+"""The dense rows: `vectors` themselves, or `vector_rows` and `vector_norms` (the row of `.embeddings.npz` holding
+each slot's vector, -1 for none, and the norm its unit row is that vector divided by: the vectors stored once), or
+an HNSW graph."""
 _CODES = {"codes": ("i1", ("n", "d")), "code_scales": ("f4", ("n",)), "code_errors": ("f4", ("n",))}
 """The int8 codes of the vectors, beside `vectors` from 16,384 skills (`ace.retrieval._quantised`)."""
 _MAX_TEXT = 1024
+_BLOCK = 4096
+"""Rows compared at a time when a save checks that the index's rows are the vector cache's (`cache_rows`)."""
+RowsFrom = tuple[Path, os.stat_result] | None
+"""The file a mapped matrix of dense rows was read from, and its `os.stat` then (for `ace.core.npz.RowReader`)."""
 
 
 def index_path(skillbook_path: str | Path) -> Path:
@@ -66,7 +87,14 @@ def index_path(skillbook_path: str | Path) -> Path:
 
 def index_writer(header: dict[str, Any], arrays: Mapping[str, npt.NDArray[Any] | Streamed]) -> Writer:
     """A writer of the sidecar: the JSON `header` and the arrays, stored uncompressed and aligned (`ace.core.npz`),
-    so a later process maps them instead of reading them."""
+    so a later process maps them instead of reading them. The header gets the `sizes` of `_LAYOUT` from them."""
+    ref = {"n": "slot_ids", "p": "bm25_terms", "v": "bm25_vocab", "m": "bm25_main_slots", "k": "kw_vocab"}
+    sizes = {
+        key: arrays[name].shape[0]
+        for key, name in {**ref, "w": "kw_ids", "r": "pending", "h": "hnsw"}.items()
+        if name in arrays
+    }
+    header = {**header, "sizes": {"h": 0, **sizes, "d": header["dim"]}}
     return npz_writer({"header": np.asarray(json.dumps(header, sort_keys=True), dtype=np.str_), **arrays})
 
 
@@ -96,7 +124,7 @@ def read_index(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[s
 def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, Any], _Arrays] | str:
     with zipfile.ZipFile(path) as zf:
         names = {info.filename for info in zf.infolist()}
-        dense = "hnsw" if "hnsw.npy" in names else "vectors"
+        dense = "hnsw" if "hnsw.npy" in names else "vectors" if "vectors.npy" in names else "vector_rows"
         with zf.open("header.npy") as member:
             header_shape, _, header_type = _npy_header(member)
             if header_type.kind != "U" or header_shape != () or header_type.itemsize > 4 * 4096:
@@ -109,7 +137,12 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
         return ""
     if header.get("model") != model or header.get("dim") != dim:
         return ""  # another embedder: the index is rebuilt for this one
-    layout = {**_LAYOUT, dense: _DENSE[dense], **(_CODES if dense == "vectors" and "codes.npy" in names else {})}
+    layout = {
+        **_LAYOUT,
+        dense: _DENSE[dense],
+        **(_NORMS if dense == "vector_rows" else {}),
+        **(_CODES if dense != "hnsw" and "codes.npy" in names else {}),
+    }
     members = npz_members(path, frozenset(f"{name}.npy" for name in layout))
     if isinstance(members, str):
         return members
@@ -162,3 +195,63 @@ def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[Any]
     if version == (1, 0):
         return np.lib.format.read_array_header_1_0(member)
     return np.lib.format.read_array_header_2_0(member)
+
+
+def cache_rows(
+    skillbook: Skillbook,
+    live: npt.NDArray[np.int64],
+    live_ids: Sequence[str],
+    n: int,
+    rows_of: Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.float32]],
+) -> _Arrays | None:
+    """`vector_rows` and `vector_norms` for a sidecar written with `skillbook`: for each of the `n` slots, the row of
+    the `.embeddings.npz` written in the same save that holds its vector, -1 for a dead slot, and the norm that
+    vector divided by is its unit row (`rows_of(slots, n)`) bit for bit; `None` when a live slot's row is not there
+    or not so (the sidecar then stores `vectors`). Compared a block at a time."""
+    embedded = [s for s in skillbook.skills(include_inactive=True) if s.embedding is not None]
+    row_of = {s.id: k for k, s in enumerate(embedded)}
+    rows = np.full(n, -1, dtype=np.int64)
+    for slot, sid in zip(live.tolist(), live_ids, strict=True):
+        k = row_of.get(sid)
+        if k is None:
+            return None
+        rows[slot] = k
+    vectors = [np.asarray(embedded[k].embedding, dtype=np.float32) for k in rows[live].tolist()]
+    norms = np.ones(n, dtype=np.float32)
+    norms[live] = [float(np.linalg.norm(v)) or 1.0 for v in vectors]  # as the index divided them (`_add`)
+    for start in range(0, live.size, _BLOCK):
+        part = live[start : start + _BLOCK]
+        given = np.stack(vectors[start : start + _BLOCK]) / norms[part, None]
+        if not (rows_of(part, n) == given).all():
+            return None
+    return {"vector_rows": rows, "vector_norms": norms}
+
+
+def cached_rows(book_path: str, a: _Arrays, n: int, model: str, dim: int) -> tuple[_Arrays, RowsFrom] | None:
+    """A sidecar's arrays with `vectors` from the rows of the vector cache its `vector_rows` names (the cache's
+    matrix itself, mapped, when they are all of its rows in order), and where they were read from; `None` when the
+    cache no longer holds them (deleted, rewritten, another model): the sidecar is stale."""
+    cache = sidecar_path(book_path)
+    try:
+        seen = cache.stat()
+    except OSError:
+        return None
+    cached = read_embeddings(cache, model=model, dim=dim)
+    if cached is None:
+        return None
+    rows, alive = a["vector_rows"], a["bm25_alive"]
+    live = np.flatnonzero(alive)
+    ids, hashes = TextColumn(a["slot_ids"]).where(live), TextColumn(a["slot_hashes"]).where(live)
+    for k, sid, digest in zip(rows[live].tolist(), ids, hashes, strict=True):
+        if cached.rows.get(sid) != k or cached.hashes[k] != digest:
+            return None
+    if (rows[~alive] != -1).any():
+        return None
+    matrix, norms = np.asarray(cached.matrix), a["vector_norms"]
+    if not (np.isfinite(norms) & (norms > 0)).all():
+        return None
+    if rows.size == matrix.shape[0] and (rows == np.arange(rows.size)).all():
+        return {**a, "vectors": matrix}, (cache, seen)  # mapped, divided by `vector_norms` as rows are read
+    vectors = np.zeros((n, dim), dtype=np.float32)
+    vectors[live] = matrix[rows[live]] / norms[live, None]
+    return {k: v for k, v in a.items() if k != "vector_norms"} | {"vectors": vectors}, None

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+import ace.retrieval._persist as _persist
 from ace.core.npz import is_mapped
 from ace.core.skill import Section, Skill, embedding_input_hash
 from ace.core.skillbook import Skillbook
@@ -352,6 +353,8 @@ class SkillSearchIndex:
             n, dim = self._bm25.n_slots, self.embedder.dimension
             kw_vocab, kw_ptr, kw_ids = self._keywords.arrays()
             bm25 = {f"bm25_{k}": v.copy() for k, v in self._bm25.state().items()}
+            live = np.flatnonzero(self._bm25.alive[:n])
+            rows = _persist.cache_rows(skillbook, live, self._slot_ids.where(live), n, self._dense.rows_of)
             arrays = {
                 "slot_ids": self._slot_ids.array(),
                 "slot_hashes": self._slot_hashes.array(),
@@ -362,20 +365,10 @@ class SkillSearchIndex:
                 "kw_ids": kw_ids,
                 "pending": np.asarray(sorted(self._pending), dtype=np.str_),
                 **bm25,
-                **self._dense.state(n),
+                **self._dense.state(n, vectors=rows is None),
+                **(rows or {}),
             }
-        sizes = {
-            "n": n,
-            "p": arrays["bm25_terms"].shape[0],
-            "v": arrays["bm25_vocab"].shape[0],
-            "m": arrays["bm25_main_slots"].shape[0],
-            "k": len(kw_vocab),
-            "w": kw_ids.shape[0],
-            "r": len(self._pending),
-            "d": dim,
-            "h": arrays["hnsw"].shape[0] if "hnsw" in arrays else 0,
-        }
-        header = {"format": INDEX_FORMAT, "skillbook_sha256": saved.digest, "model": model, "dim": dim, "sizes": sizes}
+        header = {"format": INDEX_FORMAT, "skillbook_sha256": saved.digest, "model": model, "dim": dim}
         return [(index_path(saved.path), index_writer(header, arrays))]
 
     def _load_sidecar(self, skillbook: Skillbook) -> None:
@@ -395,11 +388,17 @@ class SkillSearchIndex:
         if header["graph"] and self.ann_min is None:
             return  # an exact-only index: rebuilt with a float32 matrix
         n = a["slot_ids"].shape[0]
+        rows_from: _persist.RowsFrom = (path, seen)
+        if "vector_rows" in a:
+            found_rows = _persist.cached_rows(state.path, a, n, self.embedder.model_name, self.embedder.dimension)
+            if found_rows is None:
+                return  # the vector cache no longer holds the rows it names: stale, rebuilt
+            a, rows_from = found_rows
         try:
             bm25 = BM25Index.from_state({k[5:]: v for k, v in a.items() if k.startswith("bm25_")})
             graph = graph_reader(path) if header["graph"] and "hnsw" not in a else None
             dense = DenseStore.from_state(
-                a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph, rows_from=(path, seen)
+                a, self.embedder.dimension, n, ann_min=self.ann_min, graph=graph, rows_from=rows_from
             )
             ptr, ids = a["kw_ptr"], a["kw_ids"]
             if bm25.n_slots != n or (np.diff(ptr) < 0).any() or int(ptr[-1]) != ids.size or ptr[0] != 0:

@@ -52,7 +52,7 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "demo": LazyCommand(
             "ace_eval.commands.demo",
             "demo",
-            "Learn a skillbook from examples/demo-collection (10 airline traces) on the embedded offline models.",
+            "Learn a skillbook from examples/demo-collection (10 airline traces), with no key and no internet.",
         ),
         "e2e": LazyCommand("ace_eval.commands.e2e", "e2e", "Run ACE end to end and write results/e2e/run_<id>/."),
         "export": LazyCommand(
@@ -78,6 +78,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "Write one self-contained HTML page about one or more run folders, or a skillbook store (no network "
             "needed).",
         ),
+        "federate": LazyCommand(
+            "ace_eval.commands.federate",
+            "federate",
+            "Share skills across projects through a hub: push, status, promote, reject, revoke, pull.",
+        ),
         "review": LazyCommand(
             "ace_eval.commands.review",
             "review",
@@ -98,6 +103,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "scan",
             "List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).",
         ),
+        "serve": LazyCommand(
+            "ace_eval.commands.serve",
+            "serve",
+            "Receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox under a store and assemble them into traces.",
+        ),
         "skillbook": LazyCommand(
             "ace_eval.commands.skillbook",
             "skillbook",
@@ -112,6 +122,11 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
             "ace_eval.commands.steps",
             "steps",
             "The pipeline steps `ace-eval e2e` can run (`--step NAME`, `--no-step NAME`).",
+        ),
+        "trials": LazyCommand(
+            "ace_eval.commands.trials",
+            "trials",
+            "Compare ways to learn a skillbook on the same dev tasks; gate and keep the best, record the rest.",
         ),
         "verify": LazyCommand(
             "ace_eval.commands.verify",

@@ -88,6 +88,8 @@ def test_a_new_id_never_reuses_one_from_the_operation_log(tmp_path: Path) -> Non
 def test_a_new_id_never_replaces_a_loaded_skill_with_a_high_id(tmp_path: Path) -> None:
     doc = saved_doc(seeded(), tmp_path / "skillbook.json")
     doc["skills"][0]["id"] = "context-00042"
+    for op in doc["operations"]:  # the log follows the rename (its entries may take texts from the skill)
+        op["skill_id"] = "context-00042" if op["skill_id"] == "context-00001" else op["skill_id"]
     doc["next_ids"] = {"context": 1, "harness": 1}  # stale counters
     loaded = Skillbook.from_dict(doc)
     history = loaded.require_skill("context-00042").to_dict()

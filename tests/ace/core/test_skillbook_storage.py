@@ -244,7 +244,9 @@ def test_sidecar_with_unknown_ids_or_changed_text_is_ignored_per_skill(tmp_path:
     first = sb.skills(include_inactive=True)[0].id
     doc = json.loads(path.read_text())
     doc["skills"][0]["issue"] = "edited by hand after the vectors were computed"
-    doc["skills"][1]["id"] = f"{doc['skills'][1]['section']}-09999"
+    renamed, doc["skills"][1]["id"] = doc["skills"][1]["id"], f"{doc['skills'][1]['section']}-09999"
+    for op in doc["operations"]:  # the log follows the rename (its entries may take texts from the skill)
+        op["skill_id"] = doc["skills"][1]["id"] if op["skill_id"] == renamed else op["skill_id"]
     doc["next_ids"][doc["skills"][1]["section"]] = 10000
     path.write_text(json.dumps(doc))
     loaded = Skillbook.load_from_file(path)

@@ -12,6 +12,7 @@ from _retrieval_books import search_results, small_book
 
 from ace.core.npz import RowReader, is_mapped
 from ace.core.skillbook import Skillbook
+from ace.core.storage import sidecar_path
 from ace.embeddings import TestEmbedder
 from ace.retrieval import SkillSearchIndex, search_index
 from ace.retrieval._dense import DenseStore, faiss_module
@@ -112,7 +113,9 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
 ) -> None:
     _, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
     with zipfile.ZipFile(index_path(path)) as zf:
-        assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vectors.npy"} <= set(zf.namelist())
+        names = set(zf.namelist())  # the vectors themselves are in `.embeddings.npz` only: named, not repeated
+        assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vector_rows.npy", "vector_norms.npy"} <= names
+        assert "vectors.npy" not in names
     loaded = Skillbook.load_from_file(path)
     index = SkillSearchIndex(emb)
     assert _results(loaded, index) == want
@@ -137,7 +140,7 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
 def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("ace.core.npz.MAP_MIN_BYTES", 0)
     sb, emb, want, path = _saved_with_codes(tmp_path, monkeypatch)
-    seen = index_path(path).stat()
+    seen = sidecar_path(path).stat()  # the rows are those of the vector cache, which the index names
     index = SkillSearchIndex(emb)
     loaded = Skillbook.load_from_file(path)
     assert _results(loaded, index) == want
@@ -145,8 +148,10 @@ def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeyp
     assert reader is not None and is_mapped(base)
     rows = np.asarray([599, 0, 17, 17, 300], dtype=np.int64)
     assert reader.take(rows).tobytes() == base[rows].tobytes()
+    unit = index._dense.rows_of(rows, 600)  # the cache's vectors divided by their norms: the index's unit rows
+    assert unit.tobytes() == search_index(sb, emb)._dense.rows_of(rows, 600).tobytes()
     # A file replaced since it was mapped is not read: the rows come through the mapping.
     sb.add_skill("harness", "ka1 lo2 a change", ["kw1"])
     sb.save_to_file(path)
-    assert RowReader.reader(base, index_path(path), seen) is None
-    assert RowReader.reader(np.zeros((3, 4), dtype=np.float32), index_path(path), seen) is None  # not mapped
+    assert RowReader.reader(base, sidecar_path(path), seen) is None
+    assert RowReader.reader(np.zeros((3, 4), dtype=np.float32), sidecar_path(path), seen) is None  # not mapped

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ace.core.skillbook import Skillbook
+from ace.core.storage import sidecar_path
 from ace.embeddings import TestEmbedder
 from ace.retrieval import SkillSearchIndex, search_index
 from ace.retrieval._dense import faiss_module
@@ -127,11 +128,80 @@ def test_sidecar_vectors_are_checked_against_the_header(tmp_path: Path) -> None:
     sb.save_to_file(path)
     with np.load(index_path(path)) as npz:
         arrays = {k: npz[k] for k in npz.files}
-    arrays["vectors"] = arrays["vectors"][:-1]
+    arrays["vector_rows"] = arrays["vector_rows"][:-1]
     np.savez(index_path(path), **arrays)
     loaded = Skillbook.load_from_file(path)
-    with pytest.warns(RuntimeWarning, match="vectors"):
+    with pytest.warns(RuntimeWarning, match="vector_rows"):
         search_index(loaded, emb).sync(loaded)
+
+
+def _reloaded(path: Path, emb: TestEmbedder, want: list[list[str]]) -> tuple[Skillbook, SkillSearchIndex]:
+    """The skillbook loaded from `path` and its index, after checking it answers `want` without any warning."""
+    loaded = Skillbook.load_from_file(path)
+    index = search_index(loaded, emb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _results(loaded, index) == want
+    return loaded, index
+
+
+def _sidecar_arrays(path: Path) -> dict[str, np.ndarray]:
+    with np.load(index_path(path)) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def test_the_vectors_are_stored_once_and_the_index_names_the_caches_rows(tmp_path: Path) -> None:
+    sb, emb = _book(120), TestEmbedder()
+    sb.remove_skill("context-00002", "gone")
+    path = tmp_path / "skillbook.json"
+    search_index(sb, emb).sync(sb)
+    sb.update_skill("harness-00003", "changed after the index saw it, before the save")
+    before = _results(sb, search_index(sb, emb))
+    sb.save_to_file(path)
+    arrays = _sidecar_arrays(path)
+    rows = arrays["vector_rows"]  # a dead slot (-1), and the updated skill's new slot at the end: not in order
+    assert "vectors" not in arrays and (rows == -1).sum() == 1 and (rows[rows >= 0] != np.arange(rows.size - 1)).any()
+    with np.load(sidecar_path(path)) as cache:
+        ids = cache["ids"].tolist()
+    live = arrays["vector_rows"] >= 0
+    assert [ids[k] for k in arrays["vector_rows"][live]] == arrays["slot_ids"][live].tolist()
+    assert _reloaded(path, emb, before)[1].loaded_from == str(index_path(path))
+
+
+def test_without_the_vector_cache_the_index_is_rebuilt_and_nothing_is_lost(tmp_path: Path) -> None:
+    sb, emb = _book(60), TestEmbedder()
+    path = tmp_path / "skillbook.json"
+    before = _results(sb, search_index(sb, emb))
+    sb.save_to_file(path)
+    sidecar_path(path).unlink()  # the vectors: a cache, recomputed
+    loaded, index = _reloaded(path, emb, before)
+    assert index.loaded_from is None  # stale, not damaged: no warning
+    loaded.save_to_file(path)  # both caches written again, and they agree
+    again = Skillbook.load_from_file(path)
+    assert _results(again, search_index(again, emb)) == before and search_index(again, emb).loaded_from is not None
+    # A cache rewritten in another order than the index names (another tool, an older save): stale, rebuilt.
+    with np.load(sidecar_path(path)) as npz:
+        cache = {k: npz[k] for k in npz.files}
+    order = np.arange(cache["ids"].shape[0])[::-1]
+    np.savez(sidecar_path(path), **{k: (v[order] if v.ndim else v) for k, v in cache.items()})
+    shuffled = Skillbook.load_from_file(path)
+    index = search_index(shuffled, emb)
+    assert _results(shuffled, index) == before and index.loaded_from is None
+
+
+def test_a_sidecar_of_the_previous_format_with_its_own_vectors_still_loads(tmp_path: Path) -> None:
+    sb, emb = _book(80), TestEmbedder()
+    path = tmp_path / "skillbook.json"
+    built = search_index(sb, emb)
+    before = _results(sb, built)
+    sb.save_to_file(path)
+    arrays = _sidecar_arrays(path)  # as the previous version wrote it: the unit rows themselves, in `vectors`
+    n = arrays["slot_ids"].shape[0]
+    arrays["vectors"] = built._dense.rows_of(np.arange(n, dtype=np.int64), n)
+    del arrays["vector_rows"], arrays["vector_norms"]
+    np.savez(index_path(path), **arrays)
+    sidecar_path(path).unlink()  # not needed by such a sidecar
+    assert _reloaded(path, emb, before)[1].loaded_from == str(index_path(path))
 
 
 def test_a_loaded_index_builds_its_keyword_map_only_when_asked_and_from_live_skills(tmp_path: Path) -> None:

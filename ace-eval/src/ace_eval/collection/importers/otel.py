@@ -22,11 +22,16 @@ from pathlib import Path
 from ace import json_safe
 from ace_eval.collection.chat import tool_arguments
 from ace_eval.collection.importers._common import ImportedCollection, build_trace
-from ace_eval.collection.importers._otel_outcome import answer_trailing_calls, outcome
+from ace_eval.collection.importers._otel_outcome import (
+    FEEDBACK_ATTRIBUTE,
+    REWARD_ATTRIBUTE,
+    answer_trailing_calls,
+    outcome,
+)
 from ace_eval.collection.importers.otlp import JsonAttr, Span, read_otlp_spans
 from ace_eval.collection.model import CollectionError, Trace
 
-__all__ = ["import_otel", "is_agent_span"]
+__all__ = ["FEEDBACK_ATTRIBUTE", "REWARD_ATTRIBUTE", "import_otel", "is_agent_span", "traces_from_spans"]
 
 _AGENT_OPERATIONS = ("invoke_agent",)
 _ALL_MESSAGES = "pydantic_ai.all_messages"
@@ -249,8 +254,19 @@ def _trace(run: Span, below: list[Span], above: list[Span], file: str, source_sy
 
 def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") -> ImportedCollection:
     """Convert an OTLP JSON file of GenAI spans; one trace per agent run, in the order the runs started."""
-    file = str(path)
-    spans = read_otlp_spans(path)
+    traces = traces_from_spans(read_otlp_spans(path), file=str(path), source_system=source_system)
+    models = {str(t.metadata["model"]) for t in traces if "model" in t.metadata}
+    return ImportedCollection(
+        traces=traces,
+        source_system=source_system,
+        models={"agent": models.pop()} if len(models) == 1 else {},
+        metadata={"importer": "otel", "source_file": Path(path).name},
+    )
+
+
+def traces_from_spans(spans: list[Span], *, file: str, source_system: str = "otel") -> list[Trace]:
+    """One trace per agent run among `spans` (of one or more OTel traces), in the order the runs started; `file`
+    names where the spans came from in errors. `ace-eval serve` assembles the spans it receives with it."""
     children: dict[str, list[Span]] = defaultdict(list)
     by_id = {s.span_id: s for s in spans}
     for span in spans:
@@ -292,11 +308,4 @@ def import_otel(path: str | os.PathLike[str], *, source_system: str = "otel") ->
             file=file,
         )
     runs.sort(key=lambda s: s.start_ns)
-    traces = [_trace(r, below(r), above(r), file, source_system) for r in runs]
-    models = {str(t.metadata["model"]) for t in traces if "model" in t.metadata}
-    return ImportedCollection(
-        traces=traces,
-        source_system=source_system,
-        models={"agent": models.pop()} if len(models) == 1 else {},
-        metadata={"importer": "otel", "source_file": Path(path).name},
-    )
+    return [_trace(r, below(r), above(r), file, source_system) for r in runs]

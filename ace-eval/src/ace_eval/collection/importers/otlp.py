@@ -18,7 +18,7 @@ from ace import json_safe
 from ace_eval.collection.importers._common import parse_source, read_source
 from ace_eval.collection.model import CollectionError
 
-__all__ = ["Span", "is_logfire_records", "read_otlp_spans"]
+__all__ = ["Span", "is_logfire_records", "read_otlp_spans", "spans_from_document"]
 
 JsonAttr = str | int | float | bool | None | list["JsonAttr"] | dict[str, "JsonAttr"]
 
@@ -227,6 +227,12 @@ def _document(doc: object, where: _Where) -> list[Span]:
                 _span(raw, where, f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]") for i, raw in enumerate(raw_spans)
             ]
     return spans
+
+
+def spans_from_document(doc: object, *, file: str = "") -> list[Span]:
+    """The spans of one parsed OTLP JSON document (`{"resourceSpans": [...]}`) or Logfire records; a malformed
+    one raises `CollectionError` naming the field (`ace-eval serve` checks each request body with it)."""
+    return _document(doc, _Where(file, None))
 
 
 def read_otlp_spans(path: str | os.PathLike[str]) -> list[Span]:

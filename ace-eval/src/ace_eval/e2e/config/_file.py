@@ -103,13 +103,22 @@ class _RedactionTable(BaseModel):
     allow_patterns: list[str] | None = None
 
 
+class _FederationTable(BaseModel):
+    """`[federation]`: the hub `ace-eval federate` uses when neither --hub nor $ACE_FEDERATION_HUB is given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hub: str | None = None
+
+
 class _ConfigFile(BaseModel):
-    """`ace-eval.toml`: a `[models]` table, an `[e2e]` table and a `[redaction]` table, nothing else."""
+    """`ace-eval.toml`: a `[models]` table, an `[e2e]` table, a `[redaction]` table and a `[federation]` table (read
+    by `ace-eval federate`), nothing else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     models: _ModelsTable = Field(default_factory=_ModelsTable)
     e2e: _E2ETable = Field(default_factory=_E2ETable)
     redaction: _RedactionTable = Field(default_factory=_RedactionTable)
+    federation: _FederationTable = Field(default_factory=_FederationTable)
 
 
 def load_config_file(path: Path) -> dict[str, object]:

@@ -1,0 +1,15 @@
+"""`ace-eval serve`: OpenTelemetry spans in over OTLP/HTTP, kept in a durable inbox under a skillbook store and
+assembled into traces with the OTel importer's rules.
+
+```python
+app = ServeApp(ServeConfig(store=Path("prod-store")))
+app.start()        # POST /v1/traces, POST /v1/feedback, GET /healthz, /v1/status, /metrics
+app.stop()         # finish requests in flight, flush, checkpoint
+```
+"""
+
+from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback
+from ace_eval.serve._assembly import Assembler, Feedback
+from ace_eval.serve._inbox import Inbox, InboxFull
+
+__all__ = ["Assembler", "Feedback", "Inbox", "InboxFull", "ServeApp", "ServeConfig", "is_loopback"]

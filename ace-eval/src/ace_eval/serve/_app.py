@@ -1,0 +1,160 @@
+"""`ServeApp`: the inbox, the assembler and the HTTP server of `ace-eval serve`, started and stopped together.
+
+Files live under `STORE/serve/`: `inbox.jsonl` (redacted OTLP JSON, one request a line) and `state.json` (the
+acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl` (traces with their outcome,
+for learning), `assembly.json` (where assembly restarts).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+from ace.exceptions import UserError
+from ace.redaction import Redactor
+from ace_eval.serve._assembly import Assembler
+from ace_eval.serve._connections import Connections
+from ace_eval.serve._http import make_handler
+from ace_eval.serve._inbox import Inbox
+from ace_eval.store import SkillbookStore
+
+__all__ = ["ServeApp", "ServeConfig", "is_loopback"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeConfig:
+    """What `ace-eval serve` was asked for."""
+
+    store: Path
+    host: str = "127.0.0.1"
+    port: int = 4318
+    token: str | None = None
+    feedback_wait: float = 60.0
+    idle_timeout: float = 300.0
+    settle: float = 1.0
+    max_body: int = 8 * 1024 * 1024
+    max_backlog: int = 1_000_000
+    retry_after: int = 2
+    redact: bool = True
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ServeApp:
+    """The running service; `start()` listens, `stop()` finishes requests in flight, flushes and checkpoints."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        if not is_loopback(config.host) and not config.token:
+            raise UserError(
+                f"--host {config.host} is reachable from other machines: give --token T (clients send "
+                "`Authorization: Bearer T`), or bind 127.0.0.1"
+            )
+        self.config = config
+        self.token = config.token
+        self.max_body = config.max_body
+        self.retry_after = config.retry_after
+        self.redactor: Redactor | None = Redactor() if config.redact else None
+        self.store = SkillbookStore.open_or_create(config.store)
+        folder = Path(config.store) / "serve"
+        self.inbox = Inbox(folder, max_backlog=config.max_backlog)
+        self.assembler = Assembler(
+            self.inbox,
+            folder,
+            feedback_wait=config.feedback_wait,
+            idle_timeout=config.idle_timeout,
+            settle=config.settle,
+        )
+        self._counts: Counter[str] = Counter()
+        self._counts_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.connections = Connections()
+        self._server: ThreadingHTTPServer | None = None
+        self._threads: list[threading.Thread] = []
+
+    def count(self, name: str) -> None:
+        with self._counts_lock:
+            self._counts[name] += 1
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        """Listen and start the background threads (the HTTP loop and the assembler)."""
+        server = ThreadingHTTPServer((self.config.host, self.config.port), make_handler(self))
+        server.daemon_threads = False
+        server.block_on_close = True  # stop() waits for the requests in flight
+        self._server = server
+        for target, name in ((server.serve_forever, "ace-serve-http"), (self._assemble_loop, "ace-serve-assembly")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _assemble_loop(self) -> None:
+        while not self._stopping.wait(0.2):
+            self.assembler.step()
+
+    def stop(self) -> None:
+        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
+        if self._server is not None:
+            self._server.shutdown()  # serve_forever returns; no new connection is taken
+            self.connections.stop()  # idle keep-alive connections end; requests in flight finish
+            self._server.server_close()  # joins the request threads (block_on_close)
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        self.inbox.close()
+        self.assembler.step()
+
+    def status(self) -> dict[str, object]:
+        current = self.store.current_number()
+        with self._counts_lock:
+            counts = dict(self._counts)
+        return {
+            "spans_acknowledged": self.inbox.acknowledged,
+            **self.assembler.counts(),
+            "traces_learned": 0,
+            "version": current,
+            "queues": {"inbox_spans": self.inbox.backlog, "inbox_limit": self.inbox.max_backlog},
+            "requests": counts,
+        }
+
+    def metrics(self) -> str:
+        """The status as Prometheus text (exposition format 0.0.4)."""
+        status = self.status()
+        lines: list[str] = []
+
+        def metric(name: str, kind: str, value: object, help_text: str) -> None:
+            lines.extend([f"# HELP ace_serve_{name} {help_text}", f"# TYPE ace_serve_{name} {kind}"])
+            lines.append(f"ace_serve_{name} {value}")
+
+        metric("spans_acknowledged_total", "counter", status["spans_acknowledged"], "Spans fsynced into the inbox.")
+        for key in ("traces_assembled", "traces_rejected", "traces_learned", "late_spans"):
+            metric(f"{key}_total", "counter", status[key], key.replace("_", " ").capitalize() + ".")
+        for key in ("traces_waiting_feedback", "otel_traces_pending", "traces_ready"):
+            metric(key, "gauge", status[key], key.replace("_", " ").capitalize() + ".")
+        metric("inbox_backlog_spans", "gauge", self.inbox.backlog, "Spans acknowledged and not yet assembled.")
+        metric("version", "gauge", status["version"] if status["version"] is not None else "NaN", "Current version.")
+        requests = status["requests"]
+        assert isinstance(requests, dict)
+        lines += [
+            "# HELP ace_serve_requests_total OTLP requests by outcome.",
+            "# TYPE ace_serve_requests_total counter",
+        ]
+        for outcome in ("accepted", "rejected", "throttled"):
+            lines.append(f'ace_serve_requests_total{{outcome="{outcome}"}} {requests.get(f"requests_{outcome}", 0)}')
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,220 @@
+"""Run a trial: collect the learn traces once, let each candidate learn through the e2e runner in its own run
+folder, score every candidate and the incumbent on the same dev tasks and seeds, pick the winner, gate it against
+the incumbent, publish on promote, and score the winner alone on the held-out test tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ace.core.storage import atomic_write, bytes_writer
+from ace_eval.benchmarks import Benchmark, BenchmarkEnv, BenchmarkScores
+from ace_eval.benchmarks.scores import read_scores, write_scores
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.runner import resume_e2e, run_e2e
+from ace_eval.gate import GATE_FILE, Side, compare, publish_promoted
+from ace_eval.run.folder import RUN_JSON, RunFolder
+from ace_eval.store import ProducedBy, SkillbookStore
+from ace_eval.trials._scoreboard import (
+    SCOREBOARD_FILE,
+    CandidateEntry,
+    DevScore,
+    Scoreboard,
+    TestScore,
+    read_scoreboard,
+)
+from ace_eval.trials._vary import Candidate
+
+__all__ = ["Budget", "BudgetExceeded", "TrialPlan", "pareto_set", "pick_winner", "run_trial"]
+
+_SCORES = "scores.json"
+_COLLECTED = "collected"
+"""Marker in `traces/`: the shared collection finished (a resume does not collect again)."""
+
+
+class BudgetExceeded(Exception):
+    """The next candidate would take the trial past `--max-episodes` / `--max-cost`; says what ran."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """`--max-episodes` and `--max-cost` (`None`: no limit): checked before each candidate starts, against what the
+    trial has spent plus the first candidate's actual usage as the estimate."""
+
+    max_episodes: int | None = None
+    max_cost: float | None = None
+
+    def check(self, name: str, done: Sequence[str], spent: tuple[int, float], estimate: tuple[int, float]) -> None:
+        episodes, cost = spent
+        per_episodes, per_cost = estimate
+        over = []
+        if self.max_episodes is not None and episodes + per_episodes > self.max_episodes:
+            over.append(f"--max-episodes {self.max_episodes} ({episodes} spent + about {per_episodes} for it)")
+        if self.max_cost is not None and cost + per_cost > self.max_cost:
+            over.append(f"--max-cost {self.max_cost:g} (${cost:.4f} spent + about ${per_cost:.4f} for it)")
+        if over:
+            ran = ", ".join(done) or "none"
+            raise BudgetExceeded(f"stopped before candidate {name}: it would exceed {' and '.join(over)}; "
+                                 f"finished candidates: {ran}")  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialPlan:
+    """Everything a trial needs, checked before anything is written."""
+
+    directory: Path
+    benchmark: Benchmark
+    """What scores the candidates (a benchmark or a `--scorer`)."""
+    learner: Benchmark | None
+    """What collects the learn split when no `traces` are given."""
+    env: BenchmarkEnv
+    base: dict[str, object]
+    """The e2e settings every candidate shares (`E2ESettings.to_dict` keys)."""
+    candidates: Sequence[Candidate]
+    traces: Path | None
+    """A given collection (`--traces`); `None`: the benchmark's learn split is collected once."""
+    dev_tasks: tuple[str, ...]
+    test_tasks: tuple[str, ...]
+    num_trials: int
+    incumbent: Side
+    publish: Path | None = None
+    command: str = ""
+    budget: Budget = Budget()
+    say: Callable[[str], None] = print
+
+
+def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores:
+    """`path`'s scores when a previous invocation left them (a resume), else scored now and written."""
+    if path.is_file():
+        return read_scores(path)
+    scores = score()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_scores(path, scores)
+    return scores
+
+
+def _evaluate(plan: TrialPlan, book: Path | None, tasks: Sequence[str], seeds: Sequence[int] | None,
+              directory: Path) -> BenchmarkScores:  # fmt: skip
+    from ace.core.skillbook import Skillbook
+
+    def score() -> BenchmarkScores:
+        return plan.benchmark.evaluate(
+            plan.env, skillbook=Skillbook.load_from_file(book) if book is not None else None, task_ids=list(tasks),
+            num_trials=plan.num_trials, seeds=seeds, directory=directory,
+        ).model_copy(update={"skillbook": str(book) if book is not None else None})  # fmt: skip
+
+    return _scored(directory / _SCORES, score)
+
+
+def _shared_traces(plan: TrialPlan) -> Path:
+    """The collection every candidate learns from: `--traces`, or the learn split collected once (`traces/`)."""
+    if plan.traces is not None:
+        return plan.traces
+    assert plan.learner is not None  # the command requires --traces or --benchmark
+    directory = plan.directory / "traces"
+    if not (directory / _COLLECTED).is_file():  # an interrupted collection resumes: the protocol redoes only the rest
+        plan.say(f"collecting the learn split of {plan.learner.name} once (shared by every candidate) ...")
+        plan.learner.collect(plan.env, skillbook=None, task_ids=list(plan.learner.tasks("learn")),
+                               num_trials=plan.num_trials, directory=directory)  # fmt: skip
+        (directory / _COLLECTED).write_text("", encoding="utf-8")
+    return directory
+
+
+def _learn(plan: TrialPlan, candidate: Candidate, traces: Path) -> RunFolder:
+    """The candidate's run folder under `candidates/<name>/`: reused when finished, resumed when interrupted,
+    else started (the e2e runner: locked, resumable, redacted)."""
+    home = plan.directory / "candidates" / candidate.name
+    runs = sorted(p for p in home.iterdir() if (p / RUN_JSON).is_file()) if home.is_dir() else []
+    if runs:
+        folder = RunFolder.open(runs[-1])
+        if folder.read_record().status != "completed":
+            return resume_e2e(folder.path).folder
+        return folder
+    learn = dict(candidate.learn if candidate.learn is not None else candidate.settings)
+    if candidate.start_from is not None:  # the previous epoch's checkpoint (finished: candidates run in order)
+        previous = _learn(plan, next(c for c in plan.candidates if c.name == candidate.start_from), traces)
+        learn["skillbook"] = previous.learned_skillbook(previous.read_record())
+    settings = E2ESettings.from_dict({**plan.base, **learn, "traces": traces, "no_benchmark": True,
+                                      "output_dir": home})  # fmt: skip
+    return run_e2e(settings).folder
+
+
+def _cost(scores: BenchmarkScores) -> float:
+    return sum(t.cost or 0.0 for trials in scores.tasks.values() for t in trials)
+
+
+def pick_winner(entries: Sequence[CandidateEntry]) -> CandidateEntry:
+    """The best dev mean; ties go to fewer learning tokens, then to the earlier candidate."""
+    return min(entries, key=lambda e: (-e.dev.mean, e.tokens))
+
+
+def pareto_set(entries: Sequence[CandidateEntry]) -> list[str]:
+    """Candidates best (ties included) on at least one dev task by its mean reward."""
+    tasks = entries[0].dev.per_task if entries else {}
+    best: list[str] = []
+    for task in tasks:
+        means = {e.name: sum(e.dev.per_task[task]) / max(len(e.dev.per_task[task]), 1) for e in entries}
+        top = max(means.values())
+        best.extend(n for n, m in means.items() if m == top and n not in best)
+    return [e.name for e in entries if e.name in best]
+
+
+def run_trial(plan: TrialPlan) -> Scoreboard:
+    """Run (or continue) the trial in `plan.directory` and write `scoreboard.json`."""
+    plan.directory.mkdir(parents=True, exist_ok=True)
+    traces = _shared_traces(plan)
+    incumbent = _evaluate(plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent")
+    seeds = incumbent.seeds or None
+    entries: list[CandidateEntry] = []
+    total = len(plan.candidates)
+    spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
+    estimate: tuple[int, float] | None = None
+    for i, candidate in enumerate(plan.candidates, 1):
+        if estimate is not None and not (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file():
+            plan.budget.check(candidate.name, [e.name for e in entries], spent, estimate)
+        plan.say(f"candidate {i} of {total} ({candidate.name}): learning; so far {spent[0]} episodes, "
+                 f"${spent[1]:.4f}")  # fmt: skip
+        folder = _learn(plan, candidate, traces)
+        record = folder.read_record()
+        book = folder.learned_skillbook(record)
+        plan.say(f"candidate {i} of {total} ({candidate.name}): scoring {len(plan.dev_tasks)} dev task(s)")
+        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
+        usage = record.usage.values()
+        used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
+                (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+        estimate = estimate or used
+        spent = (spent[0] + used[0], spent[1] + used[1])
+        entries.append(CandidateEntry(
+            name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
+            dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in usage),
+            cost_usd=record.cost_usd,
+        ))  # fmt: skip
+    winner = pick_winner(entries)
+    entries = [e.model_copy(update={"verdict": "won" if e is winner else "lost"}) for e in entries]
+    winner_scores = read_scores(Path(winner.run_dir).parent / "dev" / _SCORES)
+    gate = compare(incumbent, winner_scores)
+    atomic_write(plan.directory / GATE_FILE, bytes_writer((gate.model_dump_json(indent=1) + "\n").encode("utf-8")))
+    plan.say(f"winner: {winner.name} (dev mean {winner.dev.mean:.3f}); gate vs {plan.incumbent.label}: {gate.decision}")
+    earlier = plan.directory / SCOREBOARD_FILE
+    published = read_scoreboard(earlier).published if earlier.is_file() else None  # a finished trial run again
+    if plan.publish is not None and published is None:
+        store = SkillbookStore.open_or_create(plan.publish) if gate.decision == "promote" else None
+        by = ProducedBy(kind="trials", command=plan.command or None, run_dir=winner.run_dir,
+                        details={"trial_dir": str(plan.directory), "candidate": winner.name})  # fmt: skip
+        version = publish_promoted(store, Path(winner.skillbook), gate, produced_by=by) if store else None
+        published = f"{plan.publish} version {version.number}" if version is not None else None
+    test = None
+    if plan.test_tasks:
+        plan.say(f"scoring the winner alone on {len(plan.test_tasks)} held-out test task(s)")
+        scored = _evaluate(plan, Path(winner.skillbook), plan.test_tasks, seeds, plan.directory / "test")
+        held_out = DevScore.of(scored)
+        test = TestScore(candidate=winner.name, tasks=list(plan.test_tasks), mean=held_out.mean,
+                         per_task=held_out.per_task, pass_hat_k=held_out.pass_hat_k)  # fmt: skip
+    board = Scoreboard(
+        benchmark=plan.benchmark.name, dev_tasks=list(plan.dev_tasks), test_tasks=list(plan.test_tasks),
+        num_trials=plan.num_trials, seeds=list(incumbent.seeds), candidates=entries, winner=winner.name,
+        pareto=pareto_set(entries), incumbent=plan.incumbent.label, gate=gate, published=published, test=test,
+    )  # fmt: skip
+    board.write(plan.directory / SCOREBOARD_FILE)
+    return board

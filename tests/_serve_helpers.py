@@ -1,0 +1,86 @@
+"""Shared helpers of the `ace-eval serve` tests: a server on 127.0.0.1 (port 0), bounded polling, raw requests."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ace_eval.serve import ServeApp, ServeConfig
+
+
+@contextmanager
+def running(store: Path, **options: Any) -> Iterator[ServeApp]:
+    app = ServeApp(ServeConfig(store=store, port=0, settle=0.0, **options))
+    app.start()
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+def url(app: ServeApp, path: str) -> str:
+    host, port = app.address
+    return f"http://{host}:{port}{path}"
+
+
+def request(
+    target: str, body: bytes | None = None, headers: dict[str, str] | None = None, method: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of one request (errors included), with a 10 s timeout."""
+    req = urllib.request.Request(target, data=body, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 15.0) -> None:
+    """Poll `condition` every 50 ms for at most `seconds`; fail when it never holds."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+def otlp_json(trace_id: str, spans: list[dict[str, Any]]) -> bytes:
+    """An OTLP JSON export request with `spans` (each: spanId, name, optional parentSpanId / attributes)."""
+    full = [
+        {
+            "traceId": trace_id,
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000001000000000",
+            **span,
+        }
+        for span in spans
+    ]
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": full}]}]}).encode()
+
+
+def string_attr(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+MESSAGES = [
+    {"role": "user", "parts": [{"type": "text", "content": "Cancel order A1"}]},
+    {"role": "assistant", "parts": [{"type": "text", "content": "Done."}]},
+]
+
+
+def agent_span(span_id: str, parent: str | None = None, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A pydantic-ai agent run span (`invoke_agent`) holding a two-message conversation."""
+    attributes = [
+        string_attr("gen_ai.operation.name", "invoke_agent"),
+        string_attr("pydantic_ai.all_messages", json.dumps(MESSAGES)),
+        *(extra or []),
+    ]
+    return {"spanId": span_id, "name": "invoke_agent support", "attributes": attributes} | (
+        {"parentSpanId": parent} if parent else {}
+    )

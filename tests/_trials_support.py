@@ -1,0 +1,79 @@
+"""The scripted parts of the trials tests on the toy benchmark: a skill manager per candidate, picked by the
+candidate's `skill_manager_model` (`test:helpful`, `test:harmful`, `test:useless`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _e2e_support import ScriptedReflector, prompt_text, responses
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from ace.embeddings.test import TestEmbedder
+from ace_eval.e2e import runner
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.runner import E2EResult, RunInjections
+from ace_eval.run.folder import RunFolder
+
+INSIGHTS = {
+    "helpful": "Before processing it, do the step the customer's complaint names.",
+    "harmful": "Escalate every such request to a human colleague.",
+    "useless": "Mention the weather.",
+}
+# every hard request: the empty skillbook fails all
+DEV = "refund-1,address-1,refund-2,refund-3,address-2,refund-4"
+TEST = "cancel-2,password-2,upgrade-2"
+
+
+class KindSkillManager:
+    """Adds one skill per trace on the trace's topic (helpful, harmful) or on a topic no request has (useless)."""
+
+    def __init__(self, kind: str, *, die: bool = False) -> None:
+        self.kind = kind
+        self.die = die
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if self.die:  # a kill -9 in the middle of this candidate's learning (the worker's)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if responses(messages) > 0:
+            return ModelResponse(parts=[TextPart("Updated the skillbook.")])
+        from ace_toy_benchmark import TASKS
+
+        prompt = prompt_text(messages)
+        topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
+        keyword = "weather" if self.kind == "useless" else topic
+        args = {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
+                "keywords": [keyword], "insight": INSIGHTS[self.kind]}  # fmt: skip
+        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+
+
+def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInjections:
+    """The scripted models of the candidate `settings` describes (`die_in`: that candidate's process is killed)."""
+    kind = settings.skill_manager_model.split(":", 1)[1]
+    models: dict[Any, Any] = {
+        "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
+        "skill_manager": FunctionModel(KindSkillManager(kind, die=kind == die_in), model_name=f"scripted-sm-{kind}"),
+    }
+    return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
+
+
+def script_candidates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Trials' candidates learn with the scripted models; returns the list each run (and resume) is appended to."""
+    runs: list[str] = []
+
+    def run(settings: E2ESettings) -> E2EResult:
+        runs.append(settings.skill_manager_model)
+        return runner.run_e2e(settings, injections=injections(settings))
+
+    def resume(run_dir: Path) -> E2EResult:
+        settings = E2ESettings.from_dict(RunFolder.open(run_dir).read_record().config.as_dict())
+        runs.append(f"resume {settings.skill_manager_model}")
+        return runner.resume_e2e(run_dir, injections=injections(settings))
+
+    monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
+    monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
+    return runs
