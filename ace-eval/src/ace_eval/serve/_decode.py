@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from ace import json_safe
+from ace.exceptions import UserError
 from ace.redaction import Redactor
 from ace_eval.collection.importers.otlp import Span, spans_from_document
 from ace_eval.collection.model import CollectionError
@@ -27,11 +28,11 @@ _IDS = ("traceId", "spanId", "parentSpanId")
 _KEPT = frozenset({*_IDS, "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano"})
 
 
-class BadRequest(ValueError):
+class BadRequest(UserError, ValueError):
     """A body OTLP cannot accept (400); the message is the reason sent back."""
 
 
-class TooLarge(ValueError):
+class TooLarge(UserError, ValueError):
     """A body (or its decompressed form) over the size limit (413)."""
 
 

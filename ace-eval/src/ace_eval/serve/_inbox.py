@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ace.exceptions import RunError
 from ace_eval.serve._journal import write_json
 
 __all__ = ["Committed", "Inbox", "InboxClosed", "InboxFull"]
 
 
-class InboxFull(RuntimeError):
+class InboxFull(RunError, RuntimeError):
     """The backlog of spans not yet assembled is at its limit (429 with Retry-After)."""
 
 
-class InboxClosed(RuntimeError):
+class InboxClosed(RunError, RuntimeError):
     """The server is shutting down (503)."""
 
 

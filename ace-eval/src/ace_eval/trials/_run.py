@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ace.core.storage import atomic_write, bytes_writer
+from ace.exceptions import RunError
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv, BenchmarkScores
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.e2e.config import E2ESettings
@@ -33,7 +34,7 @@ _COLLECTED = "collected"
 """Marker in `traces/`: the shared collection finished (a resume does not collect again)."""
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(RunError):
     """The next candidate would take the trial past `--max-episodes` / `--max-cost`; says what ran."""
 
 
