@@ -37,6 +37,16 @@ __all__ = [
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _SEP = "\x00"
+_SECRET_WORDS = ("secret", "token", "passw", "key", "credential", "auth")
+"""Words of a dict key whose string value is searched as `key: value` (the generic and password detectors read the
+key name before the value)."""
+
+
+def _secret_named(key: str) -> bool:
+    lowered = key.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
+
+
 _MIN_INT = 10**7  # ints below this are never a phone or card number
 NOT_IN_IDS = frozenset({"card_number"})
 """Kinds not looked for in ids: hex span ids of decimal digits pass the Luhn check one time in ten."""
@@ -199,6 +209,8 @@ class Redactor:
         """Keys (False) and id values (True) that hold a secret: their replacement."""
         checked: set[tuple[bool, str]] = set()
         id_findings: list[Finding] = []
+        prefixes: dict[int, str] = {}
+        """Texts searched with their key in front (a secret-named key's string value): the prefix to take off."""
 
         def fix(text: str, path: str, is_id: bool) -> str:
             """`text`'s replacement (itself when it holds no secret); its findings are added at `path`."""
@@ -219,7 +231,11 @@ class Redactor:
             elif isinstance(value, Mapping):
                 for k, v in value.items():
                     shown = fix(k, path, False) if isinstance(k, str) else k  # a path never shows a secret key
-                    if k not in skip_keys:
+                    if isinstance(k, str) and isinstance(v, str) and k not in skip_keys and _secret_named(k):
+                        prefixes[len(texts)] = f"{k}: "  # searched as `key: value`, as the text detectors expect
+                        texts.append(f"{k}: {v}")
+                        paths.append(f"{path}.{shown}")
+                    elif k not in skip_keys:
                         collect(v, f"{path}.{shown}")
                     elif isinstance(v, str):
                         fix(v, f"{path}.{shown}", True)
@@ -247,7 +263,11 @@ class Redactor:
             nonlocal position
             if isinstance(value, str):
                 position += 1
-                return replaced.get(position, value)
+                new = replaced.get(position)
+                if new is None:
+                    return value
+                prefix = prefixes.get(position, "")
+                return new[len(prefix) :] if new.startswith(prefix) else new
             if isinstance(value, Mapping):
                 return {
                     fixed.get((False, k), k) if isinstance(k, str) else k: (

@@ -111,3 +111,19 @@ def test_the_prefilter_never_calls_clean_a_text_holding_a_generic_secret(
     found = REDACTOR._all_matches(text, RedactionSession())  # the full path, without the prefilter
     assert not (found and REDACTOR._prefilter.clean(text))
     assert bool(REDACTOR.find(text)) == bool(found)
+
+
+def test_a_secret_named_key_of_a_structure_has_its_value_redacted() -> None:
+    """Tool-call arguments as an object: `{"api_key": "<random>"}` is redacted like `api_key: <random>` in text, and
+    ordinary values under such keys are kept."""
+    secret = "Qm7fK2pLx9RtV4wZ8nB3cY6hJ1sD5gA0"
+    data = {
+        "arguments": {"api_key": secret, "password": "hunter2x", "max_tokens": "512", "key": "a plain sentence"},
+        "content": f"my token: {secret}",
+    }
+    out, findings = Redactor().redact_data(data)
+    assert secret not in str(out) and "hunter2x" not in str(out)
+    assert out["arguments"]["api_key"].startswith("[REDACTED:generic_secret")
+    assert out["arguments"]["api_key"] == out["content"].removeprefix("my token: ")  # one secret, one placeholder
+    assert out["arguments"]["max_tokens"] == "512" and out["arguments"]["key"] == "a plain sentence"
+    assert "$.arguments.api_key" in {f.path for f in findings}
