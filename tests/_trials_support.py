@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,18 +62,21 @@ def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInject
     return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
 
 
-def script_candidates(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Trials' candidates learn with the scripted models; returns the list each run (and resume) is appended to."""
+def script_candidates(
+    monkeypatch: pytest.MonkeyPatch, scripted: Callable[[E2ESettings], RunInjections] = injections
+) -> list[str]:
+    """Trials' candidates learn with the `scripted` models (default: the toy's); returns the list each run (and
+    resume) is appended to."""
     runs: list[str] = []
 
     def run(settings: E2ESettings) -> E2EResult:
         runs.append(settings.skill_manager_model)
-        return runner.run_e2e(settings, injections=injections(settings))
+        return runner.run_e2e(settings, injections=scripted(settings))
 
     def resume(run_dir: Path) -> E2EResult:
         settings = E2ESettings.from_dict(RunFolder.open(run_dir).read_record().config.as_dict())
         runs.append(f"resume {settings.skill_manager_model}")
-        return runner.resume_e2e(run_dir, injections=injections(settings))
+        return runner.resume_e2e(run_dir, injections=scripted(settings))
 
     monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
     monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
