@@ -4,6 +4,7 @@ candidate's `skill_manager_model` (`test:helpful`, `test:harmful`, `test:useless
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -81,3 +82,9 @@ def script_candidates(
     monkeypatch.setattr("ace_eval.trials._run.run_e2e", run)
     monkeypatch.setattr("ace_eval.trials._run.resume_e2e", resume)
     return runs
+
+
+def comparable(board_file: Path, trial: Path, store: Path) -> str:
+    """The scoreboard with its folders and run ids named alike (two trials' runs live in different folders)."""
+    text = board_file.read_text(encoding="utf-8").replace(str(store), "STORE").replace(str(trial), "TRIAL")
+    return re.sub(r"run_[0-9a-f]{6,}", "RUN", text)

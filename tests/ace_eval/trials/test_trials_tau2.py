@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eval[tau2]"')
 
-from _trials_support import script_candidates
+from _trials_support import comparable, script_candidates
 from _trials_tau2 import DEV, LEARN, TEST, injections, register, trial_args
 from click.testing import CliRunner
 
@@ -72,3 +72,40 @@ def test_the_helpful_candidate_wins_on_tau2_mock_and_alone_meets_the_test_task(
     # without a skill: the learn split's two episodes, collected once, and the incumbent's seven
     assert Counter(kind for kind, _, _ in episodes) == {"none": 2 + 7, "helpful": 7 + 1, "harmful": 7, "useless": 7}
     assert len(json.loads((out / "learn" / "results.json").read_text())["simulations"]) == len(LEARN.split(","))
+
+
+WORKER = Path(__file__).parents[2] / "_trials_tau2_worker.py"
+
+
+def worker(log: Path, die_in: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(WORKER), str(log), die_in, "--", *args], capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+
+
+def test_a_tau2_trial_killed_during_the_second_candidate_resumes_and_runs_no_finished_episode_again(
+    tmp_path: Path,
+) -> None:
+    whole, whole_log = tmp_path / "whole", tmp_path / "whole.log"
+    done = worker(whole_log, "none", trial_args("--out", str(whole), "--publish", str(tmp_path / "whole-store")))
+    assert done.returncode == 0, done.stderr
+
+    out, store, log = tmp_path / "trial", tmp_path / "store", tmp_path / "agent.log"
+    killed = worker(log, "harmful", trial_args("--out", str(out), "--publish", str(store)))
+    assert killed.returncode == -9, killed.stderr
+    assert not (out / "scoreboard.json").exists() and not store.exists()
+    helpful = out / "candidates" / NAMES["helpful"]
+    assert (helpful / "dev" / "results.json").is_file()
+    [harmful_run] = (out / "candidates" / NAMES["harmful"]).glob("run_*")  # killed while learning
+    before = log.read_text().splitlines()
+
+    resumed = worker(log, "none", ["trials", "--resume", str(out)])
+    assert resumed.returncode == 0, resumed.stderr
+    after = log.read_text().splitlines()[len(before) :]
+    # the resume played only what the killed process had not: the harmful and useless candidates' dev tasks and
+    # the winner's test task (no collection, no incumbent, no helpful dev episode again)
+    assert Counter(line.split()[1] for line in after) == {"harmful": 7, "useless": 7, "helpful": 1}
+    assert Counter(log_lines(log)) == Counter(log_lines(whole_log))  # nothing ran twice, nothing was left out
+    assert list((out / "candidates" / NAMES["harmful"]).glob("run_*")) == [harmful_run]  # its run was resumed
+    assert comparable(out / "scoreboard.json", out, store) == comparable(
+        whole / "scoreboard.json", whole, tmp_path / "whole-store"
+    )

@@ -6,14 +6,13 @@ scored on the test tasks; the other two are `lost` with their runs and dev score
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _plugins import install_toy_benchmark
-from _trials_support import DEV, TEST, script_candidates
+from _trials_support import DEV, TEST, comparable, script_candidates
 from click.testing import CliRunner, Result
 
 from ace_eval.cli import main
@@ -87,12 +86,6 @@ def test_a_bad_vary_key_or_value_exits_2_naming_the_valid_keys_before_anything_i
 
 
 WORKER = Path(__file__).parents[2] / "_trials_worker.py"
-
-
-def comparable(board_file: Path, trial: Path, store: Path) -> str:
-    """The scoreboard with its folders and run ids named alike (two trials' runs live in different folders)."""
-    text = board_file.read_text(encoding="utf-8").replace(str(store), "STORE").replace(str(trial), "TRIAL")
-    return re.sub(r"run_[0-9a-f]{6,}", "RUN", text)
 
 
 def test_a_trial_killed_during_the_second_candidate_resumes_without_redoing_finished_work(
