@@ -3,6 +3,7 @@ candidate's `skill_manager_model` (`test:helpful`, `test:harmful`, `test:useless
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import signal
@@ -39,8 +40,8 @@ class KindSkillManager:
         self.die = die
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if self.die:  # a kill -9 in the middle of this candidate's learning (the worker's)
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.die:  # a kill -9 of the trial in the middle of this candidate's learning (the worker's)
+            os.kill(os.getppid() if multiprocessing.parent_process() else os.getpid(), signal.SIGKILL)
         if responses(messages) > 0:
             return ModelResponse(parts=[TextPart("Updated the skillbook.")])
         from ace_toy_benchmark import TASKS

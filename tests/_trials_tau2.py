@@ -16,6 +16,7 @@ the task the user named, found by its scenario: tasks with the same scenario, as
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import signal
@@ -110,8 +111,8 @@ class KindSkillManager:
         self.kind, self.die = kind, die
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if self.die:  # a kill -9 in the middle of this candidate's learning (the worker's)
-            os.kill(os.getpid(), signal.SIGKILL)
+        if self.die:  # a kill -9 of the trial in the middle of this candidate's learning (the worker's)
+            os.kill(os.getppid() if multiprocessing.parent_process() else os.getpid(), signal.SIGKILL)
         if responses(messages) > 0:
             return ModelResponse(parts=[TextPart("Updated the skillbook.")])
         args = {"section": "context", "issue": "Task requests are answered before the record is right.",

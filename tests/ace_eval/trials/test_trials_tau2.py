@@ -109,3 +109,28 @@ def test_a_tau2_trial_killed_during_the_second_candidate_resumes_and_runs_no_fin
     assert comparable(out / "scoreboard.json", out, store) == comparable(
         whole / "scoreboard.json", whole, tmp_path / "whole-store"
     )
+
+
+def test_three_tau2_candidates_at_once_take_turns_scoring_and_write_the_sequential_scoreboard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(tmp_path / "sequential.log")
+    script_candidates(monkeypatch, injections)
+    sequential = CliRunner().invoke(main, trial_args("--out", str(tmp_path / "sequential")), catch_exceptions=False)
+    assert sequential.exit_code == 0, sequential.output
+    log = tmp_path / "parallel.log"
+    register(log)
+    out = tmp_path / "parallel"
+    result = CliRunner().invoke(main, trial_args("--out", str(out), "--max-parallel", "3"), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    no_store = tmp_path / "no-store"
+    assert comparable(out / "scoreboard.json", out, no_store) == comparable(
+        tmp_path / "sequential" / "scoreboard.json", tmp_path / "sequential", no_store
+    )
+    lines = [line.split() for line in log.read_text().splitlines()]
+    trial_pid = lines[0][0]  # the trial's own process collected the learn split and scored the incumbent
+    dev = [(pid, kind) for pid, kind, task, _ in lines if kind != "none" and task != TEST]
+    assert len({pid for pid, _ in dev}) == 3 and trial_pid not in {pid for pid, _ in dev}
+    # one candidate scores at a time: each one's seven dev episodes in one block, never interleaved
+    blocks = [kind for i, (_, kind) in enumerate(dev) if i == 0 or dev[i - 1][1] != kind]
+    assert sorted(blocks) == ["harmful", "helpful", "useless"]

@@ -5,6 +5,7 @@ the incumbent, publish on promote, and score the winner alone on the held-out te
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,17 @@ from ace_eval.trials._scoreboard import (
 )
 from ace_eval.trials._vary import Candidate
 
-__all__ = ["Budget", "BudgetExceeded", "TrialPlan", "pareto_set", "pick_winner", "run_trial"]
+__all__ = [
+    "Budget",
+    "BudgetExceeded",
+    "TrialPlan",
+    "label",
+    "pareto_set",
+    "pick_winner",
+    "run_trial",
+    "score_candidate",
+    "scored_already",
+]
 
 _SCORES = "scores.json"
 _COLLECTED = "collected"
@@ -83,6 +94,8 @@ class TrialPlan:
     command: str = ""
     budget: Budget = Budget()
     say: Callable[[str], None] = print
+    max_parallel: int = 1
+    """Candidates learning (and waiting for the one dev scoring slot) at once, each in a process of its own."""
 
 
 def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores:
@@ -161,36 +174,67 @@ def pareto_set(entries: Sequence[CandidateEntry]) -> list[str]:
     return [e.name for e in entries if e.name in best]
 
 
+def score_candidate(
+    plan: TrialPlan,
+    candidate: Candidate,
+    traces: Path,
+    seeds: Sequence[int] | None,
+    *,
+    scoring: AbstractContextManager[object] | None = None,
+) -> tuple[CandidateEntry, tuple[int, float]]:
+    """The candidate learned (or its finished run opened) and scored on the dev tasks (or its scores read); returns
+    its scoreboard entry and what it used (learning samples plus dev episodes, cost). `scoring`: held around the dev
+    scoring (a slot shared by the candidates of a parallel trial)."""
+    folder = _learn(plan, candidate, traces)
+    record = folder.read_record()
+    book = folder.learned_skillbook(record)
+    fresh = not scored_already(plan, candidate)
+    with scoring if scoring is not None and fresh else nullcontext():
+        if fresh:
+            plan.say(f"{label(plan, candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
+        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
+    used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
+            (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+    entry = CandidateEntry(
+        name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
+        dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in record.usage.values()),
+        cost_usd=record.cost_usd,
+    )  # fmt: skip
+    return entry, used
+
+
+def label(plan: TrialPlan, candidate: Candidate) -> str:
+    """`candidate i of N (name)`, as the progress names it."""
+    return f"candidate {plan.candidates.index(candidate) + 1} of {len(plan.candidates)} ({candidate.name})"
+
+
+def scored_already(plan: TrialPlan, candidate: Candidate) -> bool:
+    """The candidate's dev scores are on disk (a finished candidate: no budget is checked for it again)."""
+    return (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file()
+
+
 def run_trial(plan: TrialPlan) -> Scoreboard:
     """Run (or continue) the trial in `plan.directory` and write `scoreboard.json`."""
     plan.directory.mkdir(parents=True, exist_ok=True)
     traces = _shared_traces(plan)
     incumbent = _evaluate(plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent")
     seeds = incumbent.seeds or None
-    entries: list[CandidateEntry] = []
-    total = len(plan.candidates)
     spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
+    if plan.max_parallel > 1:
+        from ace_eval.trials._parallel import run_in_parallel
+
+        run_in_parallel(plan, traces, seeds, spent)  # then every candidate below is read from its folder
+    entries: list[CandidateEntry] = []
     estimate: tuple[int, float] | None = None
-    for i, candidate in enumerate(plan.candidates, 1):
-        if estimate is not None and not (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file():
+    for candidate in plan.candidates:
+        if estimate is not None and not scored_already(plan, candidate):
             plan.budget.check(candidate.name, [e.name for e in entries], spent, estimate)
-        plan.say(f"candidate {i} of {total} ({candidate.name}): learning; so far {spent[0]} episodes, "
-                 f"${spent[1]:.4f}")  # fmt: skip
-        folder = _learn(plan, candidate, traces)
-        record = folder.read_record()
-        book = folder.learned_skillbook(record)
-        plan.say(f"candidate {i} of {total} ({candidate.name}): scoring {len(plan.dev_tasks)} dev task(s)")
-        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
-        usage = record.usage.values()
-        used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
-                (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+        if plan.max_parallel == 1:
+            plan.say(f"{label(plan, candidate)}: learning; so far {spent[0]} episodes, ${spent[1]:.4f}")
+        entry, used = score_candidate(plan, candidate, traces, seeds)
         estimate = estimate or used
         spent = (spent[0] + used[0], spent[1] + used[1])
-        entries.append(CandidateEntry(
-            name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
-            dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in usage),
-            cost_usd=record.cost_usd,
-        ))  # fmt: skip
+        entries.append(entry)
     winner = pick_winner(entries)
     entries = [e.model_copy(update={"verdict": "won" if e is winner else "lost"}) for e in entries]
     winner_scores = read_scores(Path(winner.run_dir).parent / "dev" / _SCORES)
