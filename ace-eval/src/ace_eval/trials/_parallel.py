@@ -1,7 +1,7 @@
-"""`--max-parallel N`: up to N candidates at once, each in a process of its own running the same runner as a
-sequential trial (`score_candidate`: the e2e runner, then the benchmark's dev scoring); the trial's process only
-schedules them, checks the budget before each start, and afterwards reads every result from its folder, so the
-scoreboard is the one a sequential trial writes.
+"""`--max-parallel N`: up to N candidates at once, each in a process of its own running what a sequential trial
+runs for it (`score_candidate` of `_run`: the e2e runner, then the benchmark's dev scoring); the trial's process
+only schedules them, checks the budget before each start, and afterwards reads every result from its folder, so
+the scoreboard is the one a sequential trial writes.
 
 Processes, not threads: a run's spans go to the run's own file through process-wide Logfire configuration. The
 dev scoring takes turns through one slot shared by the processes, so episodes and model requests in flight stay
@@ -17,15 +17,20 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from multiprocessing.connection import wait
 from multiprocessing.context import ForkProcess
-from pathlib import Path
 from typing import Any
 
 from ace.exceptions import RunError
-from ace_eval.trials._run import BudgetExceeded, TrialPlan, label, score_candidate, scored_already
+from ace_eval.trials._plan import BudgetExceeded, TrialPlan
+from ace_eval.trials._scoreboard import CandidateEntry
+from ace_eval.trials._vary import Candidate
+
+Work = Callable[[Candidate, AbstractContextManager[object] | None], tuple[CandidateEntry, tuple[int, float]]]
+"""A candidate learned and scored on the dev tasks, or read from its folder when finished (`score_candidate`); the
+context manager, when given, is held around the dev scoring."""
 
 __all__ = ["run_in_parallel"]
 
@@ -59,12 +64,12 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _child(plan: TrialPlan, index: int, traces: Path, seeds: Sequence[int] | None, slot: _Slot, parent: int) -> None:
+def _child(work: Work, candidate: Candidate, slot: _Slot, parent: int) -> None:
     _die_with(parent)
-    score_candidate(plan, plan.candidates[index], traces, seeds, scoring=slot.held())
+    work(candidate, slot.held())
 
 
-def run_in_parallel(plan: TrialPlan, traces: Path, seeds: Sequence[int] | None, spent: tuple[int, float]) -> None:
+def run_in_parallel(plan: TrialPlan, spent: tuple[int, float], work: Work) -> None:
     """Learn and score every candidate, up to `plan.max_parallel` at once (a candidate that continues another's
     checkpoint starts when that one finished). Raises `BudgetExceeded` (after the running ones finish) when the
     next would exceed the budget, counting the running ones at the estimate; `RunError` when one failed."""
@@ -84,10 +89,10 @@ def run_in_parallel(plan: TrialPlan, traces: Path, seeds: Sequence[int] | None, 
 
     def done(index: int) -> None:
         nonlocal spent, estimate
-        entry, used = score_candidate(plan, plan.candidates[index], traces, seeds)  # read from its folder
+        entry, used = work(plan.candidates[index], None)  # read from its folder
         finished.append(entry.name)
         spent, estimate = (spent[0] + used[0], spent[1] + used[1]), estimate or used
-        plan.say(f"{label(plan, plan.candidates[index])}: done, dev mean {entry.dev.mean:.3f}; {now()}")
+        plan.say(f"{plan.label(plan.candidates[index])}: done, dev mean {entry.dev.mean:.3f}; {now()}")
 
     try:
         while running or (pending and stop is None and not failed):
@@ -95,7 +100,7 @@ def run_in_parallel(plan: TrialPlan, traces: Path, seeds: Sequence[int] | None, 
                 candidate = plan.candidates[pending[0]]
                 if candidate.start_from is not None and candidate.start_from not in finished:
                     break  # its previous checkpoint first
-                if scored_already(plan, candidate):
+                if plan.scored_already(candidate):
                     done(pending.popleft())
                     continue
                 if limited and estimate is None and running:
@@ -108,11 +113,11 @@ def run_in_parallel(plan: TrialPlan, traces: Path, seeds: Sequence[int] | None, 
                         stop = e
                         break
                 index = pending.popleft()
-                process = context.Process(target=_child, args=(plan, index, traces, seeds, slot, os.getpid()),
+                process = context.Process(target=_child, args=(work, candidate, slot, os.getpid()),
                                           name=f"trial-{candidate.name}", daemon=False)  # fmt: skip
                 process.start()
                 running[index] = process
-                plan.say(f"{label(plan, candidate)}: learning (process {process.pid}); {now()}")
+                plan.say(f"{plan.label(candidate)}: learning (process {process.pid}); {now()}")
             if not running:
                 break
             ready = wait([p.sentinel for p in running.values()])

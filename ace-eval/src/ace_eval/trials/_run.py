@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 from ace.core.storage import atomic_write, bytes_writer
-from ace.exceptions import RunError
-from ace_eval.benchmarks import Benchmark, BenchmarkEnv, BenchmarkScores
+from ace_eval.benchmarks import BenchmarkScores
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import resume_e2e, run_e2e
-from ace_eval.gate import GATE_FILE, Side, compare, publish_promoted
+from ace_eval.gate import GATE_FILE, compare, publish_promoted
 from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.store import ProducedBy, SkillbookStore
+from ace_eval.trials._parallel import run_in_parallel
+from ace_eval.trials._plan import SCORES, TrialPlan
 from ace_eval.trials._scoreboard import (
     SCOREBOARD_FILE,
     CandidateEntry,
@@ -28,74 +28,11 @@ from ace_eval.trials._scoreboard import (
 )
 from ace_eval.trials._vary import Candidate
 
-__all__ = [
-    "Budget",
-    "BudgetExceeded",
-    "TrialPlan",
-    "label",
-    "pareto_set",
-    "pick_winner",
-    "run_trial",
-    "score_candidate",
-    "scored_already",
-]
+__all__ = ["pareto_set", "pick_winner", "run_trial", "score_candidate"]
 
-_SCORES = "scores.json"
+_SCORES = SCORES
 _COLLECTED = "collected"
 """Marker in `traces/`: the shared collection finished (a resume does not collect again)."""
-
-
-class BudgetExceeded(RunError):
-    """The next candidate would take the trial past `--max-episodes` / `--max-cost`; says what ran."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Budget:
-    """`--max-episodes` and `--max-cost` (`None`: no limit): checked before each candidate starts, against what the
-    trial has spent plus the first candidate's actual usage as the estimate."""
-
-    max_episodes: int | None = None
-    max_cost: float | None = None
-
-    def check(self, name: str, done: Sequence[str], spent: tuple[int, float], estimate: tuple[int, float]) -> None:
-        episodes, cost = spent
-        per_episodes, per_cost = estimate
-        over = []
-        if self.max_episodes is not None and episodes + per_episodes > self.max_episodes:
-            over.append(f"--max-episodes {self.max_episodes} ({episodes} spent + about {per_episodes} for it)")
-        if self.max_cost is not None and cost + per_cost > self.max_cost:
-            over.append(f"--max-cost {self.max_cost:g} (${cost:.4f} spent + about ${per_cost:.4f} for it)")
-        if over:
-            ran = ", ".join(done) or "none"
-            raise BudgetExceeded(f"stopped before candidate {name}: it would exceed {' and '.join(over)}; "
-                                 f"finished candidates: {ran}")  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrialPlan:
-    """Everything a trial needs, checked before anything is written."""
-
-    directory: Path
-    benchmark: Benchmark
-    """What scores the candidates (a benchmark or a `--scorer`)."""
-    learner: Benchmark | None
-    """What collects the learn split when no `traces` are given."""
-    env: BenchmarkEnv
-    base: dict[str, object]
-    """The e2e settings every candidate shares (`E2ESettings.to_dict` keys)."""
-    candidates: Sequence[Candidate]
-    traces: Path | None
-    """A given collection (`--traces`); `None`: the benchmark's learn split is collected once."""
-    dev_tasks: tuple[str, ...]
-    test_tasks: tuple[str, ...]
-    num_trials: int
-    incumbent: Side
-    publish: Path | None = None
-    command: str = ""
-    budget: Budget = Budget()
-    say: Callable[[str], None] = print
-    max_parallel: int = 1
-    """Candidates learning (and waiting for the one dev scoring slot) at once, each in a process of its own."""
 
 
 def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores:
@@ -188,10 +125,10 @@ def score_candidate(
     folder = _learn(plan, candidate, traces)
     record = folder.read_record()
     book = folder.learned_skillbook(record)
-    fresh = not scored_already(plan, candidate)
+    fresh = not plan.scored_already(candidate)
     with scoring if scoring is not None and fresh else nullcontext():
         if fresh:
-            plan.say(f"{label(plan, candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
+            plan.say(f"{plan.label(candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
         dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
     used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
             (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
@@ -203,16 +140,6 @@ def score_candidate(
     return entry, used
 
 
-def label(plan: TrialPlan, candidate: Candidate) -> str:
-    """`candidate i of N (name)`, as the progress names it."""
-    return f"candidate {plan.candidates.index(candidate) + 1} of {len(plan.candidates)} ({candidate.name})"
-
-
-def scored_already(plan: TrialPlan, candidate: Candidate) -> bool:
-    """The candidate's dev scores are on disk (a finished candidate: no budget is checked for it again)."""
-    return (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file()
-
-
 def run_trial(plan: TrialPlan) -> Scoreboard:
     """Run (or continue) the trial in `plan.directory` and write `scoreboard.json`."""
     plan.directory.mkdir(parents=True, exist_ok=True)
@@ -220,17 +147,15 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     incumbent = _evaluate(plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent")
     seeds = incumbent.seeds or None
     spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
-    if plan.max_parallel > 1:
-        from ace_eval.trials._parallel import run_in_parallel
-
-        run_in_parallel(plan, traces, seeds, spent)  # then every candidate below is read from its folder
+    if plan.max_parallel > 1:  # then every candidate below is read from its folder
+        run_in_parallel(plan, spent, lambda c, slot: score_candidate(plan, c, traces, seeds, scoring=slot))
     entries: list[CandidateEntry] = []
     estimate: tuple[int, float] | None = None
     for candidate in plan.candidates:
-        if estimate is not None and not scored_already(plan, candidate):
+        if estimate is not None and not plan.scored_already(candidate):
             plan.budget.check(candidate.name, [e.name for e in entries], spent, estimate)
         if plan.max_parallel == 1:
-            plan.say(f"{label(plan, candidate)}: learning; so far {spent[0]} episodes, ${spent[1]:.4f}")
+            plan.say(f"{plan.label(candidate)}: learning; so far {spent[0]} episodes, ${spent[1]:.4f}")
         entry, used = score_candidate(plan, candidate, traces, seeds)
         estimate = estimate or used
         spent = (spent[0] + used[0], spent[1] + used[1])
