@@ -44,22 +44,27 @@ class KindSkillManager:
             os.kill(os.getppid() if multiprocessing.parent_process() else os.getpid(), signal.SIGKILL)
         if responses(messages) > 0:
             return ModelResponse(parts=[TextPart("Updated the skillbook.")])
+        return ModelResponse(parts=[ToolCallPart("add_skill", self.skill(prompt_text(messages)))])
+
+    def skill(self, prompt: str) -> dict[str, Any]:
+        """The `add_skill` arguments for the trace in `prompt`."""
         from ace_toy_benchmark import TASKS
 
-        prompt = prompt_text(messages)
         topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
         keyword = "weather" if self.kind == "useless" else topic
-        args = {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
+        return {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
                 "keywords": [keyword], "insight": INSIGHTS[self.kind]}  # fmt: skip
-        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
 
 
-def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInjections:
-    """The scripted models of the candidate `settings` describes (`die_in`: that candidate's process is killed)."""
+def injections(
+    settings: E2ESettings, *, die_in: str | None = None, manager: type[KindSkillManager] = KindSkillManager
+) -> RunInjections:
+    """The scripted models of the candidate `settings` describes (`die_in`: that candidate's process kills the
+    trial's; `manager`: the skill manager's script, the toy's by default)."""
     kind = settings.skill_manager_model.split(":", 1)[1]
     models: dict[Any, Any] = {
         "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
-        "skill_manager": FunctionModel(KindSkillManager(kind, die=kind == die_in), model_name=f"scripted-sm-{kind}"),
+        "skill_manager": FunctionModel(manager(kind, die=kind == die_in), model_name=f"scripted-sm-{kind}"),
     }
     return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
 

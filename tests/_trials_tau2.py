@@ -16,18 +16,14 @@ the task the user named, found by its scenario: tasks with the same scenario, as
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
-import signal
 from pathlib import Path
 from typing import Any
 
-from _e2e_support import ScriptedReflector, responses
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from _trials_support import KindSkillManager
+from _trials_support import injections as toy_injections
 
-from ace.embeddings.test import TestEmbedder
 from ace_eval.benchmarks.tau2 import load_tasks
 from ace_eval.benchmarks.tau2.scripted import Reply, ScriptInfo, call, say, scripted_model
 from ace_eval.e2e.config import E2ESettings
@@ -104,30 +100,17 @@ def register(log: Path | None) -> None:
     scripted_model(USER.split("/", 1)[1], user)
 
 
-class KindSkillManager:
+class Tau2SkillManager(KindSkillManager):
     """Adds the candidate's one skill (helpful, harmful or useless) for each trace, then says it is done."""
 
-    def __init__(self, kind: str, *, die: bool = False) -> None:
-        self.kind, self.die = kind, die
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if self.die:  # a kill -9 of the trial in the middle of this candidate's learning (the worker's)
-            os.kill(os.getppid() if multiprocessing.parent_process() else os.getpid(), signal.SIGKILL)
-        if responses(messages) > 0:
-            return ModelResponse(parts=[TextPart("Updated the skillbook.")])
-        args = {"section": "context", "issue": "Task requests are answered before the record is right.",
+    def skill(self, prompt: str) -> dict[str, Any]:
+        return {"section": "context", "issue": "Task requests are answered before the record is right.",
                 "keywords": ["task", self.kind], "insight": INSIGHTS[self.kind]}  # fmt: skip
-        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
 
 
 def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInjections:
     """The scripted reflector and the skill manager `settings.skill_manager_model` names (`test:helpful`, ...)."""
-    kind = settings.skill_manager_model.split(":", 1)[1]
-    models: dict[Any, Any] = {
-        "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
-        "skill_manager": FunctionModel(KindSkillManager(kind, die=kind == die_in), model_name=f"scripted-sm-{kind}"),
-    }
-    return RunInjections(models=models, embedder=TestEmbedder(), show_progress=False)
+    return toy_injections(settings, die_in=die_in, manager=Tau2SkillManager)
 
 
 def trial_args(*extra: str) -> list[str]:
