@@ -243,3 +243,18 @@ def test_a_parallel_trial_killed_resumes_with_nothing_finished_redone(learned: l
         segments = json.loads((run / "run.json").read_text())["segments"]
         assert len(segments) == (1 if status == "completed" else 2)  # a finished run was not touched
     assert comparable(out / "scoreboard.json", out, store) == comparable(whole / "scoreboard.json", whole, whole_store)
+
+
+def test_max_episodes_with_max_parallel_waits_for_the_estimate_and_stops_as_a_sequential_trial(
+    learned: list[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "trial"
+    result = invoke([*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out),
+                     "--max-episodes", "25", "--max-parallel", "2"])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    # the second waited for the first's usage (the estimate), then would have exceeded the budget: never started
+    assert result.output.count("learning (process") == 1
+    assert "--max-episodes 25 (18 spent + about 12 for it)" in result.output
+    assert f"continue with: ace-eval trials --resume {out}" in result.output
+    assert not (out / "candidates" / "skill_manager_model=test_harmful").exists()
+    assert not (out / "scoreboard.json").exists()
