@@ -3,6 +3,7 @@ seeds; the best one gated against the incumbent, published on promote, and score
 
 from __future__ import annotations
 
+import multiprocessing
 import shlex
 import sys
 from pathlib import Path
@@ -204,6 +205,9 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: 
     if learner is not None and a.traces is None:
         learner.check(env)
         learner.tasks("learn")
+    if max_parallel > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        raise UserError("--max-parallel needs processes started by fork (Linux, macOS), which this platform has not; "
+                        "drop --max-parallel: the candidates then run one after another")  # fmt: skip
     if max_parallel > len(candidates):
         click.echo(f"note: --max-parallel {max_parallel} but the trial has {len(candidates)} candidates: "
                    f"{len(candidates)} run at once", err=True)  # fmt: skip
