@@ -194,12 +194,17 @@ def test_three_candidates_at_once_write_the_sequential_scoreboard(learned: list[
     assert read_scoreboard(out / "scoreboard.json").winner == "skill_manager_model=test_helpful"
 
 
-def test_max_parallel_below_one_exits_2_and_above_the_candidates_gets_a_note(
-    learned: list[str], tmp_path: Path
+def test_max_parallel_below_one_or_without_fork_exits_2_and_above_the_candidates_gets_a_note(
+    learned: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = invoke([*TOY, "--out", str(tmp_path / "zero"), "--max-parallel", "0"])
     assert result.exit_code == 2 and "--max-parallel" in result.output
     assert not (tmp_path / "zero").exists()
+    with monkeypatch.context() as patched:  # a platform without fork (Windows)
+        patched.setattr("multiprocessing.get_all_start_methods", lambda: ["spawn"])
+        result = invoke([*TOY, "--out", str(tmp_path / "spawn"), "--max-parallel", "2"])
+    assert result.exit_code == 2 and "drop --max-parallel" in result.output
+    assert not (tmp_path / "spawn").exists()
     result = invoke([*TOY, "--out", str(tmp_path / "five"), "--max-parallel", "5"])
     assert result.exit_code == 0, result.output
     assert "note: --max-parallel 5 but the trial has 3 candidates: 3 run at once" in result.output
