@@ -11,5 +11,19 @@ app.stop()         # finish requests in flight, flush, checkpoint
 from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._inbox import Inbox, InboxFull
+from ace_eval.serve._learn import LearnConfig, Learner
+from ace_eval.serve._publish import PublishConfig, Publisher
 
-__all__ = ["Assembler", "Feedback", "Inbox", "InboxFull", "ServeApp", "ServeConfig", "is_loopback"]
+__all__ = [
+    "Assembler",
+    "Feedback",
+    "Inbox",
+    "InboxFull",
+    "LearnConfig",
+    "Learner",
+    "PublishConfig",
+    "Publisher",
+    "ServeApp",
+    "ServeConfig",
+    "is_loopback",
+]
