@@ -8,7 +8,7 @@ app.stop()         # finish requests in flight, flush, checkpoint
 ```
 """
 
-from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback
+from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback, refuse_exposed
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._inbox import Inbox, InboxFull
 from ace_eval.serve._learn import LearnConfig, Learner
@@ -26,4 +26,5 @@ __all__ = [
     "ServeApp",
     "ServeConfig",
     "is_loopback",
+    "refuse_exposed",
 ]

@@ -25,7 +25,7 @@ from ace_eval.serve._learn import LearnConfig, Learner
 from ace_eval.serve._publish import PublishConfig, Publisher
 from ace_eval.store import SkillbookStore
 
-__all__ = ["ServeApp", "ServeConfig", "is_loopback"]
+__all__ = ["ServeApp", "ServeConfig", "is_loopback", "refuse_exposed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,15 +61,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def refuse_exposed(host: str, token: str | None) -> None:
+    """A `UserError` for a host other machines reach, without a token."""
+    if not is_loopback(host) and not token:
+        raise UserError(
+            f"--host {host} is reachable from other machines: give --token T (clients send "
+            "`Authorization: Bearer T`), or bind 127.0.0.1"
+        )
+
+
 class ServeApp:
     """The running service; `start()` listens, `stop()` finishes requests in flight, flushes and checkpoints."""
 
     def __init__(self, config: ServeConfig) -> None:
-        if not is_loopback(config.host) and not config.token:
-            raise UserError(
-                f"--host {config.host} is reachable from other machines: give --token T (clients send "
-                "`Authorization: Bearer T`), or bind 127.0.0.1"
-            )
+        refuse_exposed(config.host, config.token)
         self.config = config
         self.token = config.token
         self.max_body = config.max_body
