@@ -23,6 +23,7 @@ from ace_eval.serve._http import make_handler
 from ace_eval.serve._inbox import Inbox
 from ace_eval.serve._learn import LearnConfig, Learner
 from ace_eval.serve._publish import PublishConfig, Publisher
+from ace_eval.serve._skills import SkillsSelector
 from ace_eval.store import SkillbookStore
 
 __all__ = ["ServeApp", "ServeConfig", "is_loopback", "refuse_exposed"]
@@ -96,6 +97,8 @@ class ServeApp:
             else None
         )
         self.publisher = Publisher(folder, self.store, config.publish, self.say) if config.publish is not None else None
+        embedder = config.learn.injections.embedder if config.learn is not None else None
+        self.skills = SkillsSelector(self.store.root, embedder=embedder)
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._stopping = threading.Event()
