@@ -7,6 +7,7 @@ learns no trace twice."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -127,10 +128,8 @@ def test_an_instrumented_agent_gets_the_learned_skills_without_a_restart(
         agent = support_agent(base, model)
         instance.instrument_pydantic_ai(agent)
         for n in range(20):
-            try:
+            with contextlib.suppress(Exception):  # a failed run is a trace too (the tool's error is its feedback)
                 agent.run_sync(f"Please refund order A{100 + n % 4}")
-            except Exception:
-                pass  # a failed run is a trace too (the tool's error is its feedback)
         instance.force_flush()
         assert not any("<lesson" in seen for seen in model.instructions)  # nothing learned yet
         wait_for(lambda: status(base)["version"] == 1, seconds=180)

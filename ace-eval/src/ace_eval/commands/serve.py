@@ -166,8 +166,15 @@ def serve(
     SIGTERM or Ctrl-C finishes the requests in flight, flushes and checkpoints, then exits 0 (a learning batch in
     flight resumes at the next start).
     """
-    from ace_eval.serve import ServeApp, ServeConfig, refuse_exposed
-    from ace_eval.serve._setup import NOT_PUBLISHED_NOTE, learning_config, learning_settings, publishing_config
+    from ace_eval.serve import (
+        NOT_PUBLISHED_NOTE,
+        ServeApp,
+        ServeConfig,
+        learning_config,
+        learning_settings,
+        publishing_config,
+        refuse_exposed,
+    )
 
     refuse_exposed(host, token)  # before the models load
     learn = publish = None
