@@ -25,6 +25,7 @@ from typing import Any
 
 import logfire
 import pytest
+from _otel_agent import support_agent
 from _serve_helpers import agent_span, otlp_json, request, wait_for
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -49,9 +50,10 @@ def score(skillbook, task_ids, num_trials):
 
 @contextmanager
 def serve_process(
-    store: Path, *args: str, env: dict[str, str] | None = None
+    store: Path, *args: str, env: dict[str, str] | None = None, said: list[str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """`serve` in its own process on 127.0.0.1 (a free port), its stderr kept; killed when the block leaves."""
+    """`serve` in its own process on 127.0.0.1 (a free port; what it said before listening goes to `said`); killed
+    when the block leaves."""
     command = [sys.executable, str(WORKER), "--store", str(store), "--port", "0", "--feedback-wait", "0", *args]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
     assert process.stderr is not None
@@ -63,6 +65,8 @@ def serve_process(
                 seen += os.read(process.stderr.fileno(), 65536)
                 found = re.search(rb"listening on (http://\S+) ", seen)
                 if found:
+                    if said is not None:
+                        said.append(seen.decode(errors="replace"))
                     threading.Thread(target=process.stderr.read, daemon=True).start()  # drain the rest
                     yield process, found.group(1).decode()
                     return
@@ -95,17 +99,12 @@ class SupportModel:
         return ModelResponse(parts=[ToolCallPart("issue_refund", {"order_id": order}, tool_call_id=f"call-{order}")])
 
 
-def support_agent(base: str, model: SupportModel) -> Agent[None, str]:
-    skills = SkillInstructions.from_url(base, token=TOKEN, poll_seconds=0, timeout=2.0, embedder=TestEmbedder())
-    agent: Agent[None, str] = Agent(FunctionModel(model), instructions=["You are a support agent.", skills])
-
-    @agent.tool_plain
-    def issue_refund(order_id: str) -> str:
-        """Refund an order."""
-        if order_id != "A100":
-            raise ValueError(f"no order {order_id}")
-        return f"refunded {order_id}"
-
+def agent_with_served_skills(base: str, model: SupportModel) -> Agent[None, str]:
+    """`_otel_agent.support_agent` on `model`, with the skills `serve` serves in its instructions."""
+    agent = support_agent(FunctionModel(model))
+    agent.instructions(
+        SkillInstructions.from_url(base, token=TOKEN, poll_seconds=0, timeout=2.0, embedder=TestEmbedder())
+    )
     return agent
 
 
@@ -125,7 +124,7 @@ def test_an_instrumented_agent_gets_the_learned_skills_without_a_restart(
             additional_span_processors=[SimpleSpanProcessor(exporter)],
         )  # fmt: skip
         model = SupportModel()
-        agent = support_agent(base, model)
+        agent = agent_with_served_skills(base, model)
         instance.instrument_pydantic_ai(agent)
         for n in range(20):
             with contextlib.suppress(Exception):  # a failed run is a trace too (the tool's error is its feedback)
@@ -163,6 +162,14 @@ def _load(base: str, acked: list[int], stop: threading.Event, worker: int) -> No
         if code == 200:
             acked.append(3)
         time.sleep(0.02)
+
+
+def test_without_a_gate_or_no_gate_a_note_says_nothing_is_published(tmp_path: Path) -> None:
+    said: list[str] = []
+    with serve_process(tmp_path / "store", "--token", TOKEN, said=said) as (_, base):
+        assert status(base)["publishing"] is None
+    assert said[0].count("note: learned skillbooks will not be published") == 1
+    assert "--no-gate to publish them ungated" in said[0]
 
 
 def test_kill_9_while_learning_under_load_learns_no_trace_twice(tmp_path: Path) -> None:

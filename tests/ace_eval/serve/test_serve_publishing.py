@@ -87,3 +87,23 @@ def test_through_the_gate_promote_then_hold(tmp_path: Path, scorer: str) -> None
     assert [a["decision"] for a in attempts] == ["promote", "hold"]
     held = json.loads((Path(attempts[1]["gate_dir"]) / "gate.json").read_text())
     assert held["decision"] == "hold"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scorer", "serve_gate_scorer:score"], "--scorer needs --tasks"),
+        (["--no-gate", "--scorer", "serve_gate_scorer:score", "--tasks", "t0"], "--no-gate publishes without the gate"),
+        (["--benchmark", "tau-bench", "--scorer", "serve_gate_scorer:score"], "not both"),
+    ],
+)
+def test_gate_options_that_contradict_exit_2_before_anything_is_written(
+    tmp_path: Path, scorer: str, args: list[str], message: str
+) -> None:
+    from click.testing import CliRunner
+
+    from ace_eval.cli import main
+
+    result = CliRunner().invoke(main, ["serve", "--store", str(tmp_path / "store"), "--port", "0", *args])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "store").exists()

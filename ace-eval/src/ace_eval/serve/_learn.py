@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.storage import atomic_write, bytes_writer
+from ace.redaction import Redactor
 from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections, resume_e2e, run_e2e
@@ -139,7 +140,7 @@ class Learner:
         try:
             folder = self._run(batch)
         except Exception as e:  # the batch stays; it is resumed after retry_seconds
-            self.last_error = f"batch {batch.number}: {type(e).__name__}: {e}"[:2000]
+            self.last_error = Redactor().redact_text(f"batch {batch.number}: {type(e).__name__}: {e}"[:2000])
             self._retry_at = time.monotonic() + self.config.retry_seconds
             self.say(f"learning {self.last_error}; retrying in {self.config.retry_seconds:g} s")
             return False

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ace.core.storage import atomic_write, bytes_writer
+from ace.redaction import Redactor
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.gate import Side, incumbent_side, publish_promoted, run_gate
 from ace_eval.store import ProducedBy, SkillbookStore, Version
@@ -82,7 +83,8 @@ class Publisher:
         try:
             attempt |= self._publish(number, batch, by)
         except Exception as e:  # recorded; the next attempt comes after `every` more learned traces
-            attempt |= {"decision": "error", "version": None, "error": f"{type(e).__name__}: {e}"[:2000]}
+            error = Redactor().redact_text(f"{type(e).__name__}: {e}"[:2000])
+            attempt |= {"decision": "error", "version": None, "error": error}
         with self._lock:
             self.attempts.append(attempt)
             atomic_write(self.path, bytes_writer(json.dumps({"attempts": self.attempts}, indent=1).encode("utf-8")))
