@@ -49,7 +49,8 @@ class ServeConfig:
     publish: PublishConfig | None = None
     """Publish learned skillbooks to the store (`None`: learned skillbooks stay in STORE/serve/learning/)."""
     stop_grace: float = 30.0
-    """Seconds `stop()` waits for a learning batch in flight; past them the batch resumes at the next start."""
+    """Seconds `stop()` waits for the learning batch in flight to reach the end of a sample (it stops there and
+    resumes at the next start); past them the process may exit with the sample unfinished (resumed all the same)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -147,6 +148,8 @@ class ServeApp:
 
     def stop(self) -> None:
         """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
+        if self.learner is not None:
+            self.learner.stopping.set()  # the batch in flight stops after its next sample
         if self._server is not None:
             self._server.shutdown()  # serve_forever returns; no new connection is taken
             self.connections.stop()  # idle keep-alive connections end; requests in flight finish

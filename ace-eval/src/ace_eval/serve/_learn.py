@@ -30,14 +30,20 @@ from ace.redaction import Redactor
 from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections, resume_e2e, run_e2e
+from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.serve._journal import Journal
 from ace_eval.store import SkillbookStore
 
-__all__ = ["BATCH_FILE", "LEARNED_FILE", "LearnConfig", "Learner"]
+__all__ = ["BATCH_FILE", "LEARNED_FILE", "LearnConfig", "Learner", "LearningStopped"]
 
 BATCH_FILE = "batch.json"
 LEARNED_FILE = "learned.jsonl"
+
+
+class LearningStopped(KeyboardInterrupt):
+    """Raised after a committed sample once the server is stopping: the batch's run stops there, `interrupted`, and
+    resumes after that sample at the next start (a `KeyboardInterrupt`, as Ctrl-C stops an e2e run)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +94,8 @@ class Learner:
         self.batches: list[_Batch] = []
         self.learning: _Batch | None = None
         self.last_error: str | None = None
+        self.stopping = threading.Event()
+        """Set by the server when it stops: the batch in flight stops after its next committed sample."""
         self._retry_at = 0.0
         self.folder.mkdir(parents=True, exist_ok=True)
         for temp in self.folder.glob("*.tmp"):  # a batch cut short before its rename never started
@@ -139,6 +147,9 @@ class Learner:
         self.learning = batch
         try:
             folder = self._run(batch)
+        except LearningStopped:
+            self.say(f"learning stopped; batch {batch.number} resumes after its last finished sample at the next start")
+            return False
         except Exception as e:  # the batch stays; it is resumed after retry_seconds
             self.last_error = Redactor().redact_text(f"batch {batch.number}: {type(e).__name__}: {e}"[:2000])
             self._retry_at = time.monotonic() + self.config.retry_seconds
@@ -187,9 +198,16 @@ class Learner:
         self.batches.append(made)
         return made
 
+    def _on_sample(self, sample: SampleResult) -> None:
+        given = self.config.injections.on_sample
+        if given is not None:
+            given(sample)
+        if self.stopping.is_set():
+            raise LearningStopped
+
     def _run(self, batch: _Batch) -> RunFolder:
         """The batch's run: resumed when it has one that did not complete, reused when it completed, else started."""
-        inj = self.config.injections
+        inj = dataclasses.replace(self.config.injections, on_sample=self._on_sample)
         runs = sorted(p for p in batch.folder.iterdir() if (p / RUN_JSON).is_file())
         if runs:
             folder = RunFolder.open(runs[-1])
