@@ -87,8 +87,9 @@ class Learner:
         self._lock = threading.Lock()
         self._queue: list[tuple[str, dict[str, Any]]] = []
         """Ready traces not in a batch yet, oldest first: (OTel trace id, trace as JSON)."""
-        self._ready_offset = 0
         self._claimed: set[str] = set()
+        """Trace uids in a batch or in the queue."""
+        self._ready_offset = 0
         self.learned: list[dict[str, Any]] = self.learned_journal.records()
         self.traces_learned = sum(len(r["trace_uids"]) for r in self.learned)
         self.batches: list[_Batch] = []
@@ -104,18 +105,17 @@ class Learner:
             raw = json.loads((path / BATCH_FILE).read_text("utf-8"))
             batch = _Batch(int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"])
             self.batches.append(batch)
-            self._claimed.update(batch.otel_trace_ids)
+            self._claimed.update(batch.trace_uids)
 
     # -- the queue --------------------------------------------------------------------------------------------
     def _take_ready(self) -> None:
         records, self._ready_offset = self.ready.read_from(self._ready_offset)
         with self._lock:
             for record in records:
-                trace_id = record["otel_trace_id"]
-                if trace_id in self._claimed:
-                    continue
-                self._claimed.add(trace_id)
-                self._queue.extend((trace_id, t) for t in record["traces"])
+                for trace in record["traces"]:
+                    if trace["trace_uid"] not in self._claimed:  # an OTel trace's traces may span two batches
+                        self._claimed.add(trace["trace_uid"])
+                        self._queue.append((record["otel_trace_id"], trace))
 
     @property
     def unlearned(self) -> list[_Batch]:
