@@ -4,7 +4,8 @@ A batch is `STORE/serve/learning/NNNN/`: `batch.json` (its OTel trace ids, its t
 starts from), `traces/` (a trace collection) and the run folder `run_<id>/` that `ace-eval e2e --traces` makes of
 it (redact -> reflect -> update -> quarantine ..., reflections in parallel, one skill-manager writer, a checkpoint
 after every sample, one `ace.run` trace with its `rr.session` / `sm.session` spans). A batch starts from the
-previous batch's learned skillbook (the first from the store's current version, or empty).
+previous batch's learned skillbook (the first, and the first after a rollback or a publish by hand, from the
+store's current version; empty before the first version).
 
 Nothing is learned twice: a batch folder is written whole (temp folder, rename) before its run starts, so a trace
 belongs to exactly one batch; a run killed halfway is resumed (`resume_e2e`: its journal keeps finished samples
@@ -20,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,8 @@ class _Batch:
     otel_trace_ids: list[str]
     trace_uids: list[str]
     start: str | None
+    store_version: int | None
+    """The store's current version when the batch was made."""
 
 
 class Learner:
@@ -103,7 +106,9 @@ class Learner:
             shutil.rmtree(temp, ignore_errors=True)
         for path in sorted(p for p in self.folder.iterdir() if (p / BATCH_FILE).is_file()):
             raw = json.loads((path / BATCH_FILE).read_text("utf-8"))
-            batch = _Batch(int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"])
+            batch = _Batch(
+                int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"], raw.get("store_version")
+            )
             self.batches.append(batch)
             self._claimed.update(batch.trace_uids)
 
@@ -182,21 +187,47 @@ class Learner:
                 return None
             taken, self._queue = self._queue[: self.config.learn_every], self._queue[self.config.learn_every :]
         number = max((b.number for b in self.batches), default=0) + 1
-        start = self.learned[-1]["skillbook"] if self.learned else None
-        if start is None and (current := self.store.current()) is not None:
-            start = str(current.skillbook_path)
+        start, store_version = self._start()
         traces = [Trace.model_validate(t) for _, t in taken]
         otel_ids = list(dict.fromkeys(trace_id for trace_id, _ in taken))
         final = self.folder / f"{number:04d}"
         temp = self.folder / f"{number:04d}.tmp"
         shutil.rmtree(temp, ignore_errors=True)
         write_collection(temp / "traces", traces, source_system=traces[0].source_system)
-        made = _Batch(number, final, otel_ids, [t.trace_uid for t in traces], start)
-        batch = {"otel_trace_ids": otel_ids, "trace_uids": made.trace_uids, "start": start}
+        made = _Batch(number, final, otel_ids, [t.trace_uid for t in traces], start, store_version)
+        batch = {
+            "otel_trace_ids": otel_ids,
+            "trace_uids": made.trace_uids,
+            "start": start,
+            "store_version": store_version,
+        }
         atomic_write(temp / BATCH_FILE, bytes_writer(json.dumps(batch, indent=1).encode("utf-8")))
         temp.rename(final)
         self.batches.append(made)
         return made
+
+    def _start(self) -> tuple[str | None, int | None]:
+        """The skillbook a new batch starts from, and the store's current version: the previous batch's learned
+        skillbook, unless `current` moved other than by serve publishing since that batch was made (a rollback, a
+        publish by hand): then, like the first batch, the store's current version (or empty before the first)."""
+        current = self.store.current()
+        number = current.number if current is not None else None
+        here = str(current.skillbook_path) if current is not None else None
+        if not self.learned:
+            return here, number
+        previous = self.batches[-1]  # learned: a batch is made only when every earlier one is
+        published = [
+            v.number
+            for v in self.store.versions()
+            if v.produced_by.kind == "serve" and _batch_of(v.produced_by.details) >= previous.number
+        ]
+        expected = max(published) if published else previous.store_version
+        if number is not None and number != expected:
+            self.say(
+                f"{self.store.root} is at version {number} (a rollback or a publish by hand): learning goes on from it"
+            )
+            return here, number
+        return str(self.learned[-1]["skillbook"]), number
 
     def _on_sample(self, sample: SampleResult) -> None:
         given = self.config.injections.on_sample
@@ -223,3 +254,9 @@ class Learner:
             no_preflight=True,
         )
         return run_e2e(settings, injections=inj).folder
+
+
+def _batch_of(details: Mapping[str, object]) -> int:
+    """The learning batch a version serve published came from (0: not recorded)."""
+    batch = details.get("batch")
+    return batch if isinstance(batch, int) else 0
