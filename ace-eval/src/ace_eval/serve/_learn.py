@@ -104,7 +104,8 @@ class Learner:
         self.folder.mkdir(parents=True, exist_ok=True)
         for temp in self.folder.glob("*.tmp"):  # a batch cut short before its rename never started
             shutil.rmtree(temp, ignore_errors=True)
-        for path in sorted(p for p in self.folder.iterdir() if (p / BATCH_FILE).is_file()):
+        made = (p for p in self.folder.iterdir() if p.name.isdigit() and (p / BATCH_FILE).is_file())
+        for path in sorted(made, key=lambda p: int(p.name)):
             raw = json.loads((path / BATCH_FILE).read_text("utf-8"))
             batch = _Batch(
                 int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"], raw.get("store_version")
