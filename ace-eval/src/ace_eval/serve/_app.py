@@ -193,6 +193,9 @@ class ServeApp:
         for key in ("traces_waiting_feedback", "otel_traces_pending", "traces_ready"):
             metric(key, "gauge", status[key], key.replace("_", " ").capitalize() + ".")
         metric("inbox_backlog_spans", "gauge", self.inbox.backlog, "Spans acknowledged and not yet assembled.")
+        queues = status["queues"]
+        assert isinstance(queues, dict)
+        metric("traces_to_learn", "gauge", queues.get("traces_to_learn", 0), "Ready traces not learned yet.")
         metric("version", "gauge", status["version"] if status["version"] is not None else "NaN", "Current version.")
         requests = status["requests"]
         assert isinstance(requests, dict)
