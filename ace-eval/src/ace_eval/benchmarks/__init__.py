@@ -7,6 +7,7 @@ from ace_eval.benchmarks._protocol import (
     BenchmarkConfigError,
     BenchmarkEnv,
     BenchmarkFactory,
+    EpisodeFolders,
     SplitRole,
     resolve_tasks,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "BenchmarkFactory",
     "BenchmarkRegistry",
     "BenchmarkScores",
+    "EpisodeFolders",
     "RegisteredBenchmark",
     "SplitRole",
     "TrialScore",

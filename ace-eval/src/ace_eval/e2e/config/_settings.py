@@ -276,27 +276,23 @@ class E2ESettings:
         )
 
     def benchmark_raw_options(self) -> dict[str, object]:
-        """The benchmark's options: its harness settings given to this run, then `benchmark_options` over them."""
+        """The benchmark's options: its harness settings given to this run (by a flag, variable or file, or set to
+        other than their default), then `benchmark_options` over them."""
+        defaults = {f.name: f.default for f in dataclasses.fields(E2ESettings)}
         given = {
             name: str(value) if isinstance(value, Path) else value
             for name in sorted(self.benchmark_takes())
-            if self.source_of(name) != "default" and (value := getattr(self, name, None)) is not None
+            if (value := getattr(self, name, None)) is not None
+            and (self.source_of(name) != "default" or value != defaults.get(name))
         }
         return {**given, **self.benchmark_options}
 
-    @property
-    def protocol_benchmark(self) -> bool:
-        """Whether the benchmark runs through the `Benchmark` protocol (not `BenchmarkFactory.runner_phases`)."""
-        from ace_eval.benchmarks import BenchmarkRegistry
-
-        return not BenchmarkRegistry.from_entry_points().factory(self.benchmark).runner_phases
-
     def benchmark_roles(self) -> tuple[str, ...]:
-        """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when it
-        runs through the protocol (none when it has its own clients: `BenchmarkFactory.own_clients`)."""
+        """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when its
+        agent runs (none when it has its own clients: `BenchmarkFactory.own_clients`)."""
         from ace_eval.benchmarks import BenchmarkRegistry, load_benchmark
 
-        if not self.runs_agent or not self.protocol_benchmark:
+        if not self.runs_agent:
             return ()
         if BenchmarkRegistry.from_entry_points().factory(self.benchmark).own_clients:
             return ()
