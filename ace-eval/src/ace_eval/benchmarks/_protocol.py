@@ -35,7 +35,10 @@ __all__ = [
     "BenchmarkEnv",
     "BenchmarkFactory",
     "Collected",
+    "DataFetcher",
+    "DataSource",
     "EpisodeFolders",
+    "GoldCheck",
     "SplitRole",
     "resolve_tasks",
 ]
@@ -189,6 +192,45 @@ class EpisodeFolders(Protocol):
         ...
 
 
+class DataFetcher(Protocol):
+    """Downloads a benchmark's data files into `dest` at `ref`, checking each (`verify`); a file already there
+    and intact is kept unless `force`. `on_file(file name, status)` reports each (`kept`, `written`)."""
+
+    def __call__(
+        self, dest: Path, *, ref: str, force: bool, verify: bool, on_file: Callable[[str, str], None]
+    ) -> object: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSource:
+    """A benchmark's public data that `ace-eval data fetch NAME` downloads, for a benchmark that does not ship it."""
+
+    name: str
+    """What `ace-eval data fetch NAME` calls it (the benchmark's own name works too)."""
+    description: str
+    """One line: what the files are and whose (their licence)."""
+    dest: Path
+    """The folder the files go to unless `--dest` says otherwise."""
+    upstream: str
+    """Where the files come from (a repository), for messages."""
+    default_ref: str
+    """The branch, tag or commit of `upstream` fetched unless `--ref` says otherwise."""
+    fetch: DataFetcher
+
+
+@runtime_checkable
+class GoldCheck(Protocol):
+    """What a benchmark may add to `Benchmark` to check its own data offline (`ace-eval benchmark check NAME`)."""
+
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Replay every task's gold actions (or re-score the runs of the `recorded` results file, for a benchmark
+        that reads one: others refuse it) and print one line per task or run to `out`, notes and the summary to
+        `err`; False when one does not reach what it should (exit status 1)."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkFactory(Generic[OptionsT]):
     """What an `ace_eval.benchmarks` entry point names: a description, an options model and a builder."""
@@ -205,6 +247,8 @@ class BenchmarkFactory(Generic[OptionsT]):
     own_clients: bool = False
     """The benchmark calls its models through its own client from `BenchmarkEnv.model_names` (model strings): the
     harness builds no pydantic-ai model of its roles and leaves checking the strings to `Benchmark.check`."""
+    data: DataSource | None = None
+    """The public data `ace-eval data fetch NAME` downloads for it (`None`: it ships its data, or has none)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why a harness setting the benchmark does not take has no effect (e.g. `data_dir`: it ships its data)."""
 

@@ -26,9 +26,14 @@ from ace_eval.run.folder import RunFolder
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
 from ace_eval.run.progress import Progress
 
-__all__ = ["SCORES_FILE", "collect_phase", "evaluate_phases", "scores_record", "scores_table"]
+__all__ = ["SCORES_FILE", "collect_phase", "episode_folders", "evaluate_phases", "scores_record", "scores_table"]
 
 SCORES_FILE = "scores.json"
+
+
+def episode_folders(benchmark: object) -> EpisodeFolders | None:
+    """`benchmark` when its phases keep their episodes in the phase folders (`EpisodeFolders`), else `None`."""
+    return benchmark if isinstance(benchmark, EpisodeFolders) else None
 
 
 @contextmanager
@@ -91,19 +96,19 @@ async def evaluate_phases(
     evaluated on the tasks of the `replayed` traces when the run replays a collection, and runs no baseline when
     the collected episodes are it (`EpisodeFolders.collect_is_baseline`).
     """
-    episodes = isinstance(benchmark, EpisodeFolders)
-    baseline = not episodes or replayed is not None or not benchmark.collect_is_baseline()
+    episodes = episode_folders(benchmark)
+    baseline = episodes is None or replayed is not None or not episodes.collect_is_baseline()
     phases: list[tuple[str, Path, Skillbook | None]] = [("baseline", folder.baseline, None)] if baseline else []
     phases.append(("evaluate", folder.evaluation, skillbook))
     unquarantined = with_quarantined_released(skillbook)
     if unquarantined is not None:
         phases.append(("evaluate_with_quarantined", folder.evaluation_with_quarantined, unquarantined))
-    if episodes and replayed is not None:
-        tasks = list(benchmark.replayed_tasks(replayed))
+    if episodes is not None and replayed is not None:
+        tasks = list(episodes.replayed_tasks(replayed))
     else:
         tasks = list(benchmark.tasks("evaluate"))
     for phase, directory, book in phases:
-        if not episodes and (directory / SCORES_FILE).is_file():
+        if episodes is None and (directory / SCORES_FILE).is_file():
             continue
         with timed(phase), _progress(benchmark, env, phase, len(tasks) * num_trials) as shown:
             scores = await asyncio.to_thread(
@@ -159,16 +164,17 @@ def scores_record(
         "evaluate": folder.evaluation,
         "evaluate_with_quarantined": folder.evaluation_with_quarantined,
     }
-    if isinstance(benchmark, EpisodeFolders):
+    episodes = episode_folders(benchmark)
+    if episodes is not None:
         phases["collect"] = folder.collection
         if replayed:
             del phases["collect"]
         records = {
             name: record
             for name, path in phases.items()
-            if (record := benchmark.phase_record(name, path, num_trials=num_trials)) is not None
+            if (record := episodes.phase_record(name, path, num_trials=num_trials)) is not None
         }
-        return BenchmarkRecord.of(records, collect_is_before=benchmark.collect_is_baseline())
+        return BenchmarkRecord.of(records, collect_is_before=episodes.collect_is_baseline())
     return BenchmarkRecord.of(
         {
             name: _phase_record(name, read_scores(path / SCORES_FILE), path / SCORES_FILE, folder.path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -228,6 +228,31 @@ class Tau2Benchmark:
             env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=directory, phase="evaluate"
         )
         return self._scores(results)
+
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Replay the gold actions of every task of the domain's base set through tau2's evaluator; a task tau2's
+        own data cannot solve (a known exception) is named with its reason and not counted."""
+        from ace_eval.benchmarks import tau2
+
+        if recorded is not None:
+            raise BenchmarkConfigError(f"{self.name} re-scores no recorded runs: drop --trajectories")
+        known = tau2.KNOWN_GOLD_EXCEPTIONS.get(self.domain, {})
+        failed: list[str] = []
+        results = tau2.check_gold(self.domain, "base")
+        for result in results:
+            out(result.line())
+            if result.passed:
+                continue
+            if result.task_id in known:
+                err(f"note: {result.task_id} is a known exception, not counted: {known[result.task_id]}")
+            else:
+                failed.append(result.task_id)
+                err(f"error: {result.task_id}: {'; '.join(result.reasons) or 'below 1.0'}")
+        passed = sum(1 for r in results if r.passed)
+        err(f"{passed}/{len(results)} tasks of {self.name} (base) reach reward 1.0 on their gold actions")
+        return not failed
 
     def _scores(self, results: Path) -> BenchmarkScores:
         """tau2's `results.json` as scores, with the agent's and the user's requests, tokens and cost."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -15,10 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError
 from ace.llm import infer_model
-from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole, resolve_tasks
+from ace_eval.benchmarks._protocol import (
+    BenchmarkConfigError,
+    BenchmarkEnv,
+    BenchmarkFactory,
+    DataSource,
+    SplitRole,
+    resolve_tasks,
+)
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary, drop_errored_episodes, first_error, run_episodes
+from ace_eval.benchmarks.tau_bench.fetch import DEFAULT_REF, UPSTREAM_REPO, fetch_airline_data
 from ace_eval.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection
 from ace_eval.run.abort import RunFailedError
 from ace_eval.run.phases import PhaseRecord
@@ -81,6 +89,14 @@ class TauBenchAirline:
 
     def check(self, env: BenchmarkEnv) -> None:
         self.data()
+
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Every task's gold hash, or the runs of a tau-bench results file re-executed and re-scored."""
+        from ace_eval.benchmarks.tau_bench_gold import check_airline_gold
+
+        return check_airline_gold(self.data(), recorded, progress=progress, out=out, err=err)
 
     def collect_is_baseline(self) -> bool:
         return self.options.train_split == self.options.eval_split
@@ -217,6 +233,23 @@ def scores_of_episodes(benchmark: str, traces: Sequence[Trace], *, models: Mappi
     )
 
 
+def _fetch(dest: Path, *, ref: str, force: bool, verify: bool, on_file: Callable[[str, str], None]) -> list[Path]:
+    return fetch_airline_data(
+        dest, ref=ref, force=force, verify=verify, on_file=lambda file, status: on_file(file.name, status)
+    )
+
+
+AIRLINE_DATA = DataSource(
+    name="tau-bench",
+    description="the public tau-bench airline files (MIT, (c) Sierra), each checked against its pinned sha256",
+    dest=Path("data") / "tau-bench" / "airline",
+    upstream=UPSTREAM_REPO,
+    default_ref=DEFAULT_REF,
+    fetch=_fetch,
+)
+"""What `ace-eval data fetch tau-bench` downloads."""
+
+
 def _build(name: str, options: TauBenchOptions) -> TauBenchAirline:
     return TauBenchAirline(name, options)
 
@@ -226,5 +259,6 @@ tau_bench_airline: BenchmarkFactory[TauBenchOptions] = BenchmarkFactory(
     "tools and policy; reward 1 when the database ends as the gold actions leave it and the outputs were said.",
     options=TauBenchOptions,
     build=_build,
+    data=AIRLINE_DATA,
     harness_settings=frozenset({"data_dir", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}),
 )

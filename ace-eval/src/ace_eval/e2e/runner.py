@@ -18,7 +18,8 @@ from ace.core.skillbook import Skillbook
 from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
-from ace_eval.benchmarks import Benchmark, BenchmarkConfigError, BenchmarkEnv, EpisodeFolders, load_benchmark
+from ace_eval.benchmarks import Benchmark, BenchmarkConfigError, BenchmarkEnv, load_benchmark
+from ace_eval.benchmarks.phases import episode_folders
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionError,
@@ -51,8 +52,8 @@ def _refuse_ungraded(traces: list[Trace]) -> None:
     if traces and not any(read_verdict(t.model_dump()) is not None for t in traces):
         raise ConfigError(
             f"--reflector-type grounded reads the grader's verdict in each trace, and none of the {len(traces)} "
-            "traces carries one (a `grader` comparison with the gold, or tau2's `metadata.reward_info`): use an LLM "
-            "reflector (--reflector-type simple) for these traces"
+            "traces carries one (a `grader` comparison with the gold, or a benchmark's `metadata.reward_info`): use an "
+            "LLM reflector (--reflector-type simple) for these traces"
         )
 
 
@@ -200,8 +201,8 @@ def _plan_benchmark(settings: E2ESettings, replayed: list[Trace] | None) -> Benc
     if settings.traces is None:
         benchmark.tasks("learn")
     if not settings.no_benchmark:
-        if replayed is not None and isinstance(benchmark, EpisodeFolders):
-            benchmark.replayed_tasks(replayed)
+        if replayed is not None and (episodes := episode_folders(benchmark)) is not None:
+            episodes.replayed_tasks(replayed)
         else:
             benchmark.tasks("evaluate")
     return benchmark
