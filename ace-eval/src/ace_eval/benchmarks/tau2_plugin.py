@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,7 @@ from ace.core.skillbook import Skillbook
 from ace.llm import ModelConfigError
 from ace.llm.credentials import missing_credentials
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
+from ace_eval.benchmarks.injection import SkillInjection
 from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
 from ace_eval.run.usage import RoleUsage
@@ -45,7 +46,7 @@ class Tau2Options(BaseModel):
     limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
     max_num_steps: int = Field(TAU2_MAX_STEPS, ge=1, description="Messages per episode, as tau2 counts them.")
     provider_limit: int | None = Field(None, ge=1, description="Model requests in flight per provider.")
-    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    skill_injection: SkillInjection = Field("prompt", description="How the agent sees skills.")
     top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
     seed: int = Field(300, description="tau2's seed; it draws one seed per trial.")
 

@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +22,7 @@ from ace_eval.benchmarks._protocol import (
     SplitRole,
     resolve_tasks,
 )
+from ace_eval.benchmarks.injection import SkillInjection
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
 from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary, drop_errored_episodes, first_error, run_episodes
@@ -46,7 +46,7 @@ class TauBenchOptions(BaseModel):
     eval_split: str = Field("test", description="The tasks scored: `test` or comma-separated task ids.")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
     max_num_steps: int = Field(30, ge=1, description="Agent model requests per episode.")
-    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    skill_injection: SkillInjection = Field("prompt", description="How the agent sees skills.")
     top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
     skill_tokens: int | None = Field(None, ge=1, description="With top-k: as many skills as fit this many tokens.")
 
