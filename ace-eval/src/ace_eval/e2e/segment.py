@@ -29,7 +29,7 @@ from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
 from ace_eval.collection import TRACES_FILE, Trace, read_collection
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
+from ace_eval.e2e.fail_fast import refuse_nothing_learned, retries_on_resume
 from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.sample_text import sample_line
@@ -302,21 +302,7 @@ class SegmentRun:
                 self.record.set_review(reviewing.review_record())
         self.segment.step_usage = dict(result.phase_usage)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
-        failed = result.errors
-        learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
-        if result.samples and len(failed) == len(result.samples) and not learned:
-            stopped = [f for f in failed if f.error_kind == "stopped"]
-            if len(stopped) == len(failed):
-                raise RunFailedError(
-                    f"every skill-manager session stopped without an edit ({len(failed)} of {len(result.samples)}), "
-                    f"nothing was learned: raise --sm-request-limit or --sm-tool-calls, or use a stronger "
-                    f"--skill-manager-model; the first stop: {failed[0].error}"
-                )
-            which = f"; {len(stopped)} of them stopped without an edit" if stopped else ""
-            raise RunFailedError(
-                f"every sample failed ({len(failed)} of {len(result.samples)}{which}), nothing was learned; the first "
-                f"error: {next((f for f in failed if f.error_kind != 'stopped'), failed[0]).error}"
-            )
+        refuse_nothing_learned(result)
         return result.skillbook
 
     @contextmanager
