@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ace_eval.reporting import EXIT_RUN_FAILED
+from ace_eval.text import plural
 
 if TYPE_CHECKING:
     from ace_eval.trials import TrialArgs
@@ -231,7 +232,7 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: 
     click.echo(f"winner: {board.winner}; gate vs {board.incumbent}: {board.gate.decision}"
                + (f" ({'; '.join(board.gate.reasons)})" if board.gate.reasons else ""))  # fmt: skip
     if board.test is not None:
-        click.echo(f"test ({len(board.test.tasks)} held-out tasks, winner only): mean {board.test.mean:.3f}")
+        click.echo(f"test ({plural(len(board.test.tasks), 'held-out task')}, winner only): mean {board.test.mean:.3f}")
     if publish_to is not None:
         click.echo(f"published {board.published} (current)" if board.published else
                    f"nothing published: {publish_to} unchanged")  # fmt: skip
