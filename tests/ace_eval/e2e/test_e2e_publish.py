@@ -245,8 +245,8 @@ def test_a_baseline_of_other_episodes_than_the_evaluation_is_refused(airline_dat
     from ace_eval.e2e.publish import publish_run
 
     settings = E2ESettings(data_dir=airline_data, limit=2, max_num_steps=4, output_dir=tmp_path / "out")
-    run = runner.run_e2e(settings, injections=RunInjections(
-        models=tau_bench_models(airline_data, HELPFUL), embedder=TestEmbedder(), show_progress=False)).folder.path  # fmt: skip
+    inj = RunInjections(models=tau_bench_models(airline_data, HELPFUL), embedder=TestEmbedder(), show_progress=False)
+    run = runner.run_e2e(settings, injections=inj).folder.path
     manifest, traces = read_collection(run / "collection")
     write_collection(tmp_path / "fewer", [t for t in traces if t.task_id != "1"], source_system=manifest.source_system,
                      benchmark=manifest.benchmark)  # fmt: skip
