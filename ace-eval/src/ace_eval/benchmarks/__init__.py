@@ -10,6 +10,7 @@ from ace_eval.benchmarks._protocol import (
     DataSource,
     EpisodeFolders,
     GoldCheck,
+    ResolvesOptions,
     SplitRole,
     resolve_tasks,
 )
@@ -19,6 +20,7 @@ from ace_eval.benchmarks._registry import (
     BenchmarkRegistry,
     RegisteredBenchmark,
     load_benchmark,
+    resolved_options,
 )
 from ace_eval.benchmarks.injection import SKILL_INJECTIONS, SkillInjection
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
@@ -38,9 +40,11 @@ __all__ = [
     "EpisodeFolders",
     "GoldCheck",
     "RegisteredBenchmark",
+    "ResolvesOptions",
     "SkillInjection",
     "SplitRole",
     "TrialScore",
     "load_benchmark",
     "resolve_tasks",
+    "resolved_options",
 ]

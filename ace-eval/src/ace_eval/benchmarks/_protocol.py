@@ -39,6 +39,7 @@ __all__ = [
     "DataSource",
     "EpisodeFolders",
     "GoldCheck",
+    "ResolvesOptions",
     "SplitRole",
     "resolve_tasks",
 ]
@@ -189,6 +190,17 @@ class EpisodeFolders(Protocol):
 
     def phase_record(self, name: str, directory: Path, *, num_trials: int) -> PhaseRecord | None:
         """`run.json`'s record of the phase `name` from the episodes in `directory` (`None`: no episode yet)."""
+        ...
+
+
+@runtime_checkable
+class ResolvesOptions(Protocol):
+    """What a benchmark may add to `Benchmark` when it fills options in itself (from the environment, a default
+    folder): `run.json` records them as resolved and a resume keeps them (tau-bench's `data_dir` from
+    `$ACE_TAU_BENCH_DATA`). A benchmark without it is recorded with its options model's values."""
+
+    def resolved_options(self) -> Mapping[str, Any]:
+        """Every option as the benchmark uses it, as JSON values its options model reads back (a path absolute)."""
         ...
 
 

@@ -66,9 +66,17 @@ class TauBenchAirline:
             self._data = load_airline_data(self.data_folder())
         return self._data
 
+    def _given_folder(self) -> Path | None:
+        return self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
+
+    def resolved_options(self) -> dict[str, object]:
+        """The options with `data_dir` as used: the option, else `$ACE_TAU_BENCH_DATA`, absolute (`None`: neither)."""
+        folder = self._given_folder()
+        return {**self.options.model_dump(mode="json"), "data_dir": str(folder.absolute()) if folder else None}
+
     def data_folder(self) -> Path:
         """`data_dir`, else `$ACE_TAU_BENCH_DATA`; refused with the fix when neither is set."""
-        folder = self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
+        folder = self._given_folder()
         if folder is None:
             raise BenchmarkConfigError(
                 f"{self.name} needs the airline data: pass --data-dir DIR or set {DATA_DIR_ENV} (or "

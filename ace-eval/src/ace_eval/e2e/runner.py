@@ -18,7 +18,7 @@ from ace.core.skillbook import Skillbook
 from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
-from ace_eval.benchmarks import Benchmark, BenchmarkConfigError, BenchmarkEnv, load_benchmark
+from ace_eval.benchmarks import Benchmark, BenchmarkConfigError, BenchmarkEnv, load_benchmark, resolved_options
 from ace_eval.benchmarks.phases import episode_folders
 from ace_eval.collection import (
     TRACES_FILE,
@@ -34,7 +34,7 @@ from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
-from ace_eval.run.record import PipelineRecord, RunConfig, RunRecord, SkillbookOrigin
+from ace_eval.run.record import PipelineRecord, ResolvedBenchmark, RunConfig, RunRecord, SkillbookOrigin
 from ace_eval.run.redaction import install_run_collection, redaction_summary
 from ace_eval.store import store_origin
 
@@ -105,7 +105,10 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         if (origin := store_origin(settings.skillbook))
         else None,
     )
-    return SegmentRun(settings, folder, record, inj, checked, resumed=False, benchmark=benchmark).execute()
+    resolved = _resolved(settings, benchmark)
+    return SegmentRun(
+        settings, folder, record, inj, checked, resumed=False, benchmark=benchmark, resolved=resolved
+    ).execute()
 
 
 def resume_e2e(
@@ -146,11 +149,13 @@ def resume_e2e(
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
     plan = refuse_other_pipeline(folder, record, settings)
+    settings = _keep_resolved(settings, record, requested)
     benchmark = _plan_benchmark(settings, None)
     settings, inj = with_profiles(settings, injections or RunInjections())
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, inj, checked, resumed=True, benchmark=benchmark)
+    resolved = _resolved(settings, benchmark)
+    run = SegmentRun(settings, folder, record, inj, checked, resumed=True, benchmark=benchmark, resolved=resolved)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -206,6 +211,35 @@ def _plan_benchmark(settings: E2ESettings, replayed: list[Trace] | None) -> Benc
         else:
             benchmark.tasks("evaluate")
     return benchmark
+
+
+def _resolved(settings: E2ESettings, benchmark: Benchmark | None) -> ResolvedBenchmark | None:
+    """The benchmark's options as it resolved them, for `run.json` (`None`: no agent runs)."""
+    if benchmark is None:
+        return None
+    options = resolved_options(settings.benchmark, settings.benchmark_raw_options(), benchmark)
+    return ResolvedBenchmark.model_validate({"name": settings.benchmark, "options": options})
+
+
+def _keep_resolved(settings: E2ESettings, record: RunRecord, requested: Mapping[str, Any]) -> E2ESettings:
+    """`settings` whose benchmark options keep what the run resolved (`run.json`'s `resolved_benchmark`) where the
+    benchmark would now resolve them otherwise (e.g. `$ACE_TAU_BENCH_DATA` changed) and this resume does not give
+    them again (a flag, `--benchmark-option`); each kept one gets a note."""
+    recorded = record.resolved_benchmark
+    if recorded is None or not settings.runs_agent or recorded.name != settings.benchmark:
+        return settings
+    raw = settings.benchmark_raw_options()
+    now = resolved_options(settings.benchmark, raw, load_benchmark(settings.benchmark, raw))
+    given = {*requested, *dict(requested.get("benchmark_options") or {})}
+    kept = {k: v for k, v in recorded.options.items() if k in now and k not in given and now[k] != v}
+    for key, value in kept.items():
+        print(
+            f"note: {settings.benchmark} resolved its option {key} to {value!r} when the run started and would now "
+            f"resolve it to {now[key]!r} (the environment changed): the resume keeps the run's value "
+            f"(--benchmark-option {key}=VALUE changes it)",
+            file=sys.stderr,
+        )
+    return dataclasses.replace(settings, benchmark_options={**kept, **settings.benchmark_options}) if kept else settings
 
 
 def _with_small_judge(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> RunInjections:

@@ -38,7 +38,7 @@ from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
 from ace_eval.run.lock import folder_lock
 from ace_eval.run.progress import FirstErrors, Progress
-from ace_eval.run.record import CollectionRecord, ReportsReview, RunRecord
+from ace_eval.run.record import CollectionRecord, ReportsReview, ResolvedBenchmark, RunRecord
 from ace_eval.run.redaction import redaction_summary
 from ace_eval.run.samples import load_samples
 from ace_eval.run.segments import Segment
@@ -99,9 +99,12 @@ class SegmentRun:
         *,
         resumed: bool,
         benchmark: Benchmark | None = None,
+        resolved: ResolvedBenchmark | None = None,
     ) -> None:
         self.settings = settings
         self.benchmark = benchmark
+        self.resolved = resolved
+        """The benchmark's options as resolved for this segment (`run.json`'s `resolved_benchmark`)."""
         self.folder = folder
         self.record = record
         self.inj = inj
@@ -138,6 +141,8 @@ class SegmentRun:
 
     def _execute(self) -> E2EResult:
         self.record.start_segment(self.segment)
+        if self.resolved is not None:
+            self.record.resolve_benchmark(self.resolved)
         self._save()
         s = self.settings
         obs = configure_observability(
