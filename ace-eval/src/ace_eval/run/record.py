@@ -114,7 +114,7 @@ class SkillbookOrigin(BaseModel):
 
 class ResolvedBenchmark(_Strict):
     """The benchmark a run's agent ran and the options it ran with, as the benchmark resolved them (its defaults,
-    and what it read from the environment, e.g. tau-bench's data folder from `$ACE_TAU_BENCH_DATA`); a resume
+    and what it read from the environment, e.g. its data folder); a resume
     keeps them."""
 
     name: str
