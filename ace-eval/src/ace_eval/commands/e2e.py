@@ -289,7 +289,8 @@ def _rate(value: float | None) -> str:
     type=_PATH,
     metavar="STORE",
     help="When the run is done, publish its skillbook to STORE (created if missing) through the gate: its baseline "
-    "against its evaluation, published only on promote (exit 1 on hold). See `ace-eval gate`.",
+    "(baseline/, or the collected episodes when the benchmark collects on the tasks it evaluates) against its "
+    "evaluation, on the same tasks and trials, published only on promote (exit 1 on hold). See `ace-eval gate`.",
 )
 @click.option(
     "--no-gate",
