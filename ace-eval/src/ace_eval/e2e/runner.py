@@ -223,8 +223,8 @@ def _resolved(settings: E2ESettings, benchmark: Benchmark | None) -> ResolvedBen
 
 def _keep_resolved(settings: E2ESettings, record: RunRecord, requested: Mapping[str, Any]) -> E2ESettings:
     """`settings` whose benchmark options keep what the run resolved (`run.json`'s `resolved_benchmark`) where the
-    benchmark would now resolve them otherwise (e.g. its data folder's environment variable changed) and this resume does not give
-    them again (a flag, `--benchmark-option`); each kept one gets a note."""
+    benchmark would now resolve them otherwise (e.g. its data folder's environment variable changed) and this
+    resume does not give them again (a flag, `--benchmark-option`); each kept one gets a note."""
     recorded = record.resolved_benchmark
     if recorded is None or not settings.runs_agent or recorded.name != settings.benchmark:
         return settings
