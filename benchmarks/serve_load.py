@@ -33,36 +33,63 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-MESSAGES = (
-    '[{"role":"user","parts":[{"type":"text","content":"Change my flight ABC123 to tomorrow morning, same class."}]},'
-    '{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"get_reservation","arguments":'
-    '{"reservation_id":"ABC123"}}]},{"role":"user","parts":[{"type":"tool_call_response","id":"c1","result":'
-    '"{\\"flights\\":[{\\"flight\\":\\"HAT001\\",\\"date\\":\\"2024-05-01\\"}],\\"cabin\\":\\"economy\\"}"}]}]'
+_TURN = (
+    '{{"role":"user","parts":[{{"type":"text","content":"Change my flight {booking} to tomorrow morning, same class. '
+    'Trace {n}."}}]}},{{"role":"assistant","parts":[{{"type":"tool_call","id":"c{n}","name":"get_reservation",'
+    '"arguments":{{"reservation_id":"{booking}"}}}}]}},{{"role":"user","parts":[{{"type":"tool_call_response",'
+    '"id":"c{n}","result":"{{\\"flights\\":[{{\\"flight\\":\\"HAT{n:03d}\\",\\"date\\":\\"2024-05-01\\"}}],'
+    '\\"cabin\\":\\"economy\\"}}"}}]}}'
 )
+"""One conversation turn as pydantic-ai's `all_messages` / `gen_ai.input.messages` hold it (~450 characters)."""
+
+
+def _attributes(kind: int, n: int) -> list[KeyValue]:
+    """The attributes of span `kind` of trace `n`: every text differs from one trace to the next (a booking code
+    and the trace number in it), as in production, so nothing is cheaper for repeating."""
+    booking = f"{n * 7919 % 1_000_000:06X}"
+    turn = _TURN.format(booking=booking, n=n)
+
+    def text(key: str, value: str) -> KeyValue:
+        return KeyValue(key=key, value=AnyValue(string_value=value))
+
+    if kind == 0:  # the agent run: the whole conversation
+        return [
+            text("gen_ai.operation.name", "invoke_agent"),
+            text("gen_ai.agent.name", "airline"),
+            text("pydantic_ai.all_messages", f"[{turn},{turn}]"),
+        ]
+    if kind in (1, 3):  # a model call: the messages so far in, the answer out
+        return [
+            text("gen_ai.operation.name", "chat"),
+            text("gen_ai.request.model", "gpt-4o-mini"),
+            text("gen_ai.input.messages", f"[{turn}]"),
+            KeyValue(key="gen_ai.usage.input_tokens", value=AnyValue(int_value=812 + n % 97)),
+        ]
+    return [  # a tool call
+        text("gen_ai.operation.name", "execute_tool"),
+        text("gen_ai.tool.name", "get_reservation"),
+        text("gen_ai.tool.call.arguments", f'{{"reservation_id":"{booking}"}}'),
+        text("gen_ai.tool.call.result", turn[250:]),
+    ]
 
 
 def _body(batch: int, seed: int) -> bytes:
     """`batch` spans in traces of 5 (an agent run, two model calls, two tool calls), protobuf-encoded."""
     spans = []
     for i in range(batch):
+        n = seed * 1_000 + i // 5
         trace = (seed * 1_000_003 + i // 5).to_bytes(16, "big")
         root = (i // 5 + 1).to_bytes(8, "big")
         kind = i % 5
-        attributes = [KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="invoke_agent"))]
-        if kind == 0:
-            attributes.append(KeyValue(key="pydantic_ai.all_messages", value=AnyValue(string_value=MESSAGES)))
-        else:
-            attributes.append(KeyValue(key="gen_ai.tool.name", value=AnyValue(string_value=f"tool_{kind}")))
-            attributes.append(KeyValue(key="gen_ai.tool.call.result", value=AnyValue(string_value=MESSAGES[:300])))
         spans.append(
             Span(
                 trace_id=trace,
                 span_id=(i + 1_000_000).to_bytes(8, "big") if kind else root,
                 parent_span_id=root if kind else b"",
-                name="invoke_agent airline" if kind == 0 else f"running tool {kind}",
+                name="invoke_agent airline" if kind == 0 else ("chat gpt-4o-mini" if kind in (1, 3) else "running tool"),
                 start_time_unix_nano=1_700_000_000_000_000_000 + i,
                 end_time_unix_nano=1_700_000_001_000_000_000 + i,
-                attributes=attributes,
+                attributes=_attributes(kind, n),
             )
         )
     request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from _serve_helpers import agent_span, otlp_json, request, running, wait_for
+from _serve_helpers import agent_span, inbox_end, inbox_spans, otlp_json, request, running, wait_for
 
 
 def _start(store: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -70,8 +70,7 @@ def test_kill_9_under_load_loses_no_acknowledged_span(tmp_path: Path) -> None:
         status = app.status()
         assert status["spans_acknowledged"] >= seen_by_client  # a 200 lost in the kill may be uncounted by the client
         wait_for(lambda: app.status()["otel_traces_pending"] == 0 and app.status()["traces_ready"] > 0)
-    inbox = (store / "serve" / "inbox.jsonl").read_bytes()
-    assert sum(json.loads(line)["spans"] for line in inbox.splitlines()) == status["spans_acknowledged"]
+    assert inbox_spans(store) == status["spans_acknowledged"]
     ids = [json.loads(line)["otel_trace_id"] for line in (store / "serve" / "traces.jsonl").read_text().splitlines()]
     assert len(ids) == len(set(ids)) == status["spans_acknowledged"] // 5
 
@@ -90,4 +89,4 @@ def test_sigterm_finishes_checkpoints_and_exits_0(tmp_path: Path) -> None:
     worker.join(timeout=30)
     state = json.loads((store / "serve" / "state.json").read_text())
     assert state["spans_acknowledged"] == sum(acked)
-    assert state["offset"] == (store / "serve" / "inbox.jsonl").stat().st_size
+    assert state["offset"] == inbox_end(store)
