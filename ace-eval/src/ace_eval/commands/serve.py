@@ -81,7 +81,7 @@ def serve(
     """Receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox under a store and assemble them into traces.
 
     Agents export to http://HOST:PORT/v1/traces (protobuf or JSON, gzip or not): each request's spans are
-    redacted, then fsynced to STORE/serve/inbox.jsonl before the 200. An agent run's spans become a trace
+    redacted, then fsynced to the inbox under STORE/serve/inbox/ before the 200. An agent run's spans become a trace
     once its root span has arrived (the OTel importer's rules, as `collection import --format otel`); outcomes come
     from `ace.reward` / `ace.feedback` span attributes or POST /v1/feedback {"trace_id", "reward", "feedback"}.
     GET /healthz, /v1/status (JSON) and /metrics (Prometheus) show progress; GET /v1/skillbook serves the
