@@ -86,7 +86,9 @@ def _body(batch: int, seed: int) -> bytes:
                 trace_id=trace,
                 span_id=(i + 1_000_000).to_bytes(8, "big") if kind else root,
                 parent_span_id=root if kind else b"",
-                name="invoke_agent airline" if kind == 0 else ("chat gpt-4o-mini" if kind in (1, 3) else "running tool"),
+                name="invoke_agent airline"
+                if kind == 0
+                else ("chat gpt-4o-mini" if kind in (1, 3) else "running tool"),
                 start_time_unix_nano=1_700_000_000_000_000_000 + i,
                 end_time_unix_nano=1_700_000_001_000_000_000 + i,
                 attributes=_attributes(kind, n),

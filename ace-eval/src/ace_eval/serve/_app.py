@@ -1,8 +1,8 @@
 """`ServeApp`: the inbox, the assembler and the HTTP server of `ace-eval serve`, started and stopped together.
 
 Files live under `STORE/serve/`: `inbox/` (the redacted OTLP requests, in segment files deleted once assembled)
-and `state.json` (the acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl` (traces with their outcome,
-for learning), `assembly.json` (where assembly restarts).
+and `state.json` (the acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl`
+(traces with their outcome, for learning), `assembly.json` (where assembly restarts).
 """
 
 from __future__ import annotations
