@@ -11,11 +11,12 @@ of the inbox.
 
 Scenarios, per exporter count: `paced` offers `--rate` spans/s in all (the issue's target: 2,000 spans/s acknowledged
 with p99 under 50 ms, one exporter), `max` sends as fast as the server answers (its capacity). Printed: spans/s
-acknowledged, p50 / p99 latency of a request, the ratios to the target, and the floor measured in the same run (one
-fsynced append of the same bytes per request). Then the server's VmHWM with `--backlog` spans acknowledged and
-waiting in it (traces whose root span has not come yet, so the assembler holds every one), next to a fresh server's.
-Learning does not run during the measurement: the background learner is not in `serve` yet; the server assembles
-traces all along (its other background work).
+acknowledged, p50 / p99 latency of a request, the ratios to the target, the floor measured in the same run (one
+fsynced append of the same bytes per request), and the server's CPU time per request (all its threads: intake and
+assembly; unlike the latencies, it hardly depends on what else the machine runs). Then the server's VmHWM with
+`--backlog` spans acknowledged and waiting in it (traces whose root span has not come yet, so the assembler holds
+every one), next to a fresh server's. Learning does not run during the measurement: the background learner is not
+in `serve` yet; the server assembles traces all along (its other background work).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -143,6 +145,12 @@ def _exporter(port: int, bodies: list[bytes], interval: float, latencies: list[f
     connection.close()
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _vm_hwm_mb(pid: int) -> float:
     text = Path(f"/proc/{pid}/status").read_text()
     found = re.search(r"VmHWM:\s+(\d+) kB", text)
@@ -165,8 +173,9 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
     return process.wait(timeout=300)
 
 
-def _run(port: int, work: list[list[bytes]], interval: float) -> tuple[list[float], float]:
-    """Latencies and elapsed seconds of one scenario (a request refused stops the benchmark)."""
+def _run(process: subprocess.Popen[bytes], port: int, work: list[list[bytes]], interval: float) -> _Measured:
+    """Latencies, elapsed seconds and server CPU seconds of one scenario (a request refused stops the benchmark)."""
+    cpu = _cpu_seconds(process.pid)
     latencies: list[float] = []
     failures: list[int] = []
     threads = [threading.Thread(target=_exporter, args=(port, b, interval, latencies, failures)) for b in work]
@@ -176,13 +185,21 @@ def _run(port: int, work: list[list[bytes]], interval: float) -> tuple[list[floa
     for thread in threads:
         thread.join(timeout=900)
     elapsed = max(time.perf_counter() - started, len(work[0]) * interval)  # paced: never above the offered rate
+    time.sleep(0.5)  # the assembly of the last requests counts too
     if failures:
         raise SystemExit(f"{len(failures)} requests refused ({sorted(set(failures))})")
-    return latencies, elapsed
+    return _Measured(latencies, elapsed, _cpu_seconds(process.pid) - cpu)
 
 
-def _row(name: str, count: int, spans: int, latencies: list[float], elapsed: float, floor: float) -> dict[str, str]:
-    ordered = sorted(latencies)
+@dataclass(frozen=True)
+class _Measured:
+    latencies: list[float]
+    elapsed: float
+    cpu: float
+
+
+def _row(name: str, count: int, spans: int, measured: _Measured, floor: float) -> dict[str, str]:
+    ordered, elapsed = sorted(measured.latencies), measured.elapsed
     p50, p99 = statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     return {
         "scenario": name,
@@ -194,6 +211,7 @@ def _row(name: str, count: int, spans: int, latencies: list[float], elapsed: flo
         "spans/s / 2,000": f"{spans / elapsed / TARGET_RATE:.2f}",
         "50 ms / p99": f"{TARGET_P99 / p99:.2f}",
         "fsync floor ms": f"{floor * 1000:.2f}",
+        "server CPU ms / request": f"{measured.cpu / len(ordered) * 1000:.1f}",
     }
 
 
@@ -242,13 +260,11 @@ def main() -> None:
             per_exporter = max(1, round(args.seconds * args.rate / args.batch / count))
             paced = [[_body(args.batch, seed=w * 10_000 + r) for r in range(per_exporter)] for w in range(count)]
             floor = _floor(paced[0][:20], Path(tmp))
-            latencies, elapsed = _run(port, paced, args.batch * count / args.rate)
-            sent = per_exporter * count * args.batch
-            rows.append(_row(f"paced {args.rate:,.0f}/s", count, sent, latencies, elapsed, floor))
+            measured = _run(process, port, paced, args.batch * count / args.rate)
+            rows.append(_row(f"paced {args.rate:,.0f}/s", count, per_exporter * count * args.batch, measured, floor))
             requests = max(1, args.spans // args.batch // count)
             flat = [[_body(args.batch, seed=500_000 + w * 10_000 + r) for r in range(requests)] for w in range(count)]
-            latencies, elapsed = _run(port, flat, 0.0)
-            rows.append(_row("max", count, requests * count * args.batch, latencies, elapsed, floor))
+            rows.append(_row("max", count, requests * count * args.batch, _run(process, port, flat, 0.0), floor))
             code = _stop(process)
             if code != 0:
                 raise SystemExit(f"serve exited {code}")
