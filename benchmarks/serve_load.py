@@ -111,7 +111,9 @@ def _body(batch: int, seed: int, *, roots: bool = True) -> bytes:
 
 def _start(store: Path) -> tuple[subprocess.Popen[bytes], int]:
     command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-    process = subprocess.Popen([*command, "--port", "0", "--feedback-wait", "0"], stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--feedback-wait", "0", "--learn-every", "0"], stderr=subprocess.PIPE
+    )
     assert process.stderr is not None
     seen, deadline = b"", time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -33,7 +33,7 @@ def _start(store: Path, *, small_segments: bool = False) -> tuple[subprocess.Pop
         command = [sys.executable, "-c", _SMALL_SEGMENTS, str(store)]
     else:
         command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-        command += ["--port", "0", "--feedback-wait", "0"]
+        command += ["--port", "0", "--feedback-wait", "0", "--learn-every", "0"]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
     assert process.stderr is not None
     deadline, seen = time.monotonic() + 60, b""
