@@ -15,17 +15,18 @@ acknowledged, p50 / p99 latency of a request, the ratios to the target, the floo
 fsynced append of the same bytes per request), and the server's CPU time per request (all its threads: intake and
 assembly; unlike the latencies, it hardly depends on what else the machine runs). Then the server's VmHWM with
 `--backlog` spans acknowledged and waiting in it (traces whose root span has not come yet, so the assembler holds
-every one), next to a fresh server's. Learning does not run during the measurement: the background learner is not
-in `serve` yet; the server assembles traces all along (its other background work).
+every one), next to a fresh server's. `--learn scripted` runs `serve` with the tests' scripted models
+(`tests/_serve_worker.py`: `--learn-every 10 --publish-every 50 --no-gate`), so the learner works through batches
+all along, as with a hosted model that leaves the CPU to the intake; `--learn off` measures intake and assembly alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import re
-import select
 import signal
 import statistics
 import subprocess
@@ -109,23 +110,30 @@ def _body(batch: int, seed: int, *, roots: bool = True) -> bytes:
     return bytes(request.SerializeToString())
 
 
-def _start(store: Path) -> tuple[subprocess.Popen[bytes], int]:
-    command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-    process = subprocess.Popen(
-        [*command, "--port", "0", "--feedback-wait", "0", "--learn-every", "0"], stderr=subprocess.PIPE
-    )
-    assert process.stderr is not None
-    seen, deadline = b"", time.monotonic() + 120
+WORKER = Path(__file__).resolve().parents[1] / "tests" / "_serve_worker.py"
+"""`ace-eval serve` with the tests' scripted reflector and skill manager (pydantic-ai FunctionModels, no key)."""
+LEARN = {
+    "scripted": [str(WORKER), "--learn-every", "10", "--publish-every", "50", "--no-gate"],
+    "off": ["-c", "from ace_eval.cli import main; main()", "serve", "--learn-every", "0"],
+}
+
+
+def _start(store: Path, learn: str = "off") -> tuple[subprocess.Popen[bytes], int]:
+    """A server on a free port; its stderr (the learner's progress lines too) goes to `STORE.log`."""
+    command = [sys.executable, *LEARN[learn], "--store", str(store), "--port", "0", "--feedback-wait", "0"]
+    log = store.with_name(store.name + ".log")
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stderr=out)
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if select.select([process.stderr], [], [], 1.0)[0]:
-            seen += os.read(process.stderr.fileno(), 4096)
-            found = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", seen)
-            if found:
-                return process, int(found.group(1))
+        found = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", log.read_bytes())
+        if found:
+            return process, int(found.group(1))
         if process.poll() is not None:
             break
+        time.sleep(0.1)
     process.kill()
-    raise SystemExit(f"serve did not start: {seen.decode(errors='replace')}")
+    raise SystemExit(f"serve did not start: {log.read_text(errors='replace')[-2000:]}")
 
 
 def _exporter(port: int, bodies: list[bytes], interval: float, latencies: list[float], failures: list[int]) -> None:
@@ -190,7 +198,11 @@ def _run(process: subprocess.Popen[bytes], port: int, work: list[list[bytes]], i
     time.sleep(0.5)  # the assembly of the last requests counts too
     if failures:
         raise SystemExit(f"{len(failures)} requests refused ({sorted(set(failures))})")
-    return _Measured(latencies, elapsed, _cpu_seconds(process.pid) - cpu)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/v1/status")
+    learned = int(json.loads(connection.getresponse().read())["traces_learned"])
+    connection.close()
+    return _Measured(latencies, elapsed, _cpu_seconds(process.pid) - cpu, learned)
 
 
 @dataclass(frozen=True)
@@ -198,13 +210,16 @@ class _Measured:
     latencies: list[float]
     elapsed: float
     cpu: float
+    learned: int
+    """Traces learned by the server so far (since it started)."""
 
 
-def _row(name: str, count: int, spans: int, measured: _Measured, floor: float) -> dict[str, str]:
+def _row(name: str, learn: str, count: int, spans: int, measured: _Measured, floor: float) -> dict[str, str]:
     ordered, elapsed = sorted(measured.latencies), measured.elapsed
     p50, p99 = statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     return {
         "scenario": name,
+        "learning": learn,
         "exporters": str(count),
         "requests": str(len(ordered)),
         "spans/s acked": f"{spans / elapsed:,.0f}",
@@ -214,24 +229,26 @@ def _row(name: str, count: int, spans: int, measured: _Measured, floor: float) -
         "50 ms / p99": f"{TARGET_P99 / p99:.2f}",
         "fsync floor ms": f"{floor * 1000:.2f}",
         "server CPU ms / request": f"{measured.cpu / len(ordered) * 1000:.1f}",
+        "traces learned (server total)": str(measured.learned),
     }
 
 
-def _backlog(store: Path, spans: int, batch: int) -> dict[str, str]:
+def _backlog(store: Path, spans: int, batch: int, learn: str) -> dict[str, str]:
     """VmHWM of a server holding `spans` acknowledged spans of traces whose root has not come, then of a fresh one."""
     children = [_body(batch, seed=900_000 + r, roots=False) for r in range(max(1, spans // batch))]
-    process, port = _start(store)
+    process, port = _start(store, learn)
     latencies: list[float] = []
     failures: list[int] = []
     _exporter(port, children, 0.0, latencies, failures)
     held = _vm_hwm_mb(process.pid)
     code = _stop(process)
-    fresh, _ = _start(store.with_name(store.name + "-fresh"))
+    fresh, _ = _start(store.with_name(store.name + "-fresh"), learn)
     idle = _vm_hwm_mb(fresh.pid)
     _stop(fresh)
     if failures or code != 0:
         raise SystemExit(f"backlog: {len(failures)} requests refused, serve exited {code}")
     return {
+        "learning": learn,
         "backlog spans": f"{len(children) * batch:,}",
         "server VmHWM MB": f"{held:.0f}",
         "fresh server VmHWM MB": f"{idle:.0f}",
@@ -242,6 +259,24 @@ def _backlog(store: Path, spans: int, batch: int) -> dict[str, str]:
 TARGET_RATE, TARGET_P99 = 2000.0, 0.050
 
 
+def _scenarios(store: Path, learn: str, count: int, args: argparse.Namespace) -> list[dict[str, str]]:
+    """`paced`, then `max`, with `count` exporters, on one server."""
+    process, port = _start(store, learn)
+    batch = args.batch
+    per_exporter = max(1, round(args.seconds * args.rate / batch / count))
+    paced = [[_body(batch, seed=w * 10_000 + r) for r in range(per_exporter)] for w in range(count)]
+    floor = _floor(paced[0][:20], store.parent)
+    measured = _run(process, port, paced, batch * count / args.rate)
+    rows = [_row(f"paced {args.rate:,.0f}/s", learn, count, per_exporter * count * batch, measured, floor)]
+    requests = max(1, args.spans // batch // count)
+    flat = [[_body(batch, seed=500_000 + w * 10_000 + r) for r in range(requests)] for w in range(count)]
+    rows.append(_row("max", learn, count, requests * count * batch, _run(process, port, flat, 0.0), floor))
+    code = _stop(process)
+    if code != 0:
+        raise SystemExit(f"serve exited {code}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each paced scenario.")
@@ -250,31 +285,29 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512, help="Spans per request (the OTLP exporter's batch).")
     parser.add_argument("--exporters", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--backlog", type=int, default=100_000, help="Spans held for the memory figure.")
+    parser.add_argument(
+        "--learn",
+        nargs="+",
+        choices=sorted(LEARN),
+        default=["scripted", "off"],
+        help="Learning while measuring: scripted models (tests/_serve_worker.py), or none (intake and assembly).",
+    )
     parser.add_argument("--smoke", action="store_true", help="A few requests of each kind: checks the script works.")
     args = parser.parse_args()
     if args.smoke:
         args.seconds, args.rate, args.spans, args.batch, args.exporters, args.backlog = 1, 400, 400, 50, [2], 500
+        args.learn = ["scripted"]
     rows = []
     print(f"load average before: {load_average()}; {args.batch} spans per request", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for count in args.exporters:
-            process, port = _start(Path(tmp) / f"store-{count}")  # paced, then max, on one server
-            per_exporter = max(1, round(args.seconds * args.rate / args.batch / count))
-            paced = [[_body(args.batch, seed=w * 10_000 + r) for r in range(per_exporter)] for w in range(count)]
-            floor = _floor(paced[0][:20], Path(tmp))
-            measured = _run(process, port, paced, args.batch * count / args.rate)
-            rows.append(_row(f"paced {args.rate:,.0f}/s", count, per_exporter * count * args.batch, measured, floor))
-            requests = max(1, args.spans // args.batch // count)
-            flat = [[_body(args.batch, seed=500_000 + w * 10_000 + r) for r in range(requests)] for w in range(count)]
-            rows.append(_row("max", count, requests * count * args.batch, _run(process, port, flat, 0.0), floor))
-            code = _stop(process)
-            if code != 0:
-                raise SystemExit(f"serve exited {code}")
-        memory = _backlog(Path(tmp) / "backlog", args.backlog, args.batch)
-    print(f"load average after: {load_average()}; learning: not running (intake and assembly only)")
+        for learn in args.learn:
+            for count in args.exporters:
+                rows += _scenarios(Path(tmp) / f"store-{learn}-{count}", learn, count, args)
+        memory = [_backlog(Path(tmp) / f"backlog-{learn}", args.backlog, args.batch, learn) for learn in args.learn]
+    print(f"load average after: {load_average()}")
     print_table(rows)
     print()
-    print_table([memory])
+    print_table(memory)
 
 
 if __name__ == "__main__":
