@@ -186,11 +186,13 @@ class Assembler:
                 sent = self.feedback.get(trace_id)
                 if sent is None and not record.get("judged") and now - record["assembled_at"] < self.feedback_wait:
                     continue
-                traces = [Trace.model_validate(t) for t in record["traces"]]
+                dumped = record["traces"]  # as assembled (validated then), unless feedback changes them
                 if sent is not None:
                     update = {"reward": sent.reward, "feedback": sent.feedback}
-                    traces = [t.model_copy(update={k: v for k, v in update.items() if v is not None}) for t in traces]
-                released.append({"otel_trace_id": trace_id, "traces": [t.model_dump(mode="json") for t in traces]})
+                    changed = {k: v for k, v in update.items() if v is not None}
+                    traces = [Trace.model_validate(t).model_copy(update=changed) for t in dumped]
+                    dumped = [t.model_dump(mode="json") for t in traces]
+                released.append({"otel_trace_id": trace_id, "traces": dumped})
                 del self.waiting[trace_id]
         self.ready_journal.append(released)
         with self._lock:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ace.exceptions import RunError
+from ace_eval.store._write import fsync_folder
 
 __all__ = ["Record", "Segments", "encode_record"]
 
@@ -56,15 +57,6 @@ def _read_record(f: BinaryIO, offset: int) -> Record | None:
     if len(payload) != size + 1 or not payload.endswith(b"\n"):
         return None
     return Record(offset, len(header) + size + 1, spans, encoding, payload[:-1])
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a file created or deleted in `folder` durable (its directory entry)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Segments:
@@ -131,7 +123,7 @@ class Segments:
             current = self.end
             self.starts.append(current)
         self._file = self.path(current).open("ab")
-        _fsync_folder(self.folder)
+        fsync_folder(self.folder)
 
     def records(self, start: int, end: int) -> Iterator[Record]:
         """The records from offset `start` (a record start) up to offset `end`, read from the files."""
@@ -159,7 +151,7 @@ class Segments:
             path.unlink(missing_ok=True)
             deleted.append(path)
         if deleted:
-            _fsync_folder(self.folder)
+            fsync_folder(self.folder)
         return deleted
 
     def close(self) -> None:
