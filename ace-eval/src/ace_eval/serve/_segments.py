@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ace.exceptions import RunError
-from ace_eval.store._write import fsync_folder
 
 __all__ = ["Record", "Segments", "encode_record"]
 
@@ -57,6 +56,15 @@ def _read_record(f: BinaryIO, offset: int) -> Record | None:
     if len(payload) != size + 1 or not payload.endswith(b"\n"):
         return None
     return Record(offset, len(header) + size + 1, spans, encoding, payload[:-1])
+
+
+def fsync_folder(folder: Path) -> None:
+    """Make a file created or deleted in `folder` durable (its directory entry)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class Segments:
