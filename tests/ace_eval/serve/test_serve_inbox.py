@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ace.exceptions import RunError
-from ace_eval.serve._inbox import Inbox
+from ace_eval.serve._assembly import Assembler
+from ace_eval.serve._inbox import Committed, Inbox
 from ace_eval.serve._segments import Segments
 
 
@@ -119,3 +120,35 @@ def test_a_torn_record_after_a_rotation_is_cut_and_a_damaged_older_segment_is_na
         f.truncate(files[0].stat().st_size - 3)
     with pytest.raises(RunError, match=files[0].name):
         Inbox(tmp_path, max_backlog=10_000, segment_bytes=1000)
+
+
+class _RacyInbox(Inbox):
+    """An inbox whose writer commits `armed` right when the assembler reads `committed_offset`."""
+
+    armed: list[Committed] = []  # noqa: RUF012
+
+    @property
+    def committed_offset(self) -> int:
+        if self.armed:
+            self.committed.extend(self.armed)
+            self.armed = []
+        return self._offset
+
+    @committed_offset.setter
+    def committed_offset(self, value: int) -> None:
+        self._offset = value
+
+
+def test_records_read_from_the_file_are_not_taken_again_from_memory(tmp_path: Path) -> None:
+    """The writer commits between the assembler's look at `committed` (empty) and at `committed_offset`: the records
+    are read from the file, and their entries in `committed` are then skipped, not taken twice."""
+    inbox = _RacyInbox(tmp_path, max_backlog=10_000, segment_bytes=1000)
+    body = b'{"resourceSpans":[]}'
+    for _ in range(3):
+        inbox.append(body, 0, encoding="json")
+    assembler = Assembler(inbox, tmp_path, feedback_wait=0, settle=0.0)
+    inbox.armed = list(inbox.committed)
+    inbox.committed.clear()
+    assembler.step()
+    assert assembler._read_to == inbox.committed_offset == sum(r.length for r in inbox.records())
+    inbox.close()

@@ -143,6 +143,8 @@ class Assembler:
                 self._take(record_spans(record), record.spans, record.length, clock)
         while committed:
             entry = committed.popleft()
+            if entry.offset < self._read_to:
+                continue  # committed while the lines above were read: read from the file already
             spans = entry.payload if isinstance(entry.payload, list) else None
             if spans is None:  # appended without its spans: read the record back
                 spans = record_spans(next(iter(self.inbox.records(entry.offset, entry.offset + entry.length))))
