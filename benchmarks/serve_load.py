@@ -136,15 +136,17 @@ def _start(store: Path, learn: str = "off") -> tuple[subprocess.Popen[bytes], in
     raise SystemExit(f"serve did not start: {log.read_text(errors='replace')[-2000:]}")
 
 
-def _exporter(port: int, bodies: list[bytes], interval: float, latencies: list[float], failures: list[int]) -> None:
-    """Send `bodies` one after the other; with `interval`, request n leaves at n * interval (or when n - 1 is
-    answered, if later), as a batch processor exporting at a steady span rate does."""
+def _exporter(
+    port: int, bodies: list[bytes], interval: float, latencies: list[float], failures: list[int], phase: float = 0.0
+) -> None:
+    """Send `bodies` one after the other; with `interval`, request n leaves at (n + phase) * interval (or when n - 1
+    is answered, if later), as a batch processor exporting at a steady span rate does."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Content-Type": "application/x-protobuf"}
     started = time.perf_counter()
     for n, body in enumerate(bodies):
         if interval:
-            time.sleep(max(0.0, started + n * interval - time.perf_counter()))
+            time.sleep(max(0.0, started + (n + phase) * interval - time.perf_counter()))
         sent = time.perf_counter()
         connection.request("POST", "/v1/traces", body, headers)
         response = connection.getresponse()
@@ -188,7 +190,10 @@ def _run(process: subprocess.Popen[bytes], port: int, work: list[list[bytes]], i
     cpu = _cpu_seconds(process.pid)
     latencies: list[float] = []
     failures: list[int] = []
-    threads = [threading.Thread(target=_exporter, args=(port, b, interval, latencies, failures)) for b in work]
+    threads = [  # independent exporters: each starts at its own point of the interval
+        threading.Thread(target=_exporter, args=(port, b, interval, latencies, failures, w / len(work)))
+        for w, b in enumerate(work)
+    ]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
