@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import textwrap
@@ -209,3 +210,28 @@ def test_kill_9_while_learning_under_load_learns_no_trace_twice(tmp_path: Path) 
     assert provenance == +by_trace  # every edit in the skillbook once, from the sample that made it
     segments = [json.loads((Path(line["run_dir"]) / "run.json").read_text())["segments"] for line in learned]
     assert any(len(s) == 2 for s in segments)  # the batch the kill cut was resumed, not started again
+
+
+def test_sigterm_while_learning_stops_at_a_sample_exits_0_and_the_batch_resumes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    args = ["--token", TOKEN, "--learn-every", "5"]
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    with serve_process(store, *args, env={"ACE_TEST_SM_DELAY": "0.5"}) as (process, base):
+        for n in range(5):
+            assert request(f"{base}/v1/traces", otlp_json(f"{n + 1:032x}", [agent_span("1" * 16)]), headers)[0] == 200
+        wait_for(lambda: any(load_samples(p) for p in store.glob("serve/learning/*/run_*/samples.jsonl")), seconds=120)
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert time.monotonic() - started < 15  # at the end of the sample in flight, not of the batch
+    (run_dir,) = store.glob("serve/learning/0001/run_*")
+    first = json.loads((run_dir / "run.json").read_text())
+    assert first["segments"][-1]["status"] == "interrupted" and len(load_samples(run_dir / "samples.jsonl")) < 5
+    with serve_process(store, *args) as (_, base):
+        wait_for(lambda: status(base)["traces_learned"] == 5, seconds=120)
+    samples = load_samples(run_dir / "samples.jsonl")
+    assert len(samples) == len({s.trace_uid for s in samples}) == 5  # the rest of the batch, nothing twice
+    assert [s["status"] for s in json.loads((run_dir / "run.json").read_text())["segments"]] == [
+        "interrupted",
+        "completed",
+    ]

@@ -53,6 +53,8 @@ def test_learns_every_n_traces_and_a_restart_continues(tmp_path: Path) -> None:
         wait_for(lambda: app.status()["traces_learned"] == 6, seconds=60)
         wait_for(lambda: app.status()["queues"]["traces_to_learn"] == 1)  # type: ignore[index]
         assert app.status()["batches_learned"] == 2
+        metrics = request(url(app, "/metrics"))[2].decode()
+        assert "ace_serve_traces_learned_total 6" in metrics and "ace_serve_traces_to_learn 1" in metrics
     first, second = _learned(store)
     assert len(first["trace_uids"]) == len(second["trace_uids"]) == 3
     assert not set(first["trace_uids"]) & set(second["trace_uids"])

@@ -58,13 +58,19 @@ def test_ungated_versions_every_n_learned_traces_and_rollback_while_serving(tmp_
         assert _etag(app) == '"2"'
         SkillbookStore(store).rollback(1)
         assert _etag(app) == '"1"'  # the served skillbook follows `current`
+        _send(app, 6, 3)  # learning goes on from the version rolled back to, not from what was rolled back
+        wait_for(lambda: SkillbookStore(store).current_number() == 3, seconds=60)
         status = app.status()
-        assert status["publishing"]["published"] == 2  # type: ignore[index]
+        assert status["publishing"]["published"] == 3  # type: ignore[index]
+    third = json.loads((store / "serve" / "learning" / "0003" / "batch.json").read_text())
+    assert third["start"] == str(SkillbookStore(store).version(1).skillbook_path) and third["store_version"] == 1
+    second = json.loads((store / "serve" / "learning" / "0002" / "batch.json").read_text())
+    assert second["start"] != str(SkillbookStore(store).version(1).skillbook_path)  # chained from batch 1's run
     versions = SkillbookStore(store).versions()
-    assert [v.ungated_reason for v in versions[:2]] == ["published with --no-gate by ace-eval serve: not compared with "
-                                                        "anything"] * 2  # fmt: skip
+    assert [v.ungated_reason for v in versions] == ["published with --no-gate by ace-eval serve: not compared with "
+                                                    "anything"] * 3  # fmt: skip
     learned = [json.loads(line) for line in (store / "serve" / "learned.jsonl").read_text().splitlines()]
-    assert [v.produced_by.run_dir for v in versions[:2]] == [line["run_dir"] for line in learned]
+    assert [v.produced_by.run_dir for v in versions] == [line["run_dir"] for line in learned]
     assert versions[1].produced_by.kind == "serve" and versions[1].produced_by.details["learned_traces"] == 6
 
 

@@ -43,7 +43,8 @@ def _e2e_options(command: click.Command) -> click.Command:
     "--store",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="The skillbook store; the inbox and assembled traces go to STORE/serve/ (created when missing).",
+    help="The skillbook store (created when missing): versions are published to it; the inbox, the traces and the "
+    "learning batches go to STORE/serve/.",
 )
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind; anything but loopback needs --token."

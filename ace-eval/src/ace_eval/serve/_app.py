@@ -51,7 +51,8 @@ class ServeConfig:
     publish: PublishConfig | None = None
     """Publish learned skillbooks to the store (`None`: learned skillbooks stay in STORE/serve/learning/)."""
     stop_grace: float = 30.0
-    """Seconds `stop()` waits for a learning batch in flight; past them the batch resumes at the next start."""
+    """Seconds `stop()` waits for the learning batch in flight to reach the end of a sample (it stops there and
+    resumes at the next start); past them the process may exit with the sample unfinished (resumed all the same)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -149,6 +150,8 @@ class ServeApp:
 
     def stop(self) -> None:
         """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
+        if self.learner is not None:
+            self.learner.stopping.set()  # the batch in flight stops after its next sample
         if self._server is not None:
             self._server.shutdown()  # serve_forever returns; no new connection is taken
             self.connections.stop()  # idle keep-alive connections end; requests in flight finish
@@ -192,6 +195,9 @@ class ServeApp:
         for key in ("traces_waiting_feedback", "otel_traces_pending", "traces_ready"):
             metric(key, "gauge", status[key], key.replace("_", " ").capitalize() + ".")
         metric("inbox_backlog_spans", "gauge", self.inbox.backlog, "Spans acknowledged and not yet assembled.")
+        queues = status["queues"]
+        assert isinstance(queues, dict)
+        metric("traces_to_learn", "gauge", queues.get("traces_to_learn", 0), "Ready traces not learned yet.")
         metric("version", "gauge", status["version"] if status["version"] is not None else "NaN", "Current version.")
         requests = status["requests"]
         assert isinstance(requests, dict)

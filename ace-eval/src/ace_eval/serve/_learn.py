@@ -4,7 +4,8 @@ A batch is `STORE/serve/learning/NNNN/`: `batch.json` (its OTel trace ids, its t
 starts from), `traces/` (a trace collection) and the run folder `run_<id>/` that `ace-eval e2e --traces` makes of
 it (redact -> reflect -> update -> quarantine ..., reflections in parallel, one skill-manager writer, a checkpoint
 after every sample, one `ace.run` trace with its `rr.session` / `sm.session` spans). A batch starts from the
-previous batch's learned skillbook (the first from the store's current version, or empty).
+previous batch's learned skillbook (the first, and the first after a rollback or a publish by hand, from the
+store's current version; empty before the first version).
 
 Nothing is learned twice: a batch folder is written whole (temp folder, rename) before its run starts, so a trace
 belongs to exactly one batch; a run killed halfway is resumed (`resume_e2e`: its journal keeps finished samples
@@ -20,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,20 @@ from ace.redaction import Redactor
 from ace_eval.collection import Trace, write_collection
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import RunInjections, resume_e2e, run_e2e
+from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.serve._journal import Journal
 from ace_eval.store import SkillbookStore
 
-__all__ = ["BATCH_FILE", "LEARNED_FILE", "LearnConfig", "Learner"]
+__all__ = ["BATCH_FILE", "LEARNED_FILE", "LearnConfig", "Learner", "LearningStopped"]
 
 BATCH_FILE = "batch.json"
 LEARNED_FILE = "learned.jsonl"
+
+
+class LearningStopped(KeyboardInterrupt):
+    """Raised after a committed sample once the server is stopping: the batch's run stops there, `interrupted`, and
+    resumes after that sample at the next start (a `KeyboardInterrupt`, as Ctrl-C stops an e2e run)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +65,8 @@ class _Batch:
     otel_trace_ids: list[str]
     trace_uids: list[str]
     start: str | None
+    store_version: int | None
+    """The store's current version when the batch was made."""
 
 
 class Learner:
@@ -81,33 +90,38 @@ class Learner:
         self._lock = threading.Lock()
         self._queue: list[tuple[str, dict[str, Any]]] = []
         """Ready traces not in a batch yet, oldest first: (OTel trace id, trace as JSON)."""
-        self._ready_offset = 0
         self._claimed: set[str] = set()
+        """Trace uids in a batch or in the queue."""
+        self._ready_offset = 0
         self.learned: list[dict[str, Any]] = self.learned_journal.records()
         self.traces_learned = sum(len(r["trace_uids"]) for r in self.learned)
         self.batches: list[_Batch] = []
         self.learning: _Batch | None = None
         self.last_error: str | None = None
+        self.stopping = threading.Event()
+        """Set by the server when it stops: the batch in flight stops after its next committed sample."""
         self._retry_at = 0.0
         self.folder.mkdir(parents=True, exist_ok=True)
         for temp in self.folder.glob("*.tmp"):  # a batch cut short before its rename never started
             shutil.rmtree(temp, ignore_errors=True)
-        for path in sorted(p for p in self.folder.iterdir() if (p / BATCH_FILE).is_file()):
+        made = (p for p in self.folder.iterdir() if p.name.isdigit() and (p / BATCH_FILE).is_file())
+        for path in sorted(made, key=lambda p: int(p.name)):
             raw = json.loads((path / BATCH_FILE).read_text("utf-8"))
-            batch = _Batch(int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"])
+            batch = _Batch(
+                int(path.name), path, raw["otel_trace_ids"], raw["trace_uids"], raw["start"], raw.get("store_version")
+            )
             self.batches.append(batch)
-            self._claimed.update(batch.otel_trace_ids)
+            self._claimed.update(batch.trace_uids)
 
     # -- the queue --------------------------------------------------------------------------------------------
     def _take_ready(self) -> None:
         records, self._ready_offset = self.ready.read_from(self._ready_offset)
         with self._lock:
             for record in records:
-                trace_id = record["otel_trace_id"]
-                if trace_id in self._claimed:
-                    continue
-                self._claimed.add(trace_id)
-                self._queue.extend((trace_id, t) for t in record["traces"])
+                for trace in record["traces"]:
+                    if trace["trace_uid"] not in self._claimed:  # an OTel trace's traces may span two batches
+                        self._claimed.add(trace["trace_uid"])
+                        self._queue.append((record["otel_trace_id"], trace))
 
     @property
     def unlearned(self) -> list[_Batch]:
@@ -139,6 +153,9 @@ class Learner:
         self.learning = batch
         try:
             folder = self._run(batch)
+        except LearningStopped:
+            self.say(f"learning stopped; batch {batch.number} resumes after its last finished sample at the next start")
+            return False
         except Exception as e:  # the batch stays; it is resumed after retry_seconds
             self.last_error = Redactor().redact_text(f"batch {batch.number}: {type(e).__name__}: {e}"[:2000])
             self._retry_at = time.monotonic() + self.config.retry_seconds
@@ -171,25 +188,58 @@ class Learner:
                 return None
             taken, self._queue = self._queue[: self.config.learn_every], self._queue[self.config.learn_every :]
         number = max((b.number for b in self.batches), default=0) + 1
-        start = self.learned[-1]["skillbook"] if self.learned else None
-        if start is None and (current := self.store.current()) is not None:
-            start = str(current.skillbook_path)
+        start, store_version = self._start()
         traces = [Trace.model_validate(t) for _, t in taken]
         otel_ids = list(dict.fromkeys(trace_id for trace_id, _ in taken))
         final = self.folder / f"{number:04d}"
         temp = self.folder / f"{number:04d}.tmp"
         shutil.rmtree(temp, ignore_errors=True)
         write_collection(temp / "traces", traces, source_system=traces[0].source_system)
-        made = _Batch(number, final, otel_ids, [t.trace_uid for t in traces], start)
-        batch = {"otel_trace_ids": otel_ids, "trace_uids": made.trace_uids, "start": start}
+        made = _Batch(number, final, otel_ids, [t.trace_uid for t in traces], start, store_version)
+        batch = {
+            "otel_trace_ids": otel_ids,
+            "trace_uids": made.trace_uids,
+            "start": start,
+            "store_version": store_version,
+        }
         atomic_write(temp / BATCH_FILE, bytes_writer(json.dumps(batch, indent=1).encode("utf-8")))
         temp.rename(final)
         self.batches.append(made)
         return made
 
+    def _start(self) -> tuple[str | None, int | None]:
+        """The skillbook a new batch starts from, and the store's current version: the previous batch's learned
+        skillbook, unless `current` moved other than by serve publishing since that batch was made (a rollback, a
+        publish by hand): then, like the first batch, the store's current version (or empty before the first)."""
+        current = self.store.current()
+        number = current.number if current is not None else None
+        here = str(current.skillbook_path) if current is not None else None
+        if not self.learned:
+            return here, number
+        previous = self.batches[-1]  # learned: a batch is made only when every earlier one is
+        published = [
+            v.number
+            for v in self.store.versions()
+            if v.produced_by.kind == "serve" and _batch_of(v.produced_by.details) >= previous.number
+        ]
+        expected = max(published) if published else previous.store_version
+        if number is not None and number != expected:
+            self.say(
+                f"{self.store.root} is at version {number} (a rollback or a publish by hand): learning goes on from it"
+            )
+            return here, number
+        return str(self.learned[-1]["skillbook"]), number
+
+    def _on_sample(self, sample: SampleResult) -> None:
+        given = self.config.injections.on_sample
+        if given is not None:
+            given(sample)
+        if self.stopping.is_set():
+            raise LearningStopped
+
     def _run(self, batch: _Batch) -> RunFolder:
         """The batch's run: resumed when it has one that did not complete, reused when it completed, else started."""
-        inj = self.config.injections
+        inj = dataclasses.replace(self.config.injections, on_sample=self._on_sample)
         runs = sorted(p for p in batch.folder.iterdir() if (p / RUN_JSON).is_file())
         if runs:
             folder = RunFolder.open(runs[-1])
@@ -205,3 +255,9 @@ class Learner:
             no_preflight=True,
         )
         return run_e2e(settings, injections=inj).folder
+
+
+def _batch_of(details: Mapping[str, object]) -> int:
+    """The learning batch a version serve published came from (0: not recorded)."""
+    batch = details.get("batch")
+    return batch if isinstance(batch, int) else 0
