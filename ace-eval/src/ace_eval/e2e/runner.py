@@ -235,8 +235,8 @@ def _keep_resolved(settings: E2ESettings, record: RunRecord, requested: Mapping[
     for key, value in kept.items():
         print(
             f"note: {settings.benchmark} resolved its option {key} to {value!r} when the run started and would now "
-            f"resolve it to {now[key]!r} (the environment changed): the resume keeps the run's value "
-            f"(--benchmark-option {key}=VALUE changes it)",
+            f"resolve it to {now[key]!r} (the environment or the working folder changed): the resume keeps the "
+            f"run's value (--benchmark-option {key}=VALUE changes it)",
             file=sys.stderr,
         )
     return dataclasses.replace(settings, benchmark_options={**kept, **settings.benchmark_options}) if kept else settings
