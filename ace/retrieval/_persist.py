@@ -185,7 +185,9 @@ def graph_reader(path: Path) -> Iterator[Callable[[int], bytes]]:
 
 def _text_ok(dtype: np.dtype[Any]) -> bool:
     """A text member: `U`, or ASCII `S` (`ace.core.npz.text_array`), of at most `_MAX_TEXT` characters."""
-    return (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) or (dtype.kind == "S" and dtype.itemsize <= _MAX_TEXT)
+    return (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) or (
+        dtype.kind == "S" and dtype.itemsize <= _MAX_TEXT
+    )
 
 
 def _size(dim: str, sizes: dict[str, int]) -> int:

@@ -85,11 +85,13 @@ def test_json_is_diffable_and_carries_no_embeddings(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     doc = json.loads(text)
     assert doc["schema_version"] == "2"
-    assert list(doc) == ["schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"]
+    top = ["schema_version", "embedding_model", "embedding_dim", "next_ids", "sources", "skills", "operations"]
+    assert list(doc) == top
     assert all("embedding" not in s for s in doc["skills"])
-    # One line per top-level field, per skill and per logged operation: a changed skill is a changed line.
-    assert text.count("\n") == 6 + 2 * 2 + len(doc["skills"]) + len(doc["operations"])
-    assert text.splitlines()[6].startswith('  {"id": "harness-00001"')
+    # One line per top-level field, per provenance record, per skill and per logged operation: a changed skill is a
+    # changed line.
+    assert text.count("\n") == 6 + 3 * 2 + len(doc["sources"]) + len(doc["skills"]) + len(doc["operations"])
+    assert text.splitlines()[8 + len(doc["sources"])].startswith('  {"id": "harness-00001"')
     assert "ünïcode" in text
 
 
