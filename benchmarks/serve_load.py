@@ -7,7 +7,7 @@ model calls, tool calls: ~1 KB each), one request after the other, as OpenTeleme
 A request is acknowledged when the server answered 200, i.e. after redaction and the fsync of the inbox. Printed
 per exporter count: spans/s acknowledged, p50 / p99 latency of a request, and the server's VmHWM.
 The baseline, measured in the same run, is the floor of one fsynced append of the same bytes per request.
-Learning does not run during the measurement: `serve` does not learn yet (it assembles traces, which it does).
+Learning does not run during the measurement (`--learn-every 0`): `serve` assembles traces, which it does.
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ def _body(batch: int, seed: int) -> bytes:
 
 def _start(store: Path) -> tuple[subprocess.Popen[bytes], int]:
     command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-    process = subprocess.Popen([*command, "--port", "0", "--feedback-wait", "0"], stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--feedback-wait", "0", "--learn-every", "0"], stderr=subprocess.PIPE
+    )
     assert process.stderr is not None
     seen, deadline = b"", time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -19,7 +19,9 @@ from _serve_helpers import agent_span, otlp_json, request, running, wait_for
 
 def _start(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-    process = subprocess.Popen([*command, "--port", "0", "--feedback-wait", "0"], stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--feedback-wait", "0", "--learn-every", "0"], stderr=subprocess.PIPE
+    )
     assert process.stderr is not None
     deadline, seen = time.monotonic() + 60, b""
     while time.monotonic() < deadline:

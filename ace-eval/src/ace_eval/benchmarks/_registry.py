@@ -23,9 +23,11 @@ from typing import Any
 from ace.pipeline.registry import PluginError, load_plugin
 from ace_eval.benchmarks._protocol import Benchmark, BenchmarkConfigError, BenchmarkFactory
 
-__all__ = ["ENTRY_POINT_GROUP", "BenchmarkRegistry", "RegisteredBenchmark", "load_benchmark"]
+__all__ = ["DEFAULT_BENCHMARK", "ENTRY_POINT_GROUP", "BenchmarkRegistry", "RegisteredBenchmark", "load_benchmark"]
 
 ENTRY_POINT_GROUP = "ace_eval.benchmarks"
+DEFAULT_BENCHMARK = "tau-bench-airline"
+"""The benchmark a harness runs when none is named (`ace-eval e2e --benchmark` without a value)."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The HTTP side of `ace-eval serve`: OTLP/HTTP `POST /v1/traces`, `POST /v1/feedback`, `GET /healthz`,
-`GET /v1/status`, `GET /metrics`, `GET /v1/skillbook`; bearer-token check (constant time), body limit, socket timeout.
+`GET /v1/status`, `GET /metrics`, `GET /v1/skillbook`, `GET /v1/skills`; bearer-token check (constant time), body
+limit, socket timeout.
 
 Answers follow the OTLP/HTTP specification: 200 with an `ExportTraceServiceResponse` in the request's encoding
 (`partial_success` when some spans were refused), 400 with a `google.rpc.Status` naming the reason, 413 over the
@@ -23,6 +24,7 @@ from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._connections import Connections
 from ace_eval.serve._decode import BadRequest, TooLarge, decode_traces
 from ace_eval.serve._inbox import Inbox, InboxClosed, InboxFull
+from ace_eval.serve._skills import SkillQueryError, SkillsSelector, parse_skill_query
 from ace_eval.store import SkillbookStore
 
 __all__ = ["ServeApp", "make_handler"]
@@ -39,6 +41,7 @@ class ServeApp(Protocol):
     assembler: Assembler
     connections: Connections
     store: SkillbookStore
+    skills: SkillsSelector
 
     def count(self, name: str) -> None: ...
 
@@ -138,6 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/v1/skillbook":
             self._skillbook()
+        elif path == "/v1/skills":
+            self._skills()
         elif path == "/v1/status":
             self._json(200, self.app.status())
         elif path == "/metrics":
@@ -165,6 +170,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = store.skillbook_path(number).read_bytes()
         self._send(200, body, _JSON, {"ETag": etag, "Cache-Control": "no-cache"})
+
+    def _skills(self) -> None:
+        """The skills `SkillInstructions` selects for `?query=` within `max_tokens`, from the current version."""
+        try:
+            query, max_tokens = parse_skill_query(self.path.partition("?")[2])
+        except SkillQueryError as e:
+            self._json(400, {"error": str(e)})
+            return
+        selected = self.app.skills.select(query, max_tokens)
+        if selected is None:
+            self._json(
+                404, {"error": "no version published yet: serve publishes one after --publish-every learned traces"}
+            )
+            return
+        self._send(
+            200, json.dumps(selected, ensure_ascii=False).encode("utf-8"), _JSON, {"ETag": f'"{selected["version"]}"'}
+        )
 
     def do_POST(self) -> None:
         self.app.connections.busy(self)
