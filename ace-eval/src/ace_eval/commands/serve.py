@@ -155,7 +155,7 @@ def serve(
     """Learn from your agent's OpenTelemetry spans in production; publish gated skillbook versions; serve skills.
 
     Agents export to http://HOST:PORT/v1/traces (protobuf or JSON, gzip or not): each request's spans are
-    redacted, then fsynced to STORE/serve/inbox.jsonl before the 200. An agent run's spans become a trace
+    redacted, then fsynced to the inbox under STORE/serve/inbox/ before the 200. An agent run's spans become a trace
     once its root span has arrived (the OTel importer's rules, as `collection import --format otel`); outcomes come
     from `ace.reward` / `ace.feedback` span attributes or POST /v1/feedback {"trace_id", "reward", "feedback"}.
     Every --learn-every ready traces a batch is learned as `ace-eval e2e --traces` would (the model options

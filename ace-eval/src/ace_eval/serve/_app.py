@@ -1,8 +1,8 @@
 """`ServeApp`: the inbox, the assembler and the HTTP server of `ace-eval serve`, started and stopped together.
 
-Files live under `STORE/serve/`: `inbox.jsonl` (redacted OTLP JSON, one request a line) and `state.json` (the
-acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl` (traces with their outcome,
-for learning), `assembly.json` (where assembly restarts).
+Files live under `STORE/serve/`: `inbox/` (the redacted OTLP requests, in segment files deleted once assembled)
+and `state.json` (the acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl`
+(traces with their outcome, for learning), `assembly.json` (where assembly restarts).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class ServeConfig:
     settle: float = 1.0
     max_body: int = 8 * 1024 * 1024
     max_backlog: int = 1_000_000
+    segment_bytes: int = 64 * 1024 * 1024
+    """Size at which the inbox starts a new segment file (an assembled segment is deleted whole)."""
     retry_after: int = 2
     redact: bool = True
     learn: LearnConfig | None = None
@@ -84,7 +86,7 @@ class ServeApp:
         self.redactor: Redactor | None = Redactor() if config.redact else None
         self.store = SkillbookStore.open_or_create(config.store)
         folder = Path(config.store) / "serve"
-        self.inbox = Inbox(folder, max_backlog=config.max_backlog)
+        self.inbox = Inbox(folder, max_backlog=config.max_backlog, segment_bytes=config.segment_bytes)
         self.assembler = Assembler(
             self.inbox,
             folder,

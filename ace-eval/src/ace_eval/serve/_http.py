@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ace.redaction import Redactor
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._connections import Connections
-from ace_eval.serve._decode import BadRequest, TooLarge, decode_traces
+from ace_eval.serve._decode import BadRequest, Decoder, TooLarge
 from ace_eval.serve._inbox import Inbox, InboxClosed, InboxFull
 from ace_eval.serve._skills import SkillQueryError, SkillsSelector, parse_skill_query
 from ace_eval.store import SkillbookStore
@@ -60,11 +60,13 @@ def make_handler(app: ServeApp) -> type[BaseHTTPRequestHandler]:
         pass
 
     Handler.app = app
+    Handler.decoder = Decoder(app.redactor, limit=app.max_body)
     return Handler
 
 
 class _Handler(BaseHTTPRequestHandler):
     app: ServeApp
+    decoder: Decoder
     protocol_version = "HTTP/1.1"
     timeout = 30  # a client that stops sending mid-request is dropped
     server_version = "ace-eval-serve"
@@ -214,14 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _traces(self, body: bytes, content_type: str, protobuf: bool) -> None:
         app = self.app
         try:
-            decoded = decode_traces(
-                body,
-                content_type=content_type,
-                content_encoding=self.headers.get("Content-Encoding") or "",
-                limit=app.max_body,
-                redactor=app.redactor,
+            decoded = self.decoder.decode(
+                body, content_type=content_type, content_encoding=self.headers.get("Content-Encoding") or ""
             )
-            app.inbox.append(decoded.document, len(decoded.spans), payload=decoded.spans)
+            app.inbox.append(decoded.payload, len(decoded.spans), encoding=decoded.encoding, parsed=decoded.spans)
         except BadRequest as e:
             app.count("requests_rejected")
             self._status(400, str(e)[:2000], protobuf=protobuf)
