@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from ace.embeddings.base import Embedder
+from ace.exceptions import UserError
 from ace.integrations.pydantic_ai import SkillInstructions
 from ace.integrations.store_format import CurrentSkillbook, read_current
 
@@ -16,7 +17,7 @@ __all__ = ["SkillQueryError", "SkillsSelector", "parse_skill_query"]
 DEFAULT_MAX_TOKENS = 500
 
 
-class SkillQueryError(ValueError):
+class SkillQueryError(UserError, ValueError):
     """A query string without a query, or with a budget that is not a positive integer (400)."""
 
 
