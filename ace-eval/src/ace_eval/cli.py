@@ -106,7 +106,8 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "serve": LazyCommand(
             "ace_eval.commands.serve",
             "serve",
-            "Learn from your agent's OpenTelemetry spans in production; publish gated skillbook versions; serve skills.",
+            "Learn from your agent's OpenTelemetry spans in production; publish gated skillbook versions; "
+            "serve skills.",
         ),
         "skillbook": LazyCommand(
             "ace_eval.commands.skillbook",
