@@ -23,6 +23,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
+from ace.exceptions import RunError
 from ace.redaction import NOT_IN_IDS, Redactor, secret_named
 from ace_eval.collection.importers.otlp import JsonAttr, Span
 
@@ -58,8 +59,8 @@ FAST_PATH = all({f.name for f in d.fields} == names for d, names in _READ.items(
 takes the slow path."""
 
 
-class _Unusual(Exception):
-    """A value the fast path leaves to the slow one."""
+class _Unusual(RunError):
+    """A value the fast path leaves to the slow one (caught inside this module: it never reaches a user)."""
 
 
 def id_redactor(redactor: Redactor) -> Redactor:
