@@ -8,12 +8,24 @@ follow them. Each detector has a cheap `trigger` substring so a text without it 
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import AnyStr
 
+from ace.redaction._checks import (
+    card,
+    compact,
+    digits_only,
+    iban_valid,
+    luhn_valid,
+    mixed_token,
+    phone,
+    secret_key_alone,
+    slashed_secret,
+    ssn,
+    wrapped_key,
+)
 from ace.redaction._generic import GENERIC_NAME, GENERIC_PATTERN, GENERIC_SHAPE, GENERIC_TRIGGERS, random_value
 
 __all__ = [
@@ -111,116 +123,6 @@ def any_in(literals: tuple[AnyStr, ...], text: AnyStr) -> bool:
     return False
 
 
-def luhn_valid(number: str) -> bool:
-    """The Luhn checksum of a card number (digits only, separators ignored)."""
-    digits = [int(c) for c in number if c.isdigit()]
-    total = 0
-    for position, digit in enumerate(reversed(digits)):
-        if position % 2:
-            digit *= 2
-            if digit > 9:
-                digit -= 9
-        total += digit
-    return bool(digits) and total % 10 == 0
-
-
-def iban_valid(iban: str) -> bool:
-    """ISO 13616 mod-97 check of an IBAN (spaces ignored)."""
-    compact = iban.replace(" ", "").upper()
-    if not 15 <= len(compact) <= 34:
-        return False
-    rearranged = compact[4:] + compact[:4]
-    try:
-        return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
-    except ValueError:
-        return False
-
-
-def _card(value: str) -> bool:
-    digits = re.sub(r"\D", "", value)
-    # issuer prefixes 2-6 (Mastercard, Amex/Diners/JCB, Visa, Discover); leaves out 13-digit ms timestamps
-    return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_valid(digits)
-
-
-def _digits_only(value: str) -> str:
-    return re.sub(r"\D", "", value)
-
-
-def _mixed_token(value: str) -> bool:
-    """A random-looking key: letters and digits both (so `sk-learn-compatible-estimators` is not one)."""
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-
-
-def _base64_secret(value: str) -> bool:
-    """40 base64 characters with upper, lower, digit and `/` or `+`: how AWS secret keys look (SHA-1 hex does not)."""
-    return (
-        len(value) == 40
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-        and any(c.isdigit() for c in value)
-        and ("/" in value or "+" in value)
-    )
-
-
-_ACCESS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
-"""An AWS access key id, whole (the `aws_access_key` detector's shape)."""
-
-
-def _carries_access_key(value: str) -> bool:
-    """Whether one of the `/`-separated segments of `value` is an AWS access key id."""
-    return "/" in value and any(_ACCESS_KEY_ID.fullmatch(segment) for segment in value.split("/"))
-
-
-def _secret_key_alone(value: str) -> bool:
-    """A lone 40-character token of mixed case and digits that is not a path around an access key id."""
-    return _mixed_case_token(value) and not _carries_access_key(value)
-
-
-def _slashed_secret(run: str) -> tuple[int, int] | None:
-    """Where an AWS secret key is in a run of base64 characters with `/` or `+`: all of it, or 40 characters of it
-    between `/`s (`bucket/<key>/x`); a path such as `src/Main1.java` is none, and so is a path with an access key id
-    as one of its segments (`x/AKIA.../y`: the access key's own detector names it)."""
-    for start in (0, *(i + 1 for i, c in enumerate(run) if c == "/")):
-        end = start + 40
-        if end > len(run):
-            return None
-        candidate = run[start:end]
-        if _carries_access_key(candidate):
-            continue
-        if (end == len(run) or run[end] == "/") and _base64_secret(candidate):
-            return start, end
-    return None
-
-
-def _compact(value: str) -> str:
-    return value.replace(" ", "").upper()
-
-
-def _mixed_case_token(value: str) -> bool:
-    return any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
-
-
-def _phone(value: str) -> bool:
-    return 8 <= len(_digits_only(value)) <= 15
-
-
-def _ssn(value: str) -> bool:
-    """A US social security number the SSA can issue: area not 000, 666 or 900-999, group not 00, serial not 0000."""
-    digits = _digits_only(value)
-    area, group, serial = digits[:3], digits[3:5], digits[5:]
-    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
-
-
-def _wrapped_key(value: str) -> bool:
-    """Base64 that decodes to a provider key (`sk-proj-...`, `AKIA...`, `ghp_...`): a key hidden in a config blob."""
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
-    except (ValueError, UnicodeDecodeError):
-        return False
-    return decoded.startswith(_WRAPPED) and _mixed_token(decoded)
-
-
-_WRAPPED = ("sk-", "AKIA", "ghp_", "github_pat_", "xox")
 _DIGITS = tuple("0123456789")
 _GITHUB = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 _B64_40 = r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9+]|/[A-Za-z0-9/+])"
@@ -283,12 +185,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "PRIVATE KEY",
     ),
     _d("jwt", r"eyJ(?<![A-Za-z0-9]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", "eyJ"),
-    _d("anthropic_key", r"sk-ant-(?<![A-Za-z0-9]sk-ant-)[A-Za-z0-9_-]{20,}", "sk-ant-", check=_mixed_token),
+    _d("anthropic_key", r"sk-ant-(?<![A-Za-z0-9]sk-ant-)[A-Za-z0-9_-]{20,}", "sk-ant-", check=mixed_token),
     _d(
         "openai_key",
         r"sk-(?<![A-Za-z0-9]sk-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}",
         "sk-",
-        check=_mixed_token,
+        check=mixed_token,
     ),
     _d(
         "aws_access_key",
@@ -313,12 +215,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"[/+][A-Za-z0-9/+]*(?![A-Za-z0-9/+])",
         "/",
         "+",
-        narrow=_slashed_secret,
+        narrow=slashed_secret,
         # 40 of [A-Za-z0-9/+] in a row around the `/` or `+`: 20 of them before it, or 20 after
         shape_pattern=r"[/+](?:(?<=[A0a-z/+]{21})|(?=[A0a-z/+]{20}))",
         left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
-    _d("aws_secret_key", _B64_40_ALONE, check=_secret_key_alone, after="aws_access_key"),
+    _d("aws_secret_key", _B64_40_ALONE, check=secret_key_alone, after="aws_access_key"),
     _d("google_api_key", r"AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_-]{35}", "AIza"),
     _d("github_token", r"(?:gh[pousr]_(?<![A-Za-z0-9]gh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", *_GITHUB),
     _d("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,}", "glpat-"),
@@ -330,7 +232,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "_live_",
         "_test_",
     ),
-    _d("huggingface_token", r"hf_(?<![A-Za-z0-9]hf_)[A-Za-z0-9]{30,}", "hf_", check=_mixed_token),
+    _d("huggingface_token", r"hf_(?<![A-Za-z0-9]hf_)[A-Za-z0-9]{30,}", "hf_", check=mixed_token),
     _d("npm_token", r"npm_(?<![A-Za-z0-9]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])", "npm_"),
     _d("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}", "pypi-"),
     _d("sendgrid_key", r"SG\.(?<![A-Za-z0-9]SG\.)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "SG."),
@@ -340,7 +242,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "earer",
         "EARER",
         group=1,
-        check=_mixed_token,
+        check=mixed_token,
     ),
     _d(
         "basic_auth",
@@ -393,14 +295,14 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "Z2hwX",
         "Z2l0aHViX3BhdF",
         "eG94",
-        check=_wrapped_key,
+        check=wrapped_key,
     ),
     _d(
         "iban",
         r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])",
         *_DIGITS,
         check=iban_valid,
-        normalize=_compact,
+        normalize=compact,
         # the country code, two check digits (of any script: `\d`, as UTF-8 bytes above 0x7f), eight more characters
         shape_pattern=r"AA(?:0|[\x80-\xff]+){2}(?: ?[A0]{4}){2}",
     ),
@@ -411,25 +313,25 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         + r"(?:(?:[ -]?\d){12,18}|\d{3}(?:\.\d{4}){3}(?:\.\d{1,3})?)"
         + _NUMBER_END,
         *_DIGITS,
-        check=_card,
+        check=card,
         retry=True,
-        normalize=_digits_only,
+        normalize=digits_only,
         shapes=("0000000000000", "0000 0000", "0000-0000", "0000 000000", "0000.0000.0000"),
     ),
     _d(
         "phone",
         r"\+(?<![A-Za-z0-9+]\+)\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}" + _NUMBER_END,
         "+",
-        check=_phone,
+        check=phone,
         retry=True,
-        normalize=_digits_only,
+        normalize=digits_only,
     ),
     _d(
         "phone",
         r"(?:\(\d{3}\) ?|\d(?<![A-Za-z0-9+]\d)(?<!\d\.\d)\d\d[.-])\d{3}[.-]\d{4}" + _NUMBER_END,
         *_DIGITS,
-        check=_phone,
-        normalize=_digits_only,
+        check=phone,
+        normalize=digits_only,
         shapes=("000-000-0000", "000.000.0000"),
         shape_pattern=r"000\)(?<=\(000\))",  # `(000)`, written to start as the other digit shapes do
     ),
@@ -437,16 +339,16 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "phone",
         r"0(?<![A-Za-z0-9+]0)(?<!\d\.0)\d{2,4} \d{3,4} \d{3,4}(?! \d)" + _NUMBER_END,
         "0",
-        check=_phone,
-        normalize=_digits_only,
+        check=phone,
+        normalize=digits_only,
         shapes=("000 0000 0000", "0000 000 0000", "000 000 0000", "0000 0000 0000", "00000 000 000"),
     ),
     _d(  # after the phones: `(536) 22...` is none, and a phone's digits are never 3-2-4
         "ssn",
         r"\d" + _NUMBER_START.format(d=r"\d") + r"\d\d(?:-\d\d-| \d\d |\d\d)\d{4}" + _NUMBER_END,
         *_DIGITS,
-        check=_ssn,
-        normalize=_digits_only,
+        check=ssn,
+        normalize=digits_only,
         shapes=("000-00-0000", "000 00 0000"),
         shape_pattern=r"000000000(?<![A-Za-z0]000000000)(?![A-Za-z0])",  # not in a hex digest
         retry=True,
