@@ -61,9 +61,16 @@ def main() -> None:
         assert abs(ours.p_value - plain) < 1e-12, (n, ours.p_value, plain)
         fast = best_time(functools.partial(sign_flip_test, d), args.repeat)
         slow = best_time(functools.partial(plain_p, d), args.repeat)
-        rows.append({"tasks that differ": str(n), "patterns": f"{1 << n:,}", "p": f"{plain:.4g}",
-                     "meet in the middle ms": f"{1e3 * fast:.2f}", "plain enumeration ms": f"{1e3 * slow:.1f}",
-                     "speed-up": f"{slow / fast:.0f}x"})  # fmt: skip
+        rows.append(
+            {
+                "tasks that differ": str(n),
+                "patterns": f"{1 << n:,}",
+                "p": f"{plain:.4g}",
+                "meet in the middle ms": f"{1e3 * fast:.2f}",
+                "plain enumeration ms": f"{1e3 * slow:.1f}",
+                "speed-up": f"{slow / fast:.0f}x",
+            }
+        )
     print(f"exact sign-flip test (load {load_average()})")
     print_table(rows)
     rows = []
@@ -74,9 +81,16 @@ def main() -> None:
         result = compare(base, cand)
         differences = [row.delta for row in result.per_task]
         test = best_time(functools.partial(sign_flip_test, differences), args.repeat)
-        rows.append({"tasks": str(t), "differ": str(result.test.nonzero), "test": result.test.method,
-                     "compare ms": f"{1e3 * whole:.1f}", "of which the test ms": f"{1e3 * test:.1f}",
-                     "decision": result.decision})  # fmt: skip
+        rows.append(
+            {
+                "tasks": str(t),
+                "differ": str(result.test.nonzero),
+                "test": result.test.method,
+                "compare ms": f"{1e3 * whole:.1f}",
+                "of which the test ms": f"{1e3 * test:.1f}",
+                "decision": result.decision,
+            }
+        )
     print()
     print(f"a whole compare, T tasks x 4 trials (load {load_average()})")
     print_table(rows)

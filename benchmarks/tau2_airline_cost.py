@@ -101,11 +101,15 @@ def main() -> None:
     per_episode = {k: statistics.mean(_real_episode(r["traj"], base)[k] for r in real) for k in _real_episode([], base)}
     scripted_samples = record["training"]["samples"]
     total_episodes = TRIALS * (len(splits["train"]) + 2 * len(splits["test"]))
-    print(f"scripted protocol: {sum(episodes.values())} episodes {episodes}, {scripted_samples} samples, "
-          f"{wall:.0f} s wall at {args.workers} workers; phases {record['timings']}")  # fmt: skip
+    print(
+        f"scripted protocol: {sum(episodes.values())} episodes {episodes}, {scripted_samples} samples, "
+        f"{wall:.0f} s wall at {args.workers} workers; phases {record['timings']}"
+    )
     print(f"measured first prompts (system + tools + opening): agent {base['agent']:.0f}, user {base['user']:.0f}")
-    print(f"real conversations ({len(real)} GPT-4o airline runs) on these prompts, per episode: " + ", ".join(
-        f"{k} {v:.0f}" for k, v in per_episode.items()))  # fmt: skip
+    print(
+        f"real conversations ({len(real)} GPT-4o airline runs) on these prompts, per episode: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in per_episode.items())
+    )
     cost_total = 0.0
     rows = []
     for role, prefix in (("agent", "agent"), ("user", "user")):

@@ -93,8 +93,11 @@ class ScriptedSkillManager:
                 }
                 return ModelResponse(parts=[ToolCallPart("update_skill", args)])
             if n % 5 == 4:
-                args = {"section": "harness", "issue": f"The airline tools returned an error in {trace_id}.",
-                        "keywords": ["airline", "tools"]}  # fmt: skip
+                args = {
+                    "section": "harness",
+                    "issue": f"The airline tools returned an error in {trace_id}.",
+                    "keywords": ["airline", "tools"],
+                }
             else:
                 args = {
                     "section": "context",

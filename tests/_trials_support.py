@@ -52,8 +52,12 @@ class KindSkillManager:
 
         topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
         keyword = "weather" if self.kind == "useless" else topic
-        return {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
-                "keywords": [keyword], "insight": INSIGHTS[self.kind]}  # fmt: skip
+        return {
+            "section": "context",
+            "issue": f"{topic} requests fail when the agent skips a step.",
+            "keywords": [keyword],
+            "insight": INSIGHTS[self.kind],
+        }
 
 
 def injections(

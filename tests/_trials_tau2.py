@@ -38,8 +38,10 @@ LEARN = "create_task_1,update_task_1"  # dev tasks too: the learn split need not
 # tau2-mock's tasks the gold actions solve: six the helpful skill decides (the gate's sign-flip test needs six
 # changed tasks for p < 0.05) and one the agent passes without a skill; held out, the one task with no action
 # (tau2 scores it 1 whatever the agent does)
-DEV = ("create_task_1,create_task_1_with_env_assertions,update_task_1,update_task_with_initialization_data,"
-       "update_task_with_initialization_actions,update_task_with_message_history,impossible_task_1")  # fmt: skip
+DEV = (
+    "create_task_1,create_task_1_with_env_assertions,update_task_1,update_task_with_initialization_data,"
+    "update_task_with_initialization_actions,update_task_with_message_history,impossible_task_1"
+)
 TEST = "create_task_1_nl_eval"
 _CHANGES = ("create_task", "update_task_status")
 AGENT, USER = "ace-scripted/trials-agent", "ace-scripted/trials-user"
@@ -70,8 +72,9 @@ class TrialAgent:
         if start == len(messages) - 1 and self.log is not None:  # the episode's first agent turn
             with open(self.log, "a", encoding="utf-8") as handle:
                 handle.write(f"{os.getpid()} {kind} {task.id} {info.seed}\n")
-        actions = [(a.name, dict(a.arguments)) for a in task.evaluation_criteria.actions or [] if
-                   a.requestor == "assistant"]  # fmt: skip
+        actions = [
+            (a.name, dict(a.arguments)) for a in task.evaluation_criteria.actions or [] if a.requestor == "assistant"
+        ]
         if kind != "helpful" and actions and actions[-1][0] in _CHANGES:
             name, arguments = actions.pop()
             if name == "create_task":  # the record is made, wrong (a missing one would break env assertions)
@@ -104,8 +107,12 @@ class Tau2SkillManager(KindSkillManager):
     """Adds the candidate's one skill (helpful, harmful or useless) for each trace, then says it is done."""
 
     def skill(self, prompt: str) -> dict[str, Any]:
-        return {"section": "context", "issue": "Task requests are answered before the record is right.",
-                "keywords": ["task", self.kind], "insight": INSIGHTS[self.kind]}  # fmt: skip
+        return {
+            "section": "context",
+            "issue": "Task requests are answered before the record is right.",
+            "keywords": ["task", self.kind],
+            "insight": INSIGHTS[self.kind],
+        }
 
 
 def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInjections:
@@ -115,7 +122,23 @@ def injections(settings: E2ESettings, *, die_in: str | None = None) -> RunInject
 
 def trial_args(*extra: str) -> list[str]:
     """`ace-eval trials` on tau2-mock with the three candidates and the scripted agent and user."""
-    return ["trials", "--vary", "skill_manager_model=test:helpful,test:harmful,test:useless",
-            "--benchmark", "tau2-mock", "--benchmark-option", f"train_split={LEARN}",
-            "--benchmark-option", "max_num_steps=30", "--agent-model", AGENT, "--user-model", USER,
-            "--dev-tasks", DEV, "--test-tasks", TEST, *extra]  # fmt: skip
+    return [
+        "trials",
+        "--vary",
+        "skill_manager_model=test:helpful,test:harmful,test:useless",
+        "--benchmark",
+        "tau2-mock",
+        "--benchmark-option",
+        f"train_split={LEARN}",
+        "--benchmark-option",
+        "max_num_steps=30",
+        "--agent-model",
+        AGENT,
+        "--user-model",
+        USER,
+        "--dev-tasks",
+        DEV,
+        "--test-tasks",
+        TEST,
+        *extra,
+    ]

@@ -9,6 +9,7 @@ of `package.name` when that is a module, else of `package`.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,3 +276,31 @@ def test_the_layout_names_the_stages_of_the_flow() -> None:
     for folder in ("collection", "run", "e2e", "benchmarks", "commands"):
         assert (ROOT / "ace-eval" / "src" / "ace_eval" / folder / "__init__.py").exists(), folder
     assert not (ROOT / "ace" / "implementations").exists()
+
+
+FORMAT_SCOPE = ("ace", "ace-eval/src", "benchmarks", "examples", "tests", "dev.py")
+
+
+def formatter_opt_outs(root: Path) -> list[str]:
+    """Lines that switch the formatter off (`fmt: skip` / `fmt: off`) in the project's Python files."""
+    marker = re.compile(r"#\s*fmt:\s*(skip|off)\b")
+    found: list[str] = []
+    for scope in FORMAT_SCOPE:
+        base = root / scope
+        for path in sorted([base] if base.is_file() else base.rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if marker.search(line):
+                    found.append(f"{path.relative_to(root)}:{number}")
+    return found
+
+
+def test_no_code_opts_out_of_the_formatter(tmp_path: Path) -> None:
+    """Split a module by responsibility instead of compressing it: `ruff format` lays out every line."""
+    found = formatter_opt_outs(ROOT)
+    assert found == [], "remove these markers and run `ruff format` (split the module if it grows):\n" + "\n".join(
+        found
+    )
+    (tmp_path / "ace").mkdir()
+    skip, off = "# fmt" + ": skip", "#fmt" + ":off"  # spelled apart so this file holds no marker itself
+    (tmp_path / "ace" / "m.py").write_text(f"x = [1,2]  {skip}\ny = 1\n{off}\n", encoding="utf-8")
+    assert formatter_opt_outs(tmp_path) == ["ace/m.py:1", "ace/m.py:3"]

@@ -180,9 +180,10 @@ def recover_commit(intent: Path) -> bool:
         isinstance(r, list) and len(r) == 2 and all(isinstance(n, str) and "/" not in n for n in r) for r in renames
     ):
         raise json_safe.JsonInputError(
-            "not a commit record of ace: move it away (the commit it describes is then lost)", kind="syntax",
+            "not a commit record of ace: move it away (the commit it describes is then lost)",
+            kind="syntax",
             file=str(intent),
-        )  # fmt: skip
+        )
     if isinstance(pid, int) and pid != os.getpid() and _process_may_run(pid):
         return False  # its writer is still renaming
     _finish(intent, renames)

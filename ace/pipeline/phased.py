@@ -133,8 +133,10 @@ def plan_pipeline(requests: Iterable[StepRequest], *, registry: StepRegistry | N
         registered = reg.get(request.name)
         planned.append(PlannedStep(registered, registered.factory.parse_options(request.name, request.options)))
     planned.sort(key=lambda p: PHASES.index(p.registered.phase))
-    declared = {p.registered.name: _Declared(p.registered.name, p.registered.factory.requires,
-                                             p.registered.factory.provides) for p in planned}  # fmt: skip
+    declared = {
+        p.registered.name: _Declared(p.registered.name, p.registered.factory.requires, p.registered.factory.provides)
+        for p in planned
+    }
     sample = [declared[p.registered.name] for p in planned if p.registered.phase in _SAMPLE_PHASES]
     commit = [declared[p.registered.name] for p in planned if p.registered.phase == "commit"]
     run = [declared[p.registered.name] for p in planned if p.registered.phase in ("end_of_epoch", "end_of_run")]

@@ -161,8 +161,9 @@ def test_an_after_update_step_runs_after_the_session_and_a_failure_keeps_what_it
     _, _, env = roles()
     AfterUpdate.seen.clear()
     reg = registry(("after_audit", "after_update", AfterUpdate))
-    pipeline = build_pipeline([StepRequest("after_audit"), StepRequest("reflect"), StepRequest("update")], env,
-                              registry=reg)  # fmt: skip
+    pipeline = build_pipeline(
+        [StepRequest("after_audit"), StepRequest("reflect"), StepRequest("update")], env, registry=reg
+    )
     assert pipeline.names == ["reflect", "update", "after_audit"]  # by phase: after the session
     result = Trainer(pipeline=pipeline, config=TrainingConfig()).run(
         [make_trace(n, "cancel") for n in range(3)], Skillbook()
@@ -302,8 +303,10 @@ def test_a_failing_end_of_epoch_step_stops_the_run_and_the_resume_runs_it_again(
             skill_manager=SkillManager(FunctionModel(skill_manager_function()), embedder=TestEmbedder()),
         )
         requests = [StepRequest("reflect"), StepRequest("update"), StepRequest("epoch_audit")]
-        return Trainer(pipeline=build_pipeline(requests, env, registry=reg), config=TrainingConfig(epochs=2,
-                       checkpoint_dir=tmp_path))  # fmt: skip
+        return Trainer(
+            pipeline=build_pipeline(requests, env, registry=reg),
+            config=TrainingConfig(epochs=2, checkpoint_dir=tmp_path),
+        )
 
     traces = [make_trace(n, topic) for n, topic in enumerate(["cancel", "refund"])]
     with pytest.raises(RunStepError, match=r"step 'epoch_audit' \(end_of_epoch, epoch 0\) failed: OSError: audit"):
@@ -354,8 +357,14 @@ def test_a_plugins_declared_model_is_preflighted(monkeypatch: pytest.MonkeyPatch
         requires: frozenset[str] = frozenset({"skillbook"})
         provides: frozenset[str] = frozenset()
 
-    judge = StepFactory(step=Judging, phase="end_of_epoch", description="x", options=_JudgeOptions,
-                        build=lambda o, e: Rewrite(), models=lambda o: {"judge": o.model})  # fmt: skip
+    judge = StepFactory(
+        step=Judging,
+        phase="end_of_epoch",
+        description="x",
+        options=_JudgeOptions,
+        build=lambda o, e: Rewrite(),
+        models=lambda o: {"judge": o.model},
+    )
     registry = StepRegistry([*StepRegistry.from_entry_points(), RegisteredStep("judging", judge, "tests", "0")])
     settings = resolve_settings({"skill_manager_model": "anthropic/claude-x"}, environ={})
     plan = plan_pipeline([StepRequest("judging"), StepRequest("deduplicate")], registry=registry)

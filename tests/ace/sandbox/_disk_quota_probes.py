@@ -241,11 +241,39 @@ DISK_PROBES = (
 )
 
 _MODULES = (
-    "asyncio", "concurrent.futures", "ftplib", "http.client", "imaplib", "multiprocessing", "nntplib", "poplib",
-    "smtplib", "socketserver", "telnetlib", "webbrowser", "xmlrpc.client", "runpy", "pdb", "bdb", "profile", "trace",
-    "shelve", "selectors", "subprocess", "threading", "socket", "ssl", "urllib.request", "dbm", "zipimport", "tty",
-    "pty", "cProfile", "sqlite3", "ctypes",
-)  # fmt: skip
+    "asyncio",
+    "concurrent.futures",
+    "ftplib",
+    "http.client",
+    "imaplib",
+    "multiprocessing",
+    "nntplib",
+    "poplib",
+    "smtplib",
+    "socketserver",
+    "telnetlib",
+    "webbrowser",
+    "xmlrpc.client",
+    "runpy",
+    "pdb",
+    "bdb",
+    "profile",
+    "trace",
+    "shelve",
+    "selectors",
+    "subprocess",
+    "threading",
+    "socket",
+    "ssl",
+    "urllib.request",
+    "dbm",
+    "zipimport",
+    "tty",
+    "pty",
+    "cProfile",
+    "sqlite3",
+    "ctypes",
+)
 """Denied modules written in Python (or a Python package over a denied extension)."""
 
 MODULE_PROBES = (

@@ -67,8 +67,14 @@ async def main() -> dict[str, Any]:
     seen: list[str] = []
     config = RecursiveConfig(sandbox=SandboxLimits(timeout_s=5.0, memory_mb=128), record_content=True)
     reflector = RecursiveReflector(model(seen), config=config, embedder=TestEmbedder())
-    trace = {"trace_uid": "u1", "source_system": "demo", "trace_id": "t1", "question": "q", "reward": 0.0,
-             "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}  # fmt: skip
+    trace = {
+        "trace_uid": "u1",
+        "source_system": "demo",
+        "trace_id": "t1",
+        "question": "q",
+        "reward": 0.0,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+    }
     result = await reflector.reflect(trace, Skillbook())
     return {
         "reflection": result.reflection.model_dump(mode="json"),

@@ -30,11 +30,16 @@ async def main(host: str, host_dir: str, secret: str) -> list[dict[str, Any]]:
         return {
             "text": result.as_text(),
             "refused": list(result.refused),
-            "isolation": None if isolation is None else {"uid": isolation.uid, "notes": list(isolation.notes),
-                                                         "network_namespace": isolation.network_namespace,
-                                                         "user_namespace": isolation.user_namespace,
-                                                         "no_new_privs": isolation.no_new_privs},
-        }  # fmt: skip
+            "isolation": None
+            if isolation is None
+            else {
+                "uid": isolation.uid,
+                "notes": list(isolation.notes),
+                "network_namespace": isolation.network_namespace,
+                "user_namespace": isolation.user_namespace,
+                "no_new_privs": isolation.no_new_privs,
+            },
+        }
 
     return list(await asyncio.gather(*(one(p.source(host, host_dir, secret, rr_dir)) for p in PROBES)))
 

@@ -55,9 +55,14 @@ class CountingBenchmark:
         return BenchmarkScores(benchmark=self.name, tasks=tasks, num_trials=num_trials, usage=USAGE)
 
     def collect(
-        self, env: BenchmarkEnv, *, skillbook: Skillbook | None, task_ids: Sequence[str], num_trials: int,
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
         directory: Path,
-    ) -> Collected:  # fmt: skip
+    ) -> Collected:
         self.calls.append("collect")
         scores = self._scores(env, skillbook, num_trials, "mine")
         traces = [Trace.model_validate(make_trace(i, "change")) for i in range(2)]
@@ -65,9 +70,15 @@ class CountingBenchmark:
         return Collected(scores=scores, redactions={"email": 3})
 
     def evaluate(
-        self, env: BenchmarkEnv, *, skillbook: Skillbook | None, task_ids: Sequence[str], num_trials: int,
-        seeds: Sequence[int] | None, directory: Path,
-    ) -> BenchmarkScores:  # fmt: skip
+        self,
+        env: BenchmarkEnv,
+        *,
+        skillbook: Skillbook | None,
+        task_ids: Sequence[str],
+        num_trials: int,
+        seeds: Sequence[int] | None,
+        directory: Path,
+    ) -> BenchmarkScores:
         self.calls.append("evaluate")
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "own.json").write_text("{}")

@@ -47,8 +47,11 @@ def test_benchmarks_list_shows_each_with_its_distribution_and_options() -> None:
     rows = json.loads(CliRunner().invoke(main, ["benchmarks", "list", "--json"]).stdout)
     [airline] = [r for r in rows if r["name"] == "tau-bench-airline"]
     assert airline["distribution"] == "ace-eval"
-    assert airline["options"]["max_num_steps"] == {"required": False, "default": 30, "help": airline["options"][
-        "max_num_steps"]["help"]}  # fmt: skip
+    assert airline["options"]["max_num_steps"] == {
+        "required": False,
+        "default": 30,
+        "help": airline["options"]["max_num_steps"]["help"],
+    }
 
 
 def test_an_installed_plugin_is_listed_and_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,8 +66,11 @@ def test_an_installed_plugin_is_listed_and_built(tmp_path: Path, monkeypatch: py
 
 def test_a_plugin_that_fails_to_import_stops_with_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_distribution(tmp_path, monkeypatch, "acme-bench", "2.0", {"acme": "acme_missing:bench"}, GROUP)
-    with pytest.raises(PluginError, match=r"benchmark plugin 'acme' \(acme_missing:bench\) of acme-bench 2.0 failed "
-                       r"to import: ModuleNotFoundError.*pip uninstall acme-bench"):  # fmt: skip
+    with pytest.raises(
+        PluginError,
+        match=r"benchmark plugin 'acme' \(acme_missing:bench\) of acme-bench 2.0 failed "
+        r"to import: ModuleNotFoundError.*pip uninstall acme-bench",
+    ):
         BenchmarkRegistry.from_entry_points()
     result = CliRunner().invoke(main, ["e2e", "--benchmark", "tau2-mock", "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 2 and "acme-bench 2.0 failed to import" in result.output
@@ -127,8 +133,9 @@ def test_a_scorer_function_is_a_benchmark(scorer_module: str, tmp_path: Path) ->
     bench = load_benchmark(f"{scorer_module}:score", {"tasks": ["a", "b"]})
     book = Skillbook()
     book.add_skill(section="context", issue="Task a needs a check.", keywords=["a"], insight="Check it first.")
-    scores = bench.evaluate(BenchmarkEnv(), skillbook=book, task_ids=["a", "b"], num_trials=2, seeds=None,
-                            directory=tmp_path)  # fmt: skip
+    scores = bench.evaluate(
+        BenchmarkEnv(), skillbook=book, task_ids=["a", "b"], num_trials=2, seeds=None, directory=tmp_path
+    )
     assert scores.rewards() == {"a": [1.0, 1.0], "b": [0.25, 0.25]}
     assert scores.successes() == {"a": [True, True], "b": [False, False]}  # success is reward >= 1
     assert [row.value for row in scores.pass_hat_ks()] == [0.5, 0.5]
@@ -175,9 +182,21 @@ def test_a_scorer_scores_a_replayed_run_before_and_after(
     demo = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
     inj = scripted_injections()
     monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=inj))
-    args = ["e2e", "--traces", str(demo), "--benchmark", f"{scorer_module}:score", "--benchmark-option",
-            "tasks=airline", "--benchmark-option", "tasks=trains", "--num-trials", "2", "--output-dir",
-            str(tmp_path / "out")]  # fmt: skip
+    args = [
+        "e2e",
+        "--traces",
+        str(demo),
+        "--benchmark",
+        f"{scorer_module}:score",
+        "--benchmark-option",
+        "tasks=airline",
+        "--benchmark-option",
+        "tasks=trains",
+        "--num-trials",
+        "2",
+        "--output-dir",
+        str(tmp_path / "out"),
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     [folder] = list((tmp_path / "out").iterdir())

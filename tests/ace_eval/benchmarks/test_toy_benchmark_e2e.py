@@ -37,8 +37,12 @@ class TopicSkillManager:
 
         prompt = prompt_text(messages)
         topic = next(task.topic for task in TASKS if task.request[:50] in prompt)
-        args = {"section": "context", "issue": f"{topic} requests fail when the agent skips a step.",
-                "keywords": [topic], "insight": self.insight}  # fmt: skip
+        args = {
+            "section": "context",
+            "issue": f"{topic} requests fail when the agent skips a step.",
+            "keywords": [topic],
+            "insight": self.insight,
+        }
         return ModelResponse(parts=[ToolCallPart("add_skill", args)])
 
 
@@ -76,8 +80,11 @@ def test_the_toy_benchmark_runs_end_to_end_and_a_helpful_skill_raises_pass_k(
     # collect: the train split (6 requests x 2 trials) as the collection the skillbook learned from
     assert record["collection"]["traces_used"] == 12
     before, after = read_scores(folder / "baseline" / "scores.json"), read_scores(folder / "evaluation" / "scores.json")
-    assert sorted(before.tasks) == sorted(after.tasks) == ["address-2", "cancel-2", "password-2", "refund-3",
-                                                           "refund-4", "upgrade-2"]  # fmt: skip
+    assert (
+        sorted(before.tasks)
+        == sorted(after.tasks)
+        == ["address-2", "cancel-2", "password-2", "refund-3", "refund-4", "upgrade-2"]
+    )
     assert before.seeds == after.seeds  # the phases are paired: the same trials
     assert {t for t, ok in before.successes().items() if not all(ok)} == {"address-2", "refund-3", "refund-4"}
     assert all(all(ok) for ok in after.successes().values())  # refund and address skills were learned
@@ -108,8 +115,14 @@ def test_a_harmful_skill_lowers_the_toy_benchmarks_score(monkeypatch: pytest.Mon
     after = read_scores(folder / "evaluation" / "scores.json").successes()
     # every topic of the learn split got a skill telling the agent to escalate: the easy requests it solved alone
     # now fail, and the hard ones still do (the skill names no missing step)
-    assert before == {"refund-3": [False], "cancel-2": [True], "address-2": [False], "password-2": [True],
-                      "upgrade-2": [True], "refund-4": [False]}  # fmt: skip
+    assert before == {
+        "refund-3": [False],
+        "cancel-2": [True],
+        "address-2": [False],
+        "password-2": [True],
+        "upgrade-2": [True],
+        "refund-4": [False],
+    }
     assert after == {task: [False] for task in before}
 
 
@@ -138,8 +151,19 @@ def test_the_flags_of_the_harness_fill_the_plugins_options_and_bad_task_ids_are_
         "benchmark 'toy-support': nope is neither a split nor a task id; its splits: train (6 tasks)" in result.output
     )
     assert not out.exists()
-    args = ["e2e", "--benchmark", "toy-support", "--eval-split", "refund-3", "--benchmark-option", "flakiness=0.5",
-            "--num-trials", "4", "--output-dir", str(out)]  # fmt: skip
+    args = [
+        "e2e",
+        "--benchmark",
+        "toy-support",
+        "--eval-split",
+        "refund-3",
+        "--benchmark-option",
+        "flakiness=0.5",
+        "--num-trials",
+        "4",
+        "--output-dir",
+        str(out),
+    ]
     result = invoke(monkeypatch, args, "Before processing it, do the step the customer's complaint names.")
     assert result.exit_code == 0, result.output
     after = read_scores(only_run(out) / "evaluation" / "scores.json")

@@ -267,13 +267,26 @@ def _logfire_rows() -> list[dict[str, Any]]:
     ]
     run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "w", "pydantic_ai.all_messages": messages}
     return [
-        {"trace_id": trace, "span_id": "b7ad6b7169203331", "parent_span_id": None, "span_name": "invoke_agent w",
-         "start_timestamp": "2026-12-01T10:00:00.000000Z", "attributes": run, "otel_status_code": "UNSET"},
-        {"trace_id": trace, "span_id": "00f067aa0ba902b7", "parent_span_id": "b7ad6b7169203331",
-         "span_name": "execute_tool get_weather", "start_timestamp": "2026-12-01T10:00:01.000000Z",
-         "attributes": {"gen_ai.tool.name": "get_weather"}, "otel_status_code": "ERROR",
-         "otel_status_message": "boom"},
-    ]  # fmt: skip
+        {
+            "trace_id": trace,
+            "span_id": "b7ad6b7169203331",
+            "parent_span_id": None,
+            "span_name": "invoke_agent w",
+            "start_timestamp": "2026-12-01T10:00:00.000000Z",
+            "attributes": run,
+            "otel_status_code": "UNSET",
+        },
+        {
+            "trace_id": trace,
+            "span_id": "00f067aa0ba902b7",
+            "parent_span_id": "b7ad6b7169203331",
+            "span_name": "execute_tool get_weather",
+            "start_timestamp": "2026-12-01T10:00:01.000000Z",
+            "attributes": {"gen_ai.tool.name": "get_weather"},
+            "otel_status_code": "ERROR",
+            "otel_status_message": "boom",
+        },
+    ]
 
 
 @pytest.mark.parametrize("shape", ["list", "rows", "lines"])

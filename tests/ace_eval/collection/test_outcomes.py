@@ -51,10 +51,11 @@ def test_outcomes_file_shapes_and_refusals(tmp_path: Path) -> None:
     ok, failed = import_otel(path).traces
     lines = tmp_path / "outcomes.jsonl"
     lines.write_text(
-        json.dumps({"trace_id": ok.trace_id, "reward": 1}) + "\n"
+        json.dumps({"trace_id": ok.trace_id, "reward": 1})
+        + "\n"
         + json.dumps({"trace_id": failed.metadata["otel_trace_id"], "reward": 0, "feedback": "Order A999 exists."})
         + "\n"
-    )  # fmt: skip
+    )
     by_id, shape = read_outcomes(lines)
     assert shape == "JSON lines, one outcome per line"
     judged = apply_outcomes([ok, failed], by_id, file=str(lines))

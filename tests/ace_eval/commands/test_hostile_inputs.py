@@ -142,10 +142,15 @@ def _demo_traces() -> list[dict[str, Any]]:
 
 def import_tau_bench(tmp: Path) -> tuple[list[str], Path, Shape]:
     runs = [
-        {"task_id": i, "reward": t["reward"], "info": {"task": {"instruction": t["question"]}}, "traj": t["messages"],
-         "trial": 0}
+        {
+            "task_id": i,
+            "reward": t["reward"],
+            "info": {"task": {"instruction": t["question"]}},
+            "traj": t["messages"],
+            "trial": 0,
+        }
         for i, t in enumerate(_demo_traces())
-    ]  # fmt: skip
+    ]
     src = tmp / "runs.json"
     src.write_text(json.dumps(runs), encoding="utf-8")
     return ["collection", "import", str(src), "--format", "tau-bench", "--out", str(tmp / "out")], src, TAU_BENCH
@@ -153,10 +158,16 @@ def import_tau_bench(tmp: Path) -> tuple[list[str], Path, Shape]:
 
 def import_tau2(tmp: Path) -> tuple[list[str], Path, Shape]:
     sims = [
-        {"id": f"sim-{i}", "task_id": str(i), "trial": 0, "seed": 7, "reward_info": {"reward": t["reward"]},
-         "messages": [{"role": "user", "content": t["question"]}, {"role": "assistant", "content": "Done."}]}
+        {
+            "id": f"sim-{i}",
+            "task_id": str(i),
+            "trial": 0,
+            "seed": 7,
+            "reward_info": {"reward": t["reward"]},
+            "messages": [{"role": "user", "content": t["question"]}, {"role": "assistant", "content": "Done."}],
+        }
         for i, t in enumerate(_demo_traces())
-    ]  # fmt: skip
+    ]
     src = tmp / "results.json"
     src.write_text(json.dumps({"info": {}, "tasks": [], "simulations": sims}), encoding="utf-8")
     return ["collection", "import", str(src), "--format", "tau2", "--out", str(tmp / "out")], src, TAU2
@@ -170,8 +181,11 @@ def import_openai(tmp: Path) -> tuple[list[str], Path, Shape]:
 
 
 def _tau2_scored(path: Path) -> Path:
-    sims = [{"id": f"s{t}{i}", "task_id": f"t{t}", "trial": i, "seed": 300 + i, "reward_info": {"reward": 1.0}}
-            for t in range(3) for i in range(2)]  # fmt: skip
+    sims = [
+        {"id": f"s{t}{i}", "task_id": f"t{t}", "trial": i, "seed": 300 + i, "reward_info": {"reward": 1.0}}
+        for t in range(3)
+        for i in range(2)
+    ]
     path.write_text(json.dumps({"info": {"num_trials": 2}, "tasks": [], "simulations": sims}), encoding="utf-8")
     return path
 
@@ -185,8 +199,11 @@ def gate_tau2(*args: str) -> Setup:
 
 
 def gate_scores(tmp: Path) -> tuple[list[str], Path, Shape]:
-    good = {"benchmark": "toy", "num_trials": 2, "tasks": {f"t{t}": [{"reward": 1.0, "success": True}] * 2
-                                                          for t in range(3)}}  # fmt: skip
+    good = {
+        "benchmark": "toy",
+        "num_trials": 2,
+        "tasks": {f"t{t}": [{"reward": 1.0, "success": True}] * 2 for t in range(3)},
+    }
     (tmp / "a.json").write_text(json.dumps(good), encoding="utf-8")
     (tmp / "b.json").write_text(json.dumps(good), encoding="utf-8")
     return ["gate", "compare", str(tmp / "a.json"), str(tmp / "b.json")], tmp / "b.json", SCORES

@@ -48,15 +48,23 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ),
         (
             "add_skill",  # content recorded (the user opted in)
-            {"ace.section": "harness", "ace.issue": "Slow retries.", "ace.keywords": ["tau2"], "ace.result": "ok",
-             "ace.skill_id": "harness-00001"},
+            {
+                "ace.section": "harness",
+                "ace.issue": "Slow retries.",
+                "ace.keywords": ["tau2"],
+                "ace.result": "ok",
+                "ace.skill_id": "harness-00001",
+            },
             "add_skill(section='harness', issue='Slow retries.', keywords=['tau2'], insight=…) -> harness-00001",
         ),
-        ("tag_skill", {"ace.skill_id": "c-1", "ace.delta": -1, "ace.result": "ok"},
-         "tag_skill(skill_id='c-1', delta=-1) -> ok"),
+        (
+            "tag_skill",
+            {"ace.skill_id": "c-1", "ace.delta": -1, "ace.result": "ok"},
+            "tag_skill(skill_id='c-1', delta=-1) -> ok",
+        ),
         ("list_messages", {"ace.tool": "list_messages", "ace.start": 0, "ace.end": 9}, "list_messages(start=0, end=9)"),
     ],
-)  # fmt: skip
+)
 def test_signature_from_span_attributes(name: str, attributes: dict[str, object], expected: str) -> None:
     assert signature(name, attributes) == expected
 

@@ -69,8 +69,10 @@ def test_a_review_run_changes_nothing_published_and_queues_grouped_candidates(
     source = add["sources"][0]
     assert source["epoch"] == 0 and source["error_identification"].startswith("The agent mishandled")
     assert source["key_insight"].startswith("Check the policy first") and len(source["trace_sha256"]) == 64
-    assert cands["c00002"]["base"]["issue"] == "Agents cancel basic economy bookings without checking the " \
-        "cancellation policy."  # fmt: skip
+    assert (
+        cands["c00002"]["base"]["issue"] == "Agents cancel basic economy bookings without checking the "
+        "cancellation policy."
+    )
     review_record = result.record.to_json()["review"]
     assert review_record == {
         "skillbook": str(published),

@@ -152,8 +152,13 @@ class MergeFirstJudge:
         assert match is not None, prompt
         self.pairs.append((match.group(1), match.group(2)))
         if len(self.pairs) == 1:
-            args = {"keep_id": match.group(1), "issue": "Check the policy first.", "keywords": ["airline", "policy"],
-                    "insight": "Read the policy and get a yes before acting.", "reason": "same lesson"}  # fmt: skip
+            args = {
+                "keep_id": match.group(1),
+                "issue": "Check the policy first.",
+                "keywords": ["airline", "policy"],
+                "insight": "Read the policy and get a yes before acting.",
+                "reason": "same lesson",
+            }
             return ModelResponse(parts=[ToolCallPart("final_result_MergeDecision", args)])
         return ModelResponse(parts=[ToolCallPart("final_result_KeepDecision", {"reason": "different traces"})])
 

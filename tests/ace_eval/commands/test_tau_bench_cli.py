@@ -162,9 +162,14 @@ def test_tasks_module_is_read_as_data_never_executed(tmp_path: Path) -> None:
         "              actions=[Action(name='think', kwargs={'thought': 't', 'n': -1})], outputs=['5'])]\n"
     )
     assert tasks_from_python(source) == [
-        {"annotator": "0", "user_id": "u", "instruction": "i",
-         "actions": [{"name": "think", "kwargs": {"thought": "t", "n": -1}}], "outputs": ["5"]}
-    ]  # fmt: skip
+        {
+            "annotator": "0",
+            "user_id": "u",
+            "instruction": "i",
+            "actions": [{"name": "think", "kwargs": {"thought": "t", "n": -1}}],
+            "outputs": ["5"],
+        }
+    ]
     assert tasks_json(source).startswith(b'[\n {\n  "annotator": "0"')
     marker = tmp_path / "pwned"
     evil = f"TASKS = [Task(user_id=__import__('pathlib').Path({str(marker)!r}).touch())]"

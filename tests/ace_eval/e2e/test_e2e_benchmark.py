@@ -153,8 +153,10 @@ def test_a_run_with_quarantined_skills_reports_pass_k_with_and_without_them(
     """The first replayed trace teaches a skill; the next two failed with it in context, so the reflector tags it
     harmful on two traces and the default pipeline quarantines it; the evaluation runs twice."""
     imported = read_collection(import_trajectories(airline_data, tmp_path / "all"))[1][:3]
-    traces = [imported[0], *(t.model_copy(update={"reward": 0.0, "skills_in_context": ["context-00001"]})
-                             for t in imported[1:])]  # fmt: skip
+    traces = [
+        imported[0],
+        *(t.model_copy(update={"reward": 0.0, "skills_in_context": ["context-00001"]}) for t in imported[1:]),
+    ]
     write_collection(tmp_path / "collection", traces, source_system=imported[0].source_system)
     models = {
         **scripted_models(),

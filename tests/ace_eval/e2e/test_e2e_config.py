@@ -202,9 +202,15 @@ def test_environment_and_config_values_that_do_not_apply_are_not_refused(tmp_pat
     env = {"ACE_MODEL": "m", "ACE_TAU_BENCH_DATA": str(tmp_path)}
     settings = resolve_settings({"traces": tmp_path / "c", "no_benchmark": True}, environ=env, cwd=tmp_path)
     assert set(inapplicable_settings(settings)) == {
-        "agent_model", "user_model", "num_trials", "max_num_steps", "data_dir", "skill_injection", "top_k",
+        "agent_model",
+        "user_model",
+        "num_trials",
+        "max_num_steps",
+        "data_dir",
+        "skill_injection",
+        "top_k",
         "skill_tokens",
-    }  # fmt: skip
+    }
     assert settings.source_of("agent_model") == "env:ACE_MODEL" and settings.num_trials == 3
     assert ignored_flags_note(settings) is None  # shared defaults, not flags: no note
 

@@ -23,8 +23,10 @@ from ace_eval.e2e import runner
 from ace_eval.e2e.runner import RunInjections
 from ace_eval.store import ProducedBy, SkillbookStore
 
-EVERY_TASK = ("refund-1,cancel-1,address-1,password-1,upgrade-1,refund-2,refund-3,cancel-2,address-2,password-2,"
-              "upgrade-2,refund-4")  # fmt: skip
+EVERY_TASK = (
+    "refund-1,cancel-1,address-1,password-1,upgrade-1,refund-2,refund-3,cancel-2,address-2,password-2,"
+    "upgrade-2,refund-4"
+)
 HELPFUL = "Before processing it, do the step the customer's complaint names."
 HARMFUL = "Escalate every such request to a human colleague."
 
@@ -121,9 +123,27 @@ def test_a_tau2_run_is_gated_on_tau2s_own_results_files(tmp_path: Path, monkeypa
     tasks = "create_task_1,update_task_1"
     _, agent, user = tau2_models("mock", tasks.split(","), "e2e-publish")
     monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", lambda s: runner.run_e2e(s, injections=tau2_injections()))
-    args = ["e2e", "--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
-            "--max-num-steps", "30", "--train-split", tasks, "--eval-split", tasks, "--output-dir",
-            str(tmp_path / "out"), "--publish", str(tmp_path / "store")]  # fmt: skip
+    args = [
+        "e2e",
+        "--benchmark",
+        "tau2-mock",
+        "--agent-model",
+        agent,
+        "--user-model",
+        user,
+        "--num-trials",
+        "2",
+        "--max-num-steps",
+        "30",
+        "--train-split",
+        tasks,
+        "--eval-split",
+        tasks,
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--publish",
+        str(tmp_path / "store"),
+    ]
     result = CliRunner().invoke(main, args)
     # both tasks go from failing to passing, but two tasks can never reach p < 0.05 (the smallest p is 2/2^2)
     assert result.exit_code == 1, result.output
@@ -147,10 +167,18 @@ def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
 
     def episodes(folder: Path, reward: float, error: str | None = None) -> None:
         traces = [
-            Trace(source_system="replay", trace_id=f"{task}-{trial}", task_id=task, question="q", reward=reward,
-                  messages=[{"role": "user", "content": "q"}], metadata={"error": error} if error else {})
-            for task in ("a", "b", "c", "d", "e", "f") for trial in range(2)
-        ]  # fmt: skip
+            Trace(
+                source_system="replay",
+                trace_id=f"{task}-{trial}",
+                task_id=task,
+                question="q",
+                reward=reward,
+                messages=[{"role": "user", "content": "q"}],
+                metadata={"error": error} if error else {},
+            )
+            for task in ("a", "b", "c", "d", "e", "f")
+            for trial in range(2)
+        ]
         write_collection(folder, traces, source_system="replay")
 
     episodes(run / "baseline", 1.0, error="rate limited")
@@ -215,8 +243,19 @@ def test_a_tau_bench_run_is_gated_against_its_collected_episodes(
     inj = RunInjections(models=tau_bench_models(airline_data, insight), embedder=TestEmbedder(), show_progress=False)
     monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=inj))
     monkeypatch.setenv("ACE_TAU_BENCH_DATA", str(airline_data))
-    args = ["e2e", "--benchmark", "tau-bench-airline", "--limit", "6", "--max-num-steps", "8",
-            "--output-dir", str(tmp_path / "out"), "--publish", str(made.root)]  # fmt: skip
+    args = [
+        "e2e",
+        "--benchmark",
+        "tau-bench-airline",
+        "--limit",
+        "6",
+        "--max-num-steps",
+        "8",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--publish",
+        str(made.root),
+    ]
     result = CliRunner().invoke(main, args)
     [run] = (tmp_path / "out").iterdir()
     assert not (run / "baseline").exists()
@@ -248,8 +287,12 @@ def test_a_baseline_of_other_episodes_than_the_evaluation_is_refused(airline_dat
     inj = RunInjections(models=tau_bench_models(airline_data, HELPFUL), embedder=TestEmbedder(), show_progress=False)
     run = runner.run_e2e(settings, injections=inj).folder.path
     manifest, traces = read_collection(run / "collection")
-    write_collection(tmp_path / "fewer", [t for t in traces if t.task_id != "1"], source_system=manifest.source_system,
-                     benchmark=manifest.benchmark)  # fmt: skip
+    write_collection(
+        tmp_path / "fewer",
+        [t for t in traces if t.task_id != "1"],
+        source_system=manifest.source_system,
+        benchmark=manifest.benchmark,
+    )
     for name in ("manifest.json", "traces.jsonl"):
         (run / "collection" / name).write_bytes((tmp_path / "fewer" / name).read_bytes())
     with pytest.raises(UserError, match=r"baseline \(collection/\) and its evaluation \(evaluation/\)") as refused:

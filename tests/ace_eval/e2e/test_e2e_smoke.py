@@ -29,16 +29,30 @@ def smoke_args(traces: Path, workers: int) -> list[str]:
     `--no-benchmark`, so the run names them in one note and goes on."""
     return [
         "e2e",
-        "--benchmark", "tau-bench-airline",
-        "--traces", str(traces),
-        "--agent-model", HAIKU,
-        "--reflector-model", HAIKU,
-        "--skill-manager-model", HAIKU,
-        "--user-model", "bedrock/openai.gpt-oss-120b-1:0",
-        "--reflector-type", "rr",
-        "--num-trials", "1", "--max-num-steps", "50", "--max-workers", str(workers),
-        "--no-benchmark", "--logfire", "--verbose",
-    ]  # fmt: skip
+        "--benchmark",
+        "tau-bench-airline",
+        "--traces",
+        str(traces),
+        "--agent-model",
+        HAIKU,
+        "--reflector-model",
+        HAIKU,
+        "--skill-manager-model",
+        HAIKU,
+        "--user-model",
+        "bedrock/openai.gpt-oss-120b-1:0",
+        "--reflector-type",
+        "rr",
+        "--num-trials",
+        "1",
+        "--max-num-steps",
+        "50",
+        "--max-workers",
+        str(workers),
+        "--no-benchmark",
+        "--logfire",
+        "--verbose",
+    ]
 
 
 IGNORED_NOTE = (

@@ -44,10 +44,27 @@ def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
     _, agent, user = tau2_models("mock", MOCK_LEARN, "e2e-mock")
     code, output, folder = _run(
         monkeypatch,
-        ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
-         "--max-num-steps", "30", "--max-workers", "2", "--train-split", ",".join(MOCK_LEARN),
-         "--eval-split", ",".join(MOCK_EVAL), "--output-dir", str(tmp_path / "out")],
-    )  # fmt: skip
+        [
+            "--benchmark",
+            "tau2-mock",
+            "--agent-model",
+            agent,
+            "--user-model",
+            user,
+            "--num-trials",
+            "2",
+            "--max-num-steps",
+            "30",
+            "--max-workers",
+            "2",
+            "--train-split",
+            ",".join(MOCK_LEARN),
+            "--eval-split",
+            ",".join(MOCK_EVAL),
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+    )
     assert code == 0, output
     assert folder is not None
     manifest, traces = read_collection(folder / "collection")
@@ -84,11 +101,28 @@ def _worker(log: Path, runs: Path, args: list[str], **env: str) -> subprocess.Co
 
 def test_kill_9_in_the_evaluation_then_resume_runs_no_episode_twice(tmp_path: Path) -> None:
     seed = str(trial_seeds(300, 2)[1])  # the agent refuses on the second trial: pass^1 0.5, pass^2 0.0 with ACE
-    args = ["--benchmark", "tau2-mock", "--agent-model", "ace-scripted/kill-agent", "--user-model",
-            "ace-scripted/kill-user", "--num-trials", "2", "--max-num-steps", "30", "--train-split",
-            ",".join(MOCK_LEARN), "--eval-split", ",".join(MOCK_EVAL)]  # fmt: skip
-    whole = _worker(tmp_path / "whole.log", tmp_path / "whole", [*args, "--output-dir", str(tmp_path / "whole")],
-                    ACE_TEST_FAIL_SEED=seed)  # fmt: skip
+    args = [
+        "--benchmark",
+        "tau2-mock",
+        "--agent-model",
+        "ace-scripted/kill-agent",
+        "--user-model",
+        "ace-scripted/kill-user",
+        "--num-trials",
+        "2",
+        "--max-num-steps",
+        "30",
+        "--train-split",
+        ",".join(MOCK_LEARN),
+        "--eval-split",
+        ",".join(MOCK_EVAL),
+    ]
+    whole = _worker(
+        tmp_path / "whole.log",
+        tmp_path / "whole",
+        [*args, "--output-dir", str(tmp_path / "whole")],
+        ACE_TEST_FAIL_SEED=seed,
+    )
     assert whole.returncode == 0, whole.stderr
     [uninterrupted] = (tmp_path / "whole").glob("run_*")
 
@@ -133,10 +167,27 @@ def test_tau2_airline_two_learn_two_eval_tasks_two_trials(tmp_path: Path, monkey
     user = scripted_model("e2e-airline-user-email", user_with_email)
     code, output, folder = _run(
         monkeypatch,
-        ["--benchmark", "tau2-airline", "--agent-model", agent, "--user-model", user, "--num-trials", "2",
-         "--max-workers", "4", "--provider-limit", "1", "--train-split", ",".join(learn),
-         "--eval-split", ",".join(evaluate), "--output-dir", str(tmp_path / "out")],
-    )  # fmt: skip
+        [
+            "--benchmark",
+            "tau2-airline",
+            "--agent-model",
+            agent,
+            "--user-model",
+            user,
+            "--num-trials",
+            "2",
+            "--max-workers",
+            "4",
+            "--provider-limit",
+            "1",
+            "--train-split",
+            ",".join(learn),
+            "--eval-split",
+            ",".join(evaluate),
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+    )
     assert code == 0, output
     assert folder is not None
     manifest, traces = read_collection(folder / "collection")
@@ -166,9 +217,22 @@ def test_a_replayed_collection_is_learned_from_and_the_eval_split_scored(
     traces = [Trace.model_validate(make_trace(i, "change")) for i in range(2)]
     write_collection(tmp_path / "c", traces, source_system="demo-test")
     _, agent, user = tau2_models("mock", ["create_task_1"], "e2e-replay")
-    base = ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--traces", str(tmp_path / "c"),
-            "--eval-split", "create_task_1", "--skill-injection", injection,
-            "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    base = [
+        "--benchmark",
+        "tau2-mock",
+        "--agent-model",
+        agent,
+        "--user-model",
+        user,
+        "--traces",
+        str(tmp_path / "c"),
+        "--eval-split",
+        "create_task_1",
+        "--skill-injection",
+        injection,
+        "--output-dir",
+        str(tmp_path / "out"),
+    ]
     refused = CliRunner().invoke(main, ["e2e", *base, "--train-split", "base"])
     assert refused.exit_code == 2 and "--train-split: the traces given with --traces are learned from" in refused.output
     code, output, folder = _run(monkeypatch, base)

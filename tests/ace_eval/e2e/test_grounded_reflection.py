@@ -144,13 +144,15 @@ def test_tau2_action_check(tmp_path: Path) -> None:
             {
                 "reward": 0.0,
                 "action_checks": [
-                    {"action": {"name": "cancel_reservation", "arguments": {"reservation_id": "Q4ZK8M"}},
-                     "action_match": False},
+                    {
+                        "action": {"name": "cancel_reservation", "arguments": {"reservation_id": "Q4ZK8M"}},
+                        "action_match": False,
+                    },
                     {"action": {"name": "get_user_details", "arguments": {}}, "action_match": True},
                 ],
             },
         )
-    )  # fmt: skip
+    )
     assert 'never made the expected call cancel_reservation(reservation_id="Q4ZK8M")' in (
         reflection.error_identification
     )

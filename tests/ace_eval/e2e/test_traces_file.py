@@ -91,11 +91,21 @@ def test_trace_file_refusals(offline: Path, tmp_path: Path, args: list[str], say
 def test_a_json_array_of_chat_records_is_read_as_records_and_says_so(offline: Path, tmp_path: Path) -> None:
     """`[{"question": ..., "messages": [...]}]`, pretty-printed or on one line: one trace per record."""
     records = [
-        {"question": "Where is order 7?", "messages": [{"role": "user", "content": "Where is order 7?"},
-                                                      {"role": "assistant", "content": "It shipped."}]},
-        {"id": "r-2", "question": "Refund order 8", "messages": [{"role": "user", "content": "Refund order 8"}],
-         "reward": 0.0, "feedback": "The refund was never issued."},
-    ]  # fmt: skip
+        {
+            "question": "Where is order 7?",
+            "messages": [
+                {"role": "user", "content": "Where is order 7?"},
+                {"role": "assistant", "content": "It shipped."},
+            ],
+        },
+        {
+            "id": "r-2",
+            "question": "Refund order 8",
+            "messages": [{"role": "user", "content": "Refund order 8"}],
+            "reward": 0.0,
+            "feedback": "The refund was never issued.",
+        },
+    ]
     for name, text in (("chats.json", json.dumps(records, indent=2)), ("one-line.json", json.dumps(records))):
         (tmp_path / name).write_text(text)
         result = CliRunner().invoke(main, ["e2e", "--traces", name, "--output-dir", str(offline)])

@@ -16,9 +16,21 @@ from ace_eval.cli import main
 from ace_eval.store import ProducedBy, SkillbookStore
 
 ALL_TASKS = ",".join(
-    ["refund-1", "cancel-1", "address-1", "password-1", "upgrade-1", "refund-2",
-     "refund-3", "cancel-2", "address-2", "password-2", "upgrade-2", "refund-4"]
-)  # fmt: skip
+    [
+        "refund-1",
+        "cancel-1",
+        "address-1",
+        "password-1",
+        "upgrade-1",
+        "refund-2",
+        "refund-3",
+        "cancel-2",
+        "address-2",
+        "password-2",
+        "upgrade-2",
+        "refund-4",
+    ]
+)
 
 
 def skillbook(path: Path, skills: list[tuple[list[str], str]]) -> Path:
@@ -30,8 +42,18 @@ def skillbook(path: Path, skills: list[tuple[list[str], str]]) -> Path:
 
 
 def gate_run(*args: str | Path) -> Result:
-    base = ["gate", "run", "--benchmark", "toy-support", "--benchmark-option", "flakiness=0.2",
-            "--tasks", ALL_TASKS, "--num-trials", "4"]  # fmt: skip
+    base = [
+        "gate",
+        "run",
+        "--benchmark",
+        "toy-support",
+        "--benchmark-option",
+        "flakiness=0.2",
+        "--tasks",
+        ALL_TASKS,
+        "--num-trials",
+        "4",
+    ]
     return CliRunner().invoke(main, [*base, *map(str, args)])
 
 
@@ -40,15 +62,19 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SkillbookStore:
     install_toy_benchmark(tmp_path / "site", monkeypatch)
     monkeypatch.chdir(tmp_path)
     made = SkillbookStore.open_or_create(tmp_path / "store")
-    made.publish(skillbook(tmp_path / "empty.json", []), produced_by=ProducedBy(kind="command"),
-                 ungated_reason="the first version: nothing to compare with")  # fmt: skip
+    made.publish(
+        skillbook(tmp_path / "empty.json", []),
+        produced_by=ProducedBy(kind="command"),
+        ungated_reason="the first version: nothing to compare with",
+    )
     return made
 
 
 def test_a_harmful_skill_is_held_and_current_does_not_move(store: SkillbookStore, tmp_path: Path) -> None:
     harmful = skillbook(tmp_path / "harmful.json", [(["cancel", "password", "upgrade"], "Escalate these to a human.")])
-    result = gate_run("--candidate", harmful, "--publish", store.root, "--output-dir", tmp_path / "g1", "--json",
-                      tmp_path / "g1.json")  # fmt: skip
+    result = gate_run(
+        "--candidate", harmful, "--publish", store.root, "--output-dir", tmp_path / "g1", "--json", tmp_path / "g1.json"
+    )
     assert result.exit_code == 1, result.output
     verdict = json.loads((tmp_path / "g1.json").read_text())
     assert verdict["decision"] == "hold" and verdict["delta"]["ci95"][1] < 0

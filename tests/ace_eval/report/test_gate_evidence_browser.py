@@ -47,10 +47,14 @@ def browser() -> Iterator[Any]:
 
 def test_the_store_page_shows_the_gates_table(browser: Any, tmp_path: Path) -> None:
     store = SkillbookStore.create(tmp_path / "st")
-    store.publish(skillbook_file(tmp_path / "1.json", "Refunds need the order"), produced_by=BY_TEST,
-                  ungated_reason="seed")  # fmt: skip
-    store.publish(skillbook_file(tmp_path / "2.json", "Refunds need the order", "Seats"),
-                  produced_by=ProducedBy(kind="gate"), gate=EVIDENCE)  # fmt: skip
+    store.publish(
+        skillbook_file(tmp_path / "1.json", "Refunds need the order"), produced_by=BY_TEST, ungated_reason="seed"
+    )
+    store.publish(
+        skillbook_file(tmp_path / "2.json", "Refunds need the order", "Seats"),
+        produced_by=ProducedBy(kind="gate"),
+        gate=EVIDENCE,
+    )
     done = cli("report", store.root, "-o", tmp_path / "store.html")
     assert done.exit_code == 0, done.output
     watched = Watched(browser, (tmp_path / "store.html").as_uri())

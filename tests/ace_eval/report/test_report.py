@@ -117,8 +117,9 @@ def _episodes(folder: Path, rewards: dict[str, list[float]]) -> None:
 
 def test_pass_hat_k_with_its_interval_over_tasks() -> None:
     def episode(task: str, reward: float) -> Trace:
-        return Trace(source_system="tau", trace_id=f"{task}-{reward}", task_id=task, question=task, messages=HELLO,
-                     reward=reward)  # fmt: skip
+        return Trace(
+            source_system="tau", trace_id=f"{task}-{reward}", task_id=task, question=task, messages=HELLO, reward=reward
+        )
 
     episodes = [episode("a", 1.0), episode("a", 1.0), episode("b", 1.0), episode("b", 0.0)]
     one = pass_hat_k_interval(episodes, 1)

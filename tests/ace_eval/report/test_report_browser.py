@@ -119,8 +119,10 @@ def test_tabs_and_samples_are_deep_links_and_a_failed_run_shows_its_outcome(brow
 
     rows = page.locator("table.samples tbody tr")
     assert [rows.nth(i).locator("td").nth(1).locator(".clip").inner_text() for i in range(3)] == [
-        "Refund order A100", "Refund order A999", "Refund order B7"
-    ]  # fmt: skip
+        "Refund order A100",
+        "Refund order A999",
+        "Refund order B7",
+    ]
     assert rows.nth(0).locator("td.outcome").inner_text().startswith("reward 1")
     assert rows.nth(1).locator("td.outcome").inner_text().startswith("The agent run ended in an error")
     assert rows.nth(1).locator("td").nth(3).inner_text() == "ok"  # the processing state, apart from the outcome

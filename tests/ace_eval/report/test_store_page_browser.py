@@ -33,8 +33,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SkillbookStore:
     tmp = tmp_path_factory.mktemp("store")
     made = SkillbookStore.create(tmp / "st")
     made.publish(skillbook_file(tmp / "1.json", "Refunds need the order"), produced_by=BY_TEST, ungated_reason="seed")
-    made.publish(skillbook_file(tmp / "2.json", "Refunds need the order", "Bags"), produced_by=BY_TEST,
-                 ungated_reason="tried by hand")  # fmt: skip
+    made.publish(
+        skillbook_file(tmp / "2.json", "Refunds need the order", "Bags"),
+        produced_by=BY_TEST,
+        ungated_reason="tried by hand",
+    )
     made.rollback()
     made.publish(
         skillbook_file(tmp / "3.json", "Refunds need the order", "Seats"),

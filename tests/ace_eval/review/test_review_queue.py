@@ -55,8 +55,9 @@ def proposal(op: UpdateOperation, trace: str, epoch: int = 0) -> Any:
 
 
 def add(skill_id: str, issue: str, keywords: list[str]) -> UpdateOperation:
-    return UpdateOperation(type="ADD", skill_id=skill_id, section="context", issue=issue, insight="Do it.",
-                           keywords=keywords)  # fmt: skip
+    return UpdateOperation(
+        type="ADD", skill_id=skill_id, section="context", issue=issue, insight="Do it.", keywords=keywords
+    )
 
 
 def empty_queue() -> QueueFile:
@@ -91,8 +92,10 @@ def test_edits_of_published_skills_group_by_kind_target_and_base_text() -> None:
     tag = UpdateOperation(type="TAG", skill_id="context-00001", delta=1)
     stager.propose(queue, [proposal(update, "a"), proposal(tag, "a")])
     stager.propose(queue, [proposal(tag, "b")])
-    assert [(c.kind, c.target, len(c.edits)) for c in queue.candidates] == [("UPDATE", "context-00001", 1),
-                                                                            ("TAG", "context-00001", 2)]  # fmt: skip
+    assert [(c.kind, c.target, len(c.edits)) for c in queue.candidates] == [
+        ("UPDATE", "context-00001", 1),
+        ("TAG", "context-00001", 2),
+    ]
     assert queue.candidates[0].base is not None and queue.candidates[0].base.issue == "Old issue."
     unknown = UpdateOperation(type="TAG", skill_id="context-00077", delta=1)
     assert not stager.propose(queue, [proposal(unknown, "c")]) and stager.unattributed == 1
@@ -131,12 +134,22 @@ def test_the_queue_file_is_versioned_and_strict(tmp_path: Path) -> None:
     book = tmp_path / "skillbook.json"
     queue = ReviewQueue(book)
     assert read_queue(queue.path, book).candidates == []  # no file yet: empty
-    queue.path.write_text(json.dumps({"review_queue_version": 2, "skillbook": "skillbook.json", "next_number": 1,
-                                      "candidates": []}))  # fmt: skip
+    queue.path.write_text(
+        json.dumps({"review_queue_version": 2, "skillbook": "skillbook.json", "next_number": 1, "candidates": []})
+    )
     with pytest.raises(QueueFormatError, match="is review queue version 2; this ace-eval reads version 1 only"):
         queue.read()
-    queue.path.write_text(json.dumps({"review_queue_version": 1, "skillbook": "skillbook.json", "next_number": 1,
-                                      "candidates": [], "extra": True}))  # fmt: skip
+    queue.path.write_text(
+        json.dumps(
+            {
+                "review_queue_version": 1,
+                "skillbook": "skillbook.json",
+                "next_number": 1,
+                "candidates": [],
+                "extra": True,
+            }
+        )
+    )
     with pytest.raises(QueueFormatError, match="field 'extra'"):
         queue.read()
     queue.path.unlink()

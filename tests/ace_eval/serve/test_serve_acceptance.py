@@ -121,9 +121,12 @@ def test_an_instrumented_agent_gets_the_learned_skills_without_a_restart(
     with serve_process(store, *args, env=env) as (_, base):
         exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"})
         instance = logfire.configure(
-            local=True, send_to_logfire=False, console=False, scrubbing=False,
+            local=True,
+            send_to_logfire=False,
+            console=False,
+            scrubbing=False,
             additional_span_processors=[SimpleSpanProcessor(exporter)],
-        )  # fmt: skip
+        )
         model = SupportModel()
         agent = agent_with_served_skills(base, model)
         instance.instrument_pydantic_ai(agent)
@@ -153,8 +156,10 @@ def _load(base: str, acked: list[int], stop: threading.Event, worker: int) -> No
     for n in range(400):
         if stop.is_set():
             return
-        spans = [agent_span("1" * 16), *({"spanId": f"{i + 2:016x}", "name": "child", "parentSpanId": "1" * 16}
-                                          for i in range(2))]  # fmt: skip
+        spans = [
+            agent_span("1" * 16),
+            *({"spanId": f"{i + 2:016x}", "name": "child", "parentSpanId": "1" * 16} for i in range(2)),
+        ]
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
         try:
             code, _, _ = request(f"{base}/v1/traces", otlp_json(f"{worker:08x}{n:024x}", spans), headers)

@@ -67,8 +67,9 @@ def test_ungated_versions_every_n_learned_traces_and_rollback_while_serving(tmp_
     second = json.loads((store / "serve" / "learning" / "0002" / "batch.json").read_text())
     assert second["start"] != str(SkillbookStore(store).version(1).skillbook_path)  # chained from batch 1's run
     versions = SkillbookStore(store).versions()
-    assert [v.ungated_reason for v in versions] == ["published with --no-gate by ace-eval serve: not compared with "
-                                                    "anything"] * 3  # fmt: skip
+    assert [v.ungated_reason for v in versions] == [
+        "published with --no-gate by ace-eval serve: not compared with anything"
+    ] * 3
     learned = [json.loads(line) for line in (store / "serve" / "learned.jsonl").read_text().splitlines()]
     assert [v.produced_by.run_dir for v in versions] == [line["run_dir"] for line in learned]
     assert versions[1].produced_by.kind == "serve" and versions[1].produced_by.details["learned_traces"] == 6

@@ -48,8 +48,12 @@ class InsightSkillManager:
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if responses(messages) > 0:
             return ModelResponse(parts=[TextPart("Updated the skillbook.")])
-        args = {"section": "context", "issue": "Reservation changes go wrong.", "keywords": ["airline"],
-                "insight": INSIGHTS[self.kind]}  # fmt: skip
+        args = {
+            "section": "context",
+            "issue": "Reservation changes go wrong.",
+            "keywords": ["airline"],
+            "insight": INSIGHTS[self.kind],
+        }
         return ModelResponse(parts=[ToolCallPart("add_skill", args)])
 
 
@@ -72,9 +76,27 @@ def scorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_a_scoring_function_judges_candidates_learned_from_the_demo_collection(scorer: str, tmp_path: Path) -> None:
     out, store = tmp_path / "trial", tmp_path / "store"
-    args = ["trials", "--vary", "skill_manager_model=test:useless,test:harmful,test:helpful", "--traces", str(DEMO),
-            "--limit", "3", "--scorer", scorer, "--dev-tasks", "d1,d2,d3,d4,d5,d6,easy1",
-            "--test-tasks", "t1,t2", "--num-trials", "2", "--out", str(out), "--publish", str(store)]  # fmt: skip
+    args = [
+        "trials",
+        "--vary",
+        "skill_manager_model=test:useless,test:harmful,test:helpful",
+        "--traces",
+        str(DEMO),
+        "--limit",
+        "3",
+        "--scorer",
+        scorer,
+        "--dev-tasks",
+        "d1,d2,d3,d4,d5,d6,easy1",
+        "--test-tasks",
+        "t1,t2",
+        "--num-trials",
+        "2",
+        "--out",
+        str(out),
+        "--publish",
+        str(store),
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     board = read_scoreboard(out / "scoreboard.json")
@@ -107,13 +129,31 @@ def test_grounded_reflections_and_the_rules_skill_manager_need_no_model_at_all(
     (tmp_path / "counting_scorer.py").write_text(textwrap.dedent(COUNTING), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "trial"
-    args = ["trials", "--traces", str(DEMO), "--reflector-type", "grounded", "--skill-manager-model", "rules",
-            "--vary", "limit=1,10", "--scorer", "counting_scorer:score",
-            "--dev-tasks", "k1-a,k1-b,k2-a,k2-b,k3-a,k3-b", "--test-tasks", "k9-a", "--out", str(out)]  # fmt: skip
+    args = [
+        "trials",
+        "--traces",
+        str(DEMO),
+        "--reflector-type",
+        "grounded",
+        "--skill-manager-model",
+        "rules",
+        "--vary",
+        "limit=1,10",
+        "--scorer",
+        "counting_scorer:score",
+        "--dev-tasks",
+        "k1-a,k1-b,k2-a,k2-b,k3-a,k3-b",
+        "--test-tasks",
+        "k9-a",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     board = read_scoreboard(out / "scoreboard.json")
-    assert [(c.name, c.verdict, c.dev.mean) for c in board.candidates] == [("limit=1", "lost", 0.0),
-                                                                          ("limit=10", "won", 1.0)]  # fmt: skip
+    assert [(c.name, c.verdict, c.dev.mean) for c in board.candidates] == [
+        ("limit=1", "lost", 0.0),
+        ("limit=10", "won", 1.0),
+    ]
     assert board.gate.decision == "promote" and board.incumbent == "none"
     assert board.test is not None and board.test.per_task == {"k9-a": [0.0]}

@@ -78,8 +78,9 @@ WORKER = Path(__file__).parents[2] / "_trials_tau2_worker.py"
 
 
 def worker(log: Path, die_in: str, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(WORKER), str(log), die_in, "--", *args], capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(WORKER), str(log), die_in, "--", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_a_tau2_trial_killed_during_the_second_candidate_resumes_and_runs_no_finished_episode_again(

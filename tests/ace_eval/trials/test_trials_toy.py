@@ -42,8 +42,21 @@ def test_the_helpful_candidate_wins_passes_the_gate_is_published_and_alone_meets
     learned: list[str], tmp_path: Path
 ) -> None:
     out, store = tmp_path / "trial", tmp_path / "store"
-    result = invoke([*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--test-tasks", TEST,
-                     "--out", str(out), "--publish", str(store)])  # fmt: skip
+    result = invoke(
+        [
+            *VARY,
+            "--benchmark",
+            "toy-support",
+            "--dev-tasks",
+            DEV,
+            "--test-tasks",
+            TEST,
+            "--out",
+            str(out),
+            "--publish",
+            str(store),
+        ]
+    )
     assert result.exit_code == 0, result.output
     assert learned == ["test:helpful", "test:harmful", "test:useless"]  # each candidate learned once
     # the learn split was collected once, into the trial folder, and every candidate replayed it
@@ -102,9 +115,23 @@ def test_a_trial_killed_during_the_second_candidate_resumes_without_redoing_fini
 
     out, store = tmp_path / "trial", tmp_path / "store"
     killed = subprocess.run(
-        [sys.executable, str(WORKER), str(tmp_path / "site"), "harmful", "--", "trials", *args, "--out", str(out),
-         "--publish", str(store)], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(WORKER),
+            str(tmp_path / "site"),
+            "harmful",
+            "--",
+            "trials",
+            *args,
+            "--out",
+            str(out),
+            "--publish",
+            str(store),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -9, killed.stderr
     assert not (out / "scoreboard.json").exists()
     helpful_runs = list((out / "candidates" / "skill_manager_model=test_helpful").glob("run_*"))
@@ -131,8 +158,9 @@ def test_max_episodes_stops_before_a_candidate_would_exceed_it_and_names_the_res
     out = tmp_path / "trial"
     # the incumbent's dev scoring (6) + the first candidate's 6 learning samples and 6 dev episodes = 18; the next
     # would bring it to about 30
-    result = invoke([*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out),
-                     "--max-episodes", "25"])  # fmt: skip
+    result = invoke(
+        [*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out), "--max-episodes", "25"]
+    )
     assert result.exit_code == 1, result.output
     assert "stopped before candidate skill_manager_model=test_harmful" in result.output
     assert "--max-episodes 25 (18 spent + about 12 for it)" in result.output
@@ -145,8 +173,20 @@ def test_max_episodes_stops_before_a_candidate_would_exceed_it_and_names_the_res
 
 def test_every_epochs_checkpoint_of_a_multi_epoch_candidate_is_a_candidate(learned: list[str], tmp_path: Path) -> None:
     out = tmp_path / "trial"
-    result = invoke(["--vary", "epochs=1,2", "--skill-manager-model", "test:helpful", "--benchmark", "toy-support",
-                     "--dev-tasks", DEV, "--out", str(out)])  # fmt: skip
+    result = invoke(
+        [
+            "--vary",
+            "epochs=1,2",
+            "--skill-manager-model",
+            "test:helpful",
+            "--benchmark",
+            "toy-support",
+            "--dev-tasks",
+            DEV,
+            "--out",
+            str(out),
+        ]
+    )
     assert result.exit_code == 0, result.output
     board = read_scoreboard(out / "scoreboard.json")
     assert [c.name for c in board.candidates] == ["epochs=1", "epochs=2@epoch1", "epochs=2@epoch2"]
@@ -224,9 +264,25 @@ def test_a_parallel_trial_killed_resumes_with_nothing_finished_redone(learned: l
 
     out, store = tmp_path / "trial", tmp_path / "store"
     killed = subprocess.run(
-        [sys.executable, str(WORKER), str(tmp_path / "site"), "useless", "--", "trials", *TOY, "--out", str(out),
-         "--publish", str(store), "--max-parallel", "2"], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(WORKER),
+            str(tmp_path / "site"),
+            "useless",
+            "--",
+            "trials",
+            *TOY,
+            "--out",
+            str(out),
+            "--publish",
+            str(store),
+            "--max-parallel",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -9, killed.stderr  # the third candidate's process killed the trial's
     children = [int(pid) for pid in re.findall(r"learning \(process (\d+)\)", killed.stderr)]
     assert len(children) == 3  # the third started when one of the first two had finished
@@ -254,8 +310,21 @@ def test_max_episodes_with_max_parallel_waits_for_the_estimate_and_stops_as_a_se
     learned: list[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "trial"
-    result = invoke([*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out),
-                     "--max-episodes", "25", "--max-parallel", "2"])  # fmt: skip
+    result = invoke(
+        [
+            *VARY,
+            "--benchmark",
+            "toy-support",
+            "--dev-tasks",
+            DEV,
+            "--out",
+            str(out),
+            "--max-episodes",
+            "25",
+            "--max-parallel",
+            "2",
+        ]
+    )
     assert result.exit_code == 1, result.output
     # the second waited for the first's usage (the estimate), then would have exceeded the budget: never started
     assert result.output.count("learning (process") == 1

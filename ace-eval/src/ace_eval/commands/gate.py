@@ -42,8 +42,13 @@ def gate() -> None:
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("candidate", type=click.Path(path_type=Path))
 @click.option("--format", "file_format", type=click.Choice(SCORE_FORMATS), default=None, help=FORMAT_HELP)
-@click.option("--json", "json_out", metavar="OUT", default=None,
-              help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).")  # fmt: skip
+@click.option(
+    "--json",
+    "json_out",
+    metavar="OUT",
+    default=None,
+    help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).",
+)
 @click.option(
     "--alpha", type=float, default=0.05, show_default=True, help="Promote only when the p-value is below this."
 )
@@ -62,9 +67,14 @@ def gate() -> None:
     help="Seed of the bootstrap intervals (and of the Monte Carlo test beyond 20 differing tasks).",
 )
 def compare(
-    baseline: Path, candidate: Path, file_format: str | None, json_out: str | None, alpha: float, min_effect: float,
+    baseline: Path,
+    candidate: Path,
+    file_format: str | None,
+    json_out: str | None,
+    alpha: float,
+    min_effect: float,
     seed: int,
-) -> None:  # fmt: skip
+) -> None:
     """Compare CANDIDATE's scores with BASELINE's, task by task: promote or hold.
 
     Per task, the difference in success rate (candidate - baseline); its mean with a paired bootstrap 95 %
@@ -87,41 +97,96 @@ def compare(
 
 
 @gate.command("run")
-@click.option("--candidate", type=click.Path(path_type=Path), required=True,
-              help="The skillbook to judge: a skillbook.json, or a run folder (its published skillbook).")  # fmt: skip
-@click.option("--incumbent", metavar="STORE|SKILLBOOK|none", default=None,
-              help="What it must beat: a store (its current version), a skillbook.json, or `none` (the agent "
-              "without a skillbook). Default: the --publish store.")  # fmt: skip
-@click.option("--benchmark", "benchmark_name", required=True, metavar="NAME",
-              help="An installed benchmark (`ace-eval benchmarks list`) or MODULE:FUNCTION.")  # fmt: skip
-@click.option("--benchmark-option", "option_specs", multiple=True, metavar="KEY=VALUE",
-              help="One of the benchmark's options (repeatable).")  # fmt: skip
-@click.option("--tasks", "task_spec", metavar="IDS|SPLIT", default=None,
-              help="The tasks both are scored on: a split's name or comma-separated task ids (default: the "
-              "benchmark's evaluation split).")  # fmt: skip
+@click.option(
+    "--candidate",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The skillbook to judge: a skillbook.json, or a run folder (its published skillbook).",
+)
+@click.option(
+    "--incumbent",
+    metavar="STORE|SKILLBOOK|none",
+    default=None,
+    help="What it must beat: a store (its current version), a skillbook.json, or `none` (the agent "
+    "without a skillbook). Default: the --publish store.",
+)
+@click.option(
+    "--benchmark",
+    "benchmark_name",
+    required=True,
+    metavar="NAME",
+    help="An installed benchmark (`ace-eval benchmarks list`) or MODULE:FUNCTION.",
+)
+@click.option(
+    "--benchmark-option",
+    "option_specs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="One of the benchmark's options (repeatable).",
+)
+@click.option(
+    "--tasks",
+    "task_spec",
+    metavar="IDS|SPLIT",
+    default=None,
+    help="The tasks both are scored on: a split's name or comma-separated task ids (default: the "
+    "benchmark's evaluation split).",
+)
 @click.option("--num-trials", type=click.IntRange(min=1), required=True, help="Trials per task, on both sides.")
 @click.option("--agent-model", default=None, help="The agent's model string, for benchmarks that call one.")
 @click.option("--user-model", default=None, help="The user simulator's model string, for benchmarks that call one.")
-@click.option("--max-workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Episodes scored at once.")  # fmt: skip
-@click.option("--output-dir", type=click.Path(path_type=Path), default=None,
-              help="Where both sides' scores and gate.json go (default results/gate/gate_<id>/); a folder of the "
-              "same comparison resumes it.")  # fmt: skip
-@click.option("--publish", "publish_to", type=click.Path(path_type=Path), default=None, metavar="STORE",
-              help="On promote, publish the candidate to STORE (created if missing) with the gate's evidence; "
-              "on hold, publish nothing.")  # fmt: skip
-@click.option("--json", "json_out", metavar="OUT", default=None,
-              help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).")  # fmt: skip
+@click.option(
+    "--max-workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes scored at once."
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where both sides' scores and gate.json go (default results/gate/gate_<id>/); a folder of the "
+    "same comparison resumes it.",
+)
+@click.option(
+    "--publish",
+    "publish_to",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="STORE",
+    help="On promote, publish the candidate to STORE (created if missing) with the gate's evidence; "
+    "on hold, publish nothing.",
+)
+@click.option(
+    "--json",
+    "json_out",
+    metavar="OUT",
+    default=None,
+    help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).",
+)
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Promote only when p is below this.")
-@click.option("--min-effect", type=float, default=0.0, show_default=True,
-              help="Promote only when the 95 % interval of the difference lies above this.")  # fmt: skip
+@click.option(
+    "--min-effect",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Promote only when the 95 % interval of the difference lies above this.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap intervals.")
 def run(
-    candidate: Path, incumbent: str | None, benchmark_name: str, option_specs: tuple[str, ...],
-    task_spec: str | None, num_trials: int, agent_model: str | None, user_model: str | None, max_workers: int,
-    output_dir: Path | None, publish_to: Path | None, json_out: str | None, alpha: float, min_effect: float,
+    candidate: Path,
+    incumbent: str | None,
+    benchmark_name: str,
+    option_specs: tuple[str, ...],
+    task_spec: str | None,
+    num_trials: int,
+    agent_model: str | None,
+    user_model: str | None,
+    max_workers: int,
+    output_dir: Path | None,
+    publish_to: Path | None,
+    json_out: str | None,
+    alpha: float,
+    min_effect: float,
     seed: int,
-) -> None:  # fmt: skip
+) -> None:
     """Score the incumbent and the candidate on the same tasks and seeds, compare them, and publish on promote.
 
     Both run through the benchmark's own evaluation (the Benchmark protocol): first the incumbent, then the
@@ -161,8 +226,18 @@ def run(
     env = BenchmarkEnv(model_names=names, max_workers=max_workers)
     benchmark.check(env)
     directory = output_dir or Path("results") / "gate" / f"gate_{new_run_id().removeprefix('run_')}"
-    outcome = run_gate(benchmark, env, incumbent=old, candidate=new, task_ids=task_ids, num_trials=num_trials,
-                       directory=directory, alpha=alpha, min_effect=min_effect, seed=seed)  # fmt: skip
+    outcome = run_gate(
+        benchmark,
+        env,
+        incumbent=old,
+        candidate=new,
+        task_ids=task_ids,
+        num_trials=num_trials,
+        directory=directory,
+        alpha=alpha,
+        min_effect=min_effect,
+        seed=seed,
+    )
     result = outcome.result
     if json_out is not None:
         _write_json(json_out, result.model_dump_json(indent=1))
@@ -171,8 +246,11 @@ def run(
     say(f"scores and gate.json: {directory}")
     if publish_to is not None:
         store = SkillbookStore.open_or_create(publish_to) if result.decision == "promote" else None
-        by = ProducedBy(kind="gate", command=shlex.join(["ace-eval", *sys.argv[1:]]),
-                        details={"gate_dir": str(directory), "incumbent": old.label})  # fmt: skip
+        by = ProducedBy(
+            kind="gate",
+            command=shlex.join(["ace-eval", *sys.argv[1:]]),
+            details={"gate_dir": str(directory), "incumbent": old.label},
+        )
         version = publish_promoted(store, candidate, result, produced_by=by) if store is not None else None
         if version is not None:
             say(f"published {publish_to} version {version.number} (current)")

@@ -55,8 +55,12 @@ def _about_collection(refusal: str, path: Path) -> bool:
 
 @click.command("scan")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--config", "config_file", type=click.Path(path_type=Path), help="A TOML config file "
-              "(default ./ace-eval.toml if present): its [redaction] patterns and allow-list apply.")  # fmt: skip
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="A TOML config file (default ./ace-eval.toml if present): its [redaction] patterns and allow-list apply.",
+)
 @click.option("--allow-empty", is_flag=True, help="Accept a collection that holds no trace (exit 0 when clean).")
 def scan(path: Path, config_file: Path | None, allow_empty: bool) -> None:
     """List where detectable secrets and personal data are in PATH (a collection, a run folder or a file).

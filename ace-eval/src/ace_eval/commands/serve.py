@@ -19,10 +19,25 @@ from ace_eval.e2e.runner import RunInjections
 __all__ = ["serve"]
 
 MODEL_SETTINGS = (
-    "reflector_model", "skill_manager_model", "embedding_model", "agent_model", "user_model", "reflector_type",
-    "profile", "max_output_tokens", "reflector_retries", "reflector_conversation", "sm_request_limit",
-    "sm_tool_calls_limit", "max_workers", "sm_sessions", "abort_after", "logfire", "logfire_content", "no_preflight",
-)  # fmt: skip
+    "reflector_model",
+    "skill_manager_model",
+    "embedding_model",
+    "agent_model",
+    "user_model",
+    "reflector_type",
+    "profile",
+    "max_output_tokens",
+    "reflector_retries",
+    "reflector_conversation",
+    "sm_request_limit",
+    "sm_tool_calls_limit",
+    "max_workers",
+    "sm_sessions",
+    "abort_after",
+    "logfire",
+    "logfire_content",
+    "no_preflight",
+)
 """The e2e options serve takes as they are (`ace-eval e2e --help`); each learning batch is an e2e run with them."""
 
 
@@ -116,21 +131,41 @@ def _e2e_options(command: click.Command) -> click.Command:
     metavar="NAME",
     help="Gate each candidate on this benchmark (`ace-eval benchmarks list`) against the store's current version.",
 )
-@click.option("--benchmark-option", "option_specs", multiple=True, metavar="KEY=VALUE",
-              help="One of the benchmark's options (repeatable).")  # fmt: skip
+@click.option(
+    "--benchmark-option",
+    "option_specs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="One of the benchmark's options (repeatable).",
+)
 @click.option(
     "--scorer",
     default=None,
     metavar="MODULE:FUNCTION",
     help="Gate each candidate with your function (skillbook, task_ids, num_trials) -> rewards per task; needs --tasks.",
 )
-@click.option("--tasks", "task_spec", default=None, metavar="IDS|SPLIT",
-              help="The tasks the gate scores both sides on (default: the benchmark's evaluation split).")  # fmt: skip
-@click.option("--num-trials", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Trials per task on both sides of the gate.")  # fmt: skip
+@click.option(
+    "--tasks",
+    "task_spec",
+    default=None,
+    metavar="IDS|SPLIT",
+    help="The tasks the gate scores both sides on (default: the benchmark's evaluation split).",
+)
+@click.option(
+    "--num-trials",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Trials per task on both sides of the gate.",
+)
 @click.option("--no-gate", is_flag=True, help="Publish each candidate without the gate (recorded in version.json).")
-@click.option("--config", "config_file", type=click.Path(path_type=Path), default=None,
-              help="A TOML config file for the model settings (default ./ace-eval.toml if present).")  # fmt: skip
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A TOML config file for the model settings (default ./ace-eval.toml if present).",
+)
 def serve(
     store: Path,
     host: str,
@@ -183,10 +218,16 @@ def serve(
         flags = {**model_flags, "redact": False if no_redact else None}
         settings = learning_settings(flags, store=store, config_file=config_file)
         publish = publishing_config(
-            every=publish_every, benchmark=benchmark_name, benchmark_options=benchmark_options(option_specs),
-            scorer=scorer, tasks=task_spec, num_trials=num_trials, no_gate=no_gate, settings=settings,
+            every=publish_every,
+            benchmark=benchmark_name,
+            benchmark_options=benchmark_options(option_specs),
+            scorer=scorer,
+            tasks=task_spec,
+            num_trials=num_trials,
+            no_gate=no_gate,
+            settings=settings,
             command=shlex.join(["ace-eval", *sys.argv[1:]]),
-        )  # fmt: skip
+        )
         if publish is None:
             click.echo(NOT_PUBLISHED_NOTE, err=True)
         learn = learning_config(settings, learn_every=learn_every, injections=_injections(), say=_say)

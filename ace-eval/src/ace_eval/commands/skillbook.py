@@ -30,8 +30,13 @@ def skillbook() -> None:
 
 @skillbook.command("publish")
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--to", "store", required=True, type=click.Path(path_type=Path),
-              help="The store (a folder; created when missing or empty).")  # fmt: skip
+@click.option(
+    "--to",
+    "store",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The store (a folder; created when missing or empty).",
+)
 @click.option("--no-gate", is_flag=True, help="Say that this version is published without the gate (always so here).")
 @click.option("--reason", help="Why it is published ungated (recorded in version.json, redacted).")
 def publish(source: Path, store: Path, no_gate: bool, reason: str | None) -> None:

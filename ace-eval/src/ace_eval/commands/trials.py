@@ -31,25 +31,51 @@ _PATH = click.Path(path_type=Path)
     help="An e2e setting and the values to try (repeatable; the candidates are the cross product), e.g. "
     "--vary reflector_type=simple,rr --vary epochs=1,2; a tuple setting joins its items with `+`.",
 )
-@click.option("--variants", "variants_file", type=_PATH, default=None, metavar="FILE.toml",
-              help="The candidates as [[candidate]] tables (an optional `name` and the settings it sets).")  # fmt: skip
-@click.option("--traces", type=_PATH, default=None, metavar="DIR|FILE",
-              help="The collection every candidate learns from (default: the --benchmark's learn split, collected "
-              "once and shared).")  # fmt: skip
-@click.option("--benchmark", "benchmark_name", default=None, metavar="NAME",
-              help="An installed benchmark (`ace-eval benchmarks list`): collects the learn traces (without --traces) "
-              "and scores the candidates (without --scorer).")  # fmt: skip
-@click.option("--benchmark-option", "option_specs", multiple=True, metavar="KEY=VALUE",
-              help="One of the benchmark's options (repeatable).")  # fmt: skip
+@click.option(
+    "--variants",
+    "variants_file",
+    type=_PATH,
+    default=None,
+    metavar="FILE.toml",
+    help="The candidates as [[candidate]] tables (an optional `name` and the settings it sets).",
+)
+@click.option(
+    "--traces",
+    type=_PATH,
+    default=None,
+    metavar="DIR|FILE",
+    help="The collection every candidate learns from (default: the --benchmark's learn split, collected "
+    "once and shared).",
+)
+@click.option(
+    "--benchmark",
+    "benchmark_name",
+    default=None,
+    metavar="NAME",
+    help="An installed benchmark (`ace-eval benchmarks list`): collects the learn traces (without --traces) "
+    "and scores the candidates (without --scorer).",
+)
+@click.option(
+    "--benchmark-option",
+    "option_specs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="One of the benchmark's options (repeatable).",
+)
 @click.option(
     "--scorer",
     default=None,
     metavar="MODULE:FUNCTION",
     help="Score the candidates with your function (skillbook, task_ids, num_trials) -> rewards per task.",
 )
-@click.option("--dev-tasks", "dev_spec", default=None, metavar="IDS|SPLIT",
-              help="The tasks the candidates are scored and chosen on (default: the benchmark's evaluation split; "
-              "required with --scorer).")  # fmt: skip
+@click.option(
+    "--dev-tasks",
+    "dev_spec",
+    default=None,
+    metavar="IDS|SPLIT",
+    help="The tasks the candidates are scored and chosen on (default: the benchmark's evaluation split; "
+    "required with --scorer).",
+)
 @click.option(
     "--test-tasks",
     "test_spec",
@@ -77,9 +103,13 @@ _PATH = click.Path(path_type=Path)
     metavar="KEY=VALUE",
     help="Any other e2e setting shared by every candidate (repeatable), e.g. --set epochs=2.",
 )
-@click.option("--incumbent", default=None, metavar="STORE|SKILLBOOK|none",
-              help="What the winner must beat at the gate (default: --publish's current version, else none: the "
-              "agent without a skillbook).")  # fmt: skip
+@click.option(
+    "--incumbent",
+    default=None,
+    metavar="STORE|SKILLBOOK|none",
+    help="What the winner must beat at the gate (default: --publish's current version, else none: the "
+    "agent without a skillbook).",
+)
 @click.option(
     "--publish",
     "publish_to",
@@ -88,21 +118,43 @@ _PATH = click.Path(path_type=Path)
     metavar="STORE",
     help="Publish the winner to STORE when the gate promotes it (created if missing).",
 )
-@click.option("--max-workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Episodes scored at once.")  # fmt: skip
-@click.option("--max-parallel", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="Candidates at once, each in a process of its own; their dev scoring takes turns, so episodes "
-              "and model requests stay within --max-workers and the benchmark's provider limits.")  # fmt: skip
-@click.option("--max-episodes", type=click.IntRange(min=1), default=None,
-              help="Stop before a candidate would take the trial past N episodes (learning samples plus scored "
-              "episodes), estimated from the first candidate's; exit 1 with the command that continues.")  # fmt: skip
-@click.option("--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD",
-              help="Stop before a candidate would take the trial past USD, estimated from the first candidate's "
-              "cost; exit 1 with the command that continues.")  # fmt: skip
-@click.option("--resume", "resume_dir", type=_PATH, default=None, metavar="TRIAL_DIR",
-              help="Continue an interrupted trial with its own settings (trial.json): finished runs and scores "
-              "are not redone. Only --max-workers, --max-parallel, --max-episodes and --max-cost may be given with "
-              "it.")  # fmt: skip
+@click.option(
+    "--max-workers", type=click.IntRange(min=1), default=1, show_default=True, help="Episodes scored at once."
+)
+@click.option(
+    "--max-parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Candidates at once, each in a process of its own; their dev scoring takes turns, so episodes "
+    "and model requests stay within --max-workers and the benchmark's provider limits.",
+)
+@click.option(
+    "--max-episodes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Stop before a candidate would take the trial past N episodes (learning samples plus scored "
+    "episodes), estimated from the first candidate's; exit 1 with the command that continues.",
+)
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="Stop before a candidate would take the trial past USD, estimated from the first candidate's "
+    "cost; exit 1 with the command that continues.",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=_PATH,
+    default=None,
+    metavar="TRIAL_DIR",
+    help="Continue an interrupted trial with its own settings (trial.json): finished runs and scores "
+    "are not redone. Only --max-workers, --max-parallel, --max-episodes and --max-cost may be given with "
+    "it.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -133,17 +185,25 @@ def trials(ctx: click.Context, /, **params: Any) -> None:
         args = TrialArgs.model_validate({k: v for k, v in params.items() if k in TrialArgs.model_fields})
         out_dir = params["out_dir"]
     else:
-        given = [f"--{name.replace('_', '-')}" for name in TrialArgs.model_fields if name in params
-                 and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE] + (
-                 ["--out"] if params["out_dir"] is not None else [])  # fmt: skip
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in TrialArgs.model_fields
+            if name in params and ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        ] + (["--out"] if params["out_dir"] is not None else [])
         if given:
             raise UserError(f"--resume continues the trial with its own settings: drop {', '.join(given)}")
         args, out_dir = read_trial_args(resume_dir), resume_dir
     _run(args, out_dir, params["max_workers"], params["max_parallel"], params["max_episodes"], params["max_cost"])
 
 
-def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: int, max_episodes: int | None,
-         max_cost: float | None) -> None:  # fmt: skip
+def _run(
+    args: TrialArgs,
+    out_dir: Path | None,
+    max_workers: int,
+    max_parallel: int,
+    max_episodes: int | None,
+    max_cost: float | None,
+) -> None:
     from ace.exceptions import UserError
     from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark, resolve_tasks
     from ace_eval.benchmarks.scorer import scorer_benchmark
@@ -172,10 +232,17 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: 
         raise UserError("pass --benchmark NAME or --scorer MODULE:FUNCTION: what scores the candidates")
     if a.traces is None and a.benchmark_name is None:
         raise UserError("pass --traces DIR (the collection to learn from) or --benchmark NAME (its learn split)")
-    base: dict[str, object] = {k: v for k, v in {
-        "reflector_type": a.reflector_type, "reflector_model": a.reflector_model,
-        "skill_manager_model": a.skill_manager_model, "limit": a.limit, "num_trials": a.num_trials,
-    }.items() if v is not None}  # fmt: skip
+    base: dict[str, object] = {
+        k: v
+        for k, v in {
+            "reflector_type": a.reflector_type,
+            "reflector_model": a.reflector_model,
+            "skill_manager_model": a.skill_manager_model,
+            "limit": a.limit,
+            "num_trials": a.num_trials,
+        }.items()
+        if v is not None
+    }
     for spec in a.set_specs:  # one value each: a shared setting
         [shared] = candidates_from_vary([spec.split(",", 1)[0]])
         base.update(shared.settings)
@@ -207,35 +274,59 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: 
         learner.check(env)
         learner.tasks("learn")
     if max_parallel > 1 and "fork" not in multiprocessing.get_all_start_methods():
-        raise UserError("--max-parallel needs processes started by fork (Linux, macOS), which this platform has not; "
-                        "drop --max-parallel: the candidates then run one after another")  # fmt: skip
+        raise UserError(
+            "--max-parallel needs processes started by fork (Linux, macOS), which this platform has not; "
+            "drop --max-parallel: the candidates then run one after another"
+        )
     if max_parallel > len(candidates):
-        click.echo(f"note: --max-parallel {max_parallel} but the trial has {len(candidates)} candidates: "
-                   f"{len(candidates)} run at once", err=True)  # fmt: skip
+        click.echo(
+            f"note: --max-parallel {max_parallel} but the trial has {len(candidates)} candidates: "
+            f"{len(candidates)} run at once",
+            err=True,
+        )
     directory = out_dir or Path("results") / "trials" / f"trial_{new_run_id().removeprefix('run_')}"
     claim_trial(directory, args)
     plan = TrialPlan(
-        directory=directory, benchmark=judge, learner=learner, env=env, base=base, candidates=candidates,
-        traces=a.traces, dev_tasks=dev, test_tasks=test, num_trials=a.num_trials, incumbent=incumbent_side(incumbent),
-        publish=publish_to, command=shlex.join(["ace-eval", *sys.argv[1:]]),
-        budget=Budget(max_episodes=max_episodes, max_cost=max_cost), say=lambda line: click.echo(line, err=True),
+        directory=directory,
+        benchmark=judge,
+        learner=learner,
+        env=env,
+        base=base,
+        candidates=candidates,
+        traces=a.traces,
+        dev_tasks=dev,
+        test_tasks=test,
+        num_trials=a.num_trials,
+        incumbent=incumbent_side(incumbent),
+        publish=publish_to,
+        command=shlex.join(["ace-eval", *sys.argv[1:]]),
+        budget=Budget(max_episodes=max_episodes, max_cost=max_cost),
+        say=lambda line: click.echo(line, err=True),
         max_parallel=max_parallel,
-    )  # fmt: skip
+    )
     try:
         board = run_trial(plan)
     except BudgetExceeded as e:
-        click.echo(f"{e}\ncontinue with: ace-eval trials --resume {shlex.quote(str(directory))} "
-                   "(with a larger --max-episodes / --max-cost, or without them)", err=True)  # fmt: skip
+        click.echo(
+            f"{e}\ncontinue with: ace-eval trials --resume {shlex.quote(str(directory))} "
+            "(with a larger --max-episodes / --max-cost, or without them)",
+            err=True,
+        )
         sys.exit(EXIT_RUN_FAILED)
     for entry in board.candidates:
         click.echo(f"{entry.verdict:4}  {entry.name}: dev mean {entry.dev.mean:.3f}, {entry.tokens} learning tokens")
-    click.echo(f"winner: {board.winner}; gate vs {board.incumbent}: {board.gate.decision}"
-               + (f" ({'; '.join(board.gate.reasons)})" if board.gate.reasons else ""))  # fmt: skip
+    click.echo(
+        f"winner: {board.winner}; gate vs {board.incumbent}: {board.gate.decision}"
+        + (f" ({'; '.join(board.gate.reasons)})" if board.gate.reasons else "")
+    )
     if board.test is not None:
         click.echo(f"test ({plural(len(board.test.tasks), 'held-out task')}, winner only): mean {board.test.mean:.3f}")
     if publish_to is not None:
-        click.echo(f"published {board.published} (current)" if board.published else
-                   f"nothing published: {publish_to} unchanged")  # fmt: skip
+        click.echo(
+            f"published {board.published} (current)"
+            if board.published
+            else f"nothing published: {publish_to} unchanged"
+        )
     click.echo(f"scoreboard: {directory / 'scoreboard.json'}")
     if publish_to is not None and board.published is None:
         sys.exit(EXIT_RUN_FAILED)

@@ -90,9 +90,11 @@ def _unpaired(baseline: BenchmarkScores, candidate: BenchmarkScores) -> str | No
         return None
     only = sorted(set(trials) - set(other)), sorted(set(other) - set(trials))
     uneven = sorted(t for t in set(trials) & set(other) if trials[t] != other[t])
-    parts = [f"only the baseline has task(s) {', '.join(only[0][:5])}" if only[0] else "",
-             f"only the evaluation has task(s) {', '.join(only[1][:5])}" if only[1] else "",
-             ", ".join(f"task {t}: {trials[t]} trial(s) before, {other[t]} after" for t in uneven[:5])]  # fmt: skip
+    parts = [
+        f"only the baseline has task(s) {', '.join(only[0][:5])}" if only[0] else "",
+        f"only the evaluation has task(s) {', '.join(only[1][:5])}" if only[1] else "",
+        ", ".join(f"task {t}: {trials[t]} trial(s) before, {other[t]} after" for t in uneven[:5]),
+    ]
     return "; ".join(p for p in parts if p)
 
 

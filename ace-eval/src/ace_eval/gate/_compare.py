@@ -55,8 +55,10 @@ def check_paired(baseline: BenchmarkScores, candidate: BenchmarkScores) -> list[
         )
     only_base, only_cand = set(baseline.tasks) - set(candidate.tasks), set(candidate.tasks) - set(baseline.tasks)
     if only_base or only_cand:
-        parts = [f"only the baseline has {_names(only_base)}" if only_base else "",
-                 f"only the candidate has {_names(only_cand)}" if only_cand else ""]  # fmt: skip
+        parts = [
+            f"only the baseline has {_names(only_base)}" if only_base else "",
+            f"only the candidate has {_names(only_cand)}" if only_cand else "",
+        ]
         raise UnpairedScoresError(f"the two scores cover different tasks ({'; '.join(p for p in parts if p)}); {_FIX}")
     if not baseline.tasks:
         raise UnpairedScoresError("the scores hold no task; score at least one task on both sides")

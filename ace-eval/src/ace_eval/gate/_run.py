@@ -139,13 +139,32 @@ def run_gate(
     A `directory` that holds a run of the same plan (benchmark, sides, tasks, trials) resumes it: a side already
     scored is read back. Another plan's folder is refused before anything is scored.
     """
-    plan = {"benchmark": benchmark.name, "incumbent": incumbent.label, "candidate": candidate.label,
-            "tasks": list(task_ids), "num_trials": num_trials}  # fmt: skip
+    plan = {
+        "benchmark": benchmark.name,
+        "incumbent": incumbent.label,
+        "candidate": candidate.label,
+        "tasks": list(task_ids),
+        "num_trials": num_trials,
+    }
     _claim(directory, plan)
-    baseline = _score(benchmark, env, incumbent, task_ids=task_ids, num_trials=num_trials, seeds=None,
-                      directory=directory / "baseline")  # fmt: skip
-    scored = _score(benchmark, env, candidate, task_ids=task_ids, num_trials=num_trials,
-                    seeds=baseline.seeds or None, directory=directory / "candidate")  # fmt: skip
+    baseline = _score(
+        benchmark,
+        env,
+        incumbent,
+        task_ids=task_ids,
+        num_trials=num_trials,
+        seeds=None,
+        directory=directory / "baseline",
+    )
+    scored = _score(
+        benchmark,
+        env,
+        candidate,
+        task_ids=task_ids,
+        num_trials=num_trials,
+        seeds=baseline.seeds or None,
+        directory=directory / "candidate",
+    )
     result = compare(baseline, scored, alpha=alpha, min_effect=min_effect, seed=seed)
     atomic_write(directory / GATE_FILE, bytes_writer((result.model_dump_json(indent=1) + "\n").encode("utf-8")))
     return GateRun(result=result, baseline=baseline, candidate=scored, directory=directory)

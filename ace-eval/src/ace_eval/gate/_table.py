@@ -64,17 +64,29 @@ def gate_rows(result: GateResult, *, moved: int = 12) -> list[tuple[str, str]]:
         ("benchmark", f"{result.benchmark}: {result.tasks} tasks x {result.num_trials} trials"),
         ("baseline", result.baseline.skillbook or "none"),
         ("candidate", result.candidate.skillbook or "none"),
-        ("difference", f"{100 * d.mean:+.1f} points of success rate, 95 % interval [{100 * d.ci95[0]:+.1f}, "
-                       f"{100 * d.ci95[1]:+.1f}] (paired bootstrap, {d.resamples} resamples, seed {d.seed})"),
-        ("p-value", f"{result.p_value:.4g} (two-sided sign-flip test, {t.method}, {t.patterns} patterns over the "
-                    f"{t.nonzero} tasks that differ)"),
-        ("tasks", f"{better} better, {worse} worse, {result.tasks - better - worse} the same"
-                  + (f": {shown}" + (" ..." if len(changes) > moved else "") if changes else "")),
-        ("resolution", f"smallest possible p {r.min_p_value:.3g}; smallest promotable difference "
-                       + (f"{100 * r.smallest_effect:+.1f} points" if r.smallest_effect is not None else "none")
-                       + (f"; detects {100 * r.mde:.1f} points with 80 % power" if r.mde is not None else "")),
+        (
+            "difference",
+            f"{100 * d.mean:+.1f} points of success rate, 95 % interval [{100 * d.ci95[0]:+.1f}, "
+            f"{100 * d.ci95[1]:+.1f}] (paired bootstrap, {d.resamples} resamples, seed {d.seed})",
+        ),
+        (
+            "p-value",
+            f"{result.p_value:.4g} (two-sided sign-flip test, {t.method}, {t.patterns} patterns over the "
+            f"{t.nonzero} tasks that differ)",
+        ),
+        (
+            "tasks",
+            f"{better} better, {worse} worse, {result.tasks - better - worse} the same"
+            + (f": {shown}" + (" ..." if len(changes) > moved else "") if changes else ""),
+        ),
+        (
+            "resolution",
+            f"smallest possible p {r.min_p_value:.3g}; smallest promotable difference "
+            + (f"{100 * r.smallest_effect:+.1f} points" if r.smallest_effect is not None else "none")
+            + (f"; detects {100 * r.mde:.1f} points with 80 % power" if r.mde is not None else ""),
+        ),
         ("rule", f"promote iff the interval's low end > {result.min_effect:+g} and p < {result.alpha:g}"),
-    ]  # fmt: skip
+    ]
     if result.reasons:
         rows.append(("why held", "; ".join(result.reasons)))
     return rows

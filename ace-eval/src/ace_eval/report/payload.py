@@ -79,9 +79,21 @@ def _state(view: SampleView) -> str:
 
 
 SAMPLE_COLUMNS = (
-    "index", "trace_uid", "epoch", "state", "key_insight", "operations", "changed", "seconds", "tokens", "refusals",
-    "error", "question", "reward", "feedback",
-)  # fmt: skip
+    "index",
+    "trace_uid",
+    "epoch",
+    "state",
+    "key_insight",
+    "operations",
+    "changed",
+    "seconds",
+    "tokens",
+    "refusals",
+    "error",
+    "question",
+    "reward",
+    "feedback",
+)
 """The columns of a samples row: `state` is how the sample was processed, `reward` / `feedback` how the traced
 run went (the outcome)."""
 _FEEDBACK_SHOWN = 300

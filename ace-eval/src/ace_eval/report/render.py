@@ -74,10 +74,11 @@ def _share_texts(traces: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str,
     out: dict[str, dict[str, Any]] = {}
     for uid, trace in traces.items():
         messages = [
-            {**m, "content": {"shared": index[m["content"]]}} if isinstance(m.get("content"), str)
-            and m["content"] in index else m
+            {**m, "content": {"shared": index[m["content"]]}}
+            if isinstance(m.get("content"), str) and m["content"] in index
+            else m
             for m in trace.get("messages") or []
-        ]  # fmt: skip
+        ]
         out[uid] = {**trace, "messages": messages}
     return out, list(index)
 

@@ -34,10 +34,21 @@ def render_trial_page(board: Scoreboard, runs: dict[str, str], title: str) -> st
         (task, [(sum(r) / len(r) if (r := c.dev.per_task.get(task)) else None) for c in board.candidates])
         for task in board.dev_tasks
     ]
-    return environment().get_template("trial.html.j2").render(
-        title=title, board=board, runs=runs, heat=heat, heat_style=_heat, gate_rows=gate_rows(board.gate),
-        pass_k=pass_hat_k_cells(board.gate), generated_at=utc_now(), version=ace_eval.__version__,
-    )  # fmt: skip
+    return (
+        environment()
+        .get_template("trial.html.j2")
+        .render(
+            title=title,
+            board=board,
+            runs=runs,
+            heat=heat,
+            heat_style=_heat,
+            gate_rows=gate_rows(board.gate),
+            pass_k=pass_hat_k_cells(board.gate),
+            generated_at=utc_now(),
+            version=ace_eval.__version__,
+        )
+    )
 
 
 def write_trial_page(trial: Path, output: Path) -> int:

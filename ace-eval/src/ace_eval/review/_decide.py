@@ -77,8 +77,9 @@ def apply_candidate(cand: Candidate, book: Skillbook, *, reviewer: str, decided_
         op = UpdateOperation.from_dict(edit.operation)
         source = dataclasses.replace(InsightSource.from_dict(edit.source), reviewer=reviewer, reviewed_at=decided_at)
         if op.type == "ADD" and skill_id is None:
-            skill = book.add_skill(op.section or "", op.issue or "", op.keywords or [], op.insight,
-                                   insight_source=source)  # fmt: skip
+            skill = book.add_skill(
+                op.section or "", op.issue or "", op.keywords or [], op.insight, insight_source=source
+            )
         elif skill_id is None:
             raise SkillbookError(f"candidate {cand.id} has no target skill for its {op.type}: reject it")
         elif op.type in ("ADD", "UPDATE"):  # a later near-duplicate add updates the candidate's one skill

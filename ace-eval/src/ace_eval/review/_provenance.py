@@ -73,7 +73,10 @@ def provenance_problems(cand: Candidate, published: Skillbook, hashes: Collectio
         if now is None:
             problems.append(f"skill {cand.target}: no longer in the skillbook")
         elif now != cand.base:
-            changed = [name for name in ("issue", "insight", "keywords", "active") if getattr(now, name) !=
-                       getattr(cand.base, name, None)]  # fmt: skip
+            changed = [
+                name
+                for name in ("issue", "insight", "keywords", "active")
+                if getattr(now, name) != getattr(cand.base, name, None)
+            ]
             problems.append(f"skill {cand.target}: changed since the candidate was made ({', '.join(changed)})")
     return problems

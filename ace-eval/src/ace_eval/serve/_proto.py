@@ -35,21 +35,45 @@ _ERROR = Status.STATUS_CODE_ERROR
 
 _READ = {
     ProtoSpan.DESCRIPTOR: {
-        "trace_id", "span_id", "trace_state", "parent_span_id", "flags", "name", "kind", "start_time_unix_nano",
-        "end_time_unix_nano", "attributes", "dropped_attributes_count", "events", "dropped_events_count", "links",
-        "dropped_links_count", "status",
+        "trace_id",
+        "span_id",
+        "trace_state",
+        "parent_span_id",
+        "flags",
+        "name",
+        "kind",
+        "start_time_unix_nano",
+        "end_time_unix_nano",
+        "attributes",
+        "dropped_attributes_count",
+        "events",
+        "dropped_events_count",
+        "links",
+        "dropped_links_count",
+        "status",
     },
     ProtoSpan.Event.DESCRIPTOR: {"time_unix_nano", "name", "attributes", "dropped_attributes_count"},
     ProtoSpan.Link.DESCRIPTOR: {
-        "trace_id", "span_id", "trace_state", "attributes", "dropped_attributes_count", "flags",
+        "trace_id",
+        "span_id",
+        "trace_state",
+        "attributes",
+        "dropped_attributes_count",
+        "flags",
     },
     Status.DESCRIPTOR: {"message", "code"},
     KeyValue.DESCRIPTOR: {"key", "value", "key_strindex"},
     AnyValue.DESCRIPTOR: {
-        "string_value", "bool_value", "int_value", "double_value", "array_value", "kvlist_value", "bytes_value",
+        "string_value",
+        "bool_value",
+        "int_value",
+        "double_value",
+        "array_value",
+        "kvlist_value",
+        "bytes_value",
         "string_value_strindex",
     },
-}  # fmt: skip
+}
 """The fields the span reader below handles, per message type (the rest of a request is walked generically)."""
 
 FAST_PATH = all({f.name for f in d.fields} == names for d, names in _READ.items()) and {

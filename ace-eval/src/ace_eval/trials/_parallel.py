@@ -113,8 +113,12 @@ def run_in_parallel(plan: TrialPlan, spent: tuple[int, float], work: Work) -> No
                         stop = e
                         break
                 index = pending.popleft()
-                process = context.Process(target=_child, args=(work, candidate, slot, os.getpid()),
-                                          name=f"trial-{candidate.name}", daemon=False)  # fmt: skip
+                process = context.Process(
+                    target=_child,
+                    args=(work, candidate, slot, os.getpid()),
+                    name=f"trial-{candidate.name}",
+                    daemon=False,
+                )
                 process.start()
                 running[index] = process
                 plan.say(f"{plan.label(candidate)}: learning (process {process.pid}); {now()}")
@@ -135,7 +139,9 @@ def run_in_parallel(plan: TrialPlan, spent: tuple[int, float], work: Work) -> No
         for process in running.values():
             process.join()
     if failed:
-        raise RunError(f"candidate(s) {', '.join(failed)} failed in their own process (the error is above); "
-                       "the others are kept: continue with --resume")  # fmt: skip
+        raise RunError(
+            f"candidate(s) {', '.join(failed)} failed in their own process (the error is above); "
+            "the others are kept: continue with --resume"
+        )
     if stop is not None:
         raise stop

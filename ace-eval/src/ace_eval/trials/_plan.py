@@ -38,8 +38,9 @@ class Budget:
             over.append(f"--max-cost {self.max_cost:g} (${cost:.4f} spent + about ${per_cost:.4f} for it)")
         if over:
             ran = ", ".join(done) or "none"
-            raise BudgetExceeded(f"stopped before candidate {name}: it would exceed {' and '.join(over)}; "
-                                 f"finished candidates: {ran}")  # fmt: skip
+            raise BudgetExceeded(
+                f"stopped before candidate {name}: it would exceed {' and '.join(over)}; finished candidates: {ran}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,15 +45,20 @@ def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores
     return scores
 
 
-def _evaluate(plan: TrialPlan, book: Path | None, tasks: Sequence[str], seeds: Sequence[int] | None,
-              directory: Path) -> BenchmarkScores:  # fmt: skip
+def _evaluate(
+    plan: TrialPlan, book: Path | None, tasks: Sequence[str], seeds: Sequence[int] | None, directory: Path
+) -> BenchmarkScores:
     from ace.core.skillbook import Skillbook
 
     def score() -> BenchmarkScores:
         return plan.benchmark.evaluate(
-            plan.env, skillbook=Skillbook.load_from_file(book) if book is not None else None, task_ids=list(tasks),
-            num_trials=plan.num_trials, seeds=seeds, directory=directory,
-        ).model_copy(update={"skillbook": str(book) if book is not None else None})  # fmt: skip
+            plan.env,
+            skillbook=Skillbook.load_from_file(book) if book is not None else None,
+            task_ids=list(tasks),
+            num_trials=plan.num_trials,
+            seeds=seeds,
+            directory=directory,
+        ).model_copy(update={"skillbook": str(book) if book is not None else None})
 
     return _scored(directory / _SCORES, score)
 
@@ -66,8 +71,13 @@ def _shared_traces(plan: TrialPlan) -> Path:
     directory = plan.directory / "traces"
     if not (directory / _COLLECTED).is_file():  # an interrupted collection resumes: the protocol redoes only the rest
         plan.say(f"collecting the learn split of {plan.learner.name} once (shared by every candidate) ...")
-        plan.learner.collect(plan.env, skillbook=None, task_ids=list(plan.learner.tasks("learn")),
-                               num_trials=plan.num_trials, directory=directory)  # fmt: skip
+        plan.learner.collect(
+            plan.env,
+            skillbook=None,
+            task_ids=list(plan.learner.tasks("learn")),
+            num_trials=plan.num_trials,
+            directory=directory,
+        )
         (directory / _COLLECTED).write_text("", encoding="utf-8")
     return directory
 
@@ -86,8 +96,7 @@ def _learn(plan: TrialPlan, candidate: Candidate, traces: Path) -> RunFolder:
     if candidate.start_from is not None:  # the previous epoch's checkpoint (finished: candidates run in order)
         previous = _learn(plan, next(c for c in plan.candidates if c.name == candidate.start_from), traces)
         learn["skillbook"] = previous.learned_skillbook(previous.read_record())
-    settings = E2ESettings.from_dict({**plan.base, **learn, "traces": traces, "no_benchmark": True,
-                                      "output_dir": home})  # fmt: skip
+    settings = E2ESettings.from_dict({**plan.base, **learn, "traces": traces, "no_benchmark": True, "output_dir": home})
     return run_e2e(settings).folder
 
 
@@ -130,13 +139,19 @@ def score_candidate(
         if fresh:
             plan.say(f"{plan.label(candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
         dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
-    used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
-            (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+    used = (
+        (record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
+        (record.cost_usd or 0.0) + _cost(dev),
+    )
     entry = CandidateEntry(
-        name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
-        dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in record.usage.values()),
+        name=candidate.name,
+        settings=dict(candidate.settings),
+        run_dir=str(folder.path),
+        skillbook=str(book),
+        dev=DevScore.of(dev),
+        tokens=sum(u.input_tokens + u.output_tokens for u in record.usage.values()),
         cost_usd=record.cost_usd,
-    )  # fmt: skip
+    )
     return entry, used
 
 
@@ -170,8 +185,12 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     published = read_scoreboard(earlier).published if earlier.is_file() else None  # a finished trial run again
     if plan.publish is not None and published is None:
         store = SkillbookStore.open_or_create(plan.publish) if gate.decision == "promote" else None
-        by = ProducedBy(kind="trials", command=plan.command or None, run_dir=winner.run_dir,
-                        details={"trial_dir": str(plan.directory), "candidate": winner.name})  # fmt: skip
+        by = ProducedBy(
+            kind="trials",
+            command=plan.command or None,
+            run_dir=winner.run_dir,
+            details={"trial_dir": str(plan.directory), "candidate": winner.name},
+        )
         version = publish_promoted(store, Path(winner.skillbook), gate, produced_by=by) if store else None
         published = f"{plan.publish} version {version.number}" if version is not None else None
     test = None
@@ -179,12 +198,26 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
         plan.say(f"scoring the winner alone on {len(plan.test_tasks)} held-out test task(s)")
         scored = _evaluate(plan, Path(winner.skillbook), plan.test_tasks, seeds, plan.directory / "test")
         held_out = DevScore.of(scored)
-        test = TestScore(candidate=winner.name, tasks=list(plan.test_tasks), mean=held_out.mean,
-                         per_task=held_out.per_task, pass_hat_k=held_out.pass_hat_k)  # fmt: skip
+        test = TestScore(
+            candidate=winner.name,
+            tasks=list(plan.test_tasks),
+            mean=held_out.mean,
+            per_task=held_out.per_task,
+            pass_hat_k=held_out.pass_hat_k,
+        )
     board = Scoreboard(
-        benchmark=plan.benchmark.name, dev_tasks=list(plan.dev_tasks), test_tasks=list(plan.test_tasks),
-        num_trials=plan.num_trials, seeds=list(incumbent.seeds), candidates=entries, winner=winner.name,
-        pareto=pareto_set(entries), incumbent=plan.incumbent.label, gate=gate, published=published, test=test,
-    )  # fmt: skip
+        benchmark=plan.benchmark.name,
+        dev_tasks=list(plan.dev_tasks),
+        test_tasks=list(plan.test_tasks),
+        num_trials=plan.num_trials,
+        seeds=list(incumbent.seeds),
+        candidates=entries,
+        winner=winner.name,
+        pareto=pareto_set(entries),
+        incumbent=plan.incumbent.label,
+        gate=gate,
+        published=published,
+        test=test,
+    )
     board.write(plan.directory / SCOREBOARD_FILE)
     return board

@@ -26,8 +26,20 @@ __all__ = [
     "varying_keys",
 ]
 
-FIXED = frozenset({"output_dir", "config_file", "sources", "traces", "benchmark", "benchmark_options",
-                   "no_benchmark", "verbose", "review", "steps"})  # fmt: skip
+FIXED = frozenset(
+    {
+        "output_dir",
+        "config_file",
+        "sources",
+        "traces",
+        "benchmark",
+        "benchmark_options",
+        "no_benchmark",
+        "verbose",
+        "review",
+        "steps",
+    }
+)
 """Settings the trial owns (where runs go, what they learn from, how they are scored): never varied."""
 
 
@@ -84,8 +96,10 @@ def candidates_from_vary(specs: Sequence[str]) -> list[Candidate]:
         if key in axes:
             raise VaryError(f"--vary {key} is given twice; list all its values once: --vary {key}=V1,V2")
         axes[key] = [_value(key, v.strip()) for v in values.split(",")]
-    return [Candidate(name=_name(dict(zip(axes, combo, strict=True))), settings=dict(zip(axes, combo, strict=True)))
-            for combo in itertools.product(*axes.values())]  # fmt: skip
+    return [
+        Candidate(name=_name(dict(zip(axes, combo, strict=True))), settings=dict(zip(axes, combo, strict=True)))
+        for combo in itertools.product(*axes.values())
+    ]
 
 
 def candidates_from_toml(path: Path) -> list[Candidate]:
@@ -127,7 +141,8 @@ def expand_epochs(candidates: Sequence[Candidate], base: Mapping[str, object]) -
         for k in range(1, epochs + 1):
             name = f"{candidate.name}@epoch{k}"
             settings = {**candidate.settings, "epochs": epochs, "checkpoint": k}
-            out.append(Candidate(name=name, settings=settings, learn={**candidate.settings, "epochs": 1},
-                                 start_from=previous))  # fmt: skip
+            out.append(
+                Candidate(name=name, settings=settings, learn={**candidate.settings, "epochs": 1}, start_from=previous)
+            )
             previous = name
     return out

@@ -176,9 +176,11 @@ def test_a_transfer_ends_the_episode_and_is_scored(data: AirlineData) -> None:
     assert (result.ended, result.reward, result.steps) == ("transfer", 1.0, 1)
     assert len(user_seen) == 1  # the user never heard from the agent again
     assert result.messages[-1] == {
-        "role": "tool", "tool_call_id": result.messages[-2]["tool_calls"][0]["id"],
-        "name": "transfer_to_human_agents", "content": "Transfer successful",
-    }  # fmt: skip
+        "role": "tool",
+        "tool_call_id": result.messages[-2]["tool_calls"][0]["id"],
+        "name": "transfer_to_human_agents",
+        "content": "Transfer successful",
+    }
 
 
 @pytest.mark.parametrize("budget", [4, 55])  # 55: beyond pydantic-ai's default limit of 50 requests per run
@@ -207,10 +209,18 @@ def test_a_failing_model_ends_the_episode_with_an_error_and_an_unjudged_trace(da
 
 def _skillbook() -> Skillbook:
     book = Skillbook()
-    book.add_skill("context", "Agents forget that gold members get 3 free bags per economy passenger.",
-                   ["airline", "baggage"], "Count free bags from the membership tier before charging.")  # fmt: skip
-    book.add_skill("context", "Agents cancel basic economy trips without insurance after 24 hours.",
-                   ["airline", "cancellation"], "Refuse such cancellations and explain the policy.")  # fmt: skip
+    book.add_skill(
+        "context",
+        "Agents forget that gold members get 3 free bags per economy passenger.",
+        ["airline", "baggage"],
+        "Count free bags from the membership tier before charging.",
+    )
+    book.add_skill(
+        "context",
+        "Agents cancel basic economy trips without insurance after 24 hours.",
+        ["airline", "cancellation"],
+        "Refuse such cancellations and explain the policy.",
+    )
     return book
 
 

@@ -23,8 +23,14 @@ def main(out: Path, which: list[str]) -> None:
     shutil.rmtree(out, ignore_errors=True)
     if "replay" in which:
         demo = TESTS.parent / "examples" / "demo-collection"
-        settings = E2ESettings(traces=demo, limit=3, no_benchmark=True, output_dir=out / "replay",
-                               reflector_model="test", skill_manager_model="test")  # fmt: skip
+        settings = E2ESettings(
+            traces=demo,
+            limit=3,
+            no_benchmark=True,
+            output_dir=out / "replay",
+            reflector_model="test",
+            skill_manager_model="test",
+        )
         print(runner.run_e2e(settings, injections=scripted_injections()).folder.path)
     if "taubench" in which:
         data = Path(os.environ["ACE_TAU_BENCH_DATA"])
@@ -35,9 +41,16 @@ def main(out: Path, which: list[str]) -> None:
 
         learn = ["create_task_1", "update_task_1"]
         _, agent, user = tau2_models("mock", learn, "fixture-mock")
-        settings = E2ESettings(benchmark="tau2-mock", agent_model=agent, user_model=user, num_trials=2,
-                               max_num_steps=30, train_split=",".join(learn), eval_split=",".join(learn),
-                               output_dir=out / "tau2")  # fmt: skip
+        settings = E2ESettings(
+            benchmark="tau2-mock",
+            agent_model=agent,
+            user_model=user,
+            num_trials=2,
+            max_num_steps=30,
+            train_split=",".join(learn),
+            eval_split=",".join(learn),
+            output_dir=out / "tau2",
+        )
         print(runner.run_e2e(settings, injections=tau2_injections()).folder.path)
 
 
