@@ -17,8 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ace.core.skillbook import Skillbook
-from ace.llm import ModelConfigError
+from ace.llm import ModelConfigError, find_smollm2_gguf
 from ace.llm.credentials import missing_credentials
+from ace.llm.local import import_runtime
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
 from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
@@ -88,16 +89,20 @@ class Tau2Benchmark:
 
     def check(self, env: BenchmarkEnv) -> None:
         from ace_eval.benchmarks.tau2.scripted import PROVIDER
+        from ace_eval.benchmarks.tau2.served import is_local
 
         problems: list[str] = []
         for role in ("agent", "user"):
             model = env.model_names.get(role, "local")
             where = f"{role} model {model!r} (change it with --{role}-model)"
-            if model == "local":
-                problems.append(
-                    f"{where}: tau2 calls its models through litellm and the embedded offline model is not one; pass "
-                    "a litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
-                )
+            if role in env.models:  # served to tau2 from this process (tests' scripted models)
+                continue
+            if is_local(model):  # served to tau2 on 127.0.0.1 for the run (`tau2.served`): it must be installed
+                try:
+                    import_runtime()
+                    find_smollm2_gguf()
+                except ModelConfigError as e:
+                    problems.append(f"{where}: {e}")
                 continue
             if model.startswith(f"{PROVIDER}/"):  # a scripted model registered in this process (tests)
                 continue
@@ -143,6 +148,7 @@ class Tau2Benchmark:
             provider_limit=self.options.provider_limit,
             embedder=env.embedder,
             seed=self.options.seed,
+            models={role: model for role, model in env.models.items() if role in ("agent", "user")},
         )
         redactor, lock = env.redactor, threading.Lock()
 
