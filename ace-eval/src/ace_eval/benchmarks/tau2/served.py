@@ -25,8 +25,9 @@ __all__ = ["LOCAL_MAX_STRING_CHARS", "LOCAL_MAX_TOKENS", "Route", "is_local", "l
 LOCAL_MAX_TOKENS = 128
 """Tokens per turn of the embedded model in tau2: a customer's or an agent's turn is a few sentences, and a 135M
 model left to 512 repeats itself to the limit (about a minute a turn on two busy cores)."""
-LOCAL_MAX_STRING_CHARS = 80
-"""Longest argument string it may write (ids, names, a task title), so a call closes within `LOCAL_MAX_TOKENS`."""
+LOCAL_MAX_STRING_CHARS = 40
+"""Longest argument string it may write (an id, a name, a title): SmolLM2 spends a token per digit, and a call
+whose string ran to 80 digits was cut off by `LOCAL_MAX_TOKENS` (its whole turn lost)."""
 
 
 @dataclass(frozen=True)
