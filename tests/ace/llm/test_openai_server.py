@@ -199,4 +199,4 @@ def test_it_listens_on_loopback_only_and_closes_its_port_when_stopped() -> None:
     with pytest.raises(ConnectionRefusedError), socket.create_connection((host, port), timeout=2):
         pass
     with pytest.raises(RuntimeError, match="not running"):
-        server.address
+        _ = server.address

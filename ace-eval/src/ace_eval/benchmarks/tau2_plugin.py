@@ -50,8 +50,8 @@ class Tau2Options(BaseModel):
     max_num_steps: int = Field(
         TAU2_MAX_STEPS,
         ge=1,
-        description=f"Messages per episode, as tau2 counts them (unset: {TAU2_MAX_STEPS}, or {LOCAL_MAX_STEPS} when the "
-        "embedded model plays a role).",
+        description=f"Messages per episode, as tau2 counts them (unset: {TAU2_MAX_STEPS}, or {LOCAL_MAX_STEPS} when "
+        "the embedded model plays a role).",
     )
     provider_limit: int | None = Field(None, ge=1, description="Model requests in flight per provider.")
     skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -66,7 +66,7 @@ def garbling_agent(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
 class Recording(OpenAIServer):
     """Remembers every server started, to look at its port after the run."""
 
-    started: list[Recording] = []
+    started: ClassVar[list[Recording]] = []
 
     def start(self) -> None:
         super().start()
