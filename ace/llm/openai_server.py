@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic_ai.models import Model
 
-from ace import json_safe
+from ace.json_safe import JsonInputError, loads
 from ace.llm._openai_wire import WireError, chat_completion, parse_chat_request
 
 __all__ = ["LOOPBACK", "PLACEHOLDER_KEY", "OpenAIServer"]
@@ -201,8 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(413, _error(f"the body is over {self.server_app.max_body} bytes", "invalid_request_error"))
             return
         try:
-            body = json_safe.loads(self.rfile.read(int(length)))
-        except json_safe.JsonInputError as e:
+            body = loads(self.rfile.read(int(length)))
+        except JsonInputError as e:
             self._json(400, _error(f"the body is not a JSON object: {e}", "invalid_request_error"))
             return
         self._json(*self.server_app.answer(body))
