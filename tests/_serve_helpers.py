@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_eval.serve import ServeApp, ServeConfig
+from ace_eval.serve._segments import Segments
 
 
 @contextmanager
@@ -84,3 +85,22 @@ def agent_span(span_id: str, parent: str | None = None, extra: list[dict[str, An
     return {"spanId": span_id, "name": "invoke_agent support", "attributes": attributes} | (
         {"parentSpanId": parent} if parent else {}
     )
+
+
+def inbox_files(store: Path) -> list[Path]:
+    """The inbox's segment files, oldest first."""
+    return sorted((store / "serve" / "inbox").glob("*.seg"))
+
+
+def inbox_spans(store: Path, start: int = 0) -> int:
+    """The span count of the records on disk from offset `start` (read as a restart reads them)."""
+    segments = Segments(store / "serve" / "inbox", segment_bytes=1 << 30)
+    spans = segments.recover(start)
+    return spans
+
+
+def inbox_end(store: Path) -> int:
+    """The offset after the last record on disk."""
+    segments = Segments(store / "serve" / "inbox", segment_bytes=1 << 30)
+    segments.recover(segments.starts[-1] if segments.starts else 0)
+    return segments.end

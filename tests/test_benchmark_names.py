@@ -4,10 +4,11 @@ entry points of a `pyproject.toml` (the plugin registry), nothing else.
 
 The rule: a benchmark's name may appear in `ace_eval/benchmarks/` (the benchmarks and their registration) and in
 the importers of trace formats (`collection/importers/`): "tau-bench" and "tau2" are also the names of the file
-formats those benchmarks write, and an importer reads a file, it runs no benchmark. Everything else is a module that
-still knows a benchmark, listed below with what keeps it there (issue #32's rest: the runner's tau-bench and tau2
-phases move behind the protocol). The list only shrinks: a module that no longer names a benchmark fails the test
-until it is taken off, and a module not on it that names one fails it at once.
+formats those benchmarks write, and an importer reads a file, it runs no benchmark. Everything else would be a
+module that still knows a benchmark, listed in `STILL_NAMING` with what keeps it there: none is left (the runner
+runs every benchmark through the protocol; defaults, data folders, gold checks and data downloads are the
+plugins'). The list only shrinks: a module that no longer names a benchmark fails the test until it is taken off,
+and a module not on it that names one fails it at once.
 """
 
 from __future__ import annotations
@@ -20,15 +21,7 @@ NAMES = re.compile(r"tau[-_ ]?bench|tau2", re.IGNORECASE)
 ALLOWED = ("benchmarks/", "collection/importers/")
 """Where a benchmark's name belongs: the benchmarks and their registration; the importers of their file formats."""
 
-STILL_NAMING: dict[str, str] = {
-    "e2e/runner.py": "loads the tau-bench data itself (the built-in with runner_phases)",
-    "e2e/segment.py": "runs the tau-bench episodes itself (runner_phases)",
-    "e2e/config/_settings.py": "the default benchmark, tau-bench's skill injection, the options' and data-dir help",
-    "e2e/config/_file.py": "the example config and the tau-bench skill-injection values",
-    "e2e/config/_resolve.py": "ACE_TAU_BENCH_DATA (the data folder's environment variable)",
-    "commands/benchmark.py": "`benchmark check` replays tau-bench's and tau2's gold actions",
-    "commands/data.py": "`data fetch tau-bench` downloads tau-bench's data",
-}
+STILL_NAMING: dict[str, str] = {}
 
 
 def naming_modules() -> dict[str, list[int]]:

@@ -18,6 +18,7 @@ from ace.core.journal import apply_deltas
 from ace.core.mutations import checked_vector
 from ace.core.shared_values import SharedValues
 from ace.core.skill import Embedding, Section, Skill, embedding_input_hash, validate_section
+from ace.core.source_table import SourceRecords, SourceTable
 from ace.core.storage import (
     FileState,
     PathLike,
@@ -50,11 +51,32 @@ __all__ = [
 
 SCHEMA_VERSION = "2"
 SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
-_LIST_FIELDS = ("skills", "operations")
+_LIST_FIELDS = ("sources", "skills", "operations")
 _TOP_KEYS = frozenset(
-    {"schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations", "dedup_keep_pairs"}
+    {
+        "schema_version",
+        "embedding_model",
+        "embedding_dim",
+        "next_ids",
+        "sources",
+        "skills",
+        "operations",
+        "dedup_keep_pairs",
+    }
 )
 _REQUIRED_KEYS = ("schema_version", "skills")
+_SKILL_DEFAULTS: dict[str, object] = {
+    "active": True,
+    "used_count": 0,
+    "helpful_count": 0,
+    "harmful_count": 0,
+    "neutral_count": 0,
+}
+"""Fields a skill in a file leaves out when they hold these values (a reader takes them as these)."""
+_OP_DEFAULTS: dict[str, object] = dict.fromkeys(
+    ("skill_id", "section", "issue", "insight", "keywords", "delta", "reason", "trace_uid")
+)
+"""Fields an audit-log entry in a file leaves out when they are null."""
 
 
 @dataclass(kw_only=True)
@@ -70,14 +92,20 @@ class SkillbookDocument:
     """SHA-256 of the file this document was read from, when it is exactly that file (no journal applied)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: stable key and skill order, no embeddings; `dedup_keep_pairs` only when non-empty."""
+        """The JSON document: stable key and skill order, no embeddings, each trace's provenance record once
+        (`ace.core.source_table`); `dedup_keep_pairs` only when non-empty."""
+        table = SourceTable(s.occurrences for s in self.skills.values())
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "embedding_model": self.embedding_model,
             "embedding_dim": embedding_dim(self.skills.values()),
             "next_ids": dict(self.next_ids),
-            "skills": [s.to_dict() for s in self.skills.values()],
-            "operations": [compact_entry(op.to_dict(), self.skills.get(op.skill_id or "")) for op in self.operations],
+            "sources": table.rows(),
+            "skills": [_without_defaults(s.to_dict(table), _SKILL_DEFAULTS) for s in self.skills.values()],
+            "operations": [
+                _without_defaults(compact_entry(op.to_dict(), self.skills.get(op.skill_id or "")), _OP_DEFAULTS)
+                for op in self.operations
+            ],
         }
         if self.keep_pairs:
             doc["dedup_keep_pairs"] = [list(k) for k in self.keep_pairs]
@@ -89,9 +117,12 @@ class SkillbookDocument:
         _check_top(data, source)
         doc = cls(embedding_model=data.get("embedding_model"))
         shared = SharedValues()
+        records = SourceRecords(shared)
+        for raw in _check_sources(data, source):
+            _add_record(records, raw, source)
         raw_skills = data["skills"]
         for i, raw in enumerate(raw_skills):
-            doc._add_skill(i, raw, shared, source)
+            doc._add_skill(i, raw, shared, records, source)
         for raw in _check_operations(data, source):
             doc._add_operation(raw, shared, source)
         doc._finish(data, source)
@@ -105,25 +136,31 @@ class SkillbookDocument:
         few it takes (a repeated top-level key): read those with it, which names the problem."""
         doc = cls()
         shared = SharedValues()
+        records = SourceRecords(shared)
         top: dict[str, Any] = {}
         counts = dict.fromkeys(_LIST_FIELDS, 0)
         for key, value, item in iter_object(text, split=_LIST_FIELDS):
             if not item:
                 top[key] = value
+            elif key == "sources":
+                if counts["skills"]:
+                    raise SkillbookFormatError(f"{source}: 'sources' after 'skills'", path=source)  # read whole
+                _add_record(records, value, source)
             elif key == "skills":
-                doc._add_skill(counts[key], value, shared, source)
+                doc._add_skill(counts[key], value, shared, records, source)
                 counts[key] += 1
             else:
                 doc._add_operation(value, shared, source)
         _check_top(top, source)
+        _check_sources(top, source)
         _check_operations(top, source)
         doc.embedding_model = top.get("embedding_model")
         doc._finish(top, source)
         return doc, top
 
-    def _add_skill(self, i: int, raw: Any, shared: SharedValues, source: str) -> None:
+    def _add_skill(self, i: int, raw: Any, shared: SharedValues, records: SourceRecords, source: str) -> None:
         try:
-            skill = Skill.from_dict(raw, shared=shared)
+            skill = Skill.from_dict(raw, shared=shared, sources=records)
         except ValueError as e:
             raise SkillbookFormatError(f"{source}: skills[{i}]: {e}", path=source) from None
         if skill.id in self.skills:
@@ -139,6 +176,15 @@ class SkillbookDocument:
     def _finish(self, data: dict[str, Any], source: str) -> None:
         self.next_ids = _next_ids(self, data.get("next_ids"), source)
         self.keep_pairs = _keep_pairs(self, data.get("dedup_keep_pairs", []), source)
+
+
+def _without_defaults(entry: dict[str, Any], defaults: Mapping[str, object]) -> dict[str, Any]:
+    """`entry` without the fields that hold their default (`is` for `None` and booleans: `0 == False`)."""
+    return {
+        k: v
+        for k, v in entry.items()
+        if k not in defaults or not (v is defaults[k] or (type(v) is int and v == defaults[k]))
+    }
 
 
 def _check_top(data: Any, source: str) -> None:
@@ -162,6 +208,20 @@ def _check_top(data: Any, source: str) -> None:
         raise SkillbookFormatError(f"{source}: 'embedding_model' must be a string or null", path=source)
     if not isinstance(data["skills"], list):
         raise SkillbookFormatError(f"{source}: 'skills' must be a list", path=source)
+
+
+def _check_sources(data: dict[str, Any], source: str) -> list[Any]:
+    raw = data.get("sources", [])
+    if not isinstance(raw, list):
+        raise SkillbookFormatError(f"{source}: 'sources' must be a list", path=source)
+    return raw
+
+
+def _add_record(records: SourceRecords, raw: Any, source: str) -> None:
+    try:
+        records.add(raw)
+    except ValueError as e:
+        raise SkillbookFormatError(f"{source}: {e}", path=source) from None
 
 
 def _check_operations(data: dict[str, Any], source: str) -> list[Any]:

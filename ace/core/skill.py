@@ -16,6 +16,7 @@ from typing_extensions import TypedDict  # pydantic builds tool-result schemas o
 
 from ace.core.insight_source import InsightSource, utc_now
 from ace.core.shared_values import SharedValues
+from ace.core.source_table import SourceRecords, SourceTable
 from ace.core.text_rules import (
     MAX_KEYWORD_LENGTH,
     VALID_SECTIONS,
@@ -168,9 +169,10 @@ class Skill:
         """The text this skill is embedded and searched by (the spec's formula)."""
         return embedding_input(self.issue, self.insight, self.keywords)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, sources: SourceTable | None = None) -> dict[str, Any]:
         """JSON-ready dict with a fixed key order; the embedding is left out (it lives in the sidecar), and
-        `quarantine` is only present while the skill is quarantined."""
+        `quarantine` is only present while the skill is quarantined. `sources`: the file's provenance table, for the
+        occurrences to point at its records (`ace.core.source_table`) instead of being written whole."""
         out: dict[str, Any] = {
             "id": self.id,
             "section": self.section,
@@ -184,18 +186,23 @@ class Skill:
             "neutral_count": self.neutral_count,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
-            "occurrences": [o.to_dict() for o in self.occurrences],
+            "occurrences": [o.to_dict() for o in self.occurrences]
+            if sources is None
+            else [sources.use(o) for o in self.occurrences],
         }
         if self.quarantine is not None:
             out["quarantine"] = self.quarantine.to_dict()
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, shared: SharedValues | None = None) -> Skill:
+    def from_dict(
+        cls, data: dict[str, Any], *, shared: SharedValues | None = None, sources: SourceRecords | None = None
+    ) -> Skill:
         """Inverse of `to_dict`, checking every invariant; raises `ValueError` naming the field.
 
         `shared`: the values already read from the same file (`SharedValues`), for equal strings, keyword labels
-        and provenance entries to be stored once."""
+        and provenance entries to be stored once. `sources`: the file's provenance records, which its occurrences
+        may point at (else each is written whole)."""
         if not isinstance(data, dict):
             raise ValueError(f"skill must be an object, got {type(data).__name__}")
         unknown = data.keys() - _SKILL_KEYS
@@ -240,7 +247,10 @@ class Skill:
         except ValueError as e:
             raise ValueError(f"skill {skill_id}: {e}") from None
         try:
-            chain = tuple([InsightSource.from_dict(o, shared=shared) for o in occurrences])
+            if sources is None:
+                chain = tuple([InsightSource.from_dict(o, shared=shared) for o in occurrences])
+            else:
+                chain = tuple([sources.read(o) for o in occurrences])
         except ValueError as e:
             raise ValueError(f"skill {skill_id}: {e}") from None
         new = draft()

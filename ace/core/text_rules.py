@@ -6,6 +6,7 @@ Skill text reaches every agent's prompt, so it is plain prose: no control charac
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -129,6 +130,12 @@ def validate_insight(section: Section, insight: object, *, max_chars: int | None
     return check_text("insight", text, max_chars=max_chars) or None
 
 
+@functools.lru_cache(maxsize=4096)
+def _label(raw: str) -> str:
+    """One keyword normalised (a pure memo: a skillbook uses a few hundred labels over and over)."""
+    return _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
+
+
 def normalize_keywords(keywords: object) -> list[str]:
     """Keywords as short lowercase identifiers (`Booking API` -> `booking_api`), de-duplicated, order kept.
 
@@ -147,7 +154,7 @@ def normalize_keywords(keywords: object) -> list[str]:
             raise SkillbookError(f"keywords must be strings, got {raw!r}")
         if not raw.isprintable():
             check_text(f"keyword {raw!r}", raw, prose=False)
-        label = _UNDERSCORES.sub("_", _NON_IDENT.sub("_", raw.strip().lower())).strip("_.")
+        label = _label(raw)
         if not label:
             continue
         if len(label) > MAX_KEYWORD_LENGTH:

@@ -17,7 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from ace.core.npz import Member, Streamed, drop_resident, npz_members, npz_writer, read_arrays, rows_in_chunks
+from ace.core.npz import (
+    Member,
+    Streamed,
+    drop_resident,
+    npz_members,
+    npz_writer,
+    read_arrays,
+    rows_in_chunks,
+    text_array,
+    text_list,
+)
 from ace.core.skill import Embedding
 from ace.core.storage import Writer
 from ace.exceptions import SkillbookFormatError
@@ -55,8 +65,8 @@ def embeddings_writer(
     # while deflate costs ~0.7 s at 5,000 x 384. It is still a standard `.npz` for `np.load`.
     return npz_writer(
         {
-            "ids": np.asarray(ids, dtype=np.str_),
-            "hashes": np.asarray(hashes, dtype=np.str_),
+            "ids": text_array(ids),  # ASCII: one byte a character
+            "hashes": text_array(hashes),
             "embeddings": vectors,
             "model": np.asarray(model or "", dtype=np.str_),
         }
@@ -101,7 +111,7 @@ def load_sidecar(path: str | os.PathLike[str], *, dim: int | None = None, max_ro
     if isinstance(found, str):
         raise SkillbookFormatError(f"{p}: {found}", path=str(p))
     arrays = found[0]
-    ids, hashes = (tuple(str(x) for x in arrays[k].tolist()) for k in ("ids", "hashes"))
+    ids, hashes = (tuple(text_list(arrays[k])) for k in ("ids", "hashes"))
     return Sidecar(ids, hashes, arrays["embeddings"], str(arrays["model"]) or None)
 
 
@@ -153,8 +163,7 @@ def read_embeddings(
     arrays, finite = found
     if (str(arrays["model"]) or None) != model:
         return None
-    ids: list[str] = arrays["ids"].tolist()
-    hashes: list[str] = arrays["hashes"].tolist()
+    ids, hashes = text_list(arrays["ids"]), text_list(arrays["hashes"])
     for name in ("ids", "hashes"):
         drop_resident(arrays[name])  # read once: their pages need not stay
     if not finite.all():
@@ -185,7 +194,7 @@ def sidecar_problem(members: dict[str, Member], *, dim: int | None, max_rows: in
         "model": (model_type, _MAX_MODEL_CHARS),
     }
     for name, (dtype, longest) in text.items():
-        if dtype.kind != "U" or dtype.itemsize > 4 * longest:
+        if dtype.kind not in "US" or dtype.itemsize > (4 if dtype.kind == "U" else 1) * longest:
             return f"{name}: {dtype} is not text of at most {longest} characters"
     if len(ids) != 1 or hashes != ids or model != ():
         return f"ids {ids}, hashes {hashes} and model {model} do not fit together"

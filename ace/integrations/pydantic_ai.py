@@ -2,6 +2,7 @@
 
 ```python
 skills = SkillInstructions(Skillbook.load("skillbook.json"), max_tokens=400)  # or a store folder: "prod-store"
+skills = SkillInstructions.from_url("http://127.0.0.1:4318", token=None, poll_seconds=30)  # or `ace-eval serve`'s
 agent = Agent(model, instructions=["You book flights.", skills])
 capture = RunCapture("my-traces", source_system="flight-bot", skills=skills)
 result = await capture.run(agent, "Change my flight to Friday")
@@ -35,6 +36,7 @@ from pydantic_ai.run import AgentRunResult
 from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.integrations._collection import CollectionAppender
+from ace.integrations.remote import RemoteSkillbook
 from ace.integrations.store_format import CurrentSkillbook, is_store
 from ace.retrieval.budget import count_tokens, render_skill_list, retrieve_within_budget
 
@@ -59,11 +61,12 @@ class SkillInstructions:
 
     `skillbook` is a `Skillbook`, a skillbook file, or a skillbook store (`ace-eval skillbook publish ... --to
     STORE`): a store's current version is used, and loaded again when `current` moves (one `stat` per call).
+    `SkillInstructions.from_url(URL)` follows the version `ace-eval serve` serves instead.
     """
 
     def __init__(
         self,
-        skillbook: Skillbook | str | os.PathLike[str],
+        skillbook: Skillbook | RemoteSkillbook | str | os.PathLike[str],
         *,
         max_tokens: int = 500,
         candidates: int = 20,
@@ -71,8 +74,11 @@ class SkillInstructions:
         count_tokens: Callable[[str], int] = count_tokens,
         header: str = DEFAULT_HEADER,
     ) -> None:
-        self._store: CurrentSkillbook | None = None
-        if isinstance(skillbook, Skillbook):
+        self._store: CurrentSkillbook | RemoteSkillbook | None = None
+        if isinstance(skillbook, RemoteSkillbook):
+            self._store = skillbook
+            self._skillbook = skillbook.get()
+        elif isinstance(skillbook, Skillbook):
             self._skillbook = skillbook
         elif is_store(skillbook):
             self._store = CurrentSkillbook(skillbook)
@@ -86,16 +92,35 @@ class SkillInstructions:
         self.header = header
         self.last_skill_ids: tuple[str, ...] = ()
 
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        token: str | None = None,
+        poll_seconds: float = 30.0,
+        timeout: float = 2.0,
+        max_tokens: int = 500,
+        **options: Any,
+    ) -> SkillInstructions:
+        """The skills `ace-eval serve` serves at `url` (`GET /v1/skillbook`, with `Authorization: Bearer token`),
+        asked again with the ETag at most every `poll_seconds` and swapped in without a restart. A run waits at
+        most `timeout` seconds for an answer; when the server is down the last good skills are kept, with a
+        `RuntimeWarning` (`ace.integrations.remote`). `options`: those of the constructor."""
+        remote = RemoteSkillbook(url, token=token, poll_seconds=poll_seconds, timeout=timeout)
+        return cls(remote, max_tokens=max_tokens, **options)
+
     @property
     def skillbook(self) -> Skillbook:
-        """The skillbook the next run sees (a store's current version, reloaded when `current` moved)."""
+        """The skillbook the next run sees (a store's current version, reloaded when `current` moved; a served
+        one, asked again every `poll_seconds`)."""
         if self._store is not None:
             self._skillbook = self._store.get()
         return self._skillbook
 
     @property
     def store_version(self) -> int | None:
-        """The store version the skillbook is (`None` when it did not come from a store)."""
+        """The store version the skillbook is (`None` when it did not come from a store or a server)."""
         return self._store.version if self._store is not None else None
 
     def for_prompt(self, prompt: str) -> str:

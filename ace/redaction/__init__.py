@@ -3,6 +3,7 @@ phone, card, IBAN and US social security numbers, replaced by typed placeholders
 
 from ace.redaction._detectors import BUILTIN_DETECTORS, Detector, iban_valid, luhn_valid
 from ace.redaction._redactor import (
+    NOT_IN_IDS,
     PLACEHOLDER,
     Finding,
     RedactionConfigError,
@@ -11,10 +12,12 @@ from ace.redaction._redactor import (
     count_kinds,
     id_placeholder,
     mask,
+    secret_named,
 )
 
 __all__ = [
     "BUILTIN_DETECTORS",
+    "NOT_IN_IDS",
     "PLACEHOLDER",
     "Detector",
     "Finding",
@@ -26,4 +29,5 @@ __all__ = [
     "id_placeholder",
     "luhn_valid",
     "mask",
+    "secret_named",
 ]

@@ -162,14 +162,32 @@ def _base64_secret(value: str) -> bool:
     )
 
 
+_ACCESS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}")
+"""An AWS access key id, whole (the `aws_access_key` detector's shape)."""
+
+
+def _carries_access_key(value: str) -> bool:
+    """Whether one of the `/`-separated segments of `value` is an AWS access key id."""
+    return "/" in value and any(_ACCESS_KEY_ID.fullmatch(segment) for segment in value.split("/"))
+
+
+def _secret_key_alone(value: str) -> bool:
+    """A lone 40-character token of mixed case and digits that is not a path around an access key id."""
+    return _mixed_case_token(value) and not _carries_access_key(value)
+
+
 def _slashed_secret(run: str) -> tuple[int, int] | None:
     """Where an AWS secret key is in a run of base64 characters with `/` or `+`: all of it, or 40 characters of it
-    between `/`s (`bucket/<key>/x`); a path such as `src/Main1.java` is none."""
+    between `/`s (`bucket/<key>/x`); a path such as `src/Main1.java` is none, and so is a path with an access key id
+    as one of its segments (`x/AKIA.../y`: the access key's own detector names it)."""
     for start in (0, *(i + 1 for i, c in enumerate(run) if c == "/")):
         end = start + 40
         if end > len(run):
             return None
-        if (end == len(run) or run[end] == "/") and _base64_secret(run[start:end]):
+        candidate = run[start:end]
+        if _carries_access_key(candidate):
+            continue
+        if (end == len(run) or run[end] == "/") and _base64_secret(candidate):
             return start, end
     return None
 
@@ -300,7 +318,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         shape_pattern=r"[/+](?:(?<=[A0a-z/+]{21})|(?=[A0a-z/+]{20}))",
         left=r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{0,40}\Z",
     ),
-    _d("aws_secret_key", _B64_40_ALONE, check=_mixed_case_token, after="aws_access_key"),
+    _d("aws_secret_key", _B64_40_ALONE, check=_secret_key_alone, after="aws_access_key"),
     _d("google_api_key", r"AIza(?<![A-Za-z0-9]AIza)[0-9A-Za-z_-]{35}", "AIza"),
     _d("github_token", r"(?:gh[pousr]_(?<![A-Za-z0-9]gh._)[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", *_GITHUB),
     _d("gitlab_token", r"glpat-[A-Za-z0-9_-]{20,}", "glpat-"),

@@ -25,6 +25,7 @@ from ace.redaction._ids import id_placeholder
 from ace.redaction._prefilter import Prefilter
 
 __all__ = [
+    "NOT_IN_IDS",
     "PLACEHOLDER",
     "Finding",
     "RedactionConfigError",
@@ -33,6 +34,7 @@ __all__ = [
     "count_kinds",
     "id_placeholder",
     "mask",
+    "secret_named",
 ]
 
 _KIND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -42,7 +44,8 @@ _SECRET_WORDS = ("secret", "token", "passw", "key", "credential", "auth")
 key name before the value)."""
 
 
-def _secret_named(key: str) -> bool:
+def secret_named(key: str) -> bool:
+    """Whether `redact_data` searches a string under the dict key `key` as `key: value` (a secret-like name)."""
     lowered = key.lower()
     return any(word in lowered for word in _SECRET_WORDS)
 
@@ -231,7 +234,7 @@ class Redactor:
             elif isinstance(value, Mapping):
                 for k, v in value.items():
                     shown = fix(k, path, False) if isinstance(k, str) else k  # a path never shows a secret key
-                    if isinstance(k, str) and isinstance(v, str) and k not in skip_keys and _secret_named(k):
+                    if isinstance(k, str) and isinstance(v, str) and k not in skip_keys and secret_named(k):
                         prefixes[len(texts)] = f"{k}: "  # searched as `key: value`, as the text detectors expect
                         texts.append(f"{k}: {v}")
                         paths.append(f"{path}.{shown}")

@@ -10,6 +10,7 @@ from ace.reflector.trace_view import (
     SkillsInContext,
     TraceView,
     grader_block,
+    neutralize_tags,
     render_ground_truth,
     render_outcome,
     render_trace,
@@ -136,7 +137,7 @@ def rr_task_prompt(
     names = ", ".join(f"{name} x{count}" for name, count in view.tool_names().most_common()) or "none"
     errors = len(view.errors) + len(view.orphan_errors)
     shown = min(len(view.messages), index_lines)
-    outline = "\n".join(view.message_line(i, width) for i in range(shown))
+    outline = neutralize_tags("\n".join(view.message_line(i, width) for i in range(shown)))
     if shown < len(view.messages):
         outline += f"\n... {len(view.messages) - shown} more messages: list_messages({shown}, {len(view.messages)})"
     parts = [

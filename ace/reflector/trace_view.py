@@ -31,6 +31,7 @@ __all__ = [
     "classify_tool_result",
     "content_text",
     "grader_block",
+    "neutralize_tags",
     "render_grader",
     "render_ground_truth",
     "render_outcome",
@@ -234,6 +235,19 @@ class TraceView:
         return f"[{index}] {role}: " + " ".join(p for p in parts if p)
 
 
+_PROMPT_TAGS = re.compile(
+    r"<(/?\s*(?:task|conversation|outcome|ground_truth|grader_diff|outline|skills_in_context)\b)", re.IGNORECASE
+)
+"""The opening or closing tag of an element of the reflector prompt, where a trace's own text could forge one."""
+
+
+def neutralize_tags(text: str) -> str:
+    """`text` with every tag of the prompt's own elements (`</conversation>`, `<grader_diff>`, ...) made inert
+    (`&lt;/conversation>`): a message or tool result cannot close the conversation and forge an outcome, a ground
+    truth or a grader's verdict. Everything else stays as written (code and JSON keep their `<` and `&`)."""
+    return _PROMPT_TAGS.sub(r"&lt;\1", text)
+
+
 def task_block(question: str) -> str:
     """The `<task>` element of a reflector prompt, the trace's question escaped (`<`, `>`, `&`): a question cannot
     close the element and forge an `<outcome>` or a `<ground_truth>`."""
@@ -278,7 +292,7 @@ def render_ground_truth(trace: Mapping[str, Any], *, max_chars: int = 4_000) -> 
     if truth in (None, {}, []):
         return None
     text = truth if isinstance(truth, str) else json.dumps(truth, ensure_ascii=False, indent=1, default=str)
-    return truncate(text, max_chars)
+    return neutralize_tags(truncate(text, max_chars))
 
 
 def render_trace(
@@ -315,7 +329,7 @@ def render_trace(
     if conversation:
         parts.append(
             f'<conversation messages="{len(view.messages)}" tool_calls="{len(view.tool_calls)}" '
-            f'failed_tool_calls="{len(view.errors)}">\n' + "\n".join(body) + "\n</conversation>"
+            f'failed_tool_calls="{len(view.errors)}">\n' + neutralize_tags("\n".join(body)) + "\n</conversation>"
         )
     parts.append(f"<outcome>\n{render_outcome(trace)}\n</outcome>")
     truth = render_ground_truth(trace)

@@ -155,7 +155,7 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
             expected = tuple(_size(d, sizes) for d in dims)
         except KeyError as e:
             return f"its header lacks the size {e}"
-        ok = (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) if kind == "U" else dtype == np.dtype(kind)
+        ok = _text_ok(dtype) if kind == "U" else dtype == np.dtype(kind)
         if not ok or shape != expected:
             return f"{name}: {shape} of {dtype}, expected {expected} of {kind}"
     names_read = [name for name in layout if name != "header"]
@@ -181,6 +181,13 @@ def graph_reader(path: Path) -> Iterator[Callable[[int], bytes]]:
     with zipfile.ZipFile(path) as zf, zf.open("hnsw.npy") as member:
         _npy_header(member)
         yield member.read
+
+
+def _text_ok(dtype: np.dtype[Any]) -> bool:
+    """A text member: `U`, or ASCII `S` (`ace.core.npz.text_array`), of at most `_MAX_TEXT` characters."""
+    return (dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEXT) or (
+        dtype.kind == "S" and dtype.itemsize <= _MAX_TEXT
+    )
 
 
 def _size(dim: str, sizes: dict[str, int]) -> int:

@@ -13,17 +13,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ace.core.npz import drop_resident
+from ace.core.npz import drop_resident, text_array, text_list
 from ace.core.skill import embedding_input_hash
 
 __all__ = ["TextColumn", "tie_key"]
 
 
 class TextColumn:
-    """Strings by slot: `base` (a read-only array of the first slots), then a list for the later ones."""
+    """Strings by slot: `base` (a read-only array of the first slots, `U` or ASCII `S`: `ace.core.npz.text_array`),
+    then a list for the later ones."""
 
-    def __init__(self, base: npt.NDArray[np.str_] | None = None) -> None:
-        self._base: npt.NDArray[np.str_] = base if base is not None else np.zeros(0, dtype="<U1")
+    def __init__(self, base: npt.NDArray[Any] | None = None) -> None:
+        self._base: npt.NDArray[Any] = base if base is not None else np.zeros(0, dtype="S1")
         self._tail: list[str] = []
 
     def __len__(self) -> int:
@@ -31,7 +32,7 @@ class TextColumn:
 
     def __getitem__(self, slot: int) -> str:
         base = self._base.shape[0]
-        return str(self._base[slot]) if slot < base else self._tail[slot - base]
+        return text_list(self._base[slot : slot + 1])[0] if slot < base else self._tail[slot - base]
 
     def append(self, value: str) -> None:
         self._tail.append(value)
@@ -40,16 +41,16 @@ class TextColumn:
         """The values of `slots` (ascending), reading the base array once and letting its pages go again."""
         base = self._base.shape[0]
         head = slots[slots < base]
-        out: list[str] = self._base[head].tolist()
+        out = text_list(self._base[head])
         drop_resident(self._base)
         out.extend(self._tail[int(s) - base] for s in slots[slots >= base])
         return out
 
     def array(self) -> npt.NDArray[Any]:
         """Every value, as one array for the sidecar."""
-        if not self._tail:
+        if not self._tail and self._base.dtype.kind == "S":
             return self._base
-        return np.concatenate([self._base, np.asarray(self._tail, dtype=np.str_)])
+        return text_array([*text_list(self._base), *self._tail])
 
 
 def tie_key(skill_id: str) -> int:

@@ -23,7 +23,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ace.core.npz import drop_resident
+from ace.core.npz import drop_resident, text_array, text_list
 
 __all__ = ["BM25Index"]
 
@@ -173,7 +173,7 @@ class BM25Index:
         """Everything needed to rebuild this index without tokenising again (arrays, for an `.npz`)."""
         self._refresh(fold=True)
         n, p = self._n_slots, self._n_postings
-        vocab = np.asarray(list(self._vocab), dtype=np.str_) if self._vocab else np.zeros(0, dtype="<U1")
+        vocab = text_array(self._vocab)
         return {
             "vocab": vocab,
             "params": np.asarray([self.k1, self.b, self.epsilon, self._total_len], dtype=np.float64),
@@ -197,7 +197,7 @@ class BM25Index:
             raise ValueError(f"BM25 state lacks {missing}")
         k1, b, epsilon, total_len = (float(x) for x in np.asarray(state["params"], dtype=np.float64))
         index = cls(k1=k1, b=b, epsilon=epsilon)
-        vocab = [str(w) for w in state["vocab"]]
+        vocab = text_list(state["vocab"])
         index._vocab = {w: i for i, w in enumerate(vocab)}
         n, p, v = state["alive"].shape[0], state["terms"].shape[0], len(vocab)
         shapes_ok = (

@@ -87,7 +87,25 @@ def fuse_top_k(
     extra: _FloatArray | None = None,
     depth: int = 256,
 ) -> _IntArray:
-    """Same result as `fuse_full`, sorting only the best `depth` (or more, on ties) items of each ranking."""
+    """Same result as `fuse_full`, sorting only the best `depth` (or more, on ties) items of each ranking.
+
+    When those prefixes leave too many contenders (long rankings whose leaders score alike: common query words),
+    the prefixes are made 4x deeper and the bound tried again, before falling back to sorting everything."""
+    if top_k >= m:
+        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+    while True:
+        found = _bounded(rankings, m, top_k, k, extra, depth)
+        if found is not None:
+            return found
+        if all(depth >= r.items.size for r in rankings):
+            return fuse_full(rankings, m, top_k, k=k, extra=extra)
+        depth *= 4
+
+
+def _bounded(
+    rankings: Sequence[Ranking], m: int, top_k: int, k: int, extra: _FloatArray | None, depth: int
+) -> _IntArray | None:
+    """`fuse_top_k` with prefixes of `depth`, or `None` when they leave too many contenders to rank exactly."""
     prefixes: list[_IntArray] = []
     lower = np.zeros(m, dtype=np.float64)
     upper_gap = np.zeros(m, dtype=np.float64)
@@ -102,15 +120,13 @@ def fuse_top_k(
             upper_gap[tail] += 1.0 / (k + prefix.size + 1)
     if extra is not None:
         lower += extra
-    if top_k >= m:
-        return fuse_full(rankings, m, top_k, k=k, extra=extra)
     scored = lower[lower > 0]  # only prefix items (and `extra`) have a lower bound: partition those alone
     if scored.size < top_k:
-        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+        return None
     tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
     contenders = np.flatnonzero(lower + upper_gap >= tau)
     if contenders.size > max(_MAX_CONTENDERS, 4 * top_k):
-        return fuse_full(rankings, m, top_k, k=k, extra=extra)
+        return None
     # Exact fused scores of the contenders, summed in the same order as `fuse_full` (same rounding).
     fused = np.zeros(contenders.size, dtype=np.float64)
     for r, prefix in zip(rankings, prefixes, strict=True):

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 import ace.retrieval._persist as _persist
-from ace.core.npz import is_mapped
+from ace.core.npz import is_mapped, text_array, text_list
 from ace.core.skill import Section, Skill, embedding_input_hash
 from ace.core.skillbook import Skillbook
 from ace.core.storage import FileState, Writer, gc_paused
@@ -360,10 +360,10 @@ class SkillSearchIndex:
                 "slot_hashes": self._slot_hashes.array(),
                 "sections": self._sections[:n].copy(),
                 "tie_keys": self._tie_keys[:n].copy(),
-                "kw_vocab": np.asarray(kw_vocab, dtype=np.str_),
+                "kw_vocab": text_array(kw_vocab),
                 "kw_ptr": kw_ptr,
                 "kw_ids": kw_ids,
-                "pending": np.asarray(sorted(self._pending), dtype=np.str_),
+                "pending": text_array(sorted(self._pending)),
                 **bm25,
                 **self._dense.state(n, vectors=rows is None),
                 **(rows or {}),
@@ -413,13 +413,13 @@ class SkillSearchIndex:
         if len(set(slot_ids.where(live))) != live.size:
             warnings.warn(f"{path}: a skill holds two live slots; ignored", RuntimeWarning, stacklevel=2)
             return
-        self._keywords = KeywordTable(a["kw_vocab"].tolist(), ptr, ids)
+        self._keywords = KeywordTable(text_list(a["kw_vocab"]), ptr, ids)
         self._bm25, self._dense, self._slot_ids, self._slot_of, self._live = bm25, dense, slot_ids, None, live.size
         self._slot_hashes = TextColumn(a["slot_hashes"])
         self._sections, self._tie_keys = a["sections"], a["tie_keys"]  # writable: copy-on-write when mapped
         self._by_key = np.argsort(self._tie_keys, kind="stable").astype(np.int64)
         self._sorted_keys = self._tie_keys[self._by_key]
-        self._pending = {str(p) for p in a["pending"].tolist()}
+        self._pending = set(text_list(a["pending"]))
         self._version, self._model = state.version, self.embedder.model_name
         self.loaded_from = str(path)
 

@@ -106,7 +106,8 @@ COMMANDS: Mapping[str, LazyCommand] = MappingProxyType(
         "serve": LazyCommand(
             "ace_eval.commands.serve",
             "serve",
-            "Receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox under a store and assemble them into traces.",
+            "Learn from your agent's OpenTelemetry spans in production; publish gated skillbook versions; "
+            "serve skills.",
         ),
         "skillbook": LazyCommand(
             "ace_eval.commands.skillbook",

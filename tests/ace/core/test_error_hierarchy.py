@@ -44,6 +44,7 @@ def test_every_error_class_is_a_user_error_or_a_run_error() -> None:
         if cls not in (AceError, UserError, RunError)
         and not issubclass(cls, UserError | RunError)
         and not issubclass(cls, click.ClickException)  # the CLI's own reports of them
+        and not issubclass(cls, KeyboardInterrupt)  # a stop signal (serve's LearningStopped, as Ctrl-C), not an error
     )
     assert outside == [], "subclass ace.exceptions.UserError (the user fixes it) or RunError (a run failed)"
 

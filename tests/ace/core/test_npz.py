@@ -18,6 +18,8 @@ from ace.core.npz import (
     npz_writer,
     read_arrays,
     rows_in_chunks,
+    text_array,
+    text_list,
 )
 
 ARRAYS: dict[str, Any] = {
@@ -161,3 +163,13 @@ def test_a_file_system_that_cannot_map_gets_the_arrays_read(tmp_path: Path, monk
     stored = read_arrays(path, members, ["vectors"], map_min_bytes=0)
     assert not isinstance(stored, str) and not stored.mapped
     assert np.array_equal(stored.arrays["vectors"], ARRAYS["vectors"])
+
+
+def test_text_arrays_are_ascii_bytes_when_they_can_be_and_read_back_as_strings() -> None:
+    ids = text_array(["context-00001", "harness-00002"])
+    assert ids.dtype.kind == "S" and ids.itemsize == 13  # one byte a character, not UTF-32's four
+    assert text_list(ids) == ["context-00001", "harness-00002"]
+    mixed = text_array(["ascii", "ünïcode"])
+    assert mixed.dtype.kind == "U" and text_list(mixed) == ["ascii", "ünïcode"]
+    assert text_list(text_array([])) == []
+    assert text_list(np.asarray([b"ab\xffc", b"ok"])) == ["ab\ufffdc", "ok"]  # a damaged byte matches no id

@@ -20,6 +20,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from ace import InsightSource, Skillbook
+from ace.core.npz import text_list
 from ace.core.vectors import embeddings_writer
 from ace.embeddings.test import TestEmbedder
 from ace.exceptions import SkillbookError, SkillbookFormatError
@@ -237,7 +238,7 @@ def test_a_cache_with_nan_vectors_is_ignored_for_those_skills_with_a_warning(tmp
     book, sidecar = embedded(tmp_path)
     matrix = np.stack([s.embedding for s in book.skills() if s.embedding is not None])
     matrix[0, 2] = np.nan
-    hashes = [str(h) for h in np.load(sidecar)["hashes"]]
+    hashes = text_list(np.load(sidecar)["hashes"])
     with sidecar.open("wb") as f:
         embeddings_writer(ids=[s.id for s in book.skills()], hashes=hashes, matrix=matrix, model="m")(f)
     with pytest.warns(RuntimeWarning, match="context-00001 hold NaN or infinite values; ignored"):

@@ -85,11 +85,13 @@ def test_json_is_diffable_and_carries_no_embeddings(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     doc = json.loads(text)
     assert doc["schema_version"] == "2"
-    assert list(doc) == ["schema_version", "embedding_model", "embedding_dim", "next_ids", "skills", "operations"]
+    top = ["schema_version", "embedding_model", "embedding_dim", "next_ids", "sources", "skills", "operations"]
+    assert list(doc) == top
     assert all("embedding" not in s for s in doc["skills"])
-    # One line per top-level field, per skill and per logged operation: a changed skill is a changed line.
-    assert text.count("\n") == 6 + 2 * 2 + len(doc["skills"]) + len(doc["operations"])
-    assert text.splitlines()[6].startswith('  {"id": "harness-00001"')
+    # One line per top-level field, per provenance record, per skill and per logged operation: a changed skill is a
+    # changed line.
+    assert text.count("\n") == 6 + 3 * 2 + len(doc["sources"]) + len(doc["skills"]) + len(doc["operations"])
+    assert text.splitlines()[8 + len(doc["sources"])].startswith('  {"id": "harness-00001"')
     assert "ünïcode" in text
 
 
@@ -278,7 +280,22 @@ def test_sidecar_is_a_standard_npz(tmp_path: Path) -> None:
     with np.load(sidecar_path(path)) as npz:
         assert npz["embeddings"].dtype == np.float32
         assert npz["embeddings"].shape == (10, 8)
-        assert list(npz["ids"]) == [s.id for s in sb.skills(include_inactive=True)]
+        assert npz["ids"].dtype.kind == npz["hashes"].dtype.kind == "S"  # ASCII: one byte a character
+        assert [i.decode() for i in npz["ids"]] == [s.id for s in sb.skills(include_inactive=True)]
+
+
+def test_a_vector_cache_of_unicode_text_arrays_still_loads(tmp_path: Path) -> None:
+    """Caches written before ids and fingerprints were stored as ASCII bytes hold them as `U` arrays."""
+    sb, path = _saved(tmp_path)
+    with np.load(sidecar_path(path)) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["ids"], arrays["hashes"] = (arrays[k].astype(np.str_) for k in ("ids", "hashes"))
+    np.savez(sidecar_path(path), **arrays)
+    loaded = Skillbook.load_from_file(path)
+    assert loaded.stats()["embedded"] == 10
+    for skill in sb.skills(include_inactive=True):
+        got = loaded.get_skill(skill.id)
+        assert got is not None and np.array_equal(got.embedding, skill.embedding)
 
 
 def test_save_creates_parent_folders_and_leaves_no_temp_files(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ace import Skillbook
-from ace.core.npz import is_mapped, npz_members
+from ace.core.npz import is_mapped, npz_members, text_list
 from ace.core.storage import sidecar_path
 from ace.core.vectors import embeddings_writer
 from ace.exceptions import SkillbookError
@@ -87,7 +87,7 @@ def test_non_finite_vectors_of_a_mapped_cache_are_dropped(tmp_path: Path) -> Non
     matrix[1, 4] = np.nan
     ids = [s.id for s in book.skills()]
     with np.load(sidecar_path(path)) as npz:
-        hashes = npz["hashes"].tolist()
+        hashes = text_list(npz["hashes"])
     with sidecar_path(path).open("wb") as f:
         embeddings_writer(ids=ids, hashes=hashes, matrix=matrix, model="m")(f)
     with pytest.warns(RuntimeWarning, match="harness-00002 hold NaN or infinite values"):

@@ -55,3 +55,12 @@ def test_a_planted_secret_is_redacted_and_scan_finds_it(
     assert ("note.txt", "", plant.kind) in found
     assert ("traces.jsonl", "$.messages[0].content", plant.kind) in found
     assert ("traces.jsonl", "$.trace_id", plant.kind) in found or plant.kind == "card_number"
+
+
+def test_an_access_key_between_slashes_in_a_run_of_forty_is_named_an_access_key() -> None:
+    """Found by the property above: `000000000/AKIA.../00000000a` is 40 base64 characters with `/`s (an AWS secret
+    key's shape), but one of its segments is an access key id, which is what it carries."""
+    text = "000000000/AKIAQ3EGTN7PLMW4ZX2B/00000000a"
+    redacted, findings = REDACTOR.redact(text)
+    assert "AKIAQ3EGTN7PLMW4ZX2B" not in redacted
+    assert [f.kind for f in findings] == ["aws_access_key"]

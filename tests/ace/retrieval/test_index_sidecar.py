@@ -199,6 +199,9 @@ def test_a_sidecar_of_the_previous_format_with_its_own_vectors_still_loads(tmp_p
     n = arrays["slot_ids"].shape[0]
     arrays["vectors"] = built._dense.rows_of(np.arange(n, dtype=np.int64), n)
     del arrays["vector_rows"], arrays["vector_norms"]
+    assert {arrays[k].dtype.kind for k in ("slot_ids", "slot_hashes", "bm25_vocab", "kw_vocab")} == {"S"}
+    for name in ("slot_ids", "slot_hashes", "bm25_vocab", "kw_vocab", "pending"):  # its text was `U`
+        arrays[name] = arrays[name].astype(np.str_)
     np.savez(index_path(path), **arrays)
     sidecar_path(path).unlink()  # not needed by such a sidecar
     assert _reloaded(path, emb, before)[1].loaded_from == str(index_path(path))

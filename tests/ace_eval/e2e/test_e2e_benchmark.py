@@ -181,3 +181,36 @@ def test_a_run_with_quarantined_skills_reports_pass_k_with_and_without_them(
     assert "evaluate_with_quarantined" in record["timings"]
     saved = json.loads((folder / "skillbook.json").read_text(encoding="utf-8"))
     assert "quarantine" in saved["skills"][0]  # the copy evaluated with it released was never saved
+
+
+def test_the_data_folder_from_the_environment_is_recorded_and_kept_on_resume(
+    airline_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run given its data folder only through $ACE_TAU_BENCH_DATA records it (the benchmark's resolved options);
+    a resume after the variable changed keeps the run's folder and says so."""
+    monkeypatch.chdir(airline_data.parent)
+    monkeypatch.setenv("ACE_TAU_BENCH_DATA", airline_data.name)  # relative: recorded absolute
+
+    def die(sample: SampleResult) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+    settings = E2ESettings(limit=2, max_num_steps=4, output_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_e2e(settings, injections=scripted_injections(on_sample=die))
+    [folder] = list(tmp_path.iterdir())
+    recorded = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert recorded["config"]["data_dir"] is None  # not a setting of the run: the benchmark read it
+    assert recorded["resolved_benchmark"]["name"] == "tau-bench-airline"
+    options = recorded["resolved_benchmark"]["options"]
+    assert options["data_dir"] == str(airline_data.absolute()) and options["max_num_steps"] == 4
+    assert options["limit"] == 2 and options["skill_injection"] == "prompt"
+
+    monkeypatch.setenv("ACE_TAU_BENCH_DATA", str(tmp_path / "moved"))  # no data there: the resume must not use it
+    capsys.readouterr()
+    done = runner.resume_e2e(folder, injections=scripted_injections())
+    assert done.record.status == "completed" and done.record.benchmark is not None
+    assert done.record.benchmark.after is not None and done.record.benchmark.after.episodes == 2
+    assert done.record.resolved_benchmark is not None
+    assert done.record.resolved_benchmark.options["data_dir"] == str(airline_data.absolute())
+    err = capsys.readouterr().err
+    assert f"would now resolve it to '{tmp_path / 'moved'}'" in err and "the resume keeps the run's value" in err

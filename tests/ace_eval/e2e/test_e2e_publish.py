@@ -163,3 +163,96 @@ def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
     outcome = publish_run(run, tmp_path / "store")
     assert outcome.result is not None and outcome.result.decision == "promote" and outcome.version is not None
     assert outcome.version.number == 1 and outcome.version.gate == json.loads((run / "gate.json").read_text())
+
+
+def tau_bench_models(airline_data: Path, insight: str) -> dict[Any, Any]:
+    """tau-bench airline, scripted: the user names its task's case number; the agent performs that task's gold
+    actions (and says its outputs) only when a skill in its instructions says `HELPFUL`, else it only apologises
+    (which fails each of tasks 0-5: each needs a write). The skill manager adds one skill saying `insight`."""
+    import re
+
+    from ace_eval.benchmarks.tau_bench.data import load_airline_data
+
+    tasks = load_airline_data(airline_data).tasks
+
+    def user(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        case = next(i for i, task in enumerate(tasks) if task.instruction in (info.instructions or ""))
+        return ModelResponse(
+            parts=[TextPart(f"Help me with case {case}." if responses(messages) == 0 else "###STOP###")]
+        )
+
+    def agent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        task = tasks[int(re.findall(r"case (\d+)", prompt_text(messages))[0])]
+        gold = [(a.name, a.kwargs) for a in task.actions] if HELPFUL in (info.instructions or "") else []
+        done = responses(messages)
+        if done < len(gold):
+            return ModelResponse(parts=[ToolCallPart(*gold[done])])
+        return ModelResponse(parts=[TextPart(f"Done: {', '.join(task.outputs)}." if gold else "Sorry, I cannot.")])
+
+    def sm(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if responses(messages) > 0:
+            return ModelResponse(parts=[TextPart("Updated the skillbook.")])
+        args = {"section": "context", "issue": "Changes were not made.", "keywords": ["airline"], "insight": insight}
+        return ModelResponse(parts=[ToolCallPart("add_skill", args)])
+
+    return {
+        "reflector": FunctionModel(ScriptedReflector(), model_name="scripted-reflector"),
+        "skill_manager": FunctionModel(sm, model_name="scripted-sm"),
+        "agent": FunctionModel(agent, model_name="scripted-agent"),
+        "user": FunctionModel(user, model_name="scripted-user"),
+    }
+
+
+@pytest.mark.parametrize(("insight", "promoted"), [(HELPFUL, True), (HARMFUL, False)])
+def test_a_tau_bench_run_is_gated_against_its_collected_episodes(
+    airline_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, insight: str, promoted: bool
+) -> None:
+    """tau-bench airline collects on the tasks it evaluates: its collected episodes (no baseline/ folder) are the
+    baseline the gate pairs with the evaluation, task by task."""
+    made = SkillbookStore.open_or_create(tmp_path / "store")
+    Skillbook().save_to_file(tmp_path / "empty.json")
+    made.publish(tmp_path / "empty.json", produced_by=ProducedBy(kind="command"), ungated_reason="first version")
+    inj = RunInjections(models=tau_bench_models(airline_data, insight), embedder=TestEmbedder(), show_progress=False)
+    monkeypatch.setattr("ace_eval.commands.e2e.run_e2e", functools.partial(runner.run_e2e, injections=inj))
+    monkeypatch.setenv("ACE_TAU_BENCH_DATA", str(airline_data))
+    args = ["e2e", "--benchmark", "tau-bench-airline", "--limit", "6", "--max-num-steps", "8",
+            "--output-dir", str(tmp_path / "out"), "--publish", str(made.root)]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    [run] = (tmp_path / "out").iterdir()
+    assert not (run / "baseline").exists()
+    assert (run / "gate.json").is_file(), result.output
+    verdict = json.loads((run / "gate.json").read_text())
+    assert verdict["benchmark"] == "tau-bench-airline" and verdict["tasks"] == 6 and verdict["num_trials"] == 1
+    assert verdict["baseline"]["skillbook"] == "none (the run's baseline: collection/)"
+    assert verdict["baseline"]["pass_hat_k"][0]["value"] == 0.0
+    if promoted:
+        assert result.exit_code == 0, result.output
+        assert verdict["decision"] == "promote" and verdict["delta"]["mean"] == 1.0 and verdict["p_value"] < 0.05
+        current = made.current()
+        assert current is not None and current.number == 2 and current.gate == verdict
+    else:
+        assert result.exit_code == 1, result.output
+        assert verdict["decision"] == "hold" and verdict["delta"]["mean"] == 0.0
+        assert "nothing published" in result.output and made.current_number() == 1 and made.numbers() == [1]
+
+
+def test_a_baseline_of_other_episodes_than_the_evaluation_is_refused(airline_data: Path, tmp_path: Path) -> None:
+    """A run whose collected episodes (its baseline) miss a task the evaluation ran cannot be paired: refused
+    with the difference and the command that scores both on the same tasks; nothing is published."""
+    from ace.exceptions import UserError
+    from ace_eval.collection import read_collection, write_collection
+    from ace_eval.e2e.config import E2ESettings
+    from ace_eval.e2e.publish import publish_run
+
+    settings = E2ESettings(data_dir=airline_data, limit=2, max_num_steps=4, output_dir=tmp_path / "out")
+    inj = RunInjections(models=tau_bench_models(airline_data, HELPFUL), embedder=TestEmbedder(), show_progress=False)
+    run = runner.run_e2e(settings, injections=inj).folder.path
+    manifest, traces = read_collection(run / "collection")
+    write_collection(tmp_path / "fewer", [t for t in traces if t.task_id != "1"], source_system=manifest.source_system,
+                     benchmark=manifest.benchmark)  # fmt: skip
+    for name in ("manifest.json", "traces.jsonl"):
+        (run / "collection" / name).write_bytes((tmp_path / "fewer" / name).read_bytes())
+    with pytest.raises(UserError, match=r"baseline \(collection/\) and its evaluation \(evaluation/\)") as refused:
+        publish_run(run, tmp_path / "store")
+    assert "only the evaluation has task(s) 1" in str(refused.value) and "ace-eval gate run" in str(refused.value)
+    assert not (tmp_path / "store").exists() and not (run / "gate.json").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import logfire
 from _otel_agent import weather_agent
-from _serve_helpers import otlp_json, request, running, string_attr, url, wait_for
+from _serve_helpers import inbox_files, inbox_spans, otlp_json, request, running, string_attr, url, wait_for
 from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -55,10 +55,9 @@ def test_agent_spans_over_otlp_http_are_acknowledged_redacted_and_assembled(tmp_
         acknowledged = status["spans_acknowledged"]
     assert isinstance(acknowledged, int) and acknowledged >= 20 * 3  # agent run, model calls, tool call per run
     assert status["traces_assembled"] == 20 and status["traces_rejected"] == 0
-    inbox = (store / "serve" / "inbox.jsonl").read_bytes()
-    assert sum(json.loads(line)["spans"] for line in inbox.splitlines()) == acknowledged
-    for name in ("inbox.jsonl", "traces.jsonl", "ready.jsonl"):
-        assert SECRET.encode() not in (store / "serve" / name).read_bytes(), name
+    assert inbox_spans(store) == acknowledged
+    for path in [*inbox_files(store), store / "serve" / "traces.jsonl", store / "serve" / "ready.jsonl"]:
+        assert SECRET.encode() not in path.read_bytes(), path
     ready = [json.loads(line) for line in (store / "serve" / "ready.jsonl").read_text().splitlines()]
     traces = [t for record in ready for t in record["traces"]]
     redacted = [p.replace(SECRET, "[REDACTED:openai_key]") for p in prompts]
@@ -74,8 +73,8 @@ def test_a_restart_keeps_the_acknowledged_count_and_assembles_nothing_twice(tmp_
         _agent_runs(app, ["Weather in Lima?"])
         wait_for(lambda: app.status()["traces_ready"] == 1)
         before = app.status()["spans_acknowledged"]
-    with open(store / "serve" / "inbox.jsonl", "ab") as torn:  # a line a crash cut short: never acknowledged
-        torn.write(b'{"spans": 7, "document": {"resourceSp')
+    with open(inbox_files(store)[-1], "ab") as torn:  # a record a crash cut short: never acknowledged
+        torn.write(b'{"spans":7,"encoding":"json","bytes":900}\n{"resourceSp')
     with running(store, feedback_wait=0) as app:
         app.assembler.step()
         assert app.status()["spans_acknowledged"] == before
@@ -128,5 +127,5 @@ def test_secrets_never_reach_the_inbox(tmp_path: Path) -> None:
     store = tmp_path / "store"
     with running(store) as app:
         assert request(url(app, "/v1/traces"), otlp_json(TRACE, [span]), {"Content-Type": "application/json"})[0] == 200
-    inbox = (store / "serve" / "inbox.jsonl").read_text()
+    inbox = b"".join(path.read_bytes() for path in inbox_files(store)).decode()
     assert SECRET not in inbox and "[REDACTED:" in inbox and TRACE in inbox

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ace.embeddings.base import Embedder
     from ace.redaction import Redactor
     from ace_eval.benchmarks.scores import BenchmarkScores
+    from ace_eval.collection import Trace
+    from ace_eval.run.phases import PhaseRecord
 
 __all__ = [
     "SPLIT_ROLES",
@@ -33,6 +35,11 @@ __all__ = [
     "BenchmarkEnv",
     "BenchmarkFactory",
     "Collected",
+    "DataFetcher",
+    "DataSource",
+    "EpisodeFolders",
+    "GoldCheck",
+    "ResolvesOptions",
     "SplitRole",
     "resolve_tasks",
 ]
@@ -67,6 +74,12 @@ class BenchmarkEnv:
     """Show a progress bar (`None`: only on a terminal)."""
     on_episode: Callable[[str, str], None] | None = None
     """Called with (phase, one line) after each finished episode, for the harness's progress."""
+    phase: str = ""
+    """The harness's name of the phase being run (`collect`, `baseline`, `evaluate`, ...), for a benchmark that
+    shows its own progress (`EpisodeFolders`)."""
+    retry_errored: bool = False
+    """Run again the episodes a resumed phase left errored (`--retry-failed`), for a benchmark that keeps its
+    episodes in the phase's folder (`EpisodeFolders`); the others redo what is missing only."""
 
     def model(self, role: str) -> Model | str:
         """The model of `role`: the injected pydantic-ai model, else its model string."""
@@ -153,6 +166,83 @@ class Benchmark(Protocol):
         ...
 
 
+@runtime_checkable
+class EpisodeFolders(Protocol):
+    """What a benchmark may add to `Benchmark` when every phase leaves its episodes as a trace collection in the
+    phase's folder (`collection/`, `baseline/`, `evaluation/`, ...: tau-bench airline). The harness then calls
+    `collect` and `evaluate` on every segment of a run (each resumes the episodes it is missing, and with
+    `BenchmarkEnv.retry_errored` runs the errored ones again), records each phase from its folder, also one
+    stopped halfway (`phase_record`), and lets the benchmark show its own progress (`BenchmarkEnv.phase`).
+    """
+
+    def collect_is_baseline(self) -> bool:
+        """Whether the learn split is the evaluation split: the collected episodes (the agent without a skillbook)
+        are then the baseline, and no baseline phase runs."""
+        ...
+
+    def replayed_tasks(self, traces: Sequence[Trace]) -> Sequence[str]:
+        """The task ids a run that replays `traces` (`--traces`) evaluates: the tasks the traces are of.
+
+        Raises:
+            BenchmarkConfigError: a trace of no task of the benchmark (the agent cannot be evaluated on it).
+        """
+        ...
+
+    def phase_record(self, name: str, directory: Path, *, num_trials: int) -> PhaseRecord | None:
+        """`run.json`'s record of the phase `name` from the episodes in `directory` (`None`: no episode yet)."""
+        ...
+
+
+@runtime_checkable
+class ResolvesOptions(Protocol):
+    """What a benchmark may add to `Benchmark` when it fills options in itself (from the environment, a default
+    folder): `run.json` records them as resolved and a resume keeps them (tau-bench's `data_dir` from
+    `$ACE_TAU_BENCH_DATA`). A benchmark without it is recorded with its options model's values."""
+
+    def resolved_options(self) -> Mapping[str, Any]:
+        """Every option as the benchmark uses it, as JSON values its options model reads back (a path absolute)."""
+        ...
+
+
+class DataFetcher(Protocol):
+    """Downloads a benchmark's data files into `dest` at `ref`, checking each (`verify`); a file already there
+    and intact is kept unless `force`. `on_file(file name, status)` reports each (`kept`, `written`)."""
+
+    def __call__(
+        self, dest: Path, *, ref: str, force: bool, verify: bool, on_file: Callable[[str, str], None]
+    ) -> object: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSource:
+    """A benchmark's public data that `ace-eval data fetch NAME` downloads, for a benchmark that does not ship it."""
+
+    name: str
+    """What `ace-eval data fetch NAME` calls it (the benchmark's own name works too)."""
+    description: str
+    """One line: what the files are and whose (their licence)."""
+    dest: Path
+    """The folder the files go to unless `--dest` says otherwise."""
+    upstream: str
+    """Where the files come from (a repository), for messages."""
+    default_ref: str
+    """The branch, tag or commit of `upstream` fetched unless `--ref` says otherwise."""
+    fetch: DataFetcher
+
+
+@runtime_checkable
+class GoldCheck(Protocol):
+    """What a benchmark may add to `Benchmark` to check its own data offline (`ace-eval benchmark check NAME`)."""
+
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Replay every task's gold actions (or re-score the runs of the `recorded` results file, for a benchmark
+        that reads one: others refuse it) and print one line per task or run to `out`, notes and the summary to
+        `err`; False when one does not reach what it should (exit status 1)."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkFactory(Generic[OptionsT]):
     """What an `ace_eval.benchmarks` entry point names: a description, an options model and a builder."""
@@ -166,12 +256,11 @@ class BenchmarkFactory(Generic[OptionsT]):
     harness_settings: frozenset[str] = frozenset()
     """Options the harness fills from its own settings of the same name (`--num-trials`, `--train-split`, ...)
     unless the options are given explicitly; `ace-eval e2e` takes them from its flags."""
-    runner_phases: bool = False
-    """ace-eval's own first benchmark only: the e2e runner still runs its phases itself (its run folders keep
-    their own files); every other benchmark runs through `collect` / `evaluate`."""
     own_clients: bool = False
     """The benchmark calls its models through its own client from `BenchmarkEnv.model_names` (model strings): the
     harness builds no pydantic-ai model of its roles and leaves checking the strings to `Benchmark.check`."""
+    data: DataSource | None = None
+    """The public data `ace-eval data fetch NAME` downloads for it (`None`: it ships its data, or has none)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why a harness setting the benchmark does not take has no effect (e.g. `data_dir`: it ships its data)."""
 

@@ -21,11 +21,20 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ace.pipeline.registry import PluginError, load_plugin
-from ace_eval.benchmarks._protocol import Benchmark, BenchmarkConfigError, BenchmarkFactory
+from ace_eval.benchmarks._protocol import Benchmark, BenchmarkConfigError, BenchmarkFactory, ResolvesOptions
 
-__all__ = ["ENTRY_POINT_GROUP", "BenchmarkRegistry", "RegisteredBenchmark", "load_benchmark"]
+__all__ = [
+    "DEFAULT_BENCHMARK",
+    "ENTRY_POINT_GROUP",
+    "BenchmarkRegistry",
+    "RegisteredBenchmark",
+    "load_benchmark",
+    "resolved_options",
+]
 
 ENTRY_POINT_GROUP = "ace_eval.benchmarks"
+DEFAULT_BENCHMARK = "tau-bench-airline"
+"""The benchmark a harness runs when none is named (`ace-eval e2e --benchmark` without a value)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,16 @@ class BenchmarkRegistry:
 def load_benchmark(name: str, raw: Mapping[str, Any] | None = None) -> Benchmark:
     """The installed benchmark `name` (or `MODULE:FUNCTION`) built from `raw` options."""
     return BenchmarkRegistry.from_entry_points().create(name, raw)
+
+
+def resolved_options(name: str, raw: Mapping[str, Any], benchmark: Benchmark) -> dict[str, Any]:
+    """The options `benchmark` (built as `name` from `raw`) runs with, as JSON values: what it resolved itself
+    (`ResolvesOptions`), else its options model's values, defaults included."""
+    if isinstance(benchmark, ResolvesOptions):
+        return dict(benchmark.resolved_options())
+    options = BenchmarkRegistry.from_entry_points().factory(name).parse_options(name, raw)
+    dumped: dict[str, Any] = options.model_dump(mode="json")
+    return dumped
 
 
 def _load(ep: EntryPoint) -> RegisteredBenchmark:

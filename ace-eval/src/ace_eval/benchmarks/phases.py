@@ -4,35 +4,45 @@ evaluation split without the skillbook (`baseline/`), with it (`evaluation/`) an
 (`evaluation_with_quarantined/`), each phase's scores in its folder's `scores.json`. Every finished episode is a
 line of the phase's progress (`BenchmarkEnv.on_episode`).
 
-A phase whose `scores.json` exists is done: a resume scores only the phases it is missing.
+A phase whose `scores.json` exists is done: a resume scores only the phases it is missing. A benchmark whose phases
+keep their episodes in the phase's folder (`EpisodeFolders`) resumes each phase itself and is recorded from it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ace.core.effectiveness import with_quarantined_released
 from ace.core.skillbook import Skillbook
-from ace_eval.benchmarks._protocol import Benchmark, BenchmarkEnv, Collected
+from ace_eval.benchmarks._protocol import Benchmark, BenchmarkEnv, Collected, EpisodeFolders
 from ace_eval.benchmarks.scores import BenchmarkScores, PassHatK, read_scores, write_scores
 from ace_eval.benchmarks.table import format_table
-from ace_eval.collection import MANIFEST_FILE
+from ace_eval.collection import MANIFEST_FILE, Trace
 from ace_eval.run.folder import RunFolder
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
 from ace_eval.run.progress import Progress
 
-__all__ = ["SCORES_FILE", "collect_phase", "evaluate_phases", "scores_record", "scores_table"]
+__all__ = ["SCORES_FILE", "collect_phase", "episode_folders", "evaluate_phases", "scores_record", "scores_table"]
 
 SCORES_FILE = "scores.json"
 
 
+def episode_folders(benchmark: object) -> EpisodeFolders | None:
+    """`benchmark` when its phases keep their episodes in the phase folders (`EpisodeFolders`), else `None`."""
+    return benchmark if isinstance(benchmark, EpisodeFolders) else None
+
+
 @contextmanager
-def _progress(env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEnv]:
-    """`env` whose `on_episode` advances a bar of `phase` (and calls the harness's own `on_episode`, if any)."""
+def _progress(benchmark: Benchmark, env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEnv]:
+    """`env` whose `on_episode` advances a bar of `phase` (and calls the harness's own `on_episode`, if any); a
+    benchmark that shows its own progress (`EpisodeFolders`) gets the phase's name instead of a bar."""
+    if isinstance(benchmark, EpisodeFolders):
+        yield dataclasses.replace(env, phase=phase)
+        return
     outer = env.on_episode
     with Progress(phase, total, verbose=env.verbose, show=env.show_progress) as bar:
 
@@ -41,18 +51,19 @@ def _progress(env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEn
             if outer is not None:
                 outer(phase, line)
 
-        yield dataclasses.replace(env, on_episode=on_episode)
+        yield dataclasses.replace(env, on_episode=on_episode, phase=phase)
 
 
 async def collect_phase(
     benchmark: Benchmark, env: BenchmarkEnv, folder: RunFolder, *, num_trials: int
 ) -> Collected | None:
     """The learn split's traces into the run's `collection/` (once: a resume after it keeps it, and returns
-    `None`); the learn split's scores, when the benchmark reports them, into `learn/scores.json`."""
-    if (folder.collection / MANIFEST_FILE).is_file():
+    `None`, except for a benchmark that resumes its own episode folders, `EpisodeFolders`); the learn split's
+    scores, when the benchmark reports them, into `learn/scores.json`."""
+    if not isinstance(benchmark, EpisodeFolders) and (folder.collection / MANIFEST_FILE).is_file():
         return None
     task_ids = list(benchmark.tasks("learn"))
-    with _progress(env, "collect", len(task_ids) * num_trials) as shown:
+    with _progress(benchmark, env, "collect", len(task_ids) * num_trials) as shown:
         collected = await asyncio.to_thread(
             benchmark.collect,
             shown,
@@ -75,26 +86,36 @@ async def evaluate_phases(
     *,
     num_trials: int,
     timed: Callable[[str], AbstractContextManager[None]],
+    replayed: Sequence[Trace] | None = None,
 ) -> None:
     """The evaluation split without the skillbook, with it, and with its quarantined skills back (if any), each
-    timed as its phase; the same seeds (the benchmark's) for every phase, so the phases are paired."""
-    phases: list[tuple[str, Path, Skillbook | None]] = [
-        ("baseline", folder.baseline, None),
-        ("evaluate", folder.evaluation, skillbook),
-    ]
+    timed as its phase; the same seeds (the benchmark's) for every phase, so the phases are paired. A phase whose
+    `scores.json` exists is skipped.
+
+    A benchmark that keeps its episodes in the phase folders (`EpisodeFolders`) resumes every phase itself, is
+    evaluated on the tasks of the `replayed` traces when the run replays a collection, and runs no baseline when
+    the collected episodes are it (`EpisodeFolders.collect_is_baseline`).
+    """
+    episodes = episode_folders(benchmark)
+    baseline = episodes is None or replayed is not None or not episodes.collect_is_baseline()
+    phases: list[tuple[str, Path, Skillbook | None]] = [("baseline", folder.baseline, None)] if baseline else []
+    phases.append(("evaluate", folder.evaluation, skillbook))
     unquarantined = with_quarantined_released(skillbook)
     if unquarantined is not None:
         phases.append(("evaluate_with_quarantined", folder.evaluation_with_quarantined, unquarantined))
-    task_ids = list(benchmark.tasks("evaluate"))
+    if episodes is not None and replayed is not None:
+        tasks = list(episodes.replayed_tasks(replayed))
+    else:
+        tasks = list(benchmark.tasks("evaluate"))
     for phase, directory, book in phases:
-        if (directory / SCORES_FILE).is_file():
+        if episodes is None and (directory / SCORES_FILE).is_file():
             continue
-        with timed(phase), _progress(env, phase, len(task_ids) * num_trials) as shown:
+        with timed(phase), _progress(benchmark, env, phase, len(tasks) * num_trials) as shown:
             scores = await asyncio.to_thread(
                 benchmark.evaluate,
                 shown,
                 skillbook=book,
-                task_ids=task_ids,
+                task_ids=tasks,
                 num_trials=num_trials,
                 seeds=None,
                 directory=directory,
@@ -130,15 +151,30 @@ def _phase_record(name: str, scores: BenchmarkScores, path: Path, root: Path) ->
     )
 
 
-def scores_record(folder: RunFolder) -> BenchmarkRecord | None:
+def scores_record(
+    folder: RunFolder, benchmark: Benchmark | None = None, *, replayed: bool = False, num_trials: int = 1
+) -> BenchmarkRecord | None:
     """`run.json`'s `benchmark` from the phases' `scores.json`: pass^k with 95 % intervals before / after and each
-    task's rewards, with the usage per role the benchmark counted (`None` before any phase was scored)."""
+    task's rewards, with the usage per role the benchmark counted (`None` before any phase was scored). A benchmark
+    that keeps its episodes in the phase folders (`EpisodeFolders`) records each phase from its folder instead, also
+    one stopped halfway (its `collection/` unless the run `replayed` traces)."""
     phases = {
         "collect": folder.learn,
         "baseline": folder.baseline,
         "evaluate": folder.evaluation,
         "evaluate_with_quarantined": folder.evaluation_with_quarantined,
     }
+    episodes = episode_folders(benchmark)
+    if episodes is not None:
+        phases["collect"] = folder.collection
+        if replayed:
+            del phases["collect"]
+        records = {
+            name: record
+            for name, path in phases.items()
+            if (record := episodes.phase_record(name, path, num_trials=num_trials)) is not None
+        }
+        return BenchmarkRecord.of(records, collect_is_before=episodes.collect_is_baseline())
     return BenchmarkRecord.of(
         {
             name: _phase_record(name, read_scores(path / SCORES_FILE), path / SCORES_FILE, folder.path)

@@ -46,22 +46,22 @@ class ScorerOptions(BaseModel):
 def _load(spec: str) -> ScoreFn:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise ScorerError(f"--benchmark {spec!r}: a scorer is MODULE:FUNCTION, e.g. my_evals:score")
+        raise ScorerError(f"scorer {spec!r}: a scorer is MODULE:FUNCTION, e.g. my_evals:score")
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise ScorerError(
-            f"--benchmark {spec!r}: module {module_name!r} cannot be imported ({e}); install it or run from the "
+            f"scorer {spec!r}: module {module_name!r} cannot be imported ({e}); install it or run from the "
             "folder that holds it (it must be importable by the Python that runs ace-eval)"
         ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
-        raise ScorerError(f"--benchmark {spec!r}: {module_name} has no function {attr!r}")
+        raise ScorerError(f"scorer {spec!r}: {module_name} has no function {attr!r}")
     try:
         inspect.signature(fn).bind(Skillbook(), [], 1)
     except TypeError:
         raise ScorerError(
-            f"--benchmark {spec!r}: {attr} must take (skillbook, task_ids, num_trials), it has the signature "
+            f"scorer {spec!r}: {attr} must take (skillbook, task_ids, num_trials), it has the signature "
             f"{inspect.signature(fn)}"
         ) from None
     loaded: ScoreFn = fn

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,7 @@ from ace.llm import ModelConfigError, find_smollm2_gguf
 from ace.llm.credentials import missing_credentials
 from ace.llm.local import import_runtime
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
+from ace_eval.benchmarks.injection import SkillInjection
 from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
 from ace_eval.run.usage import RoleUsage
@@ -54,7 +55,7 @@ class Tau2Options(BaseModel):
         "the embedded model plays a role).",
     )
     provider_limit: int | None = Field(None, ge=1, description="Model requests in flight per provider.")
-    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    skill_injection: SkillInjection = Field("prompt", description="How the agent sees skills.")
     top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
     seed: int = Field(300, description="tau2's seed; it draws one seed per trial.")
 
@@ -253,6 +254,31 @@ class Tau2Benchmark:
             env, skillbook=skillbook, task_ids=task_ids, num_trials=num_trials, directory=directory, phase="evaluate"
         )
         return self._scores(results)
+
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Replay the gold actions of every task of the domain's base set through tau2's evaluator; a task tau2's
+        own data cannot solve (a known exception) is named with its reason and not counted."""
+        from ace_eval.benchmarks import tau2
+
+        if recorded is not None:
+            raise BenchmarkConfigError(f"{self.name} re-scores no recorded runs: drop --trajectories")
+        known = tau2.KNOWN_GOLD_EXCEPTIONS.get(self.domain, {})
+        failed: list[str] = []
+        results = tau2.check_gold(self.domain, "base")
+        for result in results:
+            out(result.line())
+            if result.passed:
+                continue
+            if result.task_id in known:
+                err(f"note: {result.task_id} is a known exception, not counted: {known[result.task_id]}")
+            else:
+                failed.append(result.task_id)
+                err(f"error: {result.task_id}: {'; '.join(result.reasons) or 'below 1.0'}")
+        passed = sum(1 for r in results if r.passed)
+        err(f"{passed}/{len(results)} tasks of {self.name} (base) reach reward 1.0 on their gold actions")
+        return not failed
 
     def _scores(self, results: Path) -> BenchmarkScores:
         """tau2's `results.json` as scores, with the agent's and the user's requests, tokens and cost."""

@@ -4,24 +4,35 @@ its 50 test tasks scored by the gold actions' data hash and the required outputs
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ace.core.skillbook import Skillbook
 from ace.exceptions import UserError
 from ace.llm import infer_model
-from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, SplitRole, resolve_tasks
+from ace_eval.benchmarks._protocol import (
+    BenchmarkConfigError,
+    BenchmarkEnv,
+    BenchmarkFactory,
+    DataSource,
+    SplitRole,
+    resolve_tasks,
+)
+from ace_eval.benchmarks.injection import SkillInjection
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig, load_airline_data
-from ace_eval.benchmarks.tau_bench.episodes import run_episodes
-from ace_eval.collection import CollectionWriter, Trace, read_collection
+from ace_eval.benchmarks.tau_bench.episodes import benchmark_summary, drop_errored_episodes, first_error, run_episodes
+from ace_eval.benchmarks.tau_bench.fetch import DEFAULT_REF, UPSTREAM_REPO, fetch_airline_data
+from ace_eval.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection
+from ace_eval.run.abort import RunFailedError
+from ace_eval.run.phases import PhaseRecord
 from ace_eval.run.progress import Progress
 
-__all__ = ["TauBenchAirline", "TauBenchOptions", "episode_tasks", "scores_of_episodes", "tau_bench_airline"]
+__all__ = ["TauBenchAirline", "TauBenchOptions", "scores_of_episodes", "tau_bench_airline"]
 
 DATA_DIR_ENV = "ACE_TAU_BENCH_DATA"
 
@@ -35,14 +46,15 @@ class TauBenchOptions(BaseModel):
     eval_split: str = Field("test", description="The tasks scored: `test` or comma-separated task ids.")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
     max_num_steps: int = Field(30, ge=1, description="Agent model requests per episode.")
-    skill_injection: Literal["prompt", "top-k", "none"] = Field("prompt", description="How the agent sees skills.")
+    skill_injection: SkillInjection = Field("prompt", description="How the agent sees skills.")
     top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
     skill_tokens: int | None = Field(None, ge=1, description="With top-k: as many skills as fit this many tokens.")
 
 
 @dataclass
 class TauBenchAirline:
-    """tau-bench airline: ACE's agent against a simulated user, scored by tau-bench's reward."""
+    """tau-bench airline: ACE's agent against a simulated user, scored by tau-bench's reward. Every phase keeps its
+    episodes as a trace collection in its folder (`EpisodeFolders`): a resumed phase runs only the missing ones."""
 
     name: str
     options: TauBenchOptions
@@ -51,16 +63,27 @@ class TauBenchAirline:
     def data(self) -> AirlineData:
         """The airline data (loaded once); a missing folder names how to get it."""
         if self._data is None:
-            import os
-
-            folder = self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if DATA_DIR_ENV in os.environ else None)
-            if folder is None:
-                raise BenchmarkConfigError(
-                    f"{self.name} needs the airline data: pass --data-dir DIR (or --benchmark-option data_dir=DIR, or "
-                    f"set {DATA_DIR_ENV}); get it with `ace-eval data fetch tau-bench`"
-                )
-            self._data = load_airline_data(folder)
+            self._data = load_airline_data(self.data_folder())
         return self._data
+
+    def _given_folder(self) -> Path | None:
+        return self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
+
+    def resolved_options(self) -> dict[str, object]:
+        """The options with `data_dir` as used: the option, else `$ACE_TAU_BENCH_DATA`, absolute (`None`: neither)."""
+        folder = self._given_folder()
+        return {**self.options.model_dump(mode="json"), "data_dir": str(folder.absolute()) if folder else None}
+
+    def data_folder(self) -> Path:
+        """`data_dir`, else `$ACE_TAU_BENCH_DATA`; refused with the fix when neither is set."""
+        folder = self._given_folder()
+        if folder is None:
+            raise BenchmarkConfigError(
+                f"{self.name} needs the airline data: pass --data-dir DIR or set {DATA_DIR_ENV} (or "
+                "--benchmark-option data_dir=DIR); get it with `ace-eval data fetch tau-bench`; to replay traces "
+                "without running the agent, pass --traces DIR (without --benchmark)"
+            )
+        return folder
 
     def splits(self) -> Mapping[str, Sequence[str]]:
         return {"test": [str(i) for i in range(len(self.data().tasks))]}
@@ -75,19 +98,63 @@ class TauBenchAirline:
     def check(self, env: BenchmarkEnv) -> None:
         self.data()
 
+    def check_gold(
+        self, *, recorded: Path | None, progress: bool, out: Callable[[str], None], err: Callable[[str], None]
+    ) -> bool:
+        """Every task's gold hash, or the runs of a tau-bench results file re-executed and re-scored."""
+        from ace_eval.benchmarks.tau_bench_gold import check_airline_gold
+
+        return check_airline_gold(self.data(), recorded, progress=progress, out=out, err=err)
+
+    def collect_is_baseline(self) -> bool:
+        return self.options.train_split == self.options.eval_split
+
+    def replayed_tasks(self, traces: Sequence[Trace]) -> Sequence[str]:
+        tasks = len(self.data().tasks)
+        ids: set[int] = set()
+        for trace in traces:
+            task = trace.task_id
+            if task is None or not task.isdigit() or int(task) >= tasks:
+                raise BenchmarkConfigError(
+                    f"trace {trace.trace_uid!r} has task_id {task!r}, which is not a task of the tau-bench airline "
+                    f"data (0-{tasks - 1}): the agent cannot be evaluated on these traces; pass --no-benchmark"
+                )
+            ids.add(int(task))
+        return [str(task) for task in sorted(ids)]
+
+    def phase_record(self, name: str, directory: Path, *, num_trials: int) -> PhaseRecord | None:
+        if not (directory / MANIFEST_FILE).is_file():
+            return None
+        _, episodes = read_collection(directory)
+        task_ids = list(dict.fromkeys(str(t.task_id) for t in episodes))
+        return benchmark_summary(
+            episodes, name=name, benchmark=self.name, task_ids=task_ids, num_trials=num_trials, path=directory.name
+        )
+
     def _run(
         self, env: BenchmarkEnv, skillbook: Skillbook | None, task_ids: Sequence[str], num_trials: int, directory: Path
     ) -> list[Trace]:
-
+        """Run the episodes of `task_ids` x `num_trials` missing from `directory` (with `env.retry_errored`, the
+        errored ones too); every episode errored is a failed run (there is no pass^k to report)."""
         data = self.data()
+        if env.retry_errored:
+            drop_errored_episodes(directory)
         agent, user = infer_model(env.model("agent"), role="agent"), infer_model(env.model("user"), role="user")
         jobs = [(int(task), trial) for task in task_ids for trial in range(num_trials)]
         models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
+        phase = env.phase or "episodes"
         with (
             CollectionWriter(
-                directory, source_system=SOURCE_SYSTEM, benchmark=self.name, models=models, mode="auto"
+                directory,
+                source_system=SOURCE_SYSTEM,
+                benchmark=self.name,
+                models=models,
+                mode="auto",
+                redactor=env.redactor,
             ) as writer,
-            Progress("episodes", len(jobs), initial=len(writer.trace_uids), show=env.show_progress) as bar,
+            Progress(
+                phase, len(jobs), initial=len(writer.trace_uids), verbose=env.verbose, show=env.show_progress
+            ) as bar,
         ):
             asyncio.run(
                 run_episodes(
@@ -110,7 +177,13 @@ class TauBenchAirline:
                     abort_after=env.abort_after,
                 )
             )
-        return read_collection(directory)[1]
+        episodes = read_collection(directory)[1]
+        if episodes and all(t.metadata.get("error") for t in episodes):
+            raise RunFailedError(
+                f"every episode of the {phase} phase errored ({len(episodes)} of {len(episodes)}), so there is no "
+                f"pass^k to report; the first error: {first_error(episodes)}"
+            )
+        return episodes
 
     def collect(
         self,
@@ -168,6 +241,23 @@ def scores_of_episodes(benchmark: str, traces: Sequence[Trace], *, models: Mappi
     )
 
 
+def _fetch(dest: Path, *, ref: str, force: bool, verify: bool, on_file: Callable[[str, str], None]) -> list[Path]:
+    return fetch_airline_data(
+        dest, ref=ref, force=force, verify=verify, on_file=lambda file, status: on_file(file.name, status)
+    )
+
+
+AIRLINE_DATA = DataSource(
+    name="tau-bench",
+    description="the public tau-bench airline files (MIT, (c) Sierra), each checked against its pinned sha256",
+    dest=Path("data") / "tau-bench" / "airline",
+    upstream=UPSTREAM_REPO,
+    default_ref=DEFAULT_REF,
+    fetch=_fetch,
+)
+"""What `ace-eval data fetch tau-bench` downloads."""
+
+
 def _build(name: str, options: TauBenchOptions) -> TauBenchAirline:
     return TauBenchAirline(name, options)
 
@@ -177,28 +267,6 @@ tau_bench_airline: BenchmarkFactory[TauBenchOptions] = BenchmarkFactory(
     "tools and policy; reward 1 when the database ends as the gold actions leave it and the outputs were said.",
     options=TauBenchOptions,
     build=_build,
-    runner_phases=True,
+    data=AIRLINE_DATA,
     harness_settings=frozenset({"data_dir", "limit", "max_num_steps", "skill_injection", "top_k", "skill_tokens"}),
 )
-
-
-def episode_tasks(data: AirlineData, *, limit: int | None, traces: Sequence[Trace] | None) -> list[int]:
-    """The tasks a phase of the runner's own episodes runs: the first `limit` tasks, or the tasks of the replayed
-    `traces` (the agent is evaluated on the tasks it learned from).
-
-    Raises:
-        BenchmarkConfigError: a trace whose task id is not a task of this data folder.
-    """
-    if traces is None:
-        count = len(data.tasks) if limit is None else min(limit, len(data.tasks))
-        return list(range(count))
-    ids: set[int] = set()
-    for trace in traces:
-        task = trace.task_id
-        if task is None or not task.isdigit() or int(task) >= len(data.tasks):
-            raise BenchmarkConfigError(
-                f"trace {trace.trace_uid!r} has task_id {task!r}, which is not a task of the tau-bench airline data "
-                f"(0-{len(data.tasks) - 1}): the agent cannot be evaluated on these traces; pass --no-benchmark"
-            )
-        ids.add(int(task))
-    return sorted(ids)

@@ -8,6 +8,7 @@ import click
 
 from ace.exceptions import UserError
 from ace.pipeline.registry import parse_step_spec
+from ace_eval.benchmarks import SKILL_INJECTIONS
 from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
 from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, ignored_flags_note, resolve_settings
@@ -174,7 +175,7 @@ def _rate(value: float | None) -> str:
 )
 @click.option(
     "--skill-injection",
-    type=click.Choice(["prompt", "top-k", "none"]),
+    type=click.Choice(SKILL_INJECTIONS),
     help="How the agent sees the skillbook: every active skill (prompt, the default), the top-k retrieved for the "
     "task, or none.",
 )
@@ -288,7 +289,8 @@ def _rate(value: float | None) -> str:
     type=_PATH,
     metavar="STORE",
     help="When the run is done, publish its skillbook to STORE (created if missing) through the gate: its baseline "
-    "against its evaluation, published only on promote (exit 1 on hold). See `ace-eval gate`.",
+    "(baseline/, or the collected episodes when the benchmark collects on the tasks it evaluates) against its "
+    "evaluation, on the same tasks and trials, published only on promote (exit 1 on hold). See `ace-eval gate`.",
 )
 @click.option(
     "--no-gate",

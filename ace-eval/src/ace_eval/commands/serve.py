@@ -1,22 +1,50 @@
-"""`ace-eval serve --store STORE`: receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox and assemble traces."""
+"""`ace-eval serve --store STORE`: OpenTelemetry spans in (OTLP/HTTP, a durable inbox), traces assembled and learned
+from in the background, learned skillbooks published to the store through the gate, skills served."""
 
 from __future__ import annotations
 
+import shlex
 import signal
+import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
 
+from ace_eval.commands.e2e import benchmark_options
+from ace_eval.commands.e2e import e2e as _e2e
+from ace_eval.e2e.runner import RunInjections
+
 __all__ = ["serve"]
 
+MODEL_SETTINGS = (
+    "reflector_model", "skill_manager_model", "embedding_model", "agent_model", "user_model", "reflector_type",
+    "profile", "max_output_tokens", "reflector_retries", "reflector_conversation", "sm_request_limit",
+    "sm_tool_calls_limit", "max_workers", "sm_sessions", "abort_after", "logfire", "logfire_content", "no_preflight",
+)  # fmt: skip
+"""The e2e options serve takes as they are (`ace-eval e2e --help`); each learning batch is an e2e run with them."""
 
+
+def _injections() -> RunInjections:
+    """What the learning runs are handed instead of building it (nothing: the models come from the options)."""
+    return RunInjections()
+
+
+def _e2e_options(command: click.Command) -> click.Command:
+    """`command` with the e2e command's own model options (the same objects: one help text, one behaviour)."""
+    command.params.extend(p for p in _e2e.params if p.name in MODEL_SETTINGS)
+    return command
+
+
+@_e2e_options
 @click.command("serve")
 @click.option(
     "--store",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="The skillbook store; the inbox and assembled traces go to STORE/serve/ (created when missing).",
+    help="The skillbook store (created when missing): versions are published to it; the inbox, the traces and the "
+    "learning batches go to STORE/serve/.",
 )
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind; anything but loopback needs --token."
@@ -67,6 +95,42 @@ __all__ = ["serve"]
     is_flag=True,
     help="Keep spans as received (default: secrets are replaced by ace.redaction placeholders first).",
 )
+@click.option(
+    "--learn-every",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Learn a batch every N ready traces (an e2e run with the model options below; 0: do not learn).",
+)
+@click.option(
+    "--publish-every",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="Every N learned traces, the latest learned skillbook is a candidate version for the store.",
+)
+@click.option(
+    "--benchmark",
+    "benchmark_name",
+    default=None,
+    metavar="NAME",
+    help="Gate each candidate on this benchmark (`ace-eval benchmarks list`) against the store's current version.",
+)
+@click.option("--benchmark-option", "option_specs", multiple=True, metavar="KEY=VALUE",
+              help="One of the benchmark's options (repeatable).")  # fmt: skip
+@click.option(
+    "--scorer",
+    default=None,
+    metavar="MODULE:FUNCTION",
+    help="Gate each candidate with your function (skillbook, task_ids, num_trials) -> rewards per task; needs --tasks.",
+)
+@click.option("--tasks", "task_spec", default=None, metavar="IDS|SPLIT",
+              help="The tasks the gate scores both sides on (default: the benchmark's evaluation split).")  # fmt: skip
+@click.option("--num-trials", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Trials per task on both sides of the gate.")  # fmt: skip
+@click.option("--no-gate", is_flag=True, help="Publish each candidate without the gate (recorded in version.json).")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), default=None,
+              help="A TOML config file for the model settings (default ./ace-eval.toml if present).")  # fmt: skip
 def serve(
     store: Path,
     host: str,
@@ -77,19 +141,57 @@ def serve(
     max_body: int,
     max_backlog: int,
     no_redact: bool,
+    learn_every: int,
+    publish_every: int,
+    benchmark_name: str | None,
+    option_specs: tuple[str, ...],
+    scorer: str | None,
+    task_spec: str | None,
+    num_trials: int,
+    no_gate: bool,
+    config_file: Path | None,
+    **model_flags: Any,
 ) -> None:
-    """Receive OpenTelemetry spans (OTLP/HTTP) into a durable inbox under a store and assemble them into traces.
+    """Learn from your agent's OpenTelemetry spans in production; publish gated skillbook versions; serve skills.
 
     Agents export to http://HOST:PORT/v1/traces (protobuf or JSON, gzip or not): each request's spans are
-    redacted, then fsynced to STORE/serve/inbox.jsonl before the 200. An agent run's spans become a trace
+    redacted, then fsynced to the inbox under STORE/serve/inbox/ before the 200. An agent run's spans become a trace
     once its root span has arrived (the OTel importer's rules, as `collection import --format otel`); outcomes come
     from `ace.reward` / `ace.feedback` span attributes or POST /v1/feedback {"trace_id", "reward", "feedback"}.
+    Every --learn-every ready traces a batch is learned as `ace-eval e2e --traces` would (the model options
+    below, the embedded `local` models by default), starting from the previous batch's skillbook; every
+    --publish-every learned traces the latest skillbook goes to the store through the gate (--benchmark, or
+    --scorer with --tasks; the store's current version is the incumbent) or ungated with --no-gate.
     GET /healthz, /v1/status (JSON) and /metrics (Prometheus) show progress; GET /v1/skillbook serves the
-    current version (ETag = its number). SIGTERM or Ctrl-C finishes the
-    requests in flight, flushes and checkpoints, then exits 0.
+    current version (ETag = its number), GET /v1/skills?query=...&max_tokens=... the skills selected for a query.
+    SIGTERM or Ctrl-C finishes the requests in flight, flushes and checkpoints, then exits 0 (a learning batch in
+    flight resumes at the next start).
     """
-    from ace_eval.serve import ServeApp, ServeConfig
+    from ace_eval.serve import (
+        NOT_PUBLISHED_NOTE,
+        ServeApp,
+        ServeConfig,
+        learning_config,
+        learning_settings,
+        publishing_config,
+        refuse_exposed,
+    )
 
+    refuse_exposed(host, token)  # before the models load
+    learn = publish = None
+    if learn_every:
+        flags = {**model_flags, "redact": False if no_redact else None}
+        settings = learning_settings(flags, store=store, config_file=config_file)
+        publish = publishing_config(
+            every=publish_every, benchmark=benchmark_name, benchmark_options=benchmark_options(option_specs),
+            scorer=scorer, tasks=task_spec, num_trials=num_trials, no_gate=no_gate, settings=settings,
+            command=shlex.join(["ace-eval", *sys.argv[1:]]),
+        )  # fmt: skip
+        if publish is None:
+            click.echo(NOT_PUBLISHED_NOTE, err=True)
+        learn = learning_config(settings, learn_every=learn_every, injections=_injections(), say=_say)
+    else:
+        click.echo("note: --learn-every 0: traces are assembled, nothing is learned or published", err=True)
     app = ServeApp(
         ServeConfig(
             store=store,
@@ -101,6 +203,8 @@ def serve(
             max_body=max_body,
             max_backlog=max_backlog,
             redact=not no_redact,
+            learn=learn,
+            publish=publish,
         )
     )
     stop = threading.Event()
@@ -116,6 +220,10 @@ def serve(
     status = app.status()
     click.echo(
         f"ace-eval serve: stopped; {status['spans_acknowledged']} spans acknowledged, "
-        f"{status['traces_assembled']} traces assembled",
+        f"{status['traces_assembled']} traces assembled, {status['traces_learned']} learned",
         err=True,
     )
+
+
+def _say(line: str) -> None:
+    click.echo(f"ace-eval serve: {line}", err=True)

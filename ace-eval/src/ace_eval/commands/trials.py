@@ -3,6 +3,7 @@ seeds; the best one gated against the incumbent, published on promote, and score
 
 from __future__ import annotations
 
+import multiprocessing
 import shlex
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ace_eval.reporting import EXIT_RUN_FAILED
+from ace_eval.text import plural
 
 if TYPE_CHECKING:
     from ace_eval.trials import TrialArgs
@@ -88,6 +90,9 @@ _PATH = click.Path(path_type=Path)
 )
 @click.option("--max-workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Episodes scored at once.")  # fmt: skip
+@click.option("--max-parallel", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Candidates at once, each in a process of its own; their dev scoring takes turns, so episodes "
+              "and model requests stay within --max-workers and the benchmark's provider limits.")  # fmt: skip
 @click.option("--max-episodes", type=click.IntRange(min=1), default=None,
               help="Stop before a candidate would take the trial past N episodes (learning samples plus scored "
               "episodes), estimated from the first candidate's; exit 1 with the command that continues.")  # fmt: skip
@@ -96,7 +101,8 @@ _PATH = click.Path(path_type=Path)
               "cost; exit 1 with the command that continues.")  # fmt: skip
 @click.option("--resume", "resume_dir", type=_PATH, default=None, metavar="TRIAL_DIR",
               help="Continue an interrupted trial with its own settings (trial.json): finished runs and scores "
-              "are not redone. Only --max-workers, --max-episodes and --max-cost may be given with it.")  # fmt: skip
+              "are not redone. Only --max-workers, --max-parallel, --max-episodes and --max-cost may be given with "
+              "it.")  # fmt: skip
 @click.option(
     "--out",
     "out_dir",
@@ -133,10 +139,10 @@ def trials(ctx: click.Context, /, **params: Any) -> None:
         if given:
             raise UserError(f"--resume continues the trial with its own settings: drop {', '.join(given)}")
         args, out_dir = read_trial_args(resume_dir), resume_dir
-    _run(args, out_dir, params["max_workers"], params["max_episodes"], params["max_cost"])
+    _run(args, out_dir, params["max_workers"], params["max_parallel"], params["max_episodes"], params["max_cost"])
 
 
-def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: int | None,
+def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_parallel: int, max_episodes: int | None,
          max_cost: float | None) -> None:  # fmt: skip
     from ace.exceptions import UserError
     from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark, resolve_tasks
@@ -200,6 +206,12 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: 
     if learner is not None and a.traces is None:
         learner.check(env)
         learner.tasks("learn")
+    if max_parallel > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        raise UserError("--max-parallel needs processes started by fork (Linux, macOS), which this platform has not; "
+                        "drop --max-parallel: the candidates then run one after another")  # fmt: skip
+    if max_parallel > len(candidates):
+        click.echo(f"note: --max-parallel {max_parallel} but the trial has {len(candidates)} candidates: "
+                   f"{len(candidates)} run at once", err=True)  # fmt: skip
     directory = out_dir or Path("results") / "trials" / f"trial_{new_run_id().removeprefix('run_')}"
     claim_trial(directory, args)
     plan = TrialPlan(
@@ -207,6 +219,7 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: 
         traces=a.traces, dev_tasks=dev, test_tasks=test, num_trials=a.num_trials, incumbent=incumbent_side(incumbent),
         publish=publish_to, command=shlex.join(["ace-eval", *sys.argv[1:]]),
         budget=Budget(max_episodes=max_episodes, max_cost=max_cost), say=lambda line: click.echo(line, err=True),
+        max_parallel=max_parallel,
     )  # fmt: skip
     try:
         board = run_trial(plan)
@@ -219,7 +232,7 @@ def _run(args: TrialArgs, out_dir: Path | None, max_workers: int, max_episodes: 
     click.echo(f"winner: {board.winner}; gate vs {board.incumbent}: {board.gate.decision}"
                + (f" ({'; '.join(board.gate.reasons)})" if board.gate.reasons else ""))  # fmt: skip
     if board.test is not None:
-        click.echo(f"test ({len(board.test.tasks)} held-out tasks, winner only): mean {board.test.mean:.3f}")
+        click.echo(f"test ({plural(len(board.test.tasks), 'held-out task')}, winner only): mean {board.test.mean:.3f}")
     if publish_to is not None:
         click.echo(f"published {board.published} (current)" if board.published else
                    f"nothing published: {publish_to} unchanged")  # fmt: skip

@@ -1,12 +1,12 @@
 """What a failed run is: `RunFailedError` when every sample (or episode) failed, and which failed samples a resume
-runs again. Stopping a run that keeps failing the same way is `ace_eval.run.abort`."""
+runs again. Stopping a run that keeps failing the same way, and the error itself, are `ace_eval.run.abort`."""
 
 from __future__ import annotations
 
-from ace.exceptions import RunError
-from ace_eval.e2e.training_results import SampleResult
+from ace_eval.e2e.training_results import SampleResult, TrainingResult
+from ace_eval.run.abort import RunFailedError
 
-__all__ = ["RunFailedError", "retries_on_resume"]
+__all__ = ["RunFailedError", "refuse_nothing_learned", "retries_on_resume"]
 
 
 def retries_on_resume(sample: SampleResult) -> bool:
@@ -15,5 +15,22 @@ def retries_on_resume(sample: SampleResult) -> bool:
     return sample.error is not None and not sample.operations
 
 
-class RunFailedError(RunError):
-    """Every sample (or every episode of a benchmark phase) failed: the run is marked `failed`, not `completed`."""
+def refuse_nothing_learned(result: TrainingResult) -> None:
+    """Raise `RunFailedError` when every sample of the training failed and none made an edit (edits made before a
+    stop stand), naming the budget flags when every session stopped without one, else the first error."""
+    failed = result.errors
+    learned = any(sample.operations for sample in result.samples)
+    if not result.samples or len(failed) != len(result.samples) or learned:
+        return
+    stopped = [f for f in failed if f.error_kind == "stopped"]
+    if len(stopped) == len(failed):
+        raise RunFailedError(
+            f"every skill-manager session stopped without an edit ({len(failed)} of {len(result.samples)}), "
+            f"nothing was learned: raise --sm-request-limit or --sm-tool-calls, or use a stronger "
+            f"--skill-manager-model; the first stop: {failed[0].error}"
+        )
+    which = f"; {len(stopped)} of them stopped without an edit" if stopped else ""
+    raise RunFailedError(
+        f"every sample failed ({len(failed)} of {len(result.samples)}{which}), nothing was learned; the first "
+        f"error: {next((f for f in failed if f.error_kind != 'stopped'), failed[0]).error}"
+    )

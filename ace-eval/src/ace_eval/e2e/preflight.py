@@ -83,12 +83,11 @@ class Checked:
 
 
 def roles_used(settings: E2ESettings) -> tuple[LLMRole, ...]:
-    """The LLM roles a run calls through pydantic-ai: the agent and the simulated user when the runner's own agent
-    runs, or those of the benchmark's roles (a benchmark with its own clients checks its model strings itself); the
-    reflector unless it is the grounded one (no model)."""
-    agent: tuple[LLMRole, ...] = ("agent", "user") if settings.runs_agent else ()
-    if settings.protocol_benchmark:  # the roles the benchmark calls that are the run's (agent, user)
-        agent = tuple(r for r in ("agent", "user") if r in settings.benchmark_roles())
+    """The LLM roles a run calls through pydantic-ai: the benchmark's roles among the agent and the simulated user
+    when its agent runs (a benchmark with its own clients checks its model strings itself); the reflector unless it
+    is the grounded one (no model)."""
+    benchmark = settings.benchmark_roles()  # the roles the benchmark calls that are the run's (agent, user)
+    agent: tuple[LLMRole, ...] = tuple(r for r in ("agent", "user") if r in benchmark)
     reflector: tuple[LLMRole, ...] = () if settings.reflector_type == "grounded" else ("reflector",)
     return (*agent, *reflector, "skill_manager")
 

@@ -1,7 +1,10 @@
 """`ace-eval e2e --publish STORE`: a finished run's skillbook into a store, through the gate when the run scored it.
 
-The run's baseline phase (the agent without the learned skillbook) is the incumbent and its evaluation phase the
-candidate: both ran the same tasks with the same seeds, so the gate's paired comparison applies. A phase's scores
+The run's baseline (the agent without the learned skillbook) is the incumbent and its evaluation phase the
+candidate: the phase `run.json` records as `benchmark.before`, i.e. `baseline/`, or the collected episodes
+(`collection/`) of a benchmark that collects on the tasks it evaluates (`EpisodeFolders.collect_is_baseline`). Both
+must cover the same tasks with the same trials and seeds, so the gate's paired comparison applies; a run whose two
+phases do not is refused, naming the difference. A phase's scores
 are its `scores.json` (a benchmark plugin's), the benchmark's own results file next to it, or the episodes'
 trace collection (reward per trial). `--no-gate` publishes without the comparison, saying so in `version.json`.
 """
@@ -20,6 +23,7 @@ from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore
 from ace_eval.collection import MANIFEST_FILE, read_collection
 from ace_eval.gate import GATE_FILE, GateResult, compare, publish_promoted
 from ace_eval.run.folder import RunFolder
+from ace_eval.run.record import RunRecord
 from ace_eval.store import ProducedBy, SkillbookStore, Version, is_store
 
 __all__ = ["NO_GATE_REASON", "PublishOutcome", "check_publish", "phase_scores", "publish_run"]
@@ -62,10 +66,52 @@ def _phase(phase: Path) -> BenchmarkScores | None:
     return None
 
 
+def _phase_folders(folder: RunFolder, record: RunRecord) -> tuple[Path, Path]:
+    """The folders of the run's baseline and evaluation phases, as `run.json` records them (`benchmark.before` is
+    the collection phase of a benchmark whose collected episodes are the baseline); `baseline/` and `evaluation/`
+    in a folder that records no phase folders."""
+    phases = record.benchmark
+    before = phases.before.path if phases is not None and phases.before is not None else None
+    after = phases.after.path if phases is not None and phases.after is not None else None
+    return (folder.path / before if before else folder.baseline), (folder.path / after if after else folder.evaluation)
+
+
 def phase_scores(folder: RunFolder) -> tuple[BenchmarkScores, BenchmarkScores] | None:
     """The run's baseline and evaluation scores, or `None` when it did not score both."""
-    before, after = _phase(folder.baseline), _phase(folder.evaluation)
+    before, after = (_phase(path) for path in _phase_folders(folder, folder.read_record()))
     return (before, after) if before is not None and after is not None else None
+
+
+def _unpaired(baseline: BenchmarkScores, candidate: BenchmarkScores) -> str | None:
+    """How the two phases' episodes differ in tasks or trials per task (`None`: paired)."""
+    trials = {task: len(t) for task, t in baseline.tasks.items()}
+    other = {task: len(t) for task, t in candidate.tasks.items()}
+    if trials == other:
+        return None
+    only = sorted(set(trials) - set(other)), sorted(set(other) - set(trials))
+    uneven = sorted(t for t in set(trials) & set(other) if trials[t] != other[t])
+    parts = [f"only the baseline has task(s) {', '.join(only[0][:5])}" if only[0] else "",
+             f"only the evaluation has task(s) {', '.join(only[1][:5])}" if only[1] else "",
+             ", ".join(f"task {t}: {trials[t]} trial(s) before, {other[t]} after" for t in uneven[:5])]  # fmt: skip
+    return "; ".join(p for p in parts if p)
+
+
+def _refuse_unpaired(
+    folder: RunFolder, record: RunRecord, baseline: BenchmarkScores, candidate: BenchmarkScores
+) -> None:
+    """Refuse a run whose baseline and evaluation are not the same tasks x trials, naming the difference and the
+    command that scores both on the same ones."""
+    why = _unpaired(baseline, candidate)
+    if why is None:
+        return
+    before, after = (path.relative_to(folder.path) for path in _phase_folders(folder, record))
+    tasks = ",".join(candidate.tasks)
+    raise UserError(
+        f"{folder.path}: its baseline ({before}/) and its evaluation ({after}/) did not run the same episodes "
+        f"({why}), so the gate cannot pair them: score both on the same tasks with `ace-eval gate run --candidate "
+        f"{folder.path} --incumbent none --benchmark {candidate.benchmark} --tasks {tasks} --num-trials "
+        f"{candidate.num_trials} --publish STORE`, or publish it ungated with --no-gate"
+    )
 
 
 def check_publish(store_path: Path | None) -> None:
@@ -105,8 +151,12 @@ def publish_run(
             "benchmark (drop --no-benchmark), or publish it ungated with --no-gate"
         )
     baseline, candidate = pair
+    record = folder.read_record()
+    _refuse_unpaired(folder, record, baseline, candidate)
+    before = _phase_folders(folder, record)[0].name
+    label = "none (the run's baseline)" if before == folder.baseline.name else f"none (the run's baseline: {before}/)"
     result = compare(
-        baseline.model_copy(update={"skillbook": baseline.skillbook or "none (the run's baseline)"}),
+        baseline.model_copy(update={"skillbook": baseline.skillbook or label}),
         candidate.model_copy(update={"skillbook": candidate.skillbook or str(folder.skillbook)}),
         alpha=alpha,
         min_effect=min_effect,

@@ -18,9 +18,8 @@ from ace.core.skillbook import Skillbook
 from ace.llm import LocalModel
 from ace.observability import find_logfire_target
 from ace.pipeline.phased import PlannedStep
-from ace_eval.benchmarks import Benchmark, BenchmarkEnv, load_benchmark
-from ace_eval.benchmarks.tau_bench import AirlineData, load_airline_data
-from ace_eval.benchmarks.tau_bench_plugin import episode_tasks
+from ace_eval.benchmarks import Benchmark, BenchmarkConfigError, BenchmarkEnv, load_benchmark, resolved_options
+from ace_eval.benchmarks.phases import episode_folders
 from ace_eval.collection import (
     TRACES_FILE,
     CollectionError,
@@ -35,7 +34,7 @@ from ace_eval.e2e.segment import E2EResult, RunInjections, SegmentRun
 from ace_eval.e2e.traces_source import load_traces_source
 from ace_eval.run.fields import versions
 from ace_eval.run.folder import RunFolder, RunFolderError, check_resumable, config_differences
-from ace_eval.run.record import PipelineRecord, RunConfig, RunRecord, SkillbookOrigin
+from ace_eval.run.record import PipelineRecord, ResolvedBenchmark, RunConfig, RunRecord, SkillbookOrigin
 from ace_eval.run.redaction import install_run_collection, redaction_summary
 from ace_eval.store import store_origin
 
@@ -53,8 +52,8 @@ def _refuse_ungraded(traces: list[Trace]) -> None:
     if traces and not any(read_verdict(t.model_dump()) is not None for t in traces):
         raise ConfigError(
             f"--reflector-type grounded reads the grader's verdict in each trace, and none of the {len(traces)} "
-            "traces carries one (a `grader` comparison with the gold, or tau2's `metadata.reward_info`): use an LLM "
-            "reflector (--reflector-type simple) for these traces"
+            "traces carries one (a `grader` comparison with the gold, or a benchmark's `metadata.reward_info`): use an "
+            "LLM reflector (--reflector-type simple) for these traces"
         )
 
 
@@ -79,12 +78,9 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
             )
         source = (settings.traces, loaded.manifest, loaded.traces[: settings.limit])
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
-    data = _load_data(settings)
-    benchmark = _plan_benchmark(settings)
+    benchmark = _plan_benchmark(settings, source[2] if source is not None else None)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
-    if source is not None and data is not None and not settings.no_benchmark:
-        episode_tasks(data, limit=settings.limit, traces=source[2])  # refuse traces of no task before writing
     if source is not None and settings.reflector_type == "grounded":
         _refuse_ungraded(source[2])
     plan = plan_run_pipeline(settings)  # unknown steps, bad options, broken plugins: refused before writing
@@ -109,7 +105,10 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         if (origin := store_origin(settings.skillbook))
         else None,
     )
-    return SegmentRun(settings, folder, record, data, inj, checked, resumed=False, benchmark=benchmark).execute()
+    resolved = _resolved(settings, benchmark)
+    return SegmentRun(
+        settings, folder, record, inj, checked, resumed=False, benchmark=benchmark, resolved=resolved
+    ).execute()
 
 
 def resume_e2e(
@@ -150,12 +149,13 @@ def resume_e2e(
     if settings.traces is not None and not folder.collection.is_dir():
         raise RunFolderError(f"{folder.path} has no collection/: the run stopped before it started; start a new run")
     plan = refuse_other_pipeline(folder, record, settings)
-    data = _load_data(settings)
-    benchmark = _plan_benchmark(settings)
+    settings = _keep_resolved(settings, record, requested)
+    benchmark = _plan_benchmark(settings, None)
     settings, inj = with_profiles(settings, injections or RunInjections())
     inj = _with_small_judge(settings, inj, plan)
     checked = _preflight(settings, inj, plan)
-    run = SegmentRun(settings, folder, record, data, inj, checked, resumed=True, benchmark=benchmark)
+    resolved = _resolved(settings, benchmark)
+    run = SegmentRun(settings, folder, record, inj, checked, resumed=True, benchmark=benchmark, resolved=resolved)
     changed = {k: str(v) if isinstance(v, Path) else v for k, v in requested.items()}
     run.segment.overrides = {k: v for k, v in changed.items() if stored.get(k) != v}
     return run.execute()
@@ -191,31 +191,55 @@ def _published_skillbook(settings: E2ESettings) -> E2ESettings:
     return dataclasses.replace(settings, skillbook=path)
 
 
-def _plan_benchmark(settings: E2ESettings) -> Benchmark | None:
-    """The benchmark built from its options when it runs through the protocol, its checks passed and its splits
-    resolved before any file is written (a bad option, task id or model: a `UserError`, exit 2)."""
-    if not settings.runs_agent or not settings.protocol_benchmark:
+def _plan_benchmark(settings: E2ESettings, replayed: list[Trace] | None) -> Benchmark | None:
+    """The benchmark built from its options when its agent runs, its checks passed (missing data: a `ConfigError`)
+    and its tasks resolved before any file is written: the splits, or the tasks of the `replayed` traces for a
+    benchmark that evaluates those (`EpisodeFolders`; a trace of no task is refused). A bad option, task id or
+    model: a `UserError`, exit 2."""
+    if not settings.runs_agent:
         return None
     benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
-    benchmark.check(BenchmarkEnv(model_names=settings.models))
+    try:
+        benchmark.check(BenchmarkEnv(model_names=settings.models))
+    except BenchmarkConfigError as e:
+        raise ConfigError(str(e)) from None  # a setting of the run (its data folder, a model) to fix
     if settings.traces is None:
         benchmark.tasks("learn")
     if not settings.no_benchmark:
-        benchmark.tasks("evaluate")
+        if replayed is not None and (episodes := episode_folders(benchmark)) is not None:
+            episodes.replayed_tasks(replayed)
+        else:
+            benchmark.tasks("evaluate")
     return benchmark
 
 
-def _load_data(settings: E2ESettings) -> AirlineData | None:
-    """The tau-bench data when its agent runs; refused early (before any file is written) when missing."""
-    if not settings.runs_agent or settings.protocol_benchmark:
+def _resolved(settings: E2ESettings, benchmark: Benchmark | None) -> ResolvedBenchmark | None:
+    """The benchmark's options as it resolved them, for `run.json` (`None`: no agent runs)."""
+    if benchmark is None:
         return None
-    if settings.data_dir is None:
-        raise ConfigError(
-            "the agent runs (no --traces, or no --no-benchmark) and needs the tau-bench airline data: pass "
-            "--data-dir DIR or set ACE_TAU_BENCH_DATA (get it with `ace-eval data fetch tau-bench`); "
-            "to replay traces without running the agent, pass --traces DIR (without --benchmark)"
+    options = resolved_options(settings.benchmark, settings.benchmark_raw_options(), benchmark)
+    return ResolvedBenchmark.model_validate({"name": settings.benchmark, "options": options})
+
+
+def _keep_resolved(settings: E2ESettings, record: RunRecord, requested: Mapping[str, Any]) -> E2ESettings:
+    """`settings` whose benchmark options keep what the run resolved (`run.json`'s `resolved_benchmark`) where the
+    benchmark would now resolve them otherwise (e.g. its data folder's environment variable changed) and this
+    resume does not give them again (a flag, `--benchmark-option`); each kept one gets a note."""
+    recorded = record.resolved_benchmark
+    if recorded is None or not settings.runs_agent or recorded.name != settings.benchmark:
+        return settings
+    raw = settings.benchmark_raw_options()
+    now = resolved_options(settings.benchmark, raw, load_benchmark(settings.benchmark, raw))
+    given = {*requested, *dict(requested.get("benchmark_options") or {})}
+    kept = {k: v for k, v in recorded.options.items() if k in now and k not in given and now[k] != v}
+    for key, value in kept.items():
+        print(
+            f"note: {settings.benchmark} resolved its option {key} to {value!r} when the run started and would now "
+            f"resolve it to {now[key]!r} (the environment or the working folder changed): the resume keeps the "
+            f"run's value (--benchmark-option {key}=VALUE changes it)",
+            file=sys.stderr,
         )
-    return load_airline_data(settings.data_dir)
+    return dataclasses.replace(settings, benchmark_options={**kept, **settings.benchmark_options}) if kept else settings
 
 
 def _with_small_judge(settings: E2ESettings, inj: RunInjections, plan: list[PlannedStep]) -> RunInjections:

@@ -11,13 +11,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from ace.core.effectiveness import with_quarantined_released
 from ace.core.insight_source import utc_now
 from ace.core.skillbook import Skillbook
 from ace.core.storage import remove_stale_temps
@@ -29,17 +27,9 @@ from ace.skill_manager.manager import SkillManager
 from ace.skill_manager.prompts import SKILL_MANAGER_PROMPT
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.benchmarks.phases import collect_phase, evaluate_phases, scores_record
-from ace_eval.benchmarks.tau_bench import SOURCE_SYSTEM, AirlineData, EpisodeConfig
-from ace_eval.benchmarks.tau_bench.episodes import benchmark_phases, drop_errored_episodes, first_error, run_episodes
-from ace_eval.benchmarks.tau_bench_plugin import episode_tasks
-from ace_eval.collection import (
-    TRACES_FILE,
-    CollectionWriter,
-    Trace,
-    read_collection,
-)
+from ace_eval.collection import TRACES_FILE, Trace, read_collection
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.fail_fast import RunFailedError, retries_on_resume
+from ace_eval.e2e.fail_fast import refuse_nothing_learned, retries_on_resume
 from ace_eval.e2e.plan import refuse_other_pipeline, run_pipeline, step_times
 from ace_eval.e2e.preflight import Checked, LLMRole
 from ace_eval.e2e.sample_text import sample_line
@@ -48,7 +38,7 @@ from ace_eval.run.fields import summarize_run
 from ace_eval.run.folder import RunFolder, check_resumable, file_sha256
 from ace_eval.run.lock import folder_lock
 from ace_eval.run.progress import FirstErrors, Progress
-from ace_eval.run.record import CollectionRecord, ReportsReview, RunRecord
+from ace_eval.run.record import CollectionRecord, ReportsReview, ResolvedBenchmark, RunRecord
 from ace_eval.run.redaction import redaction_summary
 from ace_eval.run.samples import load_samples
 from ace_eval.run.segments import Segment
@@ -104,18 +94,19 @@ class SegmentRun:
         settings: E2ESettings,
         folder: RunFolder,
         record: RunRecord,
-        data: AirlineData | None,
         inj: RunInjections,
         checked: Checked,
         *,
         resumed: bool,
         benchmark: Benchmark | None = None,
+        resolved: ResolvedBenchmark | None = None,
     ) -> None:
         self.settings = settings
         self.benchmark = benchmark
+        self.resolved = resolved
+        """The benchmark's options as resolved for this segment (`run.json`'s `resolved_benchmark`)."""
         self.folder = folder
         self.record = record
-        self.data = data
         self.inj = inj
         self.segment = Segment(resumed=resumed)
         assert checked.embedder is not None, "the preflight resolves the embedder"
@@ -150,6 +141,8 @@ class SegmentRun:
 
     def _execute(self) -> E2EResult:
         self.record.start_segment(self.segment)
+        if self.resolved is not None:
+            self.record.resolve_benchmark(self.resolved)
         self._save()
         s = self.settings
         obs = configure_observability(
@@ -202,14 +195,12 @@ class SegmentRun:
     async def _phases(self) -> Skillbook:
         s = self.settings
         if s.traces is None:
+            assert self.benchmark is not None, "the runner plans the benchmark of a run that collects"
             with self.timed("collect"):
-                if self.benchmark is not None:
-                    env = self._benchmark_env()
-                    collected = await collect_phase(self.benchmark, env, self.folder, num_trials=s.num_trials)
-                    if collected is not None and collected.redactions:
-                        self.record.set_collection_redactions(dict(collected.redactions))
-                else:
-                    await self._episodes(self.folder.collection, "collect", skillbook=None)
+                env = self._benchmark_env(retry_errored=s.retry_failed and not self.folder.samples.exists())
+                collected = await collect_phase(self.benchmark, env, self.folder, num_trials=s.num_trials)
+                if collected is not None and collected.redactions:
+                    self.record.set_collection_redactions(dict(collected.redactions))
         manifest, traces = read_collection(self.folder.collection)
         self.record.set_collection(
             CollectionRecord(
@@ -222,28 +213,20 @@ class SegmentRun:
         with self.timed("train"):
             skillbook = await self._train(traces)
         if not s.no_benchmark and self.benchmark is not None:
-            env, trials = self._benchmark_env(), s.num_trials
-            await evaluate_phases(self.benchmark, env, self.folder, skillbook, num_trials=trials, timed=self.timed)
-        elif not s.no_benchmark:
-            if s.traces is not None:
-                with self.timed("baseline"):
-                    await self._episodes(self.folder.baseline, "baseline", skillbook=None, traces=traces)
-            with self.timed("evaluate"):
-                await self._episodes(self.folder.evaluation, "evaluate", skillbook=skillbook, traces=traces)
-            unquarantined = with_quarantined_released(skillbook)
-            if unquarantined is not None:
-                with self.timed("evaluate_with_quarantined"):
-                    await self._episodes(
-                        self.folder.evaluation_with_quarantined,
-                        "evaluate_with_quarantined",
-                        skillbook=unquarantined,
-                        traces=traces,
-                    )
+            await evaluate_phases(
+                self.benchmark,
+                self._benchmark_env(retry_errored=s.retry_failed),
+                self.folder,
+                skillbook,
+                num_trials=s.num_trials,
+                timed=self.timed,
+                replayed=traces if s.traces is not None else None,
+            )
         return skillbook
 
-    def _benchmark_env(self) -> BenchmarkEnv:
-        """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers."""
-        assert self.benchmark is not None
+    def _benchmark_env(self, *, retry_errored: bool) -> BenchmarkEnv:
+        """What the benchmark gets: the run's models of the roles it calls, embedder, redactor, workers (and
+        whether a resumed phase runs its errored episodes again)."""
         roles = [r for r in self.settings.benchmark_roles() if r in ("agent", "user")]
         return BenchmarkEnv(
             models={role: self.model(role) for role in roles},  # type: ignore[arg-type]  # checked: agent or user
@@ -254,6 +237,7 @@ class SegmentRun:
             abort_after=self.settings.abort_after,
             verbose=self.settings.verbose,
             show_progress=self.inj.show_progress,
+            retry_errored=retry_errored,
         )
 
     async def _train(self, traces: list[Trace]) -> Skillbook:
@@ -323,69 +307,8 @@ class SegmentRun:
                 self.record.set_review(reviewing.review_record())
         self.segment.step_usage = dict(result.phase_usage)
         self.resumed_samples = self.segment.resumed_samples = result.resumed_samples
-        failed = result.errors
-        learned = any(sample.operations for sample in result.samples)  # edits made before a stop stand
-        if result.samples and len(failed) == len(result.samples) and not learned:
-            stopped = [f for f in failed if f.error_kind == "stopped"]
-            if len(stopped) == len(failed):
-                raise RunFailedError(
-                    f"every skill-manager session stopped without an edit ({len(failed)} of {len(result.samples)}), "
-                    f"nothing was learned: raise --sm-request-limit or --sm-tool-calls, or use a stronger "
-                    f"--skill-manager-model; the first stop: {failed[0].error}"
-                )
-            which = f"; {len(stopped)} of them stopped without an edit" if stopped else ""
-            raise RunFailedError(
-                f"every sample failed ({len(failed)} of {len(result.samples)}{which}), nothing was learned; the first "
-                f"error: {next((f for f in failed if f.error_kind != 'stopped'), failed[0]).error}"
-            )
+        refuse_nothing_learned(result)
         return result.skillbook
-
-    async def _episodes(
-        self, directory: Path, phase: str, *, skillbook: Skillbook | None, traces: list[Trace] | None = None
-    ) -> None:
-        s, data = self.settings, self.data
-        assert data is not None, "the runner refused a run that needs the benchmark without its data"
-        if s.retry_failed and (phase != "collect" or not self.folder.samples.exists()):
-            drop_errored_episodes(directory)  # run again; collected ones only while no sample learned from them
-        tasks = episode_tasks(data, limit=s.limit, traces=traces if s.traces is not None else None)
-        jobs = [(task, trial) for task in tasks for trial in range(s.num_trials)]
-        agent, user = self.model("agent"), self.model("user")
-        models = {"agent": f"{agent.system}:{agent.model_name}", "user": f"{user.system}:{user.model_name}"}
-        with CollectionWriter(
-            directory,
-            source_system=SOURCE_SYSTEM,
-            benchmark=s.benchmark,
-            models=models,
-            mode="auto",
-            redactor=self.redactor,
-        ) as writer:
-            done = len(writer.trace_uids)
-            with Progress(phase, len(jobs), initial=done, verbose=s.verbose, show=self.inj.show_progress) as bar:
-                await run_episodes(
-                    data,
-                    jobs,
-                    writer=writer,
-                    agent_model=agent,
-                    user_model=user,
-                    skillbook=skillbook,
-                    config=EpisodeConfig(
-                        max_num_steps=s.max_num_steps,
-                        skill_injection=s.skill_injection,
-                        top_k=s.top_k,
-                        skill_tokens=s.skill_tokens,
-                        embedder=self.embedder,
-                    ),
-                    max_workers=s.max_workers,
-                    progress=bar,
-                    redactor=self.redactor,
-                    abort_after=s.abort_after,
-                )
-        _, episodes = read_collection(directory)
-        if episodes and all(t.metadata.get("error") for t in episodes):
-            raise RunFailedError(
-                f"every episode of the {phase} phase errored ({len(episodes)} of {len(episodes)}), so there is no "
-                f"pass^k to report; the first error: {first_error(episodes)}"
-            )
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -407,13 +330,10 @@ class SegmentRun:
                 skillbook=self.folder.learned_skillbook(self.record),
             )
         )
-        if self.benchmark is not None:
-            self.record.set_benchmark(scores_record(self.folder))
-        else:
-            replayed = s.traces is not None
-            self.record.set_benchmark(
-                benchmark_phases(self.folder, replayed=replayed, benchmark=s.benchmark, num_trials=s.num_trials)
-            )
+        replayed = s.traces is not None
+        self.record.set_benchmark(
+            scores_record(self.folder, self.benchmark, replayed=replayed, num_trials=s.num_trials)
+        )
         collection = self.record.redaction.collection if self.record.redaction is not None else None
         self.record.set_redaction(redaction_summary(s.redact, load_samples(self.folder.samples), collection))
 

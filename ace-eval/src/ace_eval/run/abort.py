@@ -16,7 +16,7 @@ from typing import Protocol
 from ace.exceptions import RunError
 from ace.llm.retry import NON_RETRYABLE
 
-__all__ = ["AbortWatch", "Outcome", "RunAborted", "first_cause"]
+__all__ = ["AbortWatch", "Outcome", "RunAborted", "RunFailedError", "first_cause"]
 
 _CREDENTIALS = frozenset({"auth", "permission"})
 
@@ -29,6 +29,10 @@ class Outcome(Protocol):
 
     @property
     def error_kind(self) -> str | None: ...
+
+
+class RunFailedError(RunError):
+    """Every sample (or every episode of a benchmark phase) failed: the run is marked `failed`, not `completed`."""
 
 
 class RunAborted(RunError):

@@ -37,6 +37,7 @@ __all__ = [
     "PlannedStepRecord",
     "RedactionRecord",
     "ReportsReview",
+    "ResolvedBenchmark",
     "ReviewRecord",
     "RoleUsage",
     "RunConfig",
@@ -111,6 +112,15 @@ class SkillbookOrigin(BaseModel):
     version: int = Field(ge=1)
 
 
+class ResolvedBenchmark(_Strict):
+    """The benchmark a run's agent ran and the options it ran with, as the benchmark resolved them (its defaults,
+    and what it read from the environment, e.g. its data folder); a resume
+    keeps them."""
+
+    name: str
+    options: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
+
+
 class RedactionRecord(_Strict):
     """Whether redaction was on and how many values of each kind it replaced (never which)."""
 
@@ -179,6 +189,9 @@ class RunRecord(_Strict):
     """The model string of each role (and of each step's model, e.g. `dedup`)."""
     resolved_models: dict[str, str] = Field(default_factory=dict[str, str])
     """`system:model_name` of each role's model as the run built it."""
+    resolved_benchmark: ResolvedBenchmark | None = None
+    """The benchmark's options as it resolved them (the last segment's); `None` when no agent ran, and in a folder
+    written before they were recorded."""
     pipeline: PipelineRecord | None = None
     """The steps the run planned; `None` before they were."""
     segments: list[Segment] = Field(default_factory=list[Segment])
@@ -226,6 +239,10 @@ class RunRecord(_Strict):
     def resolve_model(self, role: str, name: str) -> None:
         """Record the model a role runs on (`system:model_name`)."""
         self.resolved_models = {**self.resolved_models, role: name}
+
+    def resolve_benchmark(self, benchmark: ResolvedBenchmark | None) -> None:
+        """Record the benchmark's options as this segment resolved them."""
+        self.resolved_benchmark = benchmark
 
     def set_logfire(self, *, sent: bool, project_url: str | None, token_from: str | None) -> None:
         self.logfire = LogfireRecord(sent=sent, project_url=project_url, token_from=token_from)

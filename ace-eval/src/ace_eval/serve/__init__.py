@@ -6,10 +6,33 @@ app = ServeApp(ServeConfig(store=Path("prod-store")))
 app.start()        # POST /v1/traces, POST /v1/feedback, GET /healthz, /v1/status, /metrics
 app.stop()         # finish requests in flight, flush, checkpoint
 ```
+
+With `ServeConfig(learn=LearnConfig(...), publish=PublishConfig(...))` it also learns from the ready traces in the
+background (`ace_eval.serve._learn`) and publishes the learned skillbooks to the store (`ace_eval.serve._publish`).
 """
 
-from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback
+from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback, refuse_exposed
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._inbox import Inbox, InboxFull
+from ace_eval.serve._learn import LearnConfig, Learner
+from ace_eval.serve._publish import PublishConfig, Publisher
+from ace_eval.serve._setup import NOT_PUBLISHED_NOTE, learning_config, learning_settings, publishing_config
 
-__all__ = ["Assembler", "Feedback", "Inbox", "InboxFull", "ServeApp", "ServeConfig", "is_loopback"]
+__all__ = [
+    "NOT_PUBLISHED_NOTE",
+    "Assembler",
+    "Feedback",
+    "Inbox",
+    "InboxFull",
+    "LearnConfig",
+    "Learner",
+    "PublishConfig",
+    "Publisher",
+    "ServeApp",
+    "ServeConfig",
+    "is_loopback",
+    "learning_config",
+    "learning_settings",
+    "publishing_config",
+    "refuse_exposed",
+]

@@ -6,8 +6,9 @@ assembled after `idle_timeout` seconds without a new span, marked `incomplete`. 
 outcome up to `feedback_wait` seconds (`POST /v1/feedback`), unless its spans carry `ace.reward` / `ace.feedback`;
 it is then ready to learn from (`ready.jsonl`).
 
-Restart: `assembly.json` holds the inbox offset before which every span belongs to an assembled trace; the lines
-after it are read again, and traces already in `traces.jsonl` are skipped, so each trace is assembled once.
+Restart: `assembly.json` holds the inbox offset before which every span belongs to an assembled trace; the records
+after it are read again, and traces already in `traces.jsonl` are skipped, so each trace is assembled once. Once
+`assembly.json` is written, the inbox deletes its segments before that offset (`Inbox.release`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ace_eval.collection.importers.otel import FEEDBACK_ATTRIBUTE, REWARD_ATTRIBUTE, traces_from_spans
-from ace_eval.collection.importers.otlp import Span, spans_from_document
+from ace_eval.collection.importers.otlp import Span
 from ace_eval.collection.model import CollectionError, Trace
+from ace_eval.serve._decode import record_spans
 from ace_eval.serve._inbox import Inbox
 from ace_eval.serve._journal import Journal, write_json
 
@@ -130,28 +132,22 @@ class Assembler:
         self._checkpoint()
 
     def _read(self, clock: float) -> None:
-        """Take the lines committed since the last pass: those of this process from `inbox.committed` (their spans
-        parsed already), those written before it started (a restart) from the file."""
+        """Take the records committed since the last pass: those of this process from `inbox.committed` (their
+        spans parsed already), those written before it started (a restart) from the segment files."""
         committed = self.inbox.committed
         while committed and committed[0].offset < self._read_to:
             committed.popleft()  # read from the file already
         first = committed[0].offset if committed else self.inbox.committed_offset
         if self._read_to < first:
-            with self.inbox.path.open("rb") as f:
-                f.seek(self._read_to)
-                data = f.read(first - self._read_to)
-            for line in data.splitlines(keepends=True):
-                record = json.loads(line)
-                self._take(
-                    spans_from_document(record["document"], file="inbox"), int(record["spans"]), len(line), clock
-                )
+            for record in self.inbox.records(self._read_to, first):
+                self._take(record_spans(record), record.spans, record.length, clock)
         while committed:
             entry = committed.popleft()
+            if entry.offset < self._read_to:
+                continue  # committed while the lines above were read: read from the file already
             spans = entry.payload if isinstance(entry.payload, list) else None
-            if spans is None:  # appended without its spans: read the line back
-                with self.inbox.path.open("rb") as f:
-                    f.seek(entry.offset)
-                    spans = spans_from_document(json.loads(f.read(entry.length))["document"], file="inbox")
+            if spans is None:  # appended without its spans: read the record back
+                spans = record_spans(next(iter(self.inbox.records(entry.offset, entry.offset + entry.length))))
             self._take(spans, entry.spans, entry.length, clock)
 
     def _take(self, spans: list[Span], count: int, length: int, clock: float) -> None:
@@ -192,11 +188,13 @@ class Assembler:
                 sent = self.feedback.get(trace_id)
                 if sent is None and not record.get("judged") and now - record["assembled_at"] < self.feedback_wait:
                     continue
-                traces = [Trace.model_validate(t) for t in record["traces"]]
+                dumped = record["traces"]  # as assembled (validated then), unless feedback changes them
                 if sent is not None:
                     update = {"reward": sent.reward, "feedback": sent.feedback}
-                    traces = [t.model_copy(update={k: v for k, v in update.items() if v is not None}) for t in traces]
-                released.append({"otel_trace_id": trace_id, "traces": [t.model_dump(mode="json") for t in traces]})
+                    changed = {k: v for k, v in update.items() if v is not None}
+                    traces = [Trace.model_validate(t).model_copy(update=changed) for t in dumped]
+                    dumped = [t.model_dump(mode="json") for t in traces]
+                released.append({"otel_trace_id": trace_id, "traces": dumped})
                 del self.waiting[trace_id]
         self.ready_journal.append(released)
         with self._lock:
@@ -214,6 +212,7 @@ class Assembler:
         if offset != self.offset:
             self.offset = offset
             write_json(self.state_path, {"offset": offset, "consumed": before})
+            self.inbox.release(offset)
 
     def counts(self) -> dict[str, int]:
         with self._lock:

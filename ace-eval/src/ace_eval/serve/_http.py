@@ -1,5 +1,6 @@
 """The HTTP side of `ace-eval serve`: OTLP/HTTP `POST /v1/traces`, `POST /v1/feedback`, `GET /healthz`,
-`GET /v1/status`, `GET /metrics`, `GET /v1/skillbook`; bearer-token check (constant time), body limit, socket timeout.
+`GET /v1/status`, `GET /metrics`, `GET /v1/skillbook`, `GET /v1/skills`; bearer-token check (constant time), body
+limit, socket timeout.
 
 Answers follow the OTLP/HTTP specification: 200 with an `ExportTraceServiceResponse` in the request's encoding
 (`partial_success` when some spans were refused), 400 with a `google.rpc.Status` naming the reason, 413 over the
@@ -21,8 +22,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ace.redaction import Redactor
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._connections import Connections
-from ace_eval.serve._decode import BadRequest, TooLarge, decode_traces
+from ace_eval.serve._decode import BadRequest, Decoder, TooLarge
 from ace_eval.serve._inbox import Inbox, InboxClosed, InboxFull
+from ace_eval.serve._skills import SkillQueryError, SkillsSelector, parse_skill_query
 from ace_eval.store import SkillbookStore
 
 __all__ = ["ServeApp", "make_handler"]
@@ -39,6 +41,7 @@ class ServeApp(Protocol):
     assembler: Assembler
     connections: Connections
     store: SkillbookStore
+    skills: SkillsSelector
 
     def count(self, name: str) -> None: ...
 
@@ -57,11 +60,13 @@ def make_handler(app: ServeApp) -> type[BaseHTTPRequestHandler]:
         pass
 
     Handler.app = app
+    Handler.decoder = Decoder(app.redactor, limit=app.max_body)
     return Handler
 
 
 class _Handler(BaseHTTPRequestHandler):
     app: ServeApp
+    decoder: Decoder
     protocol_version = "HTTP/1.1"
     timeout = 30  # a client that stops sending mid-request is dropped
     server_version = "ace-eval-serve"
@@ -138,6 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if path == "/v1/skillbook":
             self._skillbook()
+        elif path == "/v1/skills":
+            self._skills()
         elif path == "/v1/status":
             self._json(200, self.app.status())
         elif path == "/metrics":
@@ -166,6 +173,23 @@ class _Handler(BaseHTTPRequestHandler):
         body = store.skillbook_path(number).read_bytes()
         self._send(200, body, _JSON, {"ETag": etag, "Cache-Control": "no-cache"})
 
+    def _skills(self) -> None:
+        """The skills `SkillInstructions` selects for `?query=` within `max_tokens`, from the current version."""
+        try:
+            query, max_tokens = parse_skill_query(self.path.partition("?")[2])
+        except SkillQueryError as e:
+            self._json(400, {"error": str(e)})
+            return
+        selected = self.app.skills.select(query, max_tokens)
+        if selected is None:
+            self._json(
+                404, {"error": "no version published yet: serve publishes one after --publish-every learned traces"}
+            )
+            return
+        self._send(
+            200, json.dumps(selected, ensure_ascii=False).encode("utf-8"), _JSON, {"ETag": f'"{selected["version"]}"'}
+        )
+
     def do_POST(self) -> None:
         self.app.connections.busy(self)
         path = self.path.split("?", 1)[0]
@@ -192,14 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _traces(self, body: bytes, content_type: str, protobuf: bool) -> None:
         app = self.app
         try:
-            decoded = decode_traces(
-                body,
-                content_type=content_type,
-                content_encoding=self.headers.get("Content-Encoding") or "",
-                limit=app.max_body,
-                redactor=app.redactor,
+            decoded = self.decoder.decode(
+                body, content_type=content_type, content_encoding=self.headers.get("Content-Encoding") or ""
             )
-            app.inbox.append(decoded.document, len(decoded.spans), payload=decoded.spans)
+            app.inbox.append(decoded.payload, len(decoded.spans), encoding=decoded.encoding, parsed=decoded.spans)
         except BadRequest as e:
             app.count("requests_rejected")
             self._status(400, str(e)[:2000], protobuf=protobuf)

@@ -1,25 +1,27 @@
-"""The durable inbox: every accepted request's redacted spans, appended to `inbox.jsonl` and fsynced before the
-request is acknowledged (group commit: one fsync covers every request waiting at that moment).
+"""The durable inbox: every accepted request's redacted spans, appended to a segment file under
+`STORE/serve/inbox/` and fsynced before the request is acknowledged (group commit: a writer thread writes every
+request waiting at that moment and fsyncs once for all of them).
 
-A line is `{"spans": N, "document": {...OTLP JSON...}}`. `spans_acknowledged` is the sum of N over the whole lines
-in the file: `state.json` checkpoints it with the offset it was counted to, and opening the inbox counts the lines
-after that offset. A line cut short by a crash was never acknowledged (its fsync had not returned): it is cut off.
+`spans_acknowledged` is the span count of every record ever written: `state.json` checkpoints it with the offset it
+was counted to, and opening the inbox counts the records after that offset. Segments are rotated at
+`segment_bytes`; `release(offset)` (called once assembly has checkpointed past `offset`) checkpoints the count,
+then deletes the segments before it, so the count survives the records it was taken from.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ace.exceptions import RunError
 from ace_eval.serve._journal import write_json
+from ace_eval.serve._segments import Record, Segments, encode_record
 
-__all__ = ["Committed", "Inbox", "InboxClosed", "InboxFull"]
+__all__ = ["Committed", "Inbox", "InboxClosed", "InboxFull", "Record"]
 
 
 class InboxFull(RunError, RuntimeError):
@@ -32,8 +34,8 @@ class InboxClosed(RunError, RuntimeError):
 
 @dataclass(frozen=True)
 class Committed:
-    """One line now on disk: where it starts, its length, its span count, and what the appender passed along
-    (the parsed spans, so the assembler need not read the line back)."""
+    """One record now on disk: where it starts, its length, its span count, and what the appender passed along
+    (the parsed spans, so the assembler need not read the record back)."""
 
     offset: int
     length: int
@@ -42,59 +44,44 @@ class Committed:
 
 
 class Inbox:
-    """`inbox.jsonl` under `folder`, with its acknowledged count; `append` returns once the line is on disk."""
+    """The segments under `folder / "inbox"` with their acknowledged count; `append` returns once the record is
+    on disk."""
 
-    def __init__(self, folder: Path, *, max_backlog: int) -> None:
+    def __init__(self, folder: Path, *, max_backlog: int, segment_bytes: int = 64 * 1024 * 1024) -> None:
         self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / "inbox.jsonl"
+        self.segments = Segments(folder / "inbox", segment_bytes=segment_bytes)
         self.state_path = folder / "state.json"
         self.max_backlog = max_backlog
         self._cond = threading.Condition()
         self._pending: list[tuple[bytes, int, threading.Event, object]] = []
         self.committed: deque[Committed] = deque()
-        """Lines committed since the inbox opened, oldest first; the assembler takes them from the left."""
+        """Records committed since the inbox opened, oldest first; the assembler takes them from the left."""
         self._closed = False
         self.consumed = 0
         """Spans the assembler has taken (set by it); the backlog is what is acknowledged and not taken."""
         self.acknowledged, self.committed_offset = self._recover()
-        self._file = self.path.open("ab")
         self._writer = threading.Thread(target=self._write_loop, name="ace-serve-inbox", daemon=True)
         self._writer.start()
 
     def _recover(self) -> tuple[int, int]:
-        """The acknowledged count and the end of the last whole line; a torn tail is truncated."""
+        """The acknowledged count and the end of the last whole record; a torn tail is cut off."""
         acknowledged, offset = 0, 0
         if self.state_path.exists():
             state = json.loads(self.state_path.read_text(encoding="utf-8"))
             acknowledged, offset = int(state["spans_acknowledged"]), int(state["offset"])
-        if not self.path.exists():
-            return 0, 0
-        size = self.path.stat().st_size
-        offset = min(offset, size)
-        with self.path.open("rb") as f:
-            f.seek(offset)
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break
-                try:
-                    acknowledged += int(json.loads(line)["spans"])
-                except (ValueError, KeyError, TypeError):
-                    break
-                offset += len(line)
-        if offset < size:
-            with self.path.open("r+b") as f:
-                f.truncate(offset)
-        return acknowledged, offset
+        acknowledged += self.segments.recover(offset)
+        return acknowledged, self.segments.end
 
     @property
     def backlog(self) -> int:
         return self.acknowledged - self.consumed
 
-    def append(self, document: dict[str, Any], spans: int, *, payload: object = None, timeout: float = 30.0) -> None:
-        """Write one request's document; returns when it is fsynced. `InboxFull` when the backlog is full.
-        `payload` goes with the line to `committed`."""
-        line = json.dumps({"spans": spans, "document": document}, ensure_ascii=False, separators=(",", ":"))
+    def append(
+        self, payload: bytes, spans: int, *, encoding: str, parsed: object = None, timeout: float = 30.0
+    ) -> None:
+        """Write one request's redacted OTLP body (`encoding` "protobuf" or "json"); returns when it is fsynced.
+        `InboxFull` when the backlog is full. `parsed` goes with the record to `committed`."""
+        record = encode_record(spans, encoding, payload)
         done = threading.Event()
         with self._cond:
             if self._closed:
@@ -102,7 +89,7 @@ class Inbox:
             queued = sum(p[1] for p in self._pending)
             if self.backlog + queued + spans > self.max_backlog and spans:
                 raise InboxFull(f"{self.backlog} spans wait to be assembled (limit {self.max_backlog})")
-            self._pending.append(((line + "\n").encode("utf-8"), spans, done, payload))
+            self._pending.append((record, spans, done, parsed))
             self._cond.notify_all()
         if not done.wait(timeout):
             raise InboxClosed("the inbox did not commit in time")
@@ -115,18 +102,29 @@ class Inbox:
                 batch, self._pending = self._pending, []
                 if not batch and self._closed:
                     return
-            data = b"".join(p[0] for p in batch)
-            self._file.write(data)
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            self.segments.append(b"".join(p[0] for p in batch))
             with self._cond:
-                for line, spans, _, payload in batch:
-                    self.committed.append(Committed(self.committed_offset, len(line), spans, payload))
-                    self.committed_offset += len(line)
+                for record, spans, _, parsed in batch:
+                    self.committed.append(Committed(self.committed_offset, len(record), spans, parsed))
+                    self.committed_offset += len(record)
                     self.acknowledged += spans
                 self._cond.notify_all()
             for _, _, done, _ in batch:
                 done.set()
+
+    def records(self, start: int = 0, end: int | None = None) -> Iterator[Record]:
+        """The records on disk from offset `start` (a record's start, at or after the oldest kept segment)."""
+        with self._cond:
+            stop = self.committed_offset if end is None else end
+        return self.segments.records(start, stop)
+
+    def release(self, offset: int) -> list[Path]:
+        """Every span before `offset` is assembled and checkpointed: checkpoint the count, then delete the segments
+        that end at or before it. Returns the deleted files."""
+        if len(self.segments.starts) < 2 or self.segments.starts[1] > offset:
+            return []
+        self.checkpoint()
+        return self.segments.delete_before(offset)
 
     def checkpoint(self) -> None:
         """Record the acknowledged count and where it was counted to (temp file and rename)."""
@@ -140,5 +138,5 @@ class Inbox:
             self._closed = True
             self._cond.notify_all()
         self._writer.join(timeout=30)
-        self._file.close()
+        self.segments.close()
         self.checkpoint()

@@ -41,6 +41,16 @@ class Journal:
                 out.append(json.loads(line))
         return out
 
+    def read_from(self, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """The whole lines after byte `offset`, and the offset after the last of them."""
+        if not self.path.exists():
+            return [], offset
+        with self.path.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        return [json.loads(line) for line in data[:end].splitlines() if line.strip()], offset + end
+
     def append(self, records: Iterable[dict[str, Any]]) -> None:
         data = b"".join(
             (json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8") for r in records

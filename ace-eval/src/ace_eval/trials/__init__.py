@@ -6,7 +6,8 @@ Not to be confused with `--num-trials` (episodes per task): a *trial* here is on
 """
 
 from ace_eval.trials._args import TRIAL_FILE, TrialArgs, claim_trial, read_trial_args
-from ace_eval.trials._run import Budget, BudgetExceeded, TrialPlan, pareto_set, pick_winner, run_trial
+from ace_eval.trials._plan import Budget, BudgetExceeded, TrialPlan
+from ace_eval.trials._run import pareto_set, pick_winner, run_trial
 from ace_eval.trials._scoreboard import (
     SCOREBOARD_FILE,
     CandidateEntry,

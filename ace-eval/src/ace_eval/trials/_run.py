@@ -5,18 +5,19 @@ the incumbent, publish on promote, and score the winner alone on the held-out te
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from ace.core.storage import atomic_write, bytes_writer
-from ace.exceptions import RunError
-from ace_eval.benchmarks import Benchmark, BenchmarkEnv, BenchmarkScores
+from ace_eval.benchmarks import BenchmarkScores
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import resume_e2e, run_e2e
-from ace_eval.gate import GATE_FILE, Side, compare, publish_promoted
+from ace_eval.gate import GATE_FILE, compare, publish_promoted
 from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.store import ProducedBy, SkillbookStore
+from ace_eval.trials._parallel import run_in_parallel
+from ace_eval.trials._plan import SCORES, TrialPlan
 from ace_eval.trials._scoreboard import (
     SCOREBOARD_FILE,
     CandidateEntry,
@@ -27,62 +28,11 @@ from ace_eval.trials._scoreboard import (
 )
 from ace_eval.trials._vary import Candidate
 
-__all__ = ["Budget", "BudgetExceeded", "TrialPlan", "pareto_set", "pick_winner", "run_trial"]
+__all__ = ["pareto_set", "pick_winner", "run_trial", "score_candidate"]
 
-_SCORES = "scores.json"
+_SCORES = SCORES
 _COLLECTED = "collected"
 """Marker in `traces/`: the shared collection finished (a resume does not collect again)."""
-
-
-class BudgetExceeded(RunError):
-    """The next candidate would take the trial past `--max-episodes` / `--max-cost`; says what ran."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Budget:
-    """`--max-episodes` and `--max-cost` (`None`: no limit): checked before each candidate starts, against what the
-    trial has spent plus the first candidate's actual usage as the estimate."""
-
-    max_episodes: int | None = None
-    max_cost: float | None = None
-
-    def check(self, name: str, done: Sequence[str], spent: tuple[int, float], estimate: tuple[int, float]) -> None:
-        episodes, cost = spent
-        per_episodes, per_cost = estimate
-        over = []
-        if self.max_episodes is not None and episodes + per_episodes > self.max_episodes:
-            over.append(f"--max-episodes {self.max_episodes} ({episodes} spent + about {per_episodes} for it)")
-        if self.max_cost is not None and cost + per_cost > self.max_cost:
-            over.append(f"--max-cost {self.max_cost:g} (${cost:.4f} spent + about ${per_cost:.4f} for it)")
-        if over:
-            ran = ", ".join(done) or "none"
-            raise BudgetExceeded(f"stopped before candidate {name}: it would exceed {' and '.join(over)}; "
-                                 f"finished candidates: {ran}")  # fmt: skip
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrialPlan:
-    """Everything a trial needs, checked before anything is written."""
-
-    directory: Path
-    benchmark: Benchmark
-    """What scores the candidates (a benchmark or a `--scorer`)."""
-    learner: Benchmark | None
-    """What collects the learn split when no `traces` are given."""
-    env: BenchmarkEnv
-    base: dict[str, object]
-    """The e2e settings every candidate shares (`E2ESettings.to_dict` keys)."""
-    candidates: Sequence[Candidate]
-    traces: Path | None
-    """A given collection (`--traces`); `None`: the benchmark's learn split is collected once."""
-    dev_tasks: tuple[str, ...]
-    test_tasks: tuple[str, ...]
-    num_trials: int
-    incumbent: Side
-    publish: Path | None = None
-    command: str = ""
-    budget: Budget = Budget()
-    say: Callable[[str], None] = print
 
 
 def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores:
@@ -161,36 +111,55 @@ def pareto_set(entries: Sequence[CandidateEntry]) -> list[str]:
     return [e.name for e in entries if e.name in best]
 
 
+def score_candidate(
+    plan: TrialPlan,
+    candidate: Candidate,
+    traces: Path,
+    seeds: Sequence[int] | None,
+    *,
+    scoring: AbstractContextManager[object] | None = None,
+) -> tuple[CandidateEntry, tuple[int, float]]:
+    """The candidate learned (or its finished run opened) and scored on the dev tasks (or its scores read); returns
+    its scoreboard entry and what it used (learning samples plus dev episodes, cost). `scoring`: held around the dev
+    scoring (a slot shared by the candidates of a parallel trial)."""
+    folder = _learn(plan, candidate, traces)
+    record = folder.read_record()
+    book = folder.learned_skillbook(record)
+    fresh = not plan.scored_already(candidate)
+    with scoring if scoring is not None and fresh else nullcontext():
+        if fresh:
+            plan.say(f"{plan.label(candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
+        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
+    used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
+            (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+    entry = CandidateEntry(
+        name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
+        dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in record.usage.values()),
+        cost_usd=record.cost_usd,
+    )  # fmt: skip
+    return entry, used
+
+
 def run_trial(plan: TrialPlan) -> Scoreboard:
     """Run (or continue) the trial in `plan.directory` and write `scoreboard.json`."""
     plan.directory.mkdir(parents=True, exist_ok=True)
     traces = _shared_traces(plan)
     incumbent = _evaluate(plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent")
     seeds = incumbent.seeds or None
-    entries: list[CandidateEntry] = []
-    total = len(plan.candidates)
     spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
+    if plan.max_parallel > 1:  # then every candidate below is read from its folder
+        run_in_parallel(plan, spent, lambda c, slot: score_candidate(plan, c, traces, seeds, scoring=slot))
+    entries: list[CandidateEntry] = []
     estimate: tuple[int, float] | None = None
-    for i, candidate in enumerate(plan.candidates, 1):
-        if estimate is not None and not (plan.directory / "candidates" / candidate.name / "dev" / _SCORES).is_file():
+    for candidate in plan.candidates:
+        if estimate is not None and not plan.scored_already(candidate):
             plan.budget.check(candidate.name, [e.name for e in entries], spent, estimate)
-        plan.say(f"candidate {i} of {total} ({candidate.name}): learning; so far {spent[0]} episodes, "
-                 f"${spent[1]:.4f}")  # fmt: skip
-        folder = _learn(plan, candidate, traces)
-        record = folder.read_record()
-        book = folder.learned_skillbook(record)
-        plan.say(f"candidate {i} of {total} ({candidate.name}): scoring {len(plan.dev_tasks)} dev task(s)")
-        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
-        usage = record.usage.values()
-        used = ((record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
-                (record.cost_usd or 0.0) + _cost(dev))  # fmt: skip
+        if plan.max_parallel == 1:
+            plan.say(f"{plan.label(candidate)}: learning; so far {spent[0]} episodes, ${spent[1]:.4f}")
+        entry, used = score_candidate(plan, candidate, traces, seeds)
         estimate = estimate or used
         spent = (spent[0] + used[0], spent[1] + used[1])
-        entries.append(CandidateEntry(
-            name=candidate.name, settings=dict(candidate.settings), run_dir=str(folder.path), skillbook=str(book),
-            dev=DevScore.of(dev), tokens=sum(u.input_tokens + u.output_tokens for u in usage),
-            cost_usd=record.cost_usd,
-        ))  # fmt: skip
+        entries.append(entry)
     winner = pick_winner(entries)
     entries = [e.model_copy(update={"verdict": "won" if e is winner else "lost"}) for e in entries]
     winner_scores = read_scores(Path(winner.run_dir).parent / "dev" / _SCORES)

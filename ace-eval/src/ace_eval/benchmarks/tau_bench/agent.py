@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.models import Model
@@ -14,6 +14,7 @@ from ace.core.skillbook import Skillbook
 from ace.embeddings.base import Embedder
 from ace.retrieval.budget import render_skill_list, retrieve_within_budget
 from ace.retrieval.top_k import retrieve_top_k
+from ace_eval.benchmarks.injection import SKILL_INJECTIONS, SkillInjection
 from ace_eval.benchmarks.tau_bench.env import AirlineEnv
 from ace_eval.benchmarks.tau_bench.schemas import TOOL_SPECS
 
@@ -28,10 +29,6 @@ __all__ = [
     "render_skills",
 ]
 
-SkillInjection = Literal["prompt", "top-k", "none"]
-"""How the skillbook reaches the agent: all active skills (`as_prompt()`), the top-k retrieved for the
-user's opening message, or not at all."""
-SKILL_INJECTIONS: tuple[SkillInjection, ...] = ("prompt", "top-k", "none")
 VALID_SECTION_ORDER: tuple[Section, ...] = ("context", "harness")
 """The order `Skillbook.as_prompt()` renders sections in."""
 

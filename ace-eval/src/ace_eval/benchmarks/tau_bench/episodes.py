@@ -38,8 +38,7 @@ from ace_eval.benchmarks.tau_bench import (
 from ace_eval.benchmarks.tau_bench.episode_trace import episode_to_trace
 from ace_eval.collection import MANIFEST_FILE, CollectionWriter, Trace, read_collection, write_collection
 from ace_eval.run.abort import AbortWatch, first_cause
-from ace_eval.run.folder import RunFolder
-from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, pass_hat_list, task_results
+from ace_eval.run.phases import PhaseRecord, pass_hat_list, task_results
 from ace_eval.run.progress import FirstErrors, Progress
 from ace_eval.run.redaction import redact_trace
 from ace_eval.run.usage import sum_usage
@@ -47,7 +46,6 @@ from ace_eval.run.usage import sum_usage
 __all__ = [
     "MeteredModel",
     "UsageMeter",
-    "benchmark_phases",
     "benchmark_summary",
     "drop_errored_episodes",
     "episode_uid",
@@ -238,28 +236,6 @@ def benchmark_summary(
         ),
         usage={role: sum_usage(items) for role, items in usage.items()},
     )
-
-
-def benchmark_phases(folder: RunFolder, *, replayed: bool, benchmark: str, num_trials: int) -> BenchmarkRecord | None:
-    """The phases whose episodes are in the run folder (`collect` unless the traces were replayed, `baseline`,
-    `evaluate`, `evaluate_with_quarantined`), summarized; `None` when none ran."""
-    directories = {
-        "collect": folder.collection,
-        "baseline": folder.baseline,
-        "evaluate": folder.evaluation,
-        "evaluate_with_quarantined": folder.evaluation_with_quarantined,
-    }
-    if replayed:
-        del directories["collect"]
-    phases: dict[str, PhaseRecord] = {}
-    for name, directory in directories.items():
-        if (directory / MANIFEST_FILE).is_file():
-            _, episodes = read_collection(directory)
-            task_ids = list(dict.fromkeys(str(t.task_id) for t in episodes))
-            phases[name] = benchmark_summary(
-                episodes, name=name, benchmark=benchmark, task_ids=task_ids, num_trials=num_trials, path=directory.name
-            )
-    return BenchmarkRecord.of(phases, collect_is_before=True)
 
 
 def first_error(traces: Sequence[Trace]) -> str | None:

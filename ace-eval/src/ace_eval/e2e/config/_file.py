@@ -14,7 +14,7 @@ embedding = "local"
 reflector_type = "rr"
 epochs = 1
 max_workers = 4
-data_dir = "data/tau-bench/airline"
+# data_dir = "data/airline"        # the benchmark's data folder, for one that takes data_dir
 redact = true                      # false (or --no-redact) keeps secrets and personal data in the run folder
 # review = true                    # stage edits as candidates of skillbook's review queue (needs skillbook)
 # skillbook = "prod/skillbook.json" # start from (with review: the published skillbook, never written by a run)
@@ -45,7 +45,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ace_eval.benchmarks.tau_bench.agent import SkillInjection
+from ace_eval.benchmarks import SkillInjection
 from ace_eval.e2e.config._settings import ConfigError, ReflectorType
 from ace_eval.e2e.training_results import SMSessions
 

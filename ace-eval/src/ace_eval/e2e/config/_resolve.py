@@ -35,7 +35,6 @@ MODEL_ENV: dict[ModelRole, tuple[str, ...]] = {
 """Environment variables of each model, first found wins (`ACE_MODEL` is the fallback of every LLM role)."""
 SETTING_ENV: dict[str, tuple[str, ...]] = {
     "reflector_type": ("ACE_REFLECTOR_TYPE",),
-    "data_dir": ("ACE_TAU_BENCH_DATA",),
     "output_dir": ("ACE_E2E_OUTPUT_DIR",),
     "max_workers": ("ACE_E2E_MAX_WORKERS",),
     "abort_after": ("ACE_E2E_ABORT_AFTER",),
@@ -54,7 +53,6 @@ def _parse_env(name: str, raw: str, parse: Callable[[str], _T]) -> _T:
 
 _ENV_PARSERS: dict[str, Callable[[str], object]] = {
     "reflector_type": str,
-    "data_dir": Path,
     "output_dir": Path,
     "max_workers": int,
     "abort_after": int,

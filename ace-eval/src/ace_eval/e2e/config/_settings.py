@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 from ace.exceptions import UserError
 from ace.llm.routing import suggest_model
 from ace.redaction import RedactionConfigError, Redactor
-from ace_eval.benchmarks.tau_bench.agent import SKILL_INJECTIONS, SkillInjection
+from ace_eval.benchmarks import DEFAULT_BENCHMARK, SKILL_INJECTIONS, SkillInjection
 from ace_eval.e2e.training_results import SMSessions
 
 __all__ = [
@@ -27,8 +27,6 @@ __all__ = [
     "inapplicable_settings",
 ]
 
-DEFAULT_BENCHMARK = "tau-bench-airline"
-"""The benchmark `--benchmark` names when given without a value (any installed one: `ace-eval benchmarks list`)."""
 ReflectorType = Literal["simple", "rr", "grounded"]
 ModelRole = Literal["agent", "reflector", "skill_manager", "user", "embedding"]
 MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
@@ -99,14 +97,16 @@ class E2ESettings:
     skill_tokens: int | None = None
     """With `top-k`: as many of the most relevant skills as fit this many tokens, instead of `top_k`."""
     limit: int | None = None
-    """Use only the first N traces (with --traces) or tasks (without; with tau2, of each split)."""
+    """Use only the first N traces (with --traces) or tasks (without; of each split, for a benchmark with splits)."""
     train_split: str | None = None
-    """tau2: the tasks the agent learns on, a split of the domain (`train`, `base`, ...) or comma-separated task ids
-    (default `train`, or `base` where the domain has no train split)."""
+    """The tasks the agent learns on, a split of the benchmark (`train`, `base`, ...) or comma-separated task ids
+    (default: the benchmark's; for a benchmark that takes the option `train_split`)."""
     eval_split: str | None = None
-    """tau2: the tasks scored without and with the skillbook (default `test`, or `base`)."""
+    """The tasks scored without and with the skillbook (default: the benchmark's; for a benchmark that takes the
+    option `eval_split`)."""
     provider_limit: int | None = None
-    """tau2: at most this many model requests in flight per provider (default: no limit beyond --max-workers)."""
+    """At most this many model requests in flight per provider (default: no limit beyond --max-workers; for a
+    benchmark that takes the option `provider_limit`)."""
     no_benchmark: bool = False
     """Skip the evaluation with the learned skillbook."""
     no_preflight: bool = False
@@ -131,7 +131,8 @@ class E2ESettings:
     verbose: bool = False
     output_dir: Path = DEFAULT_OUTPUT_DIR
     data_dir: Path | None = None
-    """The tau-bench airline data folder (needed whenever the agent runs)."""
+    """The benchmark's data folder, for a benchmark that takes the option `data_dir` (its default:
+    `ace-eval benchmarks list`)."""
     steps: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Pipeline steps asked for beyond (or configuring) the defaults: name -> options (`--step`, `[e2e.steps]`)."""
     no_steps: tuple[str, ...] = ()
@@ -276,27 +277,23 @@ class E2ESettings:
         )
 
     def benchmark_raw_options(self) -> dict[str, object]:
-        """The benchmark's options: its harness settings given to this run, then `benchmark_options` over them."""
+        """The benchmark's options: its harness settings given to this run (by a flag, variable or file, or set to
+        other than their default), then `benchmark_options` over them."""
+        defaults = {f.name: f.default for f in dataclasses.fields(E2ESettings)}
         given = {
             name: str(value) if isinstance(value, Path) else value
             for name in sorted(self.benchmark_takes())
-            if self.source_of(name) != "default" and (value := getattr(self, name, None)) is not None
+            if (value := getattr(self, name, None)) is not None
+            and (self.source_of(name) != "default" or value != defaults.get(name))
         }
         return {**given, **self.benchmark_options}
 
-    @property
-    def protocol_benchmark(self) -> bool:
-        """Whether the benchmark runs through the `Benchmark` protocol (not `BenchmarkFactory.runner_phases`)."""
-        from ace_eval.benchmarks import BenchmarkRegistry
-
-        return not BenchmarkRegistry.from_entry_points().factory(self.benchmark).runner_phases
-
     def benchmark_roles(self) -> tuple[str, ...]:
-        """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when it
-        runs through the protocol (none when it has its own clients: `BenchmarkFactory.own_clients`)."""
+        """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when its
+        agent runs (none when it has its own clients: `BenchmarkFactory.own_clients`)."""
         from ace_eval.benchmarks import BenchmarkRegistry, load_benchmark
 
-        if not self.runs_agent or not self.protocol_benchmark:
+        if not self.runs_agent:
             return ()
         if BenchmarkRegistry.from_entry_points().factory(self.benchmark).own_clients:
             return ()
