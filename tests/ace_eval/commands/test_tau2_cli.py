@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ pytest.importorskip("tau2", reason='tau2-bench is optional: pip install "ace-eva
 from click.testing import CliRunner
 
 import ace_eval.benchmarks
+from ace.llm._local_runtime import RUNTIME_MODULES
 from ace_eval.benchmarks.tau2 import gold
 from ace_eval.cli import main
 
@@ -33,10 +35,15 @@ def test_check_exits_1_when_a_task_is_below_1(monkeypatch: pytest.MonkeyPatch) -
     assert "error: update_task_with_history_and_env_assertions: " in result.stderr
 
 
-def test_a_tau2_run_with_the_offline_model_is_refused_before_writing(tmp_path: Path) -> None:
+def test_a_tau2_run_on_the_offline_model_without_its_runtime_is_refused_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in RUNTIME_MODULES:
+        monkeypatch.setitem(sys.modules, name, None)
     result = CliRunner().invoke(main, ["e2e", "--benchmark", "tau2-mock", "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "tau2 calls its models through litellm" in result.output
+    assert "agent model 'local' (change it with --agent-model): the embedded model's llama.cpp runtime" in result.output
+    assert "(the `local` extra)" in result.output
     assert not (tmp_path / "out").exists()
 
 
@@ -52,7 +59,7 @@ def test_an_unknown_split_is_refused_naming_the_splits(tmp_path: Path) -> None:
     ("args", "refused"),
     [
         (["--train-split", "train", "--provider-limit", "2"], "--train-split, --provider-limit: it applies only to"),
-        (["--benchmark", "tau2-mock", "--data-dir", "d"], "--data-dir: tau2 ships its own data"),
+        (["--benchmark", "tau2-mock", "--data-dir", "d", "--eval-split", "held-out"], "--data-dir: tau2 ships its own"),
     ],
 )
 def test_flags_of_the_other_benchmark_family_are_refused(tmp_path: Path, args: list[str], refused: str) -> None:

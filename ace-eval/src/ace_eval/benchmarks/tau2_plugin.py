@@ -17,20 +17,24 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ace.core.skillbook import Skillbook
-from ace.llm import ModelConfigError
+from ace.llm import ModelConfigError, find_smollm2_gguf
 from ace.llm.credentials import missing_credentials
+from ace.llm.local import import_runtime
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
 from ace_eval.benchmarks.injection import SkillInjection
 from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
 from ace_eval.run.usage import RoleUsage
 
-__all__ = ["LEARN_DIR", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
+__all__ = ["LEARN_DIR", "LOCAL_MAX_STEPS", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
 
 LEARN_DIR = "learn"
 """Beside the collection: tau2's own files of the learn split (the collection is imported from its results.json)."""
 TAU2_MAX_STEPS = 200
 """tau2's own default `max_steps` (agent, user and tool messages)."""
+LOCAL_MAX_STEPS = 20
+"""The default when the embedded model plays the agent or the user: it never ends a conversation by itself, and 200
+messages took it about half an hour an episode; 20 leave room for a task's few calls and its closing words."""
 _IDS = frozenset({"id", "task_id", "trial", "seed"})
 """Keys of tau2's files that are ids the files need whole (redacted as ids, never searched for numbers)."""
 
@@ -44,7 +48,12 @@ class Tau2Options(BaseModel):
     )
     eval_split: str | None = Field(None, description="The tasks scored: a split or task ids (default test).")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks of each split.")
-    max_num_steps: int = Field(TAU2_MAX_STEPS, ge=1, description="Messages per episode, as tau2 counts them.")
+    max_num_steps: int = Field(
+        TAU2_MAX_STEPS,
+        ge=1,
+        description=f"Messages per episode, as tau2 counts them (unset: {TAU2_MAX_STEPS}, or {LOCAL_MAX_STEPS} when "
+        "the embedded model plays a role).",
+    )
     provider_limit: int | None = Field(None, ge=1, description="Model requests in flight per provider.")
     skill_injection: SkillInjection = Field("prompt", description="How the agent sees skills.")
     top_k: int = Field(5, ge=1, description="Skills retrieved per episode with skill_injection=top-k.")
@@ -89,16 +98,20 @@ class Tau2Benchmark:
 
     def check(self, env: BenchmarkEnv) -> None:
         from ace_eval.benchmarks.tau2.scripted import PROVIDER
+        from ace_eval.benchmarks.tau2.served import is_local
 
         problems: list[str] = []
         for role in ("agent", "user"):
             model = env.model_names.get(role, "local")
             where = f"{role} model {model!r} (change it with --{role}-model)"
-            if model == "local":
-                problems.append(
-                    f"{where}: tau2 calls its models through litellm and the embedded offline model is not one; pass "
-                    "a litellm model string, e.g. anthropic/claude-haiku-4-5-20251001"
-                )
+            if role in env.models:  # served to tau2 from this process (tests' scripted models)
+                continue
+            if is_local(model):  # served to tau2 on 127.0.0.1 for the run (`tau2.served`): it must be installed
+                try:
+                    import_runtime()
+                    find_smollm2_gguf()
+                except ModelConfigError as e:
+                    problems.append(f"{where}: {e}")
                 continue
             if model.startswith(f"{PROVIDER}/"):  # a scripted model registered in this process (tests)
                 continue
@@ -136,7 +149,7 @@ class Tau2Benchmark:
             agent_model=env.model_names.get("agent", "local"),
             user_model=env.model_names.get("user", "local"),
             num_trials=num_trials,
-            max_steps=self.options.max_num_steps,
+            max_steps=self._max_steps(env),
             max_workers=env.max_workers,
             skillbook=path,
             injection=self.options.skill_injection,
@@ -144,6 +157,7 @@ class Tau2Benchmark:
             provider_limit=self.options.provider_limit,
             embedder=env.embedder,
             seed=self.options.seed,
+            models={role: model for role, model in env.models.items() if role in ("agent", "user")},
         )
         redactor, lock = env.redactor, threading.Lock()
 
@@ -166,6 +180,17 @@ class Tau2Benchmark:
         )
         tau2.check_against_tau2(results)
         return results
+
+    def _max_steps(self, env: BenchmarkEnv) -> int:
+        """`max_num_steps` as given, else tau2's default, or `LOCAL_MAX_STEPS` when a role is the embedded model."""
+        from ace_eval.benchmarks.tau2.served import is_local
+
+        if "max_num_steps" in self.options.model_fields_set:
+            return self.options.max_num_steps
+        local = any(
+            is_local(env.model_names.get(role, "local")) for role in ("agent", "user") if role not in env.models
+        )
+        return LOCAL_MAX_STEPS if local else self.options.max_num_steps
 
     def collect(
         self,

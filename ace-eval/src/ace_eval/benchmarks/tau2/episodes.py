@@ -14,9 +14,12 @@ import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from pydantic_ai.models import Model
 
 from ace.embeddings.base import Embedder
 from ace.exceptions import RunError, UserError
@@ -31,6 +34,7 @@ from ace_eval.benchmarks.tau2.agent import (
 )
 from ace_eval.benchmarks.tau2.domains import load_tasks
 from ace_eval.benchmarks.tau2.limits import provider_limit
+from ace_eval.benchmarks.tau2.served import Route, served_roles
 from ace_eval.benchmarks.tau_bench.agent import SkillInjection
 
 __all__ = [
@@ -82,6 +86,9 @@ class EpisodeConfig:
     """The tau2 user implementation (a registered name)."""
     embedder: Embedder | None = None
     """The embedder the agent's `top-k` retrieval uses (`None`: the skillbook's default); not part of the plan."""
+    models: Mapping[str, Model] = field(default_factory=dict)
+    """pydantic-ai models by role (`agent`, `user`) served to tau2 over a loopback endpoint instead of the model
+    string (tests' scripted ones); a role named `local` is served the embedded model. Not part of the plan."""
 
     def __post_init__(self) -> None:
         for name in ("num_trials", "max_steps", "max_errors", "max_workers", "top_k"):
@@ -106,7 +113,7 @@ def _file_digest(path: Path | None) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
 
 
-_NOT_PLANNED = ("max_workers", "skillbook", "embedder")
+_NOT_PLANNED = ("max_workers", "skillbook", "embedder", "models")
 
 
 def _plan(config: EpisodeConfig, task_ids: list[str]) -> dict[str, Any]:
@@ -202,17 +209,21 @@ def run_episodes(
     lock = threading.Lock()
     failures: list[str] = []
 
+    names = {"agent": config.agent_model, "user": config.user_model}
+    routes = {role: Route(name) for role, name in names.items()}
+
     def episode(task: Any, trial: int) -> None:
+        agent_route, user_route = routes["agent"], routes["user"]
         try:
             run = run_task(
                 domain=config.domain,
                 task=task,
                 agent=agent,
                 user=config.user,
-                llm_agent=config.agent_model,
-                llm_args_agent={**agent_args, **in_process},
-                llm_user=config.user_model,
-                llm_args_user=dict(user_args),
+                llm_agent=agent_route.model,
+                llm_args_agent={**agent_args, **in_process, **agent_route.llm_args},
+                llm_user=user_route.model,
+                llm_args_user={**user_args, **user_route.llm_args},
                 max_steps=config.max_steps,
                 max_errors=config.max_errors,
                 seed=seeds[trial],
@@ -233,9 +244,11 @@ def run_episodes(
             on_episode(run)
 
     with (
+        served_roles(names, config.models, workers=config.max_workers) if todo else nullcontext(routes) as served,
         provider_limit(config.provider_limit),
         ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="tau2-episode") as pool,
     ):
+        routes.update(served)  # models of this process: a loopback endpoint for as long as the episodes run
         for future in [pool.submit(episode, task, trial) for task, trial in todo]:
             future.result()
     if failures:
