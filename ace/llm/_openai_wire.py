@@ -28,10 +28,12 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 
+from ace.exceptions import UserError
+
 __all__ = ["ChatRequest", "WireError", "chat_completion", "parse_chat_request"]
 
 
-class WireError(ValueError):
+class WireError(UserError, ValueError):
     """A request the server cannot answer; the message names the field and what to send instead (HTTP 400)."""
 
 
