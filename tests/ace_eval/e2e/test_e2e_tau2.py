@@ -233,8 +233,11 @@ def test_a_replayed_collection_is_learned_from_and_the_eval_split_scored(
         "--output-dir",
         str(tmp_path / "out"),
     ]
-    refused = CliRunner().invoke(main, ["e2e", *base, "--train-split", "base"])
-    assert refused.exit_code == 2 and "--train-split: the traces given with --traces are learned from" in refused.output
+    # --train-split has no effect with --traces: a note, and the run goes on (run what the user wrote)
+    noted_args = [*base[: base.index("--output-dir")], "--output-dir", str(tmp_path / "noted"), "--train-split", "base"]
+    noted_code, noted_output, noted = _run(monkeypatch, noted_args)
+    assert noted_code == 0 and noted is not None, noted_output
+    assert "--train-split" in noted_output and "the traces given with --traces are learned from" in noted_output
     code, output, folder = _run(monkeypatch, base)
     assert code == 0, output
     assert folder is not None and not (folder / "learn").exists()
