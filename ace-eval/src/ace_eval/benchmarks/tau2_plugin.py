@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -124,6 +125,12 @@ class Tau2Benchmark:
                 problems.append(f"{where}: set {' and '.join(missing)} in the environment (`export {missing[0]}=...`)")
         if problems:
             raise BenchmarkConfigError(f"{self.name} cannot run: " + "; ".join(problems))
+        if (steps := self._max_steps(env)) != self.options.max_num_steps:
+            print(
+                f"note: the embedded model plays {self.name} with at most {steps} messages an episode (tau2's default "
+                f"{self.options.max_num_steps} takes it many minutes an episode); --max-num-steps N sets another",
+                file=sys.stderr,
+            )
 
     def run(
         self,
