@@ -205,3 +205,18 @@ def test_a_scorer_scores_a_replayed_run_before_and_after(
     assert record["benchmark"]["before"]["pass_hat_k"] == [0.0, 0.0]
     assert record["benchmark"]["after"]["pass_hat_k"] == [0.5, 0.5]
     assert record["config"]["benchmark_options"] == {"tasks": ["airline", "trains"]}
+
+
+def test_tau2_records_the_message_cap_its_episodes_get_with_the_runs_models() -> None:
+    """run.json's `resolved_benchmark` says what the episodes used: the embedded model's shorter cap when unset."""
+    from ace_eval.benchmarks import resolved_options
+    from ace_eval.benchmarks.tau2_plugin import LOCAL_MAX_STEPS, TAU2_MAX_STEPS
+
+    local = {"agent": "local", "user": "local"}
+    hosted = {"agent": "openai/gpt-4o-mini", "user": "openai/gpt-4o-mini"}
+    unset = load_benchmark("tau2-mock", {})
+    assert resolved_options("tau2-mock", {}, unset, local)["max_num_steps"] == LOCAL_MAX_STEPS
+    assert resolved_options("tau2-mock", {}, unset, {**hosted, "user": "local"})["max_num_steps"] == LOCAL_MAX_STEPS
+    assert resolved_options("tau2-mock", {}, unset, hosted)["max_num_steps"] == TAU2_MAX_STEPS
+    given = load_benchmark("tau2-mock", {"max_num_steps": 12})
+    assert resolved_options("tau2-mock", {"max_num_steps": 12}, given, local)["max_num_steps"] == 12

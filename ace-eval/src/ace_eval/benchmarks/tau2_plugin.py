@@ -188,6 +188,12 @@ class Tau2Benchmark:
         tau2.check_against_tau2(results)
         return results
 
+    def resolved_options(self, model_names: Mapping[str, str]) -> dict[str, object]:
+        """The options with `max_num_steps` as the episodes use it (`LOCAL_MAX_STEPS` when unset and a role is the
+        embedded model)."""
+        steps = self._max_steps(BenchmarkEnv(model_names=model_names))
+        return {**self.options.model_dump(mode="json"), "max_num_steps": steps}
+
     def _max_steps(self, env: BenchmarkEnv) -> int:
         """`max_num_steps` as given, else tau2's default, or `LOCAL_MAX_STEPS` when a role is the embedded model."""
         from ace_eval.benchmarks.tau2.served import is_local
