@@ -48,7 +48,9 @@ RECORD = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(planted=RECORD, at=st.lists(st.integers(0, len(FILLER)), min_size=4, max_size=4), other=st.sampled_from(["", "é"]))
+@given(
+    planted=RECORD, at=st.lists(st.integers(0, len(FILLER)), min_size=4, max_size=4), other=st.sampled_from(["", "é"])
+)
 def test_a_long_record_is_redacted_exactly_as_the_full_redactor_does(
     planted: list[str], at: list[int], other: str
 ) -> None:
