@@ -17,7 +17,8 @@ assembly; unlike the latencies, it hardly depends on what else the machine runs)
 `--backlog` spans acknowledged and waiting in it (traces whose root span has not come yet, so the assembler holds
 every one), next to a fresh server's. `--learn scripted` runs `serve` with the tests' scripted models
 (`tests/_serve_worker.py`: `--learn-every 10 --publish-every 50 --no-gate`), so the learner works through batches
-all along, as with a hosted model that leaves the CPU to the intake; `--learn off` measures intake and assembly alone.
+all along, as with a hosted model that leaves the CPU to the intake; `--learn local` learns with the embedded `local`
+models (the `local` extra) on the same cores; `--learn off` measures intake and assembly alone.
 """
 
 from __future__ import annotations
@@ -112,9 +113,11 @@ def _body(batch: int, seed: int, *, roots: bool = True) -> bytes:
 
 WORKER = Path(__file__).resolve().parents[1] / "tests" / "_serve_worker.py"
 """`ace-eval serve` with the tests' scripted reflector and skill manager (pydantic-ai FunctionModels, no key)."""
+_CLI = ["-c", "from ace_eval.cli import main; main()", "serve"]
 LEARN = {
     "scripted": [str(WORKER), "--learn-every", "10", "--publish-every", "50", "--no-gate"],
-    "off": ["-c", "from ace_eval.cli import main; main()", "serve", "--learn-every", "0"],
+    "local": [*_CLI, "--learn-every", "10", "--publish-every", "50", "--no-gate"],
+    "off": [*_CLI, "--learn-every", "0"],
 }
 
 
@@ -295,7 +298,7 @@ def main() -> None:
         nargs="+",
         choices=sorted(LEARN),
         default=["scripted", "off"],
-        help="Learning while measuring: scripted models (tests/_serve_worker.py), or none (intake and assembly).",
+        help="Learning while measuring: scripted models (tests/_serve_worker.py), the embedded `local` models, or none.",
     )
     parser.add_argument("--smoke", action="store_true", help="A few requests of each kind: checks the script works.")
     args = parser.parse_args()
