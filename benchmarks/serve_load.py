@@ -298,7 +298,7 @@ def main() -> None:
         nargs="+",
         choices=sorted(LEARN),
         default=["scripted", "off"],
-        help="Learning while measuring: scripted models (tests/_serve_worker.py), the embedded `local` models, or none.",
+        help="Learning while measuring: scripted models (tests/_serve_worker.py), the embedded `local` ones, or none.",
     )
     parser.add_argument("--smoke", action="store_true", help="A few requests of each kind: checks the script works.")
     args = parser.parse_args()
