@@ -129,12 +129,13 @@ def _gap(r: Ranking, prefix: _IntArray, k: int) -> float:
 def _prefix_contenders(
     rankings: Sequence[Ranking], prefixes: list[_IntArray], top_k: int, k: int, extra: _FloatArray | None
 ) -> _IntArray | None:
-    """The contenders (ascending), found among the prefixes' items alone: `None` unless every other item's upper
-    bound (its `extra` and every ranking's gap) falls short of the k-th best lower bound among the prefixes' items.
+    """The contenders (ascending), found among the prefixes' items and those with an `extra` alone: `None` unless
+    every other item's upper bound (the rankings' gaps) falls short of the k-th best lower bound among those.
 
-    No pass over all `m` positions but the maximum of `extra`; the bounds are summed in `_all_contenders`' order,
-    and its threshold is at least this one (it also counts `extra`-only items), so these contenders include its."""
-    union = np.unique(np.concatenate(prefixes)) if prefixes else np.zeros(0, dtype=np.int64)
+    No pass over all `m` positions but finding the `extra` ones; the bounds are summed in `_all_contenders`' order
+    and its threshold is this one, so the contenders are its."""
+    labelled = [np.flatnonzero(extra)] if extra is not None else []
+    union = np.unique(np.concatenate([*prefixes, *labelled])) if prefixes else np.zeros(0, dtype=np.int64)
     lower = np.zeros(union.size, dtype=np.float64)
     gaps = np.zeros(union.size, dtype=np.float64)
     for r, prefix in zip(rankings, prefixes, strict=True):
@@ -152,10 +153,7 @@ def _prefix_contenders(
     if scored.size < top_k:
         return None
     tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
-    outside = sum(_gap(r, p, k) for r, p in zip(rankings, prefixes, strict=True))
-    if extra is not None:
-        outside += float(extra.max(initial=0.0))
-    if outside >= tau:
+    if sum(_gap(r, p, k) for r, p in zip(rankings, prefixes, strict=True)) >= tau:
         return None
     found: _IntArray = union[lower + gaps >= tau]
     return found
