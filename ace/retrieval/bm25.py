@@ -53,6 +53,8 @@ class _Segment:
     columns: dict[int, tuple[_FloatArray, npt.NDArray[np.bool_]]] = field(default_factory=dict)
     """Common terms' weights spread over the segment's slots (0 where absent) and where they are present: adding
     a whole column beats scattering its postings ~10x once they cover a tenth of the slots (`column`)."""
+    current: set[int] = field(default_factory=set)
+    """The columns whose weights are for the current `avgdl` (the others are refilled in place when next used)."""
 
     def weigh(self, doc_len: _FloatArray, avgdl: float, k1: float, b: float) -> _FloatArray:
         """The per-posting weights for `avgdl`, recomputed only when it changed."""
@@ -61,20 +63,22 @@ class _Segment:
             denom = tf + k1 * (1.0 - b + b * doc_len[self.slots] / avgdl)
             self.weights = tf * (k1 + 1.0) / denom
             self.avgdl = avgdl
-            self.columns = {}
+            self.current = set()
         return self.weights
 
     def column(self, term: int, weights: _FloatArray) -> tuple[_FloatArray, npt.NDArray[np.bool_]] | None:
         """`term`'s column (kept for the segment's life), when its postings cover a tenth of the slots and fewer
-        than `_MAX_COLUMNS` are kept (memory: 9 bytes per slot each); `None`: scatter its postings."""
+        than `_MAX_COLUMNS` are kept (memory: 9 bytes per slot each); `None`: scatter its postings. A column made
+        for another `avgdl` gets its weights again in place (its slots are the segment's, fixed)."""
         found = self.columns.get(term)
         lo, hi = int(self.ptr[term]), int(self.ptr[term + 1])
         if found is None and hi - lo >= max(_MIN_COLUMN, self.stop // 10) and len(self.columns) < _MAX_COLUMNS:
-            values = np.zeros(self.stop, dtype=np.float64)
             present = np.zeros(self.stop, dtype=np.bool_)
-            values[self.slots[lo:hi]] = weights[lo:hi]
             present[self.slots[lo:hi]] = True
-            found = self.columns[term] = (values, present)
+            found = self.columns[term] = (np.zeros(self.stop, dtype=np.float64), present)
+        if found is not None and term not in self.current:
+            found[0][self.slots[lo:hi]] = weights[lo:hi]
+            self.current.add(term)
         return found
 
 
