@@ -93,8 +93,7 @@ class Int8Codes:
         """(approximate `query . row` of every row, the query's own quantisation error)."""
         codes, scale, error = _encode(query[None, :])
         dots = np.asarray(simsimd.cdist(codes, self._codes[: self.count], metric="dot", threads=1), dtype=np.float32)
-        approx: _F32 = dots[0]
-        approx *= self._scales[: self.count] * scale[0]
+        approx: _F32 = dots[0] * (self._scales[: self.count] * scale[0])
         return approx, float(error[0])
 
 
