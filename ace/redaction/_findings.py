@@ -1,4 +1,5 @@
-"""`Finding`: one detected value, where it is and a masked preview (never the value itself)."""
+"""`Finding`: one detected value, where it is and a masked preview (never the value itself); `Match`, a detector's
+match before it becomes one."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Finding", "at", "count_kinds", "mask"]
+from ace.redaction._detectors import Detector
+
+__all__ = ["Finding", "Match", "at", "count_kinds", "mask", "without_overlapped_fallbacks"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,4 +43,22 @@ def at(findings: list[Finding], path: str) -> list[Finding]:
     return [
         Finding(kind=f.kind, start=f.start, end=f.end, preview=f.preview, placeholder=f.placeholder, path=path)
         for f in findings
+    ]
+
+
+@dataclass(frozen=True)
+class Match:
+    """A detector's match in a text (offsets), before it is replaced; `order` is the detector's place."""
+
+    start: int
+    end: int
+    order: int
+    detector: Detector
+
+
+def without_overlapped_fallbacks(candidates: list[Match]) -> list[Match]:
+    """`candidates` without the fallback matches (`Detector.fallback`) that another match overlaps."""
+    firm = [m for m in candidates if not m.detector.fallback]
+    return firm + [
+        m for m in candidates if m.detector.fallback and not any(f.start < m.end and m.start < f.end for f in firm)
     ]

@@ -20,9 +20,9 @@ from typing import Any, cast
 
 from ace.exceptions import UserError
 from ace.redaction._detectors import BUILTIN_DETECTORS, DIGIT, Detector, any_in, fold, shape
-from ace.redaction._findings import Finding, at, count_kinds, mask
+from ace.redaction._findings import Finding, Match, at, count_kinds, mask, without_overlapped_fallbacks
 from ace.redaction._ids import id_placeholder
-from ace.redaction._prefilter import Prefilter
+from ace.redaction._prefilter import MAX_CHARS, Prefilter
 
 __all__ = [
     "NOT_IN_IDS",
@@ -86,14 +86,6 @@ class _Gate:
     folded: list[bytes]
 
 
-@dataclass(frozen=True)
-class _Match:
-    start: int
-    end: int
-    order: int
-    detector: Detector
-
-
 class Redactor:
     """The built-in detectors, plus `extra_patterns`, minus the allow-listed values. Its settings are immutable;
     thread-safe (its memos, of keys and ids and of provenance texts, are plain dicts: a lost entry is recomputed)."""
@@ -129,6 +121,8 @@ class Redactor:
         self._first = tuple(d for d in self.detectors if d.after is None)
         self._later = tuple(d for d in self.detectors if d.after is not None)
         self._prefilter = Prefilter.of(self._first)
+        self._builtin = all(any(d is b for b in BUILTIN_DETECTORS) for d in self.detectors)
+        """Only built-in detectors: a long record's texts may be searched apart (`_clean_texts`)."""
         self.allow: frozenset[str] = frozenset(allow)
         self._allow_patterns = tuple(_compile(p, "redaction allow pattern") for p in allow_patterns)
         self._ids: dict[tuple[str, bool], tuple[str, tuple[Finding, ...]]] = {}
@@ -177,7 +171,7 @@ class Redactor:
             return None
         joined = _SEP.join(present)
         out: tuple[str | None, ...] | None = None
-        matches = [] if self._prefilter.clean(joined) else self._all_matches(joined, RedactionSession())
+        matches = [] if self._clean_texts(present, joined) else self._all_matches(joined, RedactionSession())
         if matches:
             replaced = self._replace_joined(present, matches, _placeholders(RedactionSession(), False))
             clean = iter([replaced[i][0] if i in replaced else text for i, text in enumerate(present)])
@@ -187,6 +181,17 @@ class Redactor:
                 self._texts.clear()
             self._texts[key] = (out,)
         return out
+
+    def _clean_texts(self, texts: Sequence[str], joined: str) -> bool:
+        """Whether the detectors find nothing in `joined` (`texts` joined by NUL), proved cheaply: over `MAX_CHARS`
+        (a request's attribute texts) the detectors search only the texts `Prefilter.unclean` leaves, joined the
+        same way. That finds what the whole join would: no built-in pattern, key window or left extension matches a
+        NUL, so a match inside one text never depends on the others, and with no match of the first detectors no
+        `after=` detector runs. Only for built-in detectors (an extra pattern could look across a NUL)."""
+        if len(joined) <= MAX_CHARS or not self._builtin:
+            return self._prefilter.clean(joined)
+        hits = self._prefilter.unclean(texts)
+        return not hits or not self._all_matches(_SEP.join(hits), RedactionSession())
 
     # ------------------------------------------------------------------------------------- structures
     def redact_data(
@@ -306,25 +311,25 @@ class Redactor:
         return known[0], list(known[1])
 
     def _replace_joined(
-        self, texts: Sequence[str], matches: list[_Match], placeholder_of: Callable[[str, str], str]
+        self, texts: Sequence[str], matches: list[Match], placeholder_of: Callable[[str, str], str]
     ) -> dict[int, tuple[str, list[Finding]]]:
         """For each of `texts` that `matches` (found in the texts joined by NUL) fall in: it with them replaced, and
         its findings (offsets in it)."""
         starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
-        by_text: dict[int, list[_Match]] = {}
+        by_text: dict[int, list[Match]] = {}
         for m in matches:
             by_text.setdefault(bisect.bisect_right(starts, m.start) - 1, []).append(m)
         return {
             index: self._replace(
                 texts[index],
-                [_Match(m.start - starts[index], m.end - starts[index], m.order, m.detector) for m in found],
+                [Match(m.start - starts[index], m.end - starts[index], m.order, m.detector) for m in found],
                 placeholder_of,
             )
             for index, found in by_text.items()
         }
 
     def _replace(
-        self, text: str, matches: list[_Match], placeholder_of: Callable[[str, str], str]
+        self, text: str, matches: list[Match], placeholder_of: Callable[[str, str], str]
     ) -> tuple[str, list[Finding]]:
         """`text` with each match replaced by `placeholder_of(kind, normalised value)`, and the findings."""
         parts: list[str] = []
@@ -343,7 +348,7 @@ class Redactor:
         parts.append(text[position:])
         return "".join(parts), findings
 
-    def _matches(self, text: str, session: RedactionSession | None) -> list[_Match]:
+    def _matches(self, text: str, session: RedactionSession | None) -> list[Match]:
         """What the detectors find in `text`, without overlaps; `[]` at once when the prefilter proves it clean and
         no detector waits on a kind `session` has seen."""
         if self._prefilter.clean(text) and not (
@@ -352,9 +357,9 @@ class Redactor:
             return []
         return self._all_matches(text, session if session is not None else RedactionSession())
 
-    def _all_matches(self, text: str, session: RedactionSession) -> list[_Match]:
+    def _all_matches(self, text: str, session: RedactionSession) -> list[Match]:
         """`_matches` without the prefilter: every detector's gate, then its pattern."""
-        candidates: list[_Match] = []
+        candidates: list[Match] = []
         gate = _Gate(DIGIT.search(text) is not None, [], [])
         self._search(text, self._first, candidates, 0, gate)
         if self._later:
@@ -364,9 +369,9 @@ class Redactor:
         if not candidates:
             return []
         if any(m.detector.fallback for m in candidates):
-            candidates = _without_overlapped_fallbacks(candidates)
+            candidates = without_overlapped_fallbacks(candidates)
         candidates.sort(key=lambda m: (m.start, m.start - m.end, m.order))
-        accepted: list[_Match] = []
+        accepted: list[Match] = []
         end = -1
         for m in candidates:
             if m.start >= end:
@@ -374,7 +379,7 @@ class Redactor:
                 end = m.end
         return accepted
 
-    def _search(self, text: str, detectors: Sequence[Detector], out: list[_Match], offset: int, gate: _Gate) -> None:
+    def _search(self, text: str, detectors: Sequence[Detector], out: list[Match], offset: int, gate: _Gate) -> None:
         for order, detector in enumerate(detectors, offset):
             if detector.triggers and not (detector.on_digit and gate.digit) and not any_in(detector.literals, text):
                 continue
@@ -414,20 +419,12 @@ class Redactor:
                     if detector.retry:
                         position = m.start() + 1
                     continue
-                out.append(_Match(start, end, order, detector))
+                out.append(Match(start, end, order, detector))
 
     def _allowed(self, value: str) -> bool:
         if value in self.allow or PLACEHOLDER.fullmatch(value):
             return True
         return any(p.fullmatch(value) for p in self._allow_patterns)
-
-
-def _without_overlapped_fallbacks(candidates: list[_Match]) -> list[_Match]:
-    """`candidates` without the fallback matches (`Detector.fallback`) that another match overlaps."""
-    firm = [m for m in candidates if not m.detector.fallback]
-    return firm + [
-        m for m in candidates if m.detector.fallback and not any(f.start < m.end and m.start < f.end for f in firm)
-    ]
 
 
 def _placeholders(session: RedactionSession, numbered: bool) -> Callable[[str, str], str]:

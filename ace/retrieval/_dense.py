@@ -99,7 +99,7 @@ class DenseStore:
         self._base_rows: RowReader | None = None
         """Reads rows of `_base` from its file when it is mapped (`rows_of`)."""
         self._codes = Int8Codes(dim)
-        """int8 codes of the exact rows, encoded at the first search that scans them (`_scan`)."""
+        """int8 codes of the exact rows, encoded at the first search that scans them (`_encoded`)."""
 
     @property
     def approximate(self) -> bool:
@@ -169,16 +169,14 @@ class DenseStore:
         self._base_norms = None
         return rows
 
-    def _scan(self, query: _F32, n_slots: int) -> tuple[_F32, _F32] | None:
-        """(approximate cosine of every slot, error bound of each) from the int8 codes, in exact mode from
-        `_QUANT_MIN` slots with SimSIMD installed; `None` otherwise."""
+    def _encoded(self, n_slots: int) -> ModuleType | None:
+        """SimSIMD, once the int8 codes hold every slot, in exact mode from `_QUANT_MIN` slots with SimSIMD installed;
+        `None` otherwise (no scan)."""
         simsimd = simsimd_module() if self._hnsw is None and n_slots >= _QUANT_MIN else None
-        if simsimd is None:
-            return None
-        if self._codes.count < n_slots:
+        if simsimd is not None and self._codes.count < n_slots:
             self._codes.extend(self._to_encode(n_slots), n_slots)
             drop_resident(self._base)  # the encoding read every mapped row: let the pages go again
-        return self._codes.scores(simsimd, query)
+        return simsimd
 
     def rows_of(self, slots: _I64, n_slots: int) -> _F32:
         """The exact rows of `slots` (a copy); those of a mapped sidecar read from its file (`RowReader`)."""
@@ -236,9 +234,9 @@ class DenseStore:
         allowed), or scores all when there are few.
         """
         m = cand.size
-        scanned = self._scan(query, n_slots) if scan and m > depth else None
-        if scanned is not None:
-            approx = scanned[0][cand]
+        simsimd = self._encoded(n_slots) if scan and m > depth else None
+        if simsimd is not None:
+            approx = self._codes.approximate(simsimd, query)[cand]
             best = np.argpartition(approx, m - depth)[m - depth :]
             approx[best] = np.einsum("ij,j->i", self.rows_of(cand[best], n_slots), query)
             return np.arange(m, dtype=np.int64), approx
@@ -286,7 +284,7 @@ class DenseStore:
         slot: the graph leaves a few percent of its vectors hard to reach). HNSW cosines are float16's (~1e-3 off):
         callers lower `floor` by a margin and score the hits again.
         """
-        scanned = self._scan(query, n_slots)
+        scanned = self._codes.scores(simsimd, query) if (simsimd := self._encoded(n_slots)) is not None else None
         if scanned is not None:  # exact: every row the bounds cannot rule out is scored in float32
             approx, bound = scanned
             maybe = cand[approx[cand] + bound[cand] >= floor]

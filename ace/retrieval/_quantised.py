@@ -78,14 +78,23 @@ class Int8Codes:
             at += part.shape[0]
         self.count = n
 
+    def approximate(self, simsimd: ModuleType, query: _F32) -> _F32:
+        """The approximate `query . row` of every row (`scores` without the bounds)."""
+        return self._approximate(simsimd, query)[0]
+
     def scores(self, simsimd: ModuleType, query: _F32) -> tuple[_F32, _F32]:
         """(approximate `query . row` of every row, the bound on each one's error)."""
+        approx, error = self._approximate(simsimd, query)
+        q_norm = float(np.linalg.norm(query))
+        bound: _F32 = q_norm * self._errors[: self.count] + error * (1.0 + self._errors[: self.count])
+        return approx, bound + np.float32(_SLOP)
+
+    def _approximate(self, simsimd: ModuleType, query: _F32) -> tuple[_F32, float]:
+        """(approximate `query . row` of every row, the query's own quantisation error)."""
         codes, scale, error = _encode(query[None, :])
         dots = np.asarray(simsimd.cdist(codes, self._codes[: self.count], metric="dot", threads=1), dtype=np.float32)
         approx: _F32 = dots[0] * (self._scales[: self.count] * scale[0])
-        q_norm = float(np.linalg.norm(query))
-        bound: _F32 = q_norm * self._errors[: self.count] + float(error[0]) * (1.0 + self._errors[: self.count])
-        return approx, bound + np.float32(_SLOP)
+        return approx, float(error[0])
 
 
 def _encode(rows: _F32) -> tuple[npt.NDArray[np.int8], _F32, _F32]:

@@ -106,26 +106,11 @@ def _bounded(
     rankings: Sequence[Ranking], m: int, top_k: int, k: int, extra: _FloatArray | None, depth: int
 ) -> _IntArray | None:
     """`fuse_top_k` with prefixes of `depth`, or `None` when they leave too many contenders to rank exactly."""
-    prefixes: list[_IntArray] = []
-    lower = np.zeros(m, dtype=np.float64)
-    upper_gap = np.zeros(m, dtype=np.float64)
-    for r in rankings:
-        prefix = _best_prefix(r, depth)
-        prefixes.append(prefix)
-        lower[prefix] += 1.0 / (k + np.arange(1, prefix.size + 1, dtype=np.float64))
-        if prefix.size < r.items.size:
-            tail = np.zeros(m, dtype=np.bool_)
-            tail[r.items] = True
-            tail[prefix] = False
-            upper_gap[tail] += 1.0 / (k + prefix.size + 1)
-    if extra is not None:
-        lower += extra
-    scored = lower[lower > 0]  # only prefix items (and `extra`) have a lower bound: partition those alone
-    if scored.size < top_k:
-        return None
-    tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
-    contenders = np.flatnonzero(lower + upper_gap >= tau)
-    if contenders.size > max(_MAX_CONTENDERS, 4 * top_k):
+    prefixes = [_best_prefix(r, depth) for r in rankings]
+    contenders = _prefix_contenders(rankings, prefixes, top_k, k, extra)
+    if contenders is None:
+        contenders = _all_contenders(rankings, prefixes, m, top_k, k, extra)
+    if contenders is None or contenders.size > max(_MAX_CONTENDERS, 4 * top_k):
         return None
     # Exact fused scores of the contenders, summed in the same order as `fuse_full` (same rounding).
     fused = np.zeros(contenders.size, dtype=np.float64)
@@ -134,6 +119,67 @@ def _bounded(
     if extra is not None:
         fused += extra[contenders]
     return _top_items(fused, contenders, top_k)
+
+
+def _gap(r: Ranking, prefix: _IntArray, k: int) -> float:
+    """The most an item of `r` beyond `prefix` gains from `r`."""
+    return 1.0 / (k + prefix.size + 1) if prefix.size < r.items.size else 0.0
+
+
+def _prefix_contenders(
+    rankings: Sequence[Ranking], prefixes: list[_IntArray], top_k: int, k: int, extra: _FloatArray | None
+) -> _IntArray | None:
+    """The contenders (ascending), found among the prefixes' items and those with an `extra` alone: `None` unless
+    every other item's upper bound (the rankings' gaps) falls short of the k-th best lower bound among those.
+
+    No pass over all `m` positions but finding the `extra` ones; the bounds are summed in `_all_contenders`' order
+    and its threshold is this one, so the contenders are its."""
+    labelled = [np.flatnonzero(extra)] if extra is not None else []
+    union = np.sort(np.concatenate([*prefixes, *labelled])) if prefixes else np.zeros(0, dtype=np.int64)
+    union = union[np.diff(union, prepend=-1) != 0]  # not `np.unique`: its first call imports for ~0.3 s
+    lower = np.zeros(union.size, dtype=np.float64)
+    gaps = np.zeros(union.size, dtype=np.float64)
+    for r, prefix in zip(rankings, prefixes, strict=True):
+        at = np.searchsorted(union, prefix)
+        lower[at] += 1.0 / (k + np.arange(1, prefix.size + 1, dtype=np.float64))
+        gap = _gap(r, prefix, k)
+        if gap:
+            where = np.minimum(np.searchsorted(r.items, union), r.items.size - 1)
+            beyond = r.items[where] == union
+            beyond[at] = False
+            gaps[beyond] += gap
+    if extra is not None:
+        lower += extra[union]
+    scored = lower[lower > 0]
+    if scored.size < top_k:
+        return None
+    tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
+    if sum(_gap(r, p, k) for r, p in zip(rankings, prefixes, strict=True)) >= tau:
+        return None
+    found: _IntArray = union[lower + gaps >= tau]
+    return found
+
+
+def _all_contenders(
+    rankings: Sequence[Ranking], prefixes: list[_IntArray], m: int, top_k: int, k: int, extra: _FloatArray | None
+) -> _IntArray | None:
+    """Every position whose upper bound reaches the k-th best lower bound (ascending); `None` if too few bounds."""
+    lower = np.zeros(m, dtype=np.float64)
+    upper_gap = np.zeros(m, dtype=np.float64)
+    for r, prefix in zip(rankings, prefixes, strict=True):
+        lower[prefix] += 1.0 / (k + np.arange(1, prefix.size + 1, dtype=np.float64))
+        if prefix.size < r.items.size:
+            tail = np.zeros(m, dtype=np.bool_)
+            tail[r.items] = True
+            tail[prefix] = False
+            upper_gap[tail] += _gap(r, prefix, k)
+    if extra is not None:
+        lower += extra
+    scored = lower[lower > 0]  # only prefix items (and `extra`) have a lower bound: partition those alone
+    if scored.size < top_k:
+        return None
+    tau = np.partition(scored, scored.size - top_k)[scored.size - top_k]
+    return np.flatnonzero(lower + upper_gap >= tau)
 
 
 def _best_prefix(r: Ranking, depth: int) -> _IntArray:

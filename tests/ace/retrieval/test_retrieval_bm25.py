@@ -111,3 +111,41 @@ def test_scores_match_a_hand_computed_okapi_example() -> None:
     assert hit.tolist() == [True, False, False]
     scores, _ = index.scores(["refund"])
     np.testing.assert_allclose(scores, [term(floor, 1, 2), term(floor, 1, 1), 0], rtol=1e-12)
+
+
+def test_common_terms_added_as_columns_give_the_scattered_sums_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Terms covering a tenth of the slots are added as whole columns: every score and hit equals the scattered
+    postings' exactly (and rank-bm25's), through removals, additions and segment rebuilds."""
+    from ace.retrieval import bm25
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(40)]
+    docs: list[list[str]] = []
+    live: list[int] = []
+    with_columns, scattered = BM25Index(), BM25Index()
+    monkeypatch.setattr(bm25, "_MIN_COLUMN", 8)
+    used = 0
+    for step in range(700):
+        if live and rng.random() < 0.15:
+            slot = live.pop(rng.randrange(len(live)))
+            with_columns.remove(slot)
+            scattered.remove(slot)
+        else:
+            # Zipf-like: the first words are in most documents (stopword-heavy), the others rare.
+            doc = [words[min(int(rng.paretovariate(1.1)) - 1, 39)] for _ in range(rng.randint(1, 30))]
+            docs.append(doc)
+            live.append(with_columns.add(doc))
+            scattered.add(doc)
+        if step % 41 == 0:
+            query = [rng.choice([*words[:6], *words, "absent"]) for _ in range(rng.randint(1, 12))]
+            got, got_hit = with_columns.scores(query)
+            monkeypatch.setattr(bm25, "_MAX_COLUMNS", 0)
+            want, want_hit = scattered.scores(query)
+            monkeypatch.setattr(bm25, "_MAX_COLUMNS", 16)
+            assert got.tobytes() == want.tobytes()
+            assert got_hit.tolist() == want_hit.tolist()
+            expected = BM25Okapi([docs[s] for s in live]).get_scores(query)
+            np.testing.assert_allclose(got[live], expected, rtol=0, atol=1e-6)
+            used = max(used, len(with_columns._main.columns))
+    assert used > 0  # the column path ran
+    assert not scattered._main.columns

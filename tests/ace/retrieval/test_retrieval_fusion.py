@@ -40,3 +40,28 @@ def test_continuous_scores_and_a_single_ranking() -> None:
     for rankings in ([dense, lexical], [dense], [lexical]):
         assert fuse_top_k(rankings, m, 5).tolist() == fuse_full(rankings, m, 5).tolist()
     assert fuse_top_k([dense], m, 3).tolist() == np.argsort(-dense.scores)[:3].tolist()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_contenders_found_among_the_prefixes_alone_give_the_full_result(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Continuous scores with ties sprinkled in, a keyword-like `extra`: the bound that looks only at the
+    prefixes' items (no pass over every position) is taken, and the answer is still the full sort's."""
+    from ace.retrieval import fusion
+
+    rng = np.random.default_rng(100 + seed)
+    m = int(rng.integers(300, 4000))
+    dense_scores = np.round(rng.standard_normal(m), int(rng.integers(1, 4))).astype(np.float32)
+    hits = np.flatnonzero(rng.random(m) < rng.uniform(0.05, 1.0))
+    lexical = Ranking(hits.astype(np.int64), np.round(rng.random(hits.size) * 10, 1))
+    rankings = [Ranking(np.arange(m, dtype=np.int64), dense_scores), lexical]
+    extra = np.where(rng.random(m) < 0.05, 1 / 61, 0.0) if seed % 2 else None
+    slow_calls = []
+    whole = fusion._all_contenders
+    monkeypatch.setattr(fusion, "_all_contenders", lambda *a: slow_calls.append(1) or whole(*a))
+    for top_k in (1, 5, 10):
+        for depth in (16, 64, 256):
+            got = fuse_top_k(rankings, m, top_k, extra=extra, depth=depth)
+            assert got.tolist() == fuse_full(rankings, m, top_k, extra=extra).tolist()
+    assert len(slow_calls) < 9  # most calls never looked at every position

@@ -1,16 +1,21 @@
 """Learning in `ace-eval serve`: every `learn_every` ready traces one batch goes through the e2e runner (scripted
 reflector and skill manager: each sample searches, then adds or updates a skill); a restart continues; a batch that
-failed halfway is resumed, never learned twice. Servers on 127.0.0.1."""
+failed halfway is resumed, never learned twice; one that fails every time is set aside after a few attempts; a trace
+whose sample failed is not counted as learned. Servers on 127.0.0.1."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _e2e_support import scripted_injections
-from _serve_helpers import agent_span, otlp_json, request, running, url, wait_for
+from _e2e_support import ScriptedReflector, prompt_text, scripted_injections
+from _serve_helpers import MESSAGES, agent_span, otlp_json, request, running, string_attr, url, wait_for
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models.function import AgentInfo
 
 from ace.core.skillbook import Skillbook
 from ace_eval.e2e.config import E2ESettings
@@ -100,3 +105,56 @@ def test_a_batch_that_failed_halfway_is_resumed_not_relearned(tmp_path: Path) ->
     assert sorted(s.trace_uid for s in samples) == sorted(line["trace_uids"])  # one line each: none ran twice
     assert failed[0] in line["trace_uids"]
     assert sum(_provenance(Path(line["skillbook"])).values()) == sum(len(s.operations) for s in samples)
+
+
+class _BrokenOn(ScriptedReflector):
+    """The scripted reflector, except that it fails on a trace whose conversation says `BROKEN`."""
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if "BROKEN" in prompt_text(messages):
+            raise RuntimeError("the reflector cannot read this trace")
+        return super().__call__(messages, info)
+
+
+def _send_text(app: ServeApp, n: int, text: str) -> None:
+    span = agent_span("1" * 16)
+    conversation = [{"role": "user", "parts": [{"type": "text", "content": text}]}, *MESSAGES[1:]]
+    span["attributes"][1] = string_attr("pydantic_ai.all_messages", json.dumps(conversation))
+    assert request(url(app, "/v1/traces"), otlp_json(f"{n:032x}", [span]), JSON)[0] == 200
+
+
+def test_a_trace_whose_sample_failed_is_counted_apart_from_the_learned_ones(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with running(store, feedback_wait=0, learn=_learn(reflector=_BrokenOn())) as app:
+        for n, text in enumerate(["Cancel order A1", "Cancel order BROKEN", "Cancel order A3"]):
+            _send_text(app, n, text)
+        wait_for(lambda: app.status()["batches_learned"] == 1, seconds=60)
+        status = app.status()
+        assert (status["traces_learned"], status["traces_errored"]) == (2, 1)
+        assert "ace_serve_traces_errored_total 1" in request(url(app, "/metrics"))[2].decode()
+    (line,) = _learned(store)
+    assert len(line["errored_trace_uids"]) == 1 and line["errored_trace_uids"][0] in line["trace_uids"]
+    with running(store, feedback_wait=0, learn=_learn(reflector=_BrokenOn())) as app:
+        assert (app.status()["traces_learned"], app.status()["traces_errored"]) == (2, 1)  # from learned.jsonl
+
+
+def test_a_batch_that_fails_every_time_is_set_aside_and_later_batches_go_on(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    learn = dataclasses.replace(_learn(every=2, reflector=_BrokenOn()), retry_seconds=0.1, max_attempts=2)
+    batch = store / "serve" / "learning" / "0001"
+    with running(store, feedback_wait=0, learn=learn) as app:
+        for n, text in enumerate(["BROKEN one", "BROKEN two", "Cancel order A3", "Cancel order A4"]):
+            _send_text(app, n, text)
+        wait_for(lambda: app.status()["batches_learned"] == 1, seconds=60)
+        status = app.status()
+        assert status["traces_learned"] == 2 and status["queues"]["traces_to_learn"] == 0  # type: ignore[index]
+        (failed,) = status["batches_failed"]  # type: ignore[misc]
+        assert failed["batch"] == 1 and failed["attempts"] == 2 and "every sample failed" in failed["reason"]
+    assert [line["batch"] for line in _learned(store)] == [2]
+    (on_disk,) = [json.loads(line) for line in (store / "serve" / "failed.jsonl").read_text().splitlines()]
+    assert on_disk["batch"] == 1 and len(on_disk["trace_uids"]) == 2
+    assert len((batch / "attempts.jsonl").read_text().splitlines()) == 2
+    with running(store, feedback_wait=0, learn=learn) as app:  # a restart does not try it again
+        time.sleep(1.0)
+        assert app.status()["batches_failed"] == [failed] and app.status()["learning_batch"] is None
+    assert len((batch / "attempts.jsonl").read_text().splitlines()) == 2

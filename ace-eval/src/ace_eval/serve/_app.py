@@ -166,7 +166,7 @@ class ServeApp:
         current = self.store.current_number()
         with self._counts_lock:
             counts = dict(self._counts)
-        learning = self.learner.counts() if self.learner is not None else {"traces_learned": 0}
+        learning = self.learner.counts() if self.learner is not None else {"traces_learned": 0, "traces_errored": 0}
         queues: dict[str, object] = {"inbox_spans": self.inbox.backlog, "inbox_limit": self.inbox.max_backlog}
         if "traces_to_learn" in learning:
             queues["traces_to_learn"] = learning.pop("traces_to_learn")
@@ -190,7 +190,7 @@ class ServeApp:
             lines.append(f"ace_serve_{name} {value}")
 
         metric("spans_acknowledged_total", "counter", status["spans_acknowledged"], "Spans fsynced into the inbox.")
-        for key in ("traces_assembled", "traces_rejected", "traces_learned", "late_spans"):
+        for key in ("traces_assembled", "traces_rejected", "traces_learned", "traces_errored", "late_spans"):
             metric(f"{key}_total", "counter", status[key], key.replace("_", " ").capitalize() + ".")
         for key in ("traces_waiting_feedback", "otel_traces_pending", "traces_ready"):
             metric(key, "gauge", status[key], key.replace("_", " ").capitalize() + ".")

@@ -10,7 +10,10 @@ store's current version; empty before the first version).
 Nothing is learned twice: a batch folder is written whole (temp folder, rename) before its run starts, so a trace
 belongs to exactly one batch; a run killed halfway is resumed (`resume_e2e`: its journal keeps finished samples
 from running again); `learned.jsonl` gets the batch's line only once its run completed. After a failure (every
-sample failed, a model down) the batch is resumed after `retry_seconds`, never replaced.
+sample failed, a model down) the batch is resumed after `retry_seconds`, then twice that, and so on, never replaced;
+after `max_attempts` failed runs (counted in `NNNN/attempts.jsonl`, so a restart does not start the count again) it
+is set aside in `failed.jsonl` with its reason, and the batches after it go on. `traces_learned` counts the traces
+whose sample succeeded; those whose sample failed in a completed batch are `traces_errored`.
 """
 
 from __future__ import annotations
@@ -36,10 +39,14 @@ from ace_eval.run.folder import RUN_JSON, RunFolder
 from ace_eval.serve._journal import Journal
 from ace_eval.store import SkillbookStore
 
-__all__ = ["BATCH_FILE", "LEARNED_FILE", "LearnConfig", "Learner", "LearningStopped"]
+__all__ = ["ATTEMPTS_FILE", "BATCH_FILE", "FAILED_FILE", "LEARNED_FILE", "LearnConfig", "Learner", "LearningStopped"]
 
 BATCH_FILE = "batch.json"
 LEARNED_FILE = "learned.jsonl"
+FAILED_FILE = "failed.jsonl"
+"""Batches set aside after `max_attempts` failed runs: `{"batch", "reason", "attempts", "trace_uids"}`."""
+ATTEMPTS_FILE = "attempts.jsonl"
+"""In a batch folder: one line per failed run of it, with the reason."""
 
 
 class LearningStopped(KeyboardInterrupt):
@@ -56,6 +63,9 @@ class LearnConfig:
     injections: RunInjections = field(default_factory=RunInjections)
     learn_every: int = 10
     retry_seconds: float = 60.0
+    """Wait before the first retry of a failed batch; each further retry waits twice as long as the one before."""
+    max_attempts: int = 3
+    """Failed runs after which a batch is set aside (`failed.jsonl`) and the next batch is learned."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,10 @@ class Learner:
         """Trace uids in a batch or in the queue."""
         self._ready_offset = 0
         self.learned: list[dict[str, Any]] = self.learned_journal.records()
-        self.traces_learned = sum(len(r["trace_uids"]) for r in self.learned)
+        self.traces_errored = sum(_errored(r) for r in self.learned)
+        self.traces_learned = sum(len(r["trace_uids"]) for r in self.learned) - self.traces_errored
+        self.failed_journal = Journal(folder / FAILED_FILE)
+        self.failed: list[dict[str, Any]] = self.failed_journal.records()
         self.batches: list[_Batch] = []
         self.learning: _Batch | None = None
         self.last_error: str | None = None
@@ -125,7 +138,8 @@ class Learner:
 
     @property
     def unlearned(self) -> list[_Batch]:
-        done = {int(r["batch"]) for r in self.learned}
+        """Batches neither learned nor set aside, oldest first."""
+        done = {int(r["batch"]) for r in (*self.learned, *self.failed)}
         return [b for b in self.batches if b.number not in done]
 
     def counts(self) -> dict[str, object]:
@@ -134,7 +148,9 @@ class Learner:
         return {
             "traces_learned": self.traces_learned,
             "traces_to_learn": waiting + sum(len(b.trace_uids) for b in self.unlearned),
+            "traces_errored": self.traces_errored,
             "batches_learned": len(self.learned),
+            "batches_failed": [{k: r[k] for k in ("batch", "reason", "attempts")} for r in self.failed],
             "learning_batch": self.learning.number if self.learning is not None else None,
             "last_learning_error": self.last_error,
         }
@@ -156,10 +172,8 @@ class Learner:
         except LearningStopped:
             self.say(f"learning stopped; batch {batch.number} resumes after its last finished sample at the next start")
             return False
-        except Exception as e:  # the batch stays; it is resumed after retry_seconds
-            self.last_error = Redactor().redact_text(f"batch {batch.number}: {type(e).__name__}: {e}"[:2000])
-            self._retry_at = time.monotonic() + self.config.retry_seconds
-            self.say(f"learning {self.last_error}; retrying in {self.config.retry_seconds:g} s")
+        except Exception as e:  # the batch stays; it is resumed after a backoff, or set aside
+            self._failed(batch, Redactor().redact_text(f"{type(e).__name__}: {e}"[:2000]))
             return False
         finally:
             self.learning = None
@@ -171,16 +185,35 @@ class Learner:
             "otel_trace_ids": batch.otel_trace_ids,
             "trace_uids": batch.trace_uids,
             "errors": len(record.errors),
+            "errored_trace_uids": sorted({e.trace_uid for e in record.errors} & set(batch.trace_uids)),
         }
         self.learned_journal.append([line])
         self.learned.append(line)
-        self.traces_learned += len(batch.trace_uids)
+        errored = _errored(line)
+        self.traces_learned += len(batch.trace_uids) - errored
+        self.traces_errored += errored
         self.last_error = None
         self.say(
-            f"learned batch {batch.number}: {len(batch.trace_uids)} trace(s), {len(record.errors)} error(s), "
+            f"learned batch {batch.number}: {len(batch.trace_uids) - errored} trace(s), {errored} failed, "
             f"run {folder.path}"
         )
         return True
+
+    def _failed(self, batch: _Batch, reason: str) -> None:
+        """A failed run of `batch`: recorded; retried after a backoff, or set aside after `max_attempts`."""
+        attempts = Journal(batch.folder / ATTEMPTS_FILE)
+        attempts.append([{"reason": reason}])
+        count = len(attempts.records())
+        self.last_error = f"batch {batch.number}: {reason}"
+        if count >= self.config.max_attempts:
+            line = {"batch": batch.number, "reason": reason, "attempts": count, "trace_uids": batch.trace_uids}
+            self.failed_journal.append([line])
+            self.failed.append(line)
+            self.say(f"learning {self.last_error}; set aside after {count} attempt(s), the next batch goes on")
+            return
+        wait = self.config.retry_seconds * 2 ** (count - 1)
+        self._retry_at = time.monotonic() + wait
+        self.say(f"learning {self.last_error}; attempt {count} of {self.config.max_attempts}, retrying in {wait:g} s")
 
     def _new_batch(self) -> _Batch | None:
         with self._lock:
@@ -216,7 +249,8 @@ class Learner:
         here = str(current.skillbook_path) if current is not None else None
         if not self.learned:
             return here, number
-        previous = self.batches[-1]  # learned: a batch is made only when every earlier one is
+        last = int(self.learned[-1]["batch"])  # every earlier batch is learned or set aside
+        previous = next(b for b in self.batches if b.number == last)
         published = [
             v.number
             for v in self.store.versions()
@@ -255,6 +289,12 @@ class Learner:
             no_preflight=True,
         )
         return run_e2e(settings, injections=inj).folder
+
+
+def _errored(line: Mapping[str, Any]) -> int:
+    """Traces of a learned batch whose sample failed (a line written before they were listed: its error count)."""
+    listed = line.get("errored_trace_uids")
+    return len(listed) if isinstance(listed, list) else min(int(line.get("errors", 0)), len(line["trace_uids"]))
 
 
 def _batch_of(details: Mapping[str, object]) -> int:

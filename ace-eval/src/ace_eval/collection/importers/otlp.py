@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ace import json_safe
+from ace.redaction import PLACEHOLDER
 from ace_eval.collection.importers._common import parse_source, read_source
 from ace_eval.collection.model import CollectionError
 
@@ -80,6 +81,8 @@ def _value(value: object, where: _Where, path: str) -> JsonAttr:
         return raw
     if kind == "boolValue" and isinstance(raw, bool):
         return raw
+    if kind in ("intValue", "doubleValue") and isinstance(raw, str) and PLACEHOLDER.fullmatch(raw):
+        return raw  # a number that was a secret (a card number in an int attribute): the span keeps the placeholder
     if kind == "intValue" and isinstance(raw, int | str):
         try:
             return int(raw)
