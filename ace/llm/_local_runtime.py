@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,11 @@ class XllamacppRuntime:
     Each slot keeps the KV cache of its last prompt, and llama.cpp sends a request to the slot whose cached prompt it
     shares most with: with one slot per concurrent session, sessions whose requests alternate do not evict each
     other's conversation from the cache. Requests still run one at a time (`LocalModel` holds a lock).
+
+    The engine also opens llama.cpp's HTTP listener on a free port of 127.0.0.1 whenever it loads (xllamacpp offers
+    no way to start without it; this class never uses it: requests go in process). The listener gets a random API
+    key that nothing ever sends, so another local process cannot use the model through it (it answers 401; only
+    `/health` stays open).
     """
 
     name = "xllamacpp"
@@ -110,6 +116,7 @@ class XllamacppRuntime:
         params.n_cache_reuse = _CACHE_REUSE_CHUNK
         params.warmup = False
         params.verbosity = -1
+        params.api_keys = [secrets.token_urlsafe(32)]  # locks the unused listener (see the class docstring)
         self.version = str(getattr(module, "__version__", "unknown"))
         self._server: Any = module.Server(params)
 

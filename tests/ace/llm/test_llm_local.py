@@ -6,6 +6,8 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -403,6 +405,24 @@ def test_the_second_step_reuses_the_cached_prompt_prefix(monkeypatch: pytest.Mon
     assert response.usage.cache_read_tokens == 0
     assert again.usage.cache_read_tokens >= response.usage.input_tokens // 2, again.usage
     assert Path(find_smollm2_gguf()).suffix == ".gguf"
+
+
+def test_xllamacpps_own_http_listener_refuses_requests_without_its_random_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    only_runtime("xllamacpp", monkeypatch)
+    model = LocalModel(n_ctx=1024, settings={"max_tokens": 4})
+    model.load()
+    address = str(model._runtime._server.listening_address)  # type: ignore[union-attr]
+    assert address.startswith("http://127.0.0.1:"), address
+    for path in ("/v1/models", "/v1/chat/completions"):
+        body = b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}' if "chat" in path else None
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(address + path, data=body), timeout=10)
+        assert refused.value.code == 401, path
+    params = ModelRequestParameters(allow_text_output=True)
+    answer = anyio.run(model.request, [ModelRequest(parts=[UserPromptPart("hi")])], None, params)
+    assert answer.usage.output_tokens > 0  # the process itself still reaches the model
 
 
 # --------------------------------------------------------------------------- text hints, direct answers, cache

@@ -205,3 +205,46 @@ def test_a_scorer_scores_a_replayed_run_before_and_after(
     assert record["benchmark"]["before"]["pass_hat_k"] == [0.0, 0.0]
     assert record["benchmark"]["after"]["pass_hat_k"] == [0.5, 0.5]
     assert record["config"]["benchmark_options"] == {"tasks": ["airline", "trains"]}
+
+
+def test_tau2_records_the_message_cap_its_episodes_get_with_the_runs_models() -> None:
+    """run.json's `resolved_benchmark` says what the episodes used: the embedded model's shorter cap when unset."""
+    from ace_eval.benchmarks import resolved_options
+    from ace_eval.benchmarks.tau2_plugin import LOCAL_MAX_STEPS, TAU2_MAX_STEPS
+
+    local = {"agent": "local", "user": "local"}
+    hosted = {"agent": "openai/gpt-4o-mini", "user": "openai/gpt-4o-mini"}
+    unset = load_benchmark("tau2-mock", {})
+    assert resolved_options("tau2-mock", {}, unset, local)["max_num_steps"] == LOCAL_MAX_STEPS
+    assert resolved_options("tau2-mock", {}, unset, {**hosted, "user": "local"})["max_num_steps"] == LOCAL_MAX_STEPS
+    assert resolved_options("tau2-mock", {}, unset, hosted)["max_num_steps"] == TAU2_MAX_STEPS
+    given = load_benchmark("tau2-mock", {"max_num_steps": 12})
+    assert resolved_options("tau2-mock", {"max_num_steps": 12}, given, local)["max_num_steps"] == 12
+
+
+def test_tau2_plays_the_embedded_models_episodes_one_at_a_time_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its requests are served one at a time: two episodes at once took about 3x as long in all (docs)."""
+    from ace_eval.benchmarks.tau2 import EpisodeConfig
+    from ace_eval.benchmarks.tau2_plugin import LOCAL_MAX_WORKERS
+
+    seen: list[EpisodeConfig] = []
+
+    def recorded(cfg: EpisodeConfig, *args: object, **kwargs: object) -> Path:
+        seen.append(cfg)
+        return tmp_path / "results.json"
+
+    monkeypatch.setattr("ace_eval.benchmarks.tau2.run_episodes", recorded)
+    monkeypatch.setattr("ace_eval.benchmarks.tau2.check_against_tau2", lambda path: {})
+    bench = load_benchmark("tau2-mock", {})
+    local = BenchmarkEnv(model_names={"agent": "openai/gpt-4.1", "user": "local"}, max_workers=4)
+    hosted = BenchmarkEnv(model_names={"agent": "openai/gpt-4.1", "user": "openai/gpt-4.1"}, max_workers=4)
+    for env in (local, hosted):
+        bench.run(env, skillbook=None, task_ids=["create_task_1"], num_trials=1, directory=tmp_path, phase="x")
+    assert [c.max_workers for c in seen] == [LOCAL_MAX_WORKERS, 4]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-sent")  # check() looks for the hosted agent's key only
+    bench.check(local)
+    assert f"episodes {LOCAL_MAX_WORKERS} at a time" in capsys.readouterr().err
+    bench.check(BenchmarkEnv(model_names=local.model_names, max_workers=1))  # nothing lowered: no note
+    assert "at a time" not in capsys.readouterr().err

@@ -68,3 +68,30 @@ def test_first_errors_are_printed_once_per_kind_and_a_stopped_session_is_not_cal
     assert "(further sessions stopped early are counted, not printed; --verbose prints each)" in text
     assert "error (stopped)" not in text
     assert "error (other) on t3 epoch 0: ReflectorError" in text
+
+
+def test_off_a_terminal_a_line_is_written_every_heartbeat_and_at_the_end() -> None:
+    """A log or CI sees progress on long work: `done/total` at most every `heartbeat` seconds, and the end."""
+    out = io.StringIO()
+    with Progress("collect", 3, file=out, heartbeat=0.0) as bar:
+        bar.advance(line="task 1 trial 0  reward 0")
+        bar.advance(error=True, line="task 2 trial 0  ERROR")
+        bar.advance(line="task 3 trial 0  reward 1")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("collect: 1/3 done (00:0") and lines[0].endswith("last: task 1 trial 0  reward 0")
+    assert lines[1].startswith("collect: 2/3 done, 1 errors (")
+    assert lines[2].startswith("collect: 3/3 done, 1 errors (")
+
+
+def test_off_a_terminal_fast_work_prints_nothing_and_show_false_is_silent() -> None:
+    quick = io.StringIO()
+    with Progress("collect", 3, file=quick, heartbeat=3600.0) as bar:
+        for _ in range(3):
+            bar.advance(line="x")
+    assert quick.getvalue() == ""  # no line was due: the end adds none either
+    silent = io.StringIO()
+    with Progress("collect", 2, file=silent, show=False, heartbeat=0.0) as bar:
+        bar.advance(line="x")
+        bar.advance(line="y")
+    assert silent.getvalue() == ""

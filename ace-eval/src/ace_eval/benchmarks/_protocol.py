@@ -197,10 +197,12 @@ class EpisodeFolders(Protocol):
 class ResolvesOptions(Protocol):
     """What a benchmark may add to `Benchmark` when it fills options in itself (from the environment, a default
     folder): `run.json` records them as resolved and a resume keeps them (tau-bench's `data_dir` from
-    `$ACE_TAU_BENCH_DATA`). A benchmark without it is recorded with its options model's values."""
+    `$ACE_TAU_BENCH_DATA`; tau2's message cap, lower with the embedded model). A benchmark without it is recorded
+    with its options model's values."""
 
-    def resolved_options(self) -> Mapping[str, Any]:
-        """Every option as the benchmark uses it, as JSON values its options model reads back (a path absolute)."""
+    def resolved_options(self, model_names: Mapping[str, str]) -> Mapping[str, Any]:
+        """Every option as the benchmark uses it, as JSON values its options model reads back (a path absolute), for
+        a run whose roles use `model_names` (role -> model string: a default may depend on them)."""
         ...
 
 

@@ -119,11 +119,13 @@ def load_benchmark(name: str, raw: Mapping[str, Any] | None = None) -> Benchmark
     return BenchmarkRegistry.from_entry_points().create(name, raw)
 
 
-def resolved_options(name: str, raw: Mapping[str, Any], benchmark: Benchmark) -> dict[str, Any]:
-    """The options `benchmark` (built as `name` from `raw`) runs with, as JSON values: what it resolved itself
-    (`ResolvesOptions`), else its options model's values, defaults included."""
+def resolved_options(
+    name: str, raw: Mapping[str, Any], benchmark: Benchmark, model_names: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The options `benchmark` (built as `name` from `raw`) runs with, with the roles' `model_names`, as JSON
+    values: what it resolved itself (`ResolvesOptions`), else its options model's values, defaults included."""
     if isinstance(benchmark, ResolvesOptions):
-        return dict(benchmark.resolved_options())
+        return dict(benchmark.resolved_options(model_names or {}))
     options = BenchmarkRegistry.from_entry_points().factory(name).parse_options(name, raw)
     dumped: dict[str, Any] = options.model_dump(mode="json")
     return dumped

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,15 @@ from ace_eval.benchmarks.score_files import read_score_file
 from ace_eval.benchmarks.scores import BenchmarkScores
 from ace_eval.run.usage import RoleUsage
 
-__all__ = ["LEARN_DIR", "LOCAL_MAX_STEPS", "TAU2_MAX_STEPS", "Tau2Benchmark", "Tau2Options", "tau2_benchmark"]
+__all__ = [
+    "LEARN_DIR",
+    "LOCAL_MAX_STEPS",
+    "LOCAL_MAX_WORKERS",
+    "TAU2_MAX_STEPS",
+    "Tau2Benchmark",
+    "Tau2Options",
+    "tau2_benchmark",
+]
 
 LEARN_DIR = "learn"
 """Beside the collection: tau2's own files of the learn split (the collection is imported from its results.json)."""
@@ -35,6 +44,8 @@ TAU2_MAX_STEPS = 200
 LOCAL_MAX_STEPS = 20
 """The default when the embedded model plays the agent or the user: it never ends a conversation by itself, and 200
 messages took it about half an hour an episode; 20 leave room for a task's few calls and its closing words."""
+LOCAL_MAX_WORKERS = 1
+"""Episodes at once when the embedded model plays a role (`Tau2Benchmark._workers`)."""
 _IDS = frozenset({"id", "task_id", "trial", "seed"})
 """Keys of tau2's files that are ids the files need whole (redacted as ids, never searched for numbers)."""
 
@@ -124,6 +135,19 @@ class Tau2Benchmark:
                 problems.append(f"{where}: set {' and '.join(missing)} in the environment (`export {missing[0]}=...`)")
         if problems:
             raise BenchmarkConfigError(f"{self.name} cannot run: " + "; ".join(problems))
+        if (steps := self._max_steps(env)) != self.options.max_num_steps:
+            print(
+                f"note: the embedded model plays {self.name} with at most {steps} messages an episode (tau2's default "
+                f"{self.options.max_num_steps} takes it many minutes an episode); --max-num-steps N sets another",
+                file=sys.stderr,
+            )
+        if (workers := self._workers(env)) < env.max_workers:
+            print(
+                f"note: the embedded model plays {self.name}'s episodes {workers} at a time (two at once took it "
+                f"about 3x as long in all as one after the other); --max-workers {env.max_workers} applies to the "
+                "rest of the run",
+                file=sys.stderr,
+            )
 
     def run(
         self,
@@ -150,7 +174,7 @@ class Tau2Benchmark:
             user_model=env.model_names.get("user", "local"),
             num_trials=num_trials,
             max_steps=self._max_steps(env),
-            max_workers=env.max_workers,
+            max_workers=self._workers(env),
             skillbook=path,
             injection=self.options.skill_injection,
             top_k=self.options.top_k,
@@ -181,16 +205,23 @@ class Tau2Benchmark:
         tau2.check_against_tau2(results)
         return results
 
+    def resolved_options(self, model_names: Mapping[str, str]) -> dict[str, object]:
+        """The options with `max_num_steps` as the episodes use it (`LOCAL_MAX_STEPS` when unset and a role is the
+        embedded model)."""
+        steps = self._max_steps(BenchmarkEnv(model_names=model_names))
+        return {**self.options.model_dump(mode="json"), "max_num_steps": steps}
+
     def _max_steps(self, env: BenchmarkEnv) -> int:
         """`max_num_steps` as given, else tau2's default, or `LOCAL_MAX_STEPS` when a role is the embedded model."""
-        from ace_eval.benchmarks.tau2.served import is_local
-
         if "max_num_steps" in self.options.model_fields_set:
             return self.options.max_num_steps
-        local = any(
-            is_local(env.model_names.get(role, "local")) for role in ("agent", "user") if role not in env.models
-        )
-        return LOCAL_MAX_STEPS if local else self.options.max_num_steps
+        return LOCAL_MAX_STEPS if _plays_locally(env) else self.options.max_num_steps
+
+    def _workers(self, env: BenchmarkEnv) -> int:
+        """Episodes at once: `max_workers`, but one when a role is the embedded model. Its requests run one at a
+        time anyway, and two tau2-mock episodes at once took 140 s in all (130-139 s each) where one after the other
+        took 50 s (19-31 s each) on two busy cores (docs/benchmarks.md)."""
+        return LOCAL_MAX_WORKERS if _plays_locally(env) else env.max_workers
 
     def collect(
         self,
@@ -295,6 +326,13 @@ class Tau2Benchmark:
         }
         scores = read_score_file(results, "tau2")
         return scores.model_copy(update={"benchmark": self.name, "usage": usage, "results": results.name})
+
+
+def _plays_locally(env: BenchmarkEnv) -> bool:
+    """Whether the embedded model plays the agent or the user (a role not handed over as a model object)."""
+    from ace_eval.benchmarks.tau2.served import is_local
+
+    return any(is_local(env.model_names.get(role, "local")) for role in ("agent", "user") if role not in env.models)
 
 
 def _build(name: str, options: Tau2Options) -> Tau2Benchmark:

@@ -69,8 +69,9 @@ class TauBenchAirline:
     def _given_folder(self) -> Path | None:
         return self.options.data_dir or (Path(os.environ[DATA_DIR_ENV]) if os.environ.get(DATA_DIR_ENV) else None)
 
-    def resolved_options(self) -> dict[str, object]:
+    def resolved_options(self, model_names: Mapping[str, str]) -> dict[str, object]:
         """The options with `data_dir` as used: the option, else `$ACE_TAU_BENCH_DATA`, absolute (`None`: neither)."""
+        del model_names  # no option depends on the models
         folder = self._given_folder()
         return {**self.options.model_dump(mode="json"), "data_dir": str(folder.absolute()) if folder else None}
 

@@ -200,7 +200,7 @@ def _plan_benchmark(settings: E2ESettings, replayed: list[Trace] | None) -> Benc
         return None
     benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
     try:
-        benchmark.check(BenchmarkEnv(model_names=settings.models))
+        benchmark.check(BenchmarkEnv(model_names=settings.models, max_workers=settings.max_workers))
     except BenchmarkConfigError as e:
         raise ConfigError(str(e)) from None  # a setting of the run (its data folder, a model) to fix
     if settings.traces is None:
@@ -217,7 +217,7 @@ def _resolved(settings: E2ESettings, benchmark: Benchmark | None) -> ResolvedBen
     """The benchmark's options as it resolved them, for `run.json` (`None`: no agent runs)."""
     if benchmark is None:
         return None
-    options = resolved_options(settings.benchmark, settings.benchmark_raw_options(), benchmark)
+    options = resolved_options(settings.benchmark, settings.benchmark_raw_options(), benchmark, settings.models)
     return ResolvedBenchmark.model_validate({"name": settings.benchmark, "options": options})
 
 
@@ -229,7 +229,7 @@ def _keep_resolved(settings: E2ESettings, record: RunRecord, requested: Mapping[
     if recorded is None or not settings.runs_agent or recorded.name != settings.benchmark:
         return settings
     raw = settings.benchmark_raw_options()
-    now = resolved_options(settings.benchmark, raw, load_benchmark(settings.benchmark, raw))
+    now = resolved_options(settings.benchmark, raw, load_benchmark(settings.benchmark, raw), settings.models)
     given = {*requested, *dict(requested.get("benchmark_options") or {})}
     kept = {k: v for k, v in recorded.options.items() if k in now and k not in given and now[k] != v}
     for key, value in kept.items():

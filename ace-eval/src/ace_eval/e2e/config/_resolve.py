@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from ace.integrations.store_format import is_store
 from ace_eval.e2e.config._file import find_config, load_config_file
 from ace_eval.e2e.config._settings import (
+    BENCHMARK_DEFAULT,
     DEFAULT_BENCHMARK,
     ConfigError,
     ContradictionError,
@@ -113,6 +114,7 @@ def resolve_settings(
     _replay_only_unless_benchmark(values, sources)
     if "max_num_steps" not in values and (steps := _benchmark_default(values, "max_num_steps")) is not None:
         values["max_num_steps"] = steps  # the benchmark's own count (it may count every message)
+        sources["max_num_steps"] = BENCHMARK_DEFAULT  # not passed to it: it resolves its own default
     values.update(_merge_steps(flags, from_file, sources, config_path))
     _merge_redact(values, sources)
     return E2ESettings(**values, config_file=config_path, sources=sources)

@@ -15,6 +15,7 @@ from ace_eval.benchmarks import DEFAULT_BENCHMARK, SKILL_INJECTIONS, SkillInject
 from ace_eval.e2e.training_results import SMSessions
 
 __all__ = [
+    "BENCHMARK_DEFAULT",
     "DEFAULT_BENCHMARK",
     "DEFAULT_MODEL",
     "DEFAULT_OUTPUT_DIR",
@@ -34,6 +35,9 @@ MODEL_ROLES: tuple[ModelRole, ...] = get_args(ModelRole)
 DEFAULT_MODEL = "local"
 """The embedded offline model: SmolLM2 for the LLM roles, all-MiniLM-L6-v2 for embeddings."""
 DEFAULT_OUTPUT_DIR = Path("results") / "e2e"
+BENCHMARK_DEFAULT = "default: the benchmark's"
+"""The source of a harness setting filled in with the benchmark's own default: not given, so the benchmark
+resolves it itself (it may choose another value for the run's models)."""
 
 
 class ConfigError(UserError, ValueError):
@@ -284,6 +288,7 @@ class E2ESettings:
             name: str(value) if isinstance(value, Path) else value
             for name in sorted(self.benchmark_takes())
             if (value := getattr(self, name, None)) is not None
+            and self.source_of(name) != BENCHMARK_DEFAULT
             and (self.source_of(name) != "default" or value != defaults.get(name))
         }
         return {**given, **self.benchmark_options}
