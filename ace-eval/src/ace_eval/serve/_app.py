@@ -148,8 +148,12 @@ class ServeApp:
         while not self._stopping.wait(0.2):
             self.assembler.step()
 
-    def stop(self) -> None:
-        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
+    def stop(self) -> bool:
+        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint; True
+        when the learning thread ended too, False when it is still inside a step (a model call, a gate) after
+        `stop_grace` seconds: then its work resumes at the next start, and the process must end without running
+        the interpreter's shutdown under it (see `ace-eval serve`: native model code torn down under a running
+        call crashes)."""
         if self.learner is not None:
             self.learner.stopping.set()  # the batch in flight stops after its next sample
         if self._server is not None:
@@ -161,6 +165,7 @@ class ServeApp:
             thread.join(timeout=self.config.stop_grace if thread.name == "ace-serve-learning" else 30)
         self.inbox.close()
         self.assembler.step()
+        return not any(thread.is_alive() for thread in self._threads)
 
     def status(self) -> dict[str, object]:
         current = self.store.current_number()
