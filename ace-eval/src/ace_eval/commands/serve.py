@@ -3,6 +3,7 @@ from in the background, learned skillbooks published to the store through the ga
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import sys
@@ -155,6 +156,14 @@ def _e2e_options(command: click.Command) -> click.Command:
 )
 @click.option("--no-gate", is_flag=True, help="Publish each candidate without the gate (recorded in version.json).")
 @click.option(
+    "--stop-grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds SIGTERM waits for the learning sample in flight to finish; past them serve exits 0 without it "
+    "(the batch resumes at the next start).",
+)
+@click.option(
     "--config",
     "config_file",
     type=click.Path(path_type=Path),
@@ -179,6 +188,7 @@ def serve(
     task_spec: str | None,
     num_trials: int,
     no_gate: bool,
+    stop_grace: float,
     config_file: Path | None,
     **model_flags: Any,
 ) -> None:
@@ -241,6 +251,7 @@ def serve(
             redact=not no_redact,
             learn=learn,
             publish=publish,
+            stop_grace=stop_grace,
         )
     )
     stop = threading.Event()
@@ -252,13 +263,25 @@ def serve(
     while not stop.wait(1.0):
         pass
     click.echo("ace-eval serve: stopping (finishing requests in flight, flushing)", err=True)
-    app.stop()
+    finished = app.stop()
     status = app.status()
     click.echo(
         f"ace-eval serve: stopped; {status['spans_acknowledged']} spans acknowledged, "
         f"{status['traces_assembled']} traces assembled, {status['traces_learned']} learned",
         err=True,
     )
+    if not finished:
+        # The learning thread is inside a model call: the interpreter's shutdown would tear the embedded llama.cpp
+        # runtime down under it (a SIGSEGV or an abort after "stopped"). Everything serve owns is flushed and
+        # checkpointed; the sample in flight is written by temp file and rename, so it resumes as after kill -9.
+        click.echo(
+            f"ace-eval serve: the learning step in flight did not finish within --stop-grace {stop_grace:g} s; "
+            "it resumes at the next start",
+            err=True,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def _say(line: str) -> None:

@@ -10,12 +10,14 @@ from __future__ import annotations
 import ipaddress
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from ace.exceptions import UserError
+from ace.llm import LocalModel
 from ace.redaction import Redactor
 from ace_eval.serve._assembly import Assembler
 from ace_eval.serve._connections import Connections
@@ -148,8 +150,11 @@ class ServeApp:
         while not self._stopping.wait(0.2):
             self.assembler.step()
 
-    def stop(self) -> None:
-        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint."""
+    def stop(self) -> bool:
+        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint; True
+        when the learning thread ended and no embedded model call runs any more (the models closed), False when one
+        still runs after `stop_grace` seconds: its work resumes at the next start, and the process must end without
+        the interpreter's shutdown, which would tear llama.cpp down under the running call (see `ace-eval serve`)."""
         if self.learner is not None:
             self.learner.stopping.set()  # the batch in flight stops after its next sample
         if self._server is not None:
@@ -157,10 +162,26 @@ class ServeApp:
             self.connections.stop()  # idle keep-alive connections end; requests in flight finish
             self._server.server_close()  # joins the request threads (block_on_close)
         self._stopping.set()
+        deadline = time.monotonic() + self.config.stop_grace
         for thread in self._threads:
             thread.join(timeout=self.config.stop_grace if thread.name == "ace-serve-learning" else 30)
         self.inbox.close()
         self.assembler.step()
+        # A model call of the stopped batch may still run on a worker thread of its own: wait for it, then unload.
+        closed = [model.close(max(0.0, deadline - time.monotonic())) for model in self._local_models()]
+        return all(closed) and not any(thread.is_alive() for thread in self._threads)
+
+    def _local_models(self) -> list[LocalModel]:
+        """The embedded models learning uses (each once, however many roles share it)."""
+        models = self.config.learn.injections.models.values() if self.config.learn is not None else ()
+        found: list[LocalModel] = []
+        for model in models:
+            inner: object = model
+            while inner is not None and not isinstance(inner, LocalModel):
+                inner = getattr(inner, "wrapped", None)  # pydantic-ai's wrapper models
+            if isinstance(inner, LocalModel) and inner not in found:
+                found.append(inner)
+        return found
 
     def status(self) -> dict[str, object]:
         current = self.store.current_number()
