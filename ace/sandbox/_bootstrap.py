@@ -6,7 +6,7 @@ to drop to when started as root, and the descriptor of the report pipe (blocking
 so no report is lost). In its working directory it finds `trace.json`, `code.py` and `report.token` (the
 secret that starts each report line, removed before the code runs). It applies the
 OS-level isolation (`_isolation`), sets the resource limits, writes what it applied as one JSON line to
-the report pipe, replaces the functions that raise no audit event and installs the audit hook
+the report pipe, replaces the functions that raise no audit event (`_unaudited`) and installs the audit hook
 (`_policy`; refusals are reported on the same pipe), then runs
 the code in a fresh `__main__` module with `trace` and `messages` defined; a final bare expression is printed
 like in a REPL. Exit codes: 0 ok, 1 the code raised, 3 out of memory.
@@ -105,7 +105,7 @@ def prepare(argv: list[str]) -> tuple[str, dict[str, object]]:
     )
     sys.modules["__main__"] = module  # the code's own module: this script's globals are nowhere in reach
     hook = policy.make_audit_hook(home, read_only, report_fd, native, token, max_files)
-    policy.remove_unaudited()
+    load_sibling("_unaudited").remove_unaudited(policy.DENIED_MODULES)
     sys.addaudithook(hook)
     return source, namespace
 

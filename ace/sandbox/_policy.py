@@ -7,9 +7,10 @@ a global, `os`, `builtins` or `sys.modules['__main__']` changes nothing the hook
 function's `__defaults__` or `__code__` is itself refused. Paths must be exact `str`/`bytes` (a `PathLike` could
 answer differently to the check and to the open). Each refusal raises `PermissionError` (`ImportError` for
 modules, `ValueError` for `sys._getframe`) and is written, after the run's secret token, to the report
-descriptor; `guard` re-raises it from a frame that holds neither. `remove_unaudited` replaces the functions that
-raise no audit event. A denied module is refused by its import event, its files (`open`) and its code (`exec`),
-which `importlib.import_module` reaches without one. Files the code creates count against `max_files`.
+descriptor; `guard` re-raises it from a frame that holds neither. `_unaudited.remove_unaudited` replaces the
+functions that raise no audit event (the events their stubs raise are denied here). A denied module is refused
+by its import event, its files (`open`) and its code (`exec`), which `importlib.import_module` reaches without one.
+Files the code creates count against `max_files`.
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ __all__ = [
     "DENIED_EVENTS",
     "DENIED_MODULES",
     "DENIED_PREFIXES",
-    "UNAUDITED",
     "make_audit_hook",
-    "remove_unaudited",
 ]
 
 AuditHook = Callable[[str, tuple[Any, ...]], None]
@@ -62,22 +61,6 @@ os.posix_fallocate os.memfd_create
 )
 """Events refused outright: processes, signals, links, hooks and tracing, heap walks, code objects, limits."""
 DENIED_PREFIXES = ("socket.", "ctypes.", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "_ssl.", "pty.")
-UNAUDITED = {
-    "os.mknod": ("posix", "os"),
-    "os.mkfifo": ("posix", "os"),
-    "os.pidfd_open": ("posix", "os"),
-    "signal.pidfd_send_signal": ("_signal", "signal"),
-    "signal.signal": ("_signal", "signal"),
-    "os.setpriority": ("posix", "os"),
-    "os.sched_setaffinity": ("posix", "os"),
-    "os.sched_setparam": ("posix", "os"),
-    "os.sched_setscheduler": ("posix", "os"),
-    "os.posix_fallocate": ("posix", "os"),
-    "os.memfd_create": ("posix", "os"),
-}
-"""Functions (by the event their stub raises, and the modules holding them) that raise no audit event yet act on
-files outside the working directory, on other processes, past the disk and memory quotas (`posix_fallocate`,
-`memfd_create`) or hand the code a hook's frame (`signal`): replaced by refusing, reported stubs (no originals)."""
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
 """Events whose first argument is a path that may be read (working directory or standard library)."""
 WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.utime", "os.truncate", "os.chdir"})
@@ -85,59 +68,6 @@ WRITE_EVENTS = frozenset({"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.u
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 DIR_FD_ARG = {"os.remove": 1, "os.rmdir": 1, "os.mkdir": 2, "os.chmod": 2, "os.utime": 3}
 """Position of the `dir_fd` argument: only the current directory (-1/None) is accepted."""
-
-
-def remove_unaudited() -> None:
-    """Replace the `UNAUDITED` functions by refusing stubs, and `_imp.create_builtin` with them; call before the hook.
-
-    Every built-in module the policy allows is imported now, so the import system never needs `create_builtin`
-    again (a fresh `posix` would bring the originals back); its stub refuses what is left by the import event. A
-    denied module loaded at startup is forgotten (`sys.modules`, `sys.path_hooks`).
-    """
-    import _imp
-    import signal  # noqa: F401  # holds `pidfd_send_signal` too
-
-    for name in sys.builtin_module_names:
-        if name not in sys.modules and name not in DENIED_MODULES:  # top-level names: no submodule to check
-            __import__(name)
-    for name in [n for n in sys.modules if n in DENIED_MODULES or n.partition(".")[0] in DENIED_MODULES]:
-        del sys.modules[name]  # loaded at startup (`zipimport`): the code's import must raise its refused event
-    sys.path_hooks[:] = [h for h in sys.path_hooks if getattr(h, "__module__", None) not in DENIED_MODULES]
-    registries = [getattr(os, n) for n in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks")]
-    for event, modules in UNAUDITED.items():
-        name = event.rpartition(".")[2]
-        original = getattr(sys.modules[modules[0]], name, None)
-        if original is None:  # not on this platform
-            continue
-        stub = _stub(event)
-        for module in modules:
-            setattr(sys.modules[module], name, stub)
-        for registry in registries:  # `os.supports_dir_fd` and co. hold the functions themselves
-            if original in registry:
-                registry.discard(original)
-                registry.add(stub)
-    _imp.create_builtin = _create_builtin_stub()
-
-
-def _stub(event: str) -> Callable[..., NoReturn]:
-    """A function that raises `event` (which the hook refuses and reports); it holds no reference to the original."""
-
-    def refused(*args: Any, **kwargs: Any) -> NoReturn:
-        sys.audit(event, *args)
-        raise PermissionError(f"sandbox: {event} is not allowed")
-
-    refused.__name__ = refused.__qualname__ = event.rpartition(".")[2]
-    return refused
-
-
-def _create_builtin_stub() -> Callable[[Any], NoReturn]:
-    def create_builtin(spec: Any) -> NoReturn:
-        name = getattr(spec, "name", None)
-        sys.audit("import", name, None, None, None, None)  # a denied module: refused as its import
-        sys.audit("_imp.create_builtin", name)  # an allowed one is imported already: making it again is refused
-        raise ImportError(f"sandbox: built-in module {name!r} cannot be created again")
-
-    return create_builtin
 
 
 def make_audit_hook(

@@ -101,6 +101,22 @@ def test_json_errors_filter_and_a_run_without_spans(demo_run: Path, tmp_path: Pa
     assert "(no spans.jsonl in" in text and "ERROR ReflectorError" in text
 
 
+def test_the_benchmark_options_as_resolved_are_shown(demo_run: Path, tmp_path: Path) -> None:
+    """run.json's `resolved_benchmark` (e.g. the data folder read from the environment) in the header and the JSON;
+    a replay that ran no agent has none and shows none."""
+    assert "Benchmark " not in CliRunner().invoke(main, ["inspect", str(demo_run)]).output
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run, copy)
+    record = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    resolved = {"name": "tau-bench-airline", "options": {"data_dir": "/data/tau-bench/airline", "limit": 2}}
+    (copy / "run.json").write_text(json.dumps({**record, "resolved_benchmark": resolved}), encoding="utf-8")
+
+    text = CliRunner().invoke(main, ["inspect", str(copy)]).output
+    assert "Benchmark tau-bench-airline: data_dir=/data/tau-bench/airline, limit=2" in text.splitlines()
+    payload = json.loads(CliRunner().invoke(main, ["inspect", str(copy), "--json"]).output)
+    assert payload["resolved_benchmark"] == resolved
+
+
 def test_an_interrupted_session_without_a_sample_is_still_shown(demo_run: Path, tmp_path: Path) -> None:
     copy = tmp_path / "run"
     shutil.copytree(demo_run, copy)

@@ -216,3 +216,28 @@ def test_the_data_folder_from_the_environment_is_recorded_and_kept_on_resume(
     assert done.record.resolved_benchmark.options["data_dir"] == str(airline_data.absolute())
     err = capsys.readouterr().err
     assert f"would now resolve it to '{tmp_path / 'moved'}'" in err and "the resume keeps the run's value" in err
+
+
+def test_a_resume_whose_data_folder_is_gone_stops_with_the_fix(airline_data: Path, tmp_path: Path) -> None:
+    """The run's data folder moved away: `e2e --resume` exits 2 with the folder and the fix (--data-dir, which a
+    resume accepts), no traceback, and the run folder as it was."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(airline_data, data)
+
+    def die(sample: SampleResult) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+    settings = E2ESettings(data_dir=data, limit=2, max_num_steps=4, output_dir=tmp_path / "out")
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_e2e(settings, injections=scripted_injections(on_sample=die))
+    [folder] = list((tmp_path / "out").iterdir())
+    shutil.rmtree(data)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+    result = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--no-preflight"])
+    assert result.exit_code == 2, result.output
+    assert f"Error: {data} is not a folder" in result.output and "--data-dir" in result.output
+    assert "Traceback" not in result.output and "DataFolderError" not in result.output
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
+from ace.exceptions import RunError
 from ace_eval.cli import main
 from ace_eval.e2e import runner
 from ace_eval.e2e.runner import RunInjections
@@ -156,7 +158,9 @@ def test_a_tau2_run_is_gated_on_tau2s_own_results_files(tmp_path: Path, monkeypa
 
 def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
     """A run whose phases left trace collections (the harness's own episodes): the reward of each trial, an
-    errored episode a failure; 6 tasks all better promote."""
+    errored episode a failure in its side's pass^k but left out of the gate with its pair (evidence neither way, as
+    in `gate run`); 6 tasks all better on the pairs without an error promote. Every baseline episode errored:
+    nothing to compare, nothing published."""
     from _run_support import good_book, write_run
 
     from ace_eval.collection import Trace, write_collection
@@ -165,24 +169,30 @@ def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
 
     run = write_run(tmp_path / "run", good_book(), spans=False)
 
-    def episodes(folder: Path, reward: float, error: str | None = None) -> None:
+    def episodes(folder: Path, rewards: tuple[float, float], errors: tuple[str | None, str | None]) -> None:
         traces = [
             Trace(
                 source_system="replay",
                 trace_id=f"{task}-{trial}",
                 task_id=task,
                 question="q",
-                reward=reward,
+                reward=rewards[trial],
                 messages=[{"role": "user", "content": "q"}],
-                metadata={"error": error} if error else {},
+                metadata={"error": errors[trial]} if errors[trial] else {},
             )
             for task in ("a", "b", "c", "d", "e", "f")
             for trial in range(2)
         ]
+        shutil.rmtree(folder, ignore_errors=True)
         write_collection(folder, traces, source_system="replay")
 
-    episodes(run / "baseline", 1.0, error="rate limited")
-    episodes(run / "evaluation", 1.0)
+    episodes(run / "baseline", (1.0, 1.0), ("rate limited", "rate limited"))
+    episodes(run / "evaluation", (1.0, 1.0), (None, None))
+    with pytest.raises(RunError, match=r"every trial errored on one side or the other \(baseline 12, candidate 0"):
+        publish_run(run, tmp_path / "store")
+    assert not (tmp_path / "store").exists() and not (run / "gate.json").exists()
+
+    episodes(run / "baseline", (1.0, 0.0), ("rate limited", None))  # the pairs of trial 0 are no evidence
     pair = phase_scores(RunFolder.open(run))
     assert pair is not None
     before, after = pair
@@ -190,6 +200,7 @@ def test_a_replay_runs_episodes_are_its_scores(tmp_path: Path) -> None:
     assert after.successes() == {task: [True, True] for task in "abcdef"}
     outcome = publish_run(run, tmp_path / "store")
     assert outcome.result is not None and outcome.result.decision == "promote" and outcome.version is not None
+    assert outcome.result.baseline.errors == 6 and outcome.result.num_trials == 1
     assert outcome.version.number == 1 and outcome.version.gate == json.loads((run / "gate.json").read_text())
 
 

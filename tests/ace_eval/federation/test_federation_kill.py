@@ -12,30 +12,18 @@ import sys
 from pathlib import Path
 
 from _fed_support import CONFIRM, OWN, RATE_LIMIT, RATE_LIMIT_PARAPHRASE, project_book
+from _kill_worker import WORKER, worker
 
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace_eval.federation import Hub, promote, push, read_state
-
-WORKER = Path(__file__).parent / "_fed_worker.py"
-
-
-def worker(*args: object, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(WORKER), *[str(a) for a in args]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **env},
-    )
 
 
 def writes(tmp: Path, *args: object) -> int:
     count = tmp / "count.txt"
     done = worker(*args, ACE_TEST_COUNT=str(count))
     assert done.returncode == 0, done.stderr
-    return int(count.read_text())
+    return int(count.read_text().split()[0])
 
 
 def three_projects(tmp: Path, promoted: bool = False) -> tuple[Hub, dict[str, Path]]:

@@ -13,6 +13,7 @@ import random
 import numpy as np
 import pytest
 
+from ace.exceptions import RunError
 from ace_eval.benchmarks.scores import BenchmarkScores, TrialScore, bootstrap_interval, pass_hat_k
 from ace_eval.gate import (
     UnpairedScoresError,
@@ -192,13 +193,26 @@ def test_unpaired_scores_are_refused_with_the_fix(candidate: BenchmarkScores, me
     assert "score both on the same tasks, trials and seeds" in str(caught.value)
 
 
-def test_an_errored_trial_is_a_failure_on_either_side_and_the_table_says_how_many() -> None:
+def test_an_errored_trial_is_left_out_with_its_pair_on_either_side_and_the_table_says_how_many() -> None:
+    """An errored trial (a timeout, a crashed simulator) is evidence neither way: the pair it belongs to is left
+    out, so an error on the baseline side (e2e --publish's collected episodes) cannot make a candidate look better,
+    nor one on the candidate's side worse."""
     from ace_eval.gate import format_gate
 
-    base = scores({"a": [True, True], "b": [True, True]})
-    cand = scores({"a": [True, True], "b": [True, True]})
-    cand.tasks["b"][1] = TrialScore(reward=1.0, success=True, error="the user simulator timed out")
+    base = scores({"a": [False, False], "b": [True, True], "c": [False, True]})
+    cand = scores({"a": [True, True], "b": [True, True], "c": [True, True]})
+    cand.tasks["b"][1] = TrialScore(reward=0.0, success=False, error="the user simulator timed out")
+    base.tasks["a"][0] = TrialScore(reward=0.0, success=False, error="rate limited")
+    base.tasks["c"] = [TrialScore(reward=0.0, success=False, error="rate limited")] * 2
     result = compare(base, cand)
-    assert [(t.task, t.delta) for t in result.per_task] == [("a", 0.0), ("b", -0.5)]
-    assert result.candidate.errors == 1 and result.baseline.errors == 0
-    assert "errored trials, counted as failures: baseline 0, candidate 1" in format_gate(result)
+    assert [(t.task, t.delta) for t in result.per_task] == [("a", 1.0), ("b", 0.0)]  # c: no pair without an error
+    assert result.tasks == 2 and result.candidate.errors == 1 and result.baseline.errors == 3
+    assert "errored trials, left out of the comparison with their pair: baseline 3, candidate 1" in format_gate(result)
+
+
+def test_scores_whose_every_pair_errored_are_refused() -> None:
+    base = scores({"a": [True, True]})
+    cand = scores({"a": [True, True]})
+    base.tasks["a"] = [TrialScore(reward=0.0, success=False, error="rate limited")] * 2
+    with pytest.raises(RunError, match="every trial errored on one side or the other"):
+        compare(base, cand)

@@ -148,6 +148,22 @@ def test_the_benchmark_section_shows_pass_hat_k_before_and_after_and_per_task_de
     assert 'data-tab="benchmark"' in html and "+0.500" in html  # pass^1's change, in the table
 
 
+def test_the_overview_shows_the_benchmark_options_as_resolved(demo_run: Path, tmp_path: Path) -> None:
+    """run.json's `resolved_benchmark` (e.g. the data folder read from the environment) has its own table; a
+    replay that ran no agent has none."""
+    assert ">Benchmark " not in _report(tmp_path, demo_run)
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run, copy)
+    record = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+    resolved = {"name": "tau-bench-airline", "options": {"data_dir": "/data/tau-bench/airline", "limit": 2}}
+    (copy / "run.json").write_text(json.dumps({**record, "resolved_benchmark": resolved}), encoding="utf-8")
+    html = _report(tmp_path, copy)
+    [run] = page_json(html, "run-data")
+    assert run["resolved_benchmark"] == resolved
+    assert ">Benchmark tau-bench-airline: its options as resolved<" in html
+    assert '<th>data_dir</th><td class="mono">/data/tau-bench/airline</td>' in html
+
+
 def test_the_templates_ship_as_package_data() -> None:
     """The wheel packages the whole `src/ace_eval` folder (hatch keeps non-Python files), templates included."""
     config = tomllib.loads((ROOT / "ace-eval" / "pyproject.toml").read_text(encoding="utf-8"))

@@ -12,22 +12,10 @@ from pathlib import Path
 from subprocess import PIPE
 
 import pytest
+from _kill_worker import WORKER, worker
 from _store_support import skillbook_file, store_with
 
 from ace_eval.store import SkillbookStore
-
-WORKER = Path(__file__).parents[2] / "_store_worker.py"
-
-
-def worker(*args: object, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(WORKER), *[str(a) for a in args]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **env},
-    )
 
 
 def write_count(tmp_path: Path, *args: object) -> int:

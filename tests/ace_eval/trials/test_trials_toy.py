@@ -201,19 +201,44 @@ def test_every_epochs_checkpoint_of_a_multi_epoch_candidate_is_a_candidate(learn
     assert board.winner == min(board.candidates, key=lambda c: c.tokens).name
 
 
-def test_a_variants_file_lists_the_candidates_and_a_bad_entry_exits_2(learned: list[str], tmp_path: Path) -> None:
+def _good_and_bad(tmp_path: Path) -> tuple[Path, Path]:
+    """A trial of the variants file's two candidates `good` (helpful) and `bad` (harmful): the file and the trial."""
     variants = tmp_path / "variants.toml"
-    good = '[[candidate]]\nname = "good"\nskill_manager_model = "test:helpful"\n'
-    variants.write_text(good + '[[candidate]]\nname = "bad"\nskill_manager_model = "test:harmful"\n', encoding="utf-8")
+    variants.write_text(_GOOD + '[[candidate]]\nname = "bad"\nskill_manager_model = "test:harmful"\n', encoding="utf-8")
     out = tmp_path / "trial"
     result = invoke(["--variants", str(variants), "--benchmark", "toy-support", "--dev-tasks", DEV, "--out", str(out)])
     assert result.exit_code == 0, result.output
+    return variants, out
+
+
+_GOOD = '[[candidate]]\nname = "good"\nskill_manager_model = "test:helpful"\n'
+
+
+def test_a_variants_file_lists_the_candidates_and_a_bad_entry_exits_2(learned: list[str], tmp_path: Path) -> None:
+    variants, out = _good_and_bad(tmp_path)
     board = read_scoreboard(out / "scoreboard.json")
     assert [(c.name, c.verdict) for c in board.candidates] == [("good", "won"), ("bad", "lost")]
     variants.write_text('[[candidate]]\nname = "x"\nepoch = 2\n', encoding="utf-8")
     result = invoke(["--variants", str(variants), "--benchmark", "toy-support", "--out", str(tmp_path / "other")])
     assert result.exit_code == 2 and f"--variants {variants}: epoch: not an e2e setting" in result.output
     assert not (tmp_path / "other").exists()
+
+
+def test_a_resume_whose_candidate_changed_is_refused_naming_it_and_the_fix(learned: list[str], tmp_path: Path) -> None:
+    """The variants file edited after a candidate learned: its finished run is not silently reused (its scores
+    would not be the candidate's); the resume exits 2 naming the candidate, the setting and the fix."""
+    variants, out = _good_and_bad(tmp_path)
+    assert invoke(["--resume", str(out)]).exit_code == 0  # unchanged: every finished run reused
+    assert learned == ["test:helpful", "test:harmful"]
+
+    variants.write_text(_GOOD + '[[candidate]]\nname = "bad"\nskill_manager_model = "test:useless"\n', encoding="utf-8")
+    board = (out / "scoreboard.json").read_bytes()
+    result = invoke(["--resume", str(out)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "candidate bad: its run" in message and "skill_manager_model: 'test:harmful' in the run" in message
+    assert f"delete {out / 'candidates' / 'bad'} to learn bad again" in message
+    assert learned == ["test:helpful", "test:harmful"] and (out / "scoreboard.json").read_bytes() == board
 
 
 TOY = [*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--test-tasks", TEST]

@@ -73,7 +73,7 @@ class TrialScore(BaseModel):
     seed: int | None = None
     """The trial's seed, when the benchmark seeds trials."""
     error: str | None = None
-    """Why the trial did not run to the end (it then counts as a failure), or `None`."""
+    """Why the trial did not run to the end (a failure in pass^k; the gate leaves it out with its pair), or `None`."""
 
     @classmethod
     def of(cls, reward: float, **fields: object) -> TrialScore:

@@ -11,6 +11,7 @@ from ace.pipeline.registry import parse_step_spec
 from ace_eval.benchmarks import SKILL_INJECTIONS
 from ace_eval.benchmarks.phases import scores_table
 from ace_eval.collection.importers import IMPORT_FORMATS
+from ace_eval.commands import benchmark_option
 from ace_eval.e2e.config import DEFAULT_BENCHMARK, DEFAULT_OUTPUT_DIR, ignored_flags_note, resolve_settings
 from ace_eval.e2e.publish import check_publish, publish_run
 from ace_eval.e2e.runner import E2EResult, resume_e2e, run_e2e
@@ -99,14 +100,7 @@ def _rate(value: float | None) -> str:
     "MODULE:FUNCTION): without --traces it collects the traces; with --traces it evaluates the learned skillbook, "
     "which --traces alone does not.",
 )
-@click.option(
-    "--benchmark-option",
-    "benchmark_option_specs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Set one of the benchmark's own options (repeatable; `ace-eval benchmarks list` shows them), e.g. "
-    "--benchmark-option flakiness=0.1.",
-)
+@benchmark_option("benchmark_option_specs")
 @click.option(
     "--traces",
     type=_PATH,

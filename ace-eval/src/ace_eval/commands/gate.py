@@ -11,6 +11,7 @@ from typing import cast
 import click
 
 from ace_eval.benchmarks.score_files import FORMAT_HELP, SCORE_FORMATS, ScoreFormat
+from ace_eval.commands import benchmark_option
 from ace_eval.reporting import EXIT_RUN_FAILED, ReportingGroup
 
 __all__ = ["gate", "scores"]
@@ -117,13 +118,7 @@ def compare(
     metavar="NAME",
     help="An installed benchmark (`ace-eval benchmarks list`) or MODULE:FUNCTION.",
 )
-@click.option(
-    "--benchmark-option",
-    "option_specs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="One of the benchmark's options (repeatable).",
-)
+@benchmark_option()
 @click.option(
     "--tasks",
     "task_spec",

@@ -31,6 +31,9 @@ def _header(view: RunView, skillbook: str | None = None) -> list[str]:
         lines.append(skillbook)
     if run.models:
         lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models.items()))
+    if run.resolved_benchmark is not None:
+        options = run.resolved_benchmark.options
+        lines.append(f"Benchmark {run.resolved_benchmark.name}: " + ", ".join(f"{k}={v}" for k, v in options.items()))
     if run.step_timings:
         lines.append(
             "Steps: "
@@ -158,6 +161,7 @@ def inspect(run_dir: Path, trace_uid: str | None, errors_only: bool, as_json: bo
         payload: dict[str, Any] = {
             "run_id": view.run.run_id,
             "status": view.run.status,
+            "resolved_benchmark": (rb.model_dump(mode="json") if (rb := view.run.resolved_benchmark) else None),
             "skillbook": _skillbook_json(run),
             "samples": [s.to_dict() for s in samples],
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from ace_eval.commands import benchmark_option
 from ace_eval.commands.e2e import benchmark_options
 from ace_eval.commands.e2e import e2e as _e2e
 from ace_eval.e2e.runner import RunInjections
@@ -131,13 +132,7 @@ def _e2e_options(command: click.Command) -> click.Command:
     metavar="NAME",
     help="Gate each candidate on this benchmark (`ace-eval benchmarks list`) against the store's current version.",
 )
-@click.option(
-    "--benchmark-option",
-    "option_specs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="One of the benchmark's options (repeatable).",
-)
+@benchmark_option()
 @click.option(
     "--scorer",
     default=None,

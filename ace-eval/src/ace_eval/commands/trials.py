@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ace_eval.commands import benchmark_option
 from ace_eval.reporting import EXIT_RUN_FAILED
 from ace_eval.text import plural
 
@@ -55,13 +56,7 @@ _PATH = click.Path(path_type=Path)
     help="An installed benchmark (`ace-eval benchmarks list`): collects the learn traces (without --traces) "
     "and scores the candidates (without --scorer).",
 )
-@click.option(
-    "--benchmark-option",
-    "option_specs",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="One of the benchmark's options (repeatable).",
-)
+@benchmark_option()
 @click.option(
     "--scorer",
     default=None,

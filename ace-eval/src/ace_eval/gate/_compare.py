@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ace.exceptions import UserError
+from ace.exceptions import RunError, UserError
 from ace_eval.benchmarks.scores import (
     BOOTSTRAP_RESAMPLES,
     BenchmarkScores,
@@ -91,13 +91,35 @@ def decide(*, ci_low: float, p_value: float, alpha: float, min_effect: float) ->
     return reasons
 
 
+def _errors(scores: BenchmarkScores) -> int:
+    return sum(1 for trials in scores.tasks.values() for t in trials if t.error is not None)
+
+
 def _side(scores: BenchmarkScores, seed: int) -> SideSummary:
     return SideSummary(
         skillbook=scores.skillbook,
         models=scores.models,
         pass_hat_k=pass_hat_ks(scores.successes(), seed=seed),
-        errors=sum(1 for trials in scores.tasks.values() for t in trials if t.error is not None),
+        errors=_errors(scores),
     )
+
+
+def _evidence(
+    baseline: BenchmarkScores, candidate: BenchmarkScores, tasks: list[str]
+) -> tuple[dict[str, list[bool]], dict[str, list[bool]]]:
+    """Per task, the successes of each side over the trial pairs (same task, same position and seed) in which
+    neither side errored: an errored trial (a timeout, a crashed simulator) is evidence neither for nor against a
+    skillbook, so it is left out with its pair; a task whose every pair has an error is left out."""
+    before: dict[str, list[bool]] = {}
+    after: dict[str, list[bool]] = {}
+    for task in tasks:
+        pairs = [
+            (b.success, c.success)
+            for b, c in zip(baseline.tasks[task], candidate.tasks[task], strict=True)
+            if b.error is None and c.error is None
+        ]
+        before[task], after[task] = [b for b, _ in pairs], [c for _, c in pairs]
+    return before, after
 
 
 def compare(
@@ -108,20 +130,28 @@ def compare(
     min_effect: float = 0.0,
     seed: int = 0,
 ) -> GateResult:
-    """The paired comparison: per task, candidate - baseline success rate; its mean with a paired bootstrap 95 %
+    """The paired comparison: per task, candidate - baseline success rate over the trial pairs in which neither
+    side errored (`_evidence`); its mean with a paired bootstrap 95 %
     interval (`BOOTSTRAP_RESAMPLES` resamples of the tasks, `seed`), the sign-flip test's p-value, pass^k of both,
     what the run can resolve, and the decision.
 
     Raises:
         UnpairedScoresError: the two are not scores of the same tasks, trials and seeds.
         UserError: `alpha` outside (0, 1) or `min_effect` outside [-1, 1).
+        RunError: every trial pair has an errored trial (nothing to compare).
     """
     if not 0.0 < alpha < 1.0:
         raise UserError(f"--alpha must be between 0 and 1 (exclusive), got {alpha:g}; the usual choice is 0.05")
     if not -1.0 <= min_effect < 1.0:
         raise UserError(f"--min-effect is a difference in success rate, in [-1, 1); got {min_effect:g}")
-    tasks = check_paired(baseline, candidate)
-    before, after = baseline.successes(), candidate.successes()
+    before, after = _evidence(baseline, candidate, check_paired(baseline, candidate))
+    tasks = [t for t in before if before[t]]
+    if not tasks:
+        raise RunError(
+            f"every trial errored on one side or the other (baseline {_errors(baseline)}, candidate "
+            f"{_errors(candidate)} errored trials): nothing to compare; fix what made them error (each trial's "
+            "error is in the scores) and score again"
+        )
     rates = np.array([[np.mean(before[t]), np.mean(after[t])] for t in tasks], dtype=np.float64)
     differences = rates[:, 1] - rates[:, 0]
     low, high = bootstrap_interval(differences, resamples=BOOTSTRAP_RESAMPLES, seed=seed)

@@ -35,7 +35,7 @@ def format_gate(result: GateResult) -> str:
     ]
     if result.baseline.errors or result.candidate.errors:
         lines.append(
-            f"errored trials, counted as failures: baseline {result.baseline.errors}, "
+            f"errored trials, left out of the comparison with their pair: baseline {result.baseline.errors}, "
             f"candidate {result.candidate.errors}"
         )
     r = result.resolution

@@ -34,6 +34,9 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
             for s in (record.pipeline.steps if record.pipeline is not None else [])
         ],
         "models": _models(record.models, record.resolved_models, config),
+        "resolved_benchmark": (
+            record.resolved_benchmark.model_dump(mode="json") if record.resolved_benchmark is not None else None
+        ),
         "usage": [{"role": role, **u.model_dump(mode="json")} for role, u in sorted(record.usage.items())],
         "cost_usd": record.cost_usd,
         "steps": [{"name": n, "calls": t.calls, "seconds": t.seconds} for n, t in record.step_timings.items()],

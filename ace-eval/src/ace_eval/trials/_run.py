@@ -4,11 +4,13 @@ the incumbent, publish on promote, and score the winner alone on the held-out te
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from ace.core.storage import atomic_write, bytes_writer
+from ace.exceptions import UserError
 from ace_eval.benchmarks import BenchmarkScores
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.e2e.config import E2ESettings
@@ -84,20 +86,40 @@ def _shared_traces(plan: TrialPlan) -> Path:
 
 def _learn(plan: TrialPlan, candidate: Candidate, traces: Path) -> RunFolder:
     """The candidate's run folder under `candidates/<name>/`: reused when finished, resumed when interrupted,
-    else started (the e2e runner: locked, resumable, redacted)."""
+    else started (the e2e runner: locked, resumable, redacted). A run there that learned with other settings (the
+    variants file changed since) is refused: its scores would not be the candidate's."""
     home = plan.directory / "candidates" / candidate.name
-    runs = sorted(p for p in home.iterdir() if (p / RUN_JSON).is_file()) if home.is_dir() else []
-    if runs:
-        folder = RunFolder.open(runs[-1])
-        if folder.read_record().status != "completed":
-            return resume_e2e(folder.path).folder
-        return folder
     learn = dict(candidate.learn if candidate.learn is not None else candidate.settings)
     if candidate.start_from is not None:  # the previous epoch's checkpoint (finished: candidates run in order)
         previous = _learn(plan, next(c for c in plan.candidates if c.name == candidate.start_from), traces)
         learn["skillbook"] = previous.learned_skillbook(previous.read_record())
     settings = E2ESettings.from_dict({**plan.base, **learn, "traces": traces, "no_benchmark": True, "output_dir": home})
-    return run_e2e(settings).folder
+    runs = sorted(p for p in home.iterdir() if (p / RUN_JSON).is_file()) if home.is_dir() else []
+    if not runs:
+        return run_e2e(settings).folder
+    folder = RunFolder.open(runs[-1])
+    record = folder.read_record()
+    _refuse_other_settings(candidate.name, folder, record.config.as_dict(), settings, [*plan.base, *learn])
+    return resume_e2e(folder.path).folder if record.status != "completed" else folder
+
+
+def _refuse_other_settings(
+    name: str, folder: RunFolder, stored: Mapping[str, object], settings: E2ESettings, keys: Sequence[str]
+) -> None:
+    """A `UserError` (exit 2) when the run in `folder` learned with other values of the settings `keys` than the
+    candidate `name` now has."""
+    wanted = settings.to_dict()
+    changed = [
+        f"{k}: {stored.get(k)!r} in the run, {wanted[k]!r} now"
+        for k in dict.fromkeys(keys)
+        if k in wanted and json.dumps(stored.get(k), default=str) != json.dumps(wanted[k], default=str)
+    ]
+    if changed:
+        raise UserError(
+            f"candidate {name}: its run {folder.path} learned with other settings ({'; '.join(changed)}); the "
+            f"trial's candidates changed since: restore them (e.g. the --variants file), or delete "
+            f"{folder.path.parent} to learn {name} again, or start a new trial"
+        )
 
 
 def _cost(scores: BenchmarkScores) -> float:

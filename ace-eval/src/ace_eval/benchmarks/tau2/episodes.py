@@ -23,7 +23,7 @@ from pydantic_ai.models import Model
 
 from ace.embeddings.base import Embedder
 from ace.exceptions import RunError, UserError
-from ace_eval.benchmarks.tau2._tau2 import Results, SimulationRun, get_info, run_task, tau2_version
+from ace_eval.benchmarks.tau2._tau2 import Results, SimulationRun, run_info, run_task, tau2_version
 from ace_eval.benchmarks.tau2.agent import (
     EMBEDDER_ARG,
     LOADED_ARG,
@@ -256,7 +256,7 @@ def run_episodes(
             f"{len(failures)} of {len(todo)} episodes failed (the {len(done)} finished are kept in {journal}; "
             "run again to retry only the failed ones):\n" + "\n".join(failures)
         )
-    info = get_info(
+    info = run_info(
         domain=config.domain,
         agent=agent,
         user=config.user,
