@@ -158,3 +158,25 @@ def test_the_plugin_routes_local_roles_and_shortens_their_episodes(
         bench.run(env, skillbook=None, task_ids=["create_task_1"], num_trials=1, directory=tmp_path, phase="x")
     assert [c.max_steps for c in seen] == [LOCAL_MAX_STEPS, TAU2_MAX_STEPS, 12]
     load_benchmark("tau2-mock", {}).check(local)  # the embedded model is installed here: accepted
+
+
+def test_through_e2e_settings_the_embedded_models_cap_holds_unless_given_and_is_noted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """e2e fills `max_num_steps` with tau2's default for its record; that filled value is not an option given, so the
+    embedded model's cap applies (a run on main once played 200 messages an episode); a flag still sets it."""
+    from ace_eval.e2e.config import resolve_settings
+
+    local = BenchmarkEnv(model_names={"agent": "local", "user": "local"})
+    unset = resolve_settings({"benchmark": "tau2-mock"}, cwd=tmp_path)
+    assert unset.max_num_steps == TAU2_MAX_STEPS and "max_num_steps" not in unset.benchmark_raw_options()
+    bench = load_benchmark("tau2-mock", unset.benchmark_raw_options())
+    assert bench._max_steps(local) == LOCAL_MAX_STEPS  # type: ignore[attr-defined]
+    bench.check(local)
+    assert f"at most {LOCAL_MAX_STEPS} messages an episode" in capsys.readouterr().err
+    given = resolve_settings({"benchmark": "tau2-mock", "max_num_steps": 200}, cwd=tmp_path)
+    assert given.benchmark_raw_options()["max_num_steps"] == 200
+    bench = load_benchmark("tau2-mock", given.benchmark_raw_options())
+    assert bench._max_steps(local) == TAU2_MAX_STEPS  # type: ignore[attr-defined]
+    bench.check(local)
+    assert "messages an episode" not in capsys.readouterr().err
