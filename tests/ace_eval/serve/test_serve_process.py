@@ -136,3 +136,21 @@ def test_kill_9_while_segments_rotate_and_are_deleted_loses_nothing_and_assemble
     assert len(ids) == len(set(ids)) == status["spans_acknowledged"] // 5
     state = json.loads((store / "serve" / "state.json").read_text())
     assert state == {"spans_acknowledged": status["spans_acknowledged"], "offset": inbox_end(store)}
+
+
+def test_serving_freezes_what_is_loaded_and_collects_the_young_generation_less_often() -> None:
+    """The collector's pauses were the slowest acknowledgements (docs/production.md): before listening, `serve`
+    takes what it has loaded out of the collector's traversals and raises the young generation's threshold."""
+    import gc
+
+    from ace_eval.commands.serve import COLLECTOR_THRESHOLDS, steady_collector
+
+    before = gc.get_threshold()
+    try:
+        steady_collector()
+        assert gc.get_freeze_count() > 10_000  # pytest, pydantic, the CLI: everything imported so far
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        assert COLLECTOR_THRESHOLDS[0] > 10 * before[0]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
