@@ -120,3 +120,19 @@ def test_gate_run_refuses_before_scoring_anything(store: SkillbookStore, tmp_pat
     assert first.exit_code in (0, 1), first.output
     other = gate_run("--candidate", helpful, "--incumbent", str(store.root), "--output-dir", tmp_path / "y")
     assert other.exit_code == 2 and "holds a gate run of another comparison" in other.output
+
+
+def test_off_a_terminal_both_sides_show_their_progress(
+    store: SkillbookStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate on a slow benchmark runs for minutes: in a log (no terminal) each side writes `done/total` lines."""
+    monkeypatch.setattr("ace_eval.run.progress.HEARTBEAT_SECONDS", 0.0)
+    helpful = skillbook(tmp_path / "helpful.json", [(["refund"], "Ask for a photo of the damage first.")])
+    result = gate_run("--candidate", helpful, "--incumbent", "none", "--output-dir", tmp_path / "g3")
+    assert result.exit_code in (0, 1), result.output
+    episodes = 12 * 4
+    for side in ("baseline", "candidate"):
+        lines = [line for line in result.output.splitlines() if line.startswith(f"{side}: ")]
+        assert len(lines) == episodes, result.output
+        assert lines[0].startswith(f"{side}: 1/{episodes} done (") and "last: " in lines[0]
+        assert lines[-1].startswith(f"{side}: {episodes}/{episodes} done")

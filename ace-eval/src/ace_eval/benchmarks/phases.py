@@ -26,7 +26,15 @@ from ace_eval.run.folder import RunFolder
 from ace_eval.run.phases import BenchmarkRecord, PhaseRecord, TaskResult
 from ace_eval.run.progress import Progress
 
-__all__ = ["SCORES_FILE", "collect_phase", "episode_folders", "evaluate_phases", "scores_record", "scores_table"]
+__all__ = [
+    "SCORES_FILE",
+    "collect_phase",
+    "episode_folders",
+    "episode_progress",
+    "evaluate_phases",
+    "scores_record",
+    "scores_table",
+]
 
 SCORES_FILE = "scores.json"
 
@@ -37,7 +45,7 @@ def episode_folders(benchmark: object) -> EpisodeFolders | None:
 
 
 @contextmanager
-def _progress(benchmark: Benchmark, env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEnv]:
+def episode_progress(benchmark: Benchmark, env: BenchmarkEnv, phase: str, total: int) -> Iterator[BenchmarkEnv]:
     """`env` whose `on_episode` advances a bar of `phase` (and calls the harness's own `on_episode`, if any); a
     benchmark that shows its own progress (`EpisodeFolders`) gets the phase's name instead of a bar."""
     if isinstance(benchmark, EpisodeFolders):
@@ -63,7 +71,7 @@ async def collect_phase(
     if not isinstance(benchmark, EpisodeFolders) and (folder.collection / MANIFEST_FILE).is_file():
         return None
     task_ids = list(benchmark.tasks("learn"))
-    with _progress(benchmark, env, "collect", len(task_ids) * num_trials) as shown:
+    with episode_progress(benchmark, env, "collect", len(task_ids) * num_trials) as shown:
         collected = await asyncio.to_thread(
             benchmark.collect,
             shown,
@@ -110,7 +118,7 @@ async def evaluate_phases(
     for phase, directory, book in phases:
         if episodes is None and (directory / SCORES_FILE).is_file():
             continue
-        with timed(phase), _progress(benchmark, env, phase, len(tasks) * num_trials) as shown:
+        with timed(phase), episode_progress(benchmark, env, phase, len(tasks) * num_trials) as shown:
             scores = await asyncio.to_thread(
                 benchmark.evaluate,
                 shown,

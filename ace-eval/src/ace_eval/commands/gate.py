@@ -218,7 +218,7 @@ def run(
         else tuple(benchmark.tasks("evaluate"))
     )
     names = {role: name for role, name in (("agent", agent_model), ("user", user_model)) if name is not None}
-    env = BenchmarkEnv(model_names=names, max_workers=max_workers)
+    env = BenchmarkEnv(model_names=names, max_workers=max_workers, show_progress=None)
     benchmark.check(env)
     directory = output_dir or Path("results") / "gate" / f"gate_{new_run_id().removeprefix('run_')}"
     outcome = run_gate(

@@ -263,7 +263,7 @@ def _run(
         raise UserError(f"--publish {publish_to} exists but is not a skillbook store; pass a store or a new folder")
     incumbent = a.incumbent or (str(publish_to) if publish_to is not None and publish_to.exists() else "none")
     names = {role: n for role, n in (("agent", a.agent_model), ("user", a.user_model)) if n is not None}
-    env = BenchmarkEnv(model_names=names, max_workers=max_workers)
+    env = BenchmarkEnv(model_names=names, max_workers=max_workers, show_progress=None)
     judge.check(env)
     if learner is not None and a.traces is None:
         learner.check(env)

@@ -12,6 +12,7 @@ from ace.core.skillbook import Skillbook
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
 from ace_eval.benchmarks import Benchmark, BenchmarkEnv, BenchmarkScores
+from ace_eval.benchmarks.phases import episode_progress
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.gate._compare import compare
 from ace_eval.gate._result import GateResult
@@ -111,9 +112,15 @@ def _score(
     path = directory / _SCORES
     if path.is_file():
         return read_scores(path)
-    scores = benchmark.evaluate(
-        env, skillbook=side.load(), task_ids=list(task_ids), num_trials=num_trials, seeds=seeds, directory=directory
-    )
+    with episode_progress(benchmark, env, directory.name, len(task_ids) * num_trials) as shown:
+        scores = benchmark.evaluate(
+            shown,
+            skillbook=side.load(),
+            task_ids=list(task_ids),
+            num_trials=num_trials,
+            seeds=seeds,
+            directory=directory,
+        )
     scores = scores.model_copy(update={"skillbook": side.label})
     directory.mkdir(parents=True, exist_ok=True)
     write_scores(path, scores)

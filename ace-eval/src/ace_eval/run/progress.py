@@ -37,7 +37,7 @@ class Progress:
         verbose: bool = False,
         show: bool | None = None,
         file: IO[str] | None = None,
-        heartbeat: float = HEARTBEAT_SECONDS,
+        heartbeat: float | None = None,
     ) -> None:
         self.description = description
         self.total = total
@@ -47,7 +47,7 @@ class Progress:
         self._file = file if file is not None else sys.stderr
         self._lock = threading.Lock()
         disabled = _disabled(show, self._file)
-        self._heartbeat = heartbeat if disabled and show is None else None
+        self._heartbeat = (HEARTBEAT_SECONDS if heartbeat is None else heartbeat) if disabled and show is None else None
         self._started = self._last_line = time.monotonic()
         self._lines = 0
         self._bar: tqdm[Any] = tqdm(

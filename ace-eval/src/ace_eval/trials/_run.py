@@ -12,6 +12,7 @@ from pathlib import Path
 from ace.core.storage import atomic_write, bytes_writer
 from ace.exceptions import UserError
 from ace_eval.benchmarks import BenchmarkScores
+from ace_eval.benchmarks.phases import episode_progress
 from ace_eval.benchmarks.scores import read_scores, write_scores
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.e2e.runner import resume_e2e, run_e2e
@@ -53,14 +54,17 @@ def _evaluate(
     from ace.core.skillbook import Skillbook
 
     def score() -> BenchmarkScores:
-        return plan.benchmark.evaluate(
-            plan.env,
-            skillbook=Skillbook.load_from_file(book) if book is not None else None,
-            task_ids=list(tasks),
-            num_trials=plan.num_trials,
-            seeds=seeds,
-            directory=directory,
-        ).model_copy(update={"skillbook": str(book) if book is not None else None})
+        label = f"{directory.parent.name}/{directory.name}"
+        with episode_progress(plan.benchmark, plan.env, label, len(tasks) * plan.num_trials) as shown:
+            scores = plan.benchmark.evaluate(
+                shown,
+                skillbook=Skillbook.load_from_file(book) if book is not None else None,
+                task_ids=list(tasks),
+                num_trials=plan.num_trials,
+                seeds=seeds,
+                directory=directory,
+            )
+        return scores.model_copy(update={"skillbook": str(book) if book is not None else None})
 
     return _scored(directory / _SCORES, score)
 

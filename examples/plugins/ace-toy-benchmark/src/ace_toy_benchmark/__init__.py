@@ -177,6 +177,8 @@ class ToySupport:
                 tasks.setdefault(task_id, []).append(
                     TrialScore(reward=reward, success=success, tokens=0, cost=0.0, seed=drawn[trial])
                 )
+                if env.on_episode is not None:  # the harness's progress line for each finished episode
+                    env.on_episode(env.phase, f"{task_id} trial {trial}  reward {reward:g}")
         return BenchmarkScores(benchmark=self.name, tasks=tasks, num_trials=num_trials, seeds=drawn)
 
 
