@@ -357,3 +357,19 @@ def test_max_episodes_with_max_parallel_waits_for_the_estimate_and_stops_as_a_se
     assert f"continue with: ace-eval trials --resume {out}" in result.output
     assert not (out / "candidates" / "skill_manager_model=test_harmful").exists()
     assert not (out / "scoreboard.json").exists()
+
+
+def test_off_a_terminal_each_scoring_shows_its_progress_under_its_name(
+    learned: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ace_eval.run.progress.HEARTBEAT_SECONDS", 0.0)
+    result = invoke(
+        [*VARY, "--benchmark", "toy-support", "--dev-tasks", DEV, "--test-tasks", TEST, "--out", str(tmp_path / "t")]
+    )
+    assert result.exit_code == 0, result.output
+    dev = len(DEV.split(","))  # one trial per task
+    names = ["incumbent", *(f"skill_manager_model=test_{k}" for k in ("helpful", "harmful", "useless"))]
+    for name in names:
+        lines = [line for line in result.output.splitlines() if line.startswith(f"{name} (dev): ")]
+        assert [line.split(" done")[0] for line in lines] == [f"{name} (dev): {n}/{dev}" for n in range(1, dev + 1)]
+    assert f"winner (test): {len(TEST.split(','))}/{len(TEST.split(','))} done" in result.output

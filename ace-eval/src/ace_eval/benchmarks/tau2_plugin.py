@@ -138,7 +138,8 @@ class Tau2Benchmark:
         if (steps := self._max_steps(env)) != self.options.max_num_steps:
             print(
                 f"note: the embedded model plays {self.name} with at most {steps} messages an episode (tau2's default "
-                f"{self.options.max_num_steps} takes it many minutes an episode); --max-num-steps N sets another",
+                f"{self.options.max_num_steps} takes it many minutes an episode); the option max_num_steps sets "
+                "another (`--max-num-steps N`, or `--benchmark-option max_num_steps=N` for gate and trials)",
                 file=sys.stderr,
             )
         if (workers := self._workers(env)) < env.max_workers:

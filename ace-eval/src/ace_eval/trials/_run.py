@@ -49,12 +49,17 @@ def _scored(path: Path, score: Callable[[], BenchmarkScores]) -> BenchmarkScores
 
 
 def _evaluate(
-    plan: TrialPlan, book: Path | None, tasks: Sequence[str], seeds: Sequence[int] | None, directory: Path
+    plan: TrialPlan,
+    book: Path | None,
+    tasks: Sequence[str],
+    seeds: Sequence[int] | None,
+    directory: Path,
+    *,
+    label: str,
 ) -> BenchmarkScores:
     from ace.core.skillbook import Skillbook
 
     def score() -> BenchmarkScores:
-        label = f"{directory.parent.name}/{directory.name}"
         with episode_progress(plan.benchmark, plan.env, label, len(tasks) * plan.num_trials) as shown:
             scores = plan.benchmark.evaluate(
                 shown,
@@ -164,7 +169,7 @@ def score_candidate(
     with scoring if scoring is not None and fresh else nullcontext():
         if fresh:
             plan.say(f"{plan.label(candidate)}: scoring {len(plan.dev_tasks)} dev task(s)")
-        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev")
+        dev = _evaluate(plan, book, plan.dev_tasks, seeds, folder.path.parent / "dev", label=f"{candidate.name} (dev)")
     used = (
         (record.training.samples if record.training else 0) + sum(len(t) for t in dev.tasks.values()),
         (record.cost_usd or 0.0) + _cost(dev),
@@ -185,7 +190,9 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     """Run (or continue) the trial in `plan.directory` and write `scoreboard.json`."""
     plan.directory.mkdir(parents=True, exist_ok=True)
     traces = _shared_traces(plan)
-    incumbent = _evaluate(plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent")
+    incumbent = _evaluate(
+        plan, plan.incumbent.path, plan.dev_tasks, None, plan.directory / "incumbent", label="incumbent (dev)"
+    )
     seeds = incumbent.seeds or None
     spent = (sum(len(t) for t in incumbent.tasks.values()), _cost(incumbent))
     if plan.max_parallel > 1:  # then every candidate below is read from its folder
@@ -222,7 +229,9 @@ def run_trial(plan: TrialPlan) -> Scoreboard:
     test = None
     if plan.test_tasks:
         plan.say(f"scoring the winner alone on {len(plan.test_tasks)} held-out test task(s)")
-        scored = _evaluate(plan, Path(winner.skillbook), plan.test_tasks, seeds, plan.directory / "test")
+        scored = _evaluate(
+            plan, Path(winner.skillbook), plan.test_tasks, seeds, plan.directory / "test", label="winner (test)"
+        )
         held_out = DevScore.of(scored)
         test = TestScore(
             candidate=winner.name,
