@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ __all__ = [
     "bytes_writer",
     "commit_files",
     "format_errors",
+    "fsync_folder",
     "gc_paused",
     "json_bytes",
     "json_writer",
@@ -87,6 +89,18 @@ class SidecarOwner(Protocol):
     def sidecar_files(self, skillbook: Any, saved: FileState) -> list[tuple[Path, Writer]]:
         """The files to write with the skillbook saved as `saved` (none when the cache cannot match it)."""
         ...
+
+
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make a file created, renamed or deleted in `folder` durable: its directory entry (POSIX; Windows cannot
+    open a folder and needs no such step)."""
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def atomic_write(path: str | os.PathLike[str], write: Writer) -> None:

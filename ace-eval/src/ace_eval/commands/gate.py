@@ -39,17 +39,21 @@ def gate() -> None:
     """
 
 
-@gate.command("compare")
-@click.argument("baseline", type=click.Path(path_type=Path))
-@click.argument("candidate", type=click.Path(path_type=Path))
-@click.option("--format", "file_format", type=click.Choice(SCORE_FORMATS), default=None, help=FORMAT_HELP)
-@click.option(
+_json_option = click.option(
     "--json",
     "json_out",
     metavar="OUT",
     default=None,
     help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).",
 )
+"""`--json OUT` of `gate compare` and `gate run`."""
+
+
+@gate.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("candidate", type=click.Path(path_type=Path))
+@click.option("--format", "file_format", type=click.Choice(SCORE_FORMATS), default=None, help=FORMAT_HELP)
+@_json_option
 @click.option(
     "--alpha", type=float, default=0.05, show_default=True, help="Promote only when the p-value is below this."
 )
@@ -149,13 +153,7 @@ def compare(
     help="On promote, publish the candidate to STORE (created if missing) with the gate's evidence; "
     "on hold, publish nothing.",
 )
-@click.option(
-    "--json",
-    "json_out",
-    metavar="OUT",
-    default=None,
-    help="Also write the result as JSON to OUT (`-`: stdout, the table then goes to stderr).",
-)
+@_json_option
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Promote only when p is below this.")
 @click.option(
     "--min-effect",

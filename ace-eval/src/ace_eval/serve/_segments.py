@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ace.core.storage import fsync_folder
 from ace.exceptions import RunError
 
 __all__ = ["Record", "Segments", "encode_record"]
@@ -56,15 +57,6 @@ def _read_record(f: BinaryIO, offset: int) -> Record | None:
     if len(payload) != size + 1 or not payload.endswith(b"\n"):
         return None
     return Record(offset, len(header) + size + 1, spans, encoding, payload[:-1])
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a file created or deleted in `folder` durable (its directory entry)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Segments:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ace.core.storage import atomic_write, json_bytes
+from ace.core.storage import atomic_write, fsync_folder, json_bytes
 from ace.integrations.store_format import CURRENT_FILE, VERSION_FILE, VERSIONS_DIR, version_name
 from ace_eval.run.lock import file_lock
 
@@ -28,7 +28,6 @@ __all__ = [
     "READ_ONLY",
     "build_version",
     "file_sha256",
-    "fsync_folder",
     "remove_temporaries",
     "store_lock",
     "write_pointer",
@@ -54,17 +53,6 @@ def file_sha256(path: Path) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make a rename inside `folder` durable (POSIX; Windows cannot open a folder and needs no such step)."""
-    if sys.platform == "win32":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _copy(source: Path, target: Path) -> str:
