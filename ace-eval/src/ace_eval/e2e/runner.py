@@ -79,6 +79,9 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, loaded.manifest, loaded.traces[: settings.limit])
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
     benchmark = _plan_benchmark(settings, source[2] if source is not None else None)
+    resolved = _resolved(settings, benchmark)
+    if resolved is not None:
+        settings = settings.with_resolved(resolved.options)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and settings.reflector_type == "grounded":
@@ -105,7 +108,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         if (origin := store_origin(settings.skillbook))
         else None,
     )
-    resolved = _resolved(settings, benchmark)
     return SegmentRun(
         settings, folder, record, inj, checked, resumed=False, benchmark=benchmark, resolved=resolved
     ).execute()
