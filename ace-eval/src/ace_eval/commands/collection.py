@@ -125,7 +125,7 @@ def import_command(
     counts = manifest.counts
     shape = f": {imported.metadata['shape']}" if imported.metadata.get("shape") else ""
     click.echo(
-        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {counts.successes} successes of "
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {plural(counts.successes, 'success', 'successes')} of "
         f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}.{judged}"
     )
     if redactor is None:
