@@ -125,6 +125,12 @@ def resume_e2e(
     folder = RunFolder.open(run_dir)
     check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
     record = folder.read_record()
+    if record.status == "completed" and not record.errors:
+        print(
+            f"note: {folder.path} completed with no failed sample: there is nothing left to resume (its summary "
+            "follows; start a new run to learn again)",
+            file=sys.stderr,
+        )
     stored = record.config.as_dict()
     requested = dict(overrides or {})
     if requested.get("traces") is not None:
