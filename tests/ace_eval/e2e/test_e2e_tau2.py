@@ -91,9 +91,10 @@ def test_run_json_records_the_step_cap_the_episodes_used_when_none_is_given(
 ) -> None:
     """With the embedded model in a role, tau2 plays 20 messages an episode unless told: `config.max_num_steps`
     records that (it said tau2's default 200 beside `resolved_benchmark`'s 20), and `inspect` shows the same."""
-    from ace_eval.benchmarks import tau2_plugin
+    from ace_eval.benchmarks import load_benchmark, tau2_plugin
 
-    monkeypatch.setattr(tau2_plugin, "_plays_locally", lambda env: True)  # as with `local` (scripted here)
+    plugin = type(load_benchmark("tau2-mock", {}))  # the class the registry builds (its module may be another copy)
+    monkeypatch.setitem(plugin.__dict__["_max_steps"].__globals__, "_plays_locally", lambda env: True)  # as `local`
     _, agent, user = tau2_models("mock", MOCK_LEARN[:1], "e2e-mock-cap")
     args = ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "1"]
     args += ["--train-split", MOCK_LEARN[0], "--no-benchmark", "--output-dir", str(tmp_path / "out")]

@@ -295,8 +295,8 @@ class E2ESettings:
 
     def with_resolved(self, options: Mapping[str, object]) -> E2ESettings:
         """These settings with each one the harness filled with the benchmark's default (`BENCHMARK_DEFAULT`) set to
-        the value the benchmark resolved, so `run.json`'s `config` records what the run used (tau2's 20 messages with
-        the embedded model, not its default 200)."""
+        the value the benchmark resolved, so `run.json`'s `config` records what the run used (a step cap the benchmark
+        lowers for the embedded model, not its options model's default)."""
         used: dict[str, Any] = {  # Any: each setting has its own type, checked by the dataclass
             name: options[name]
             for name, source in self.sources.items()
