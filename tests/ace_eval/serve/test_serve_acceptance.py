@@ -1,6 +1,6 @@
 """The loop of `ace-eval serve`, end to end: a real pydantic-ai agent (FunctionModel, no key) instrumented with
 Logfire exports its spans through OpenTelemetry's own OTLP/HTTP exporter to `serve` (a process of its own on
-127.0.0.1, learning with scripted models: `_serve_worker.py`); `serve` learns and publishes a version (ungated, or
+127.0.0.1, learning with scripted models: `--models-from _serve_models:scripted`); `serve` learns and publishes a version (ungated, or
 through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the new skills on its
 next run without restarting. And kill -9 in the middle of learning under load loses no acknowledged span and
 learns no trace twice."""
@@ -40,7 +40,8 @@ from ace.integrations.pydantic_ai import SkillInstructions
 from ace_eval.run.samples import load_samples
 from ace_eval.store import SkillbookStore
 
-WORKER = Path(__file__).parents[2] / "_serve_worker.py"
+TESTS = Path(__file__).parents[2]
+SERVE = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--models-from", "_serve_models:scripted"]
 TOKEN = "acceptance-t0ken"
 SCORER = """
 def score(skillbook, task_ids, num_trials):
@@ -55,8 +56,10 @@ def serve_process(
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`serve` in its own process on 127.0.0.1 (a free port; what it said before listening goes to `said`); killed
     when the block leaves."""
-    command = [sys.executable, str(WORKER), "--store", str(store), "--port", "0", "--feedback-wait", "0", *args]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    command = [*SERVE, "--store", str(store), "--port", "0", "--feedback-wait", "0", *args]
+    given = {**os.environ, **(env or {})}
+    path = os.pathsep.join(p for p in [str(TESTS), given.get("PYTHONPATH", "")] if p)  # where _serve_models is
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, env={**given, "PYTHONPATH": path})
     assert process.stderr is not None
     deadline, seen = time.monotonic() + 120, b""
     try:

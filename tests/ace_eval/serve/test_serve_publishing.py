@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _e2e_support import scripted_injections
 from _serve_helpers import agent_span, otlp_json, request, running, url, wait_for
 
 from ace_eval.benchmarks.scorer import scorer_benchmark
@@ -35,7 +34,7 @@ def scorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _learn() -> LearnConfig:
-    return LearnConfig(settings=E2ESettings(reflector_type="simple"), injections=scripted_injections(), learn_every=3)
+    return LearnConfig(settings=E2ESettings(reflector_type="simple"), models_from="_serve_models:scripted", learn_every=3)
 
 
 def _send(app: ServeApp, first: int, count: int) -> None:
