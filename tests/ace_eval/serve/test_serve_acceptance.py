@@ -1,7 +1,7 @@
 """The loop of `ace-eval serve`, end to end: a real pydantic-ai agent (FunctionModel, no key) instrumented with
 Logfire exports its spans through OpenTelemetry's own OTLP/HTTP exporter to `serve` (a process of its own on
-127.0.0.1, learning with scripted models: `--models-from _serve_models:scripted`); `serve` learns and publishes a version (ungated, or
-through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the new skills on its
+127.0.0.1, learning with scripted models: `--models-from _serve_models:scripted`); `serve` learns and publishes a
+version (ungated, or through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the new skills on its
 next run without restarting. And kill -9 in the middle of learning under load loses no acknowledged span and
 learns no trace twice."""
 
@@ -41,7 +41,8 @@ from ace_eval.run.samples import load_samples
 from ace_eval.store import SkillbookStore
 
 TESTS = Path(__file__).parents[2]
-SERVE = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--models-from", "_serve_models:scripted"]
+CLI = [sys.executable, "-c", "from ace_eval.cli import main; main()"]
+SERVE = [*CLI, "serve", "--models-from", "_serve_models:scripted"]
 TOKEN = "acceptance-t0ken"
 SCORER = """
 def score(skillbook, task_ids, num_trials):

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import select
-import signal
 import subprocess
 import sys
 import time

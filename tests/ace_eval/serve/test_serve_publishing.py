@@ -34,7 +34,8 @@ def scorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _learn() -> LearnConfig:
-    return LearnConfig(settings=E2ESettings(reflector_type="simple"), models_from="_serve_models:scripted", learn_every=3)
+    settings = E2ESettings(reflector_type="simple")
+    return LearnConfig(settings=settings, models_from="_serve_models:scripted", learn_every=3)
 
 
 def _send(app: ServeApp, first: int, count: int) -> None:
