@@ -2,8 +2,8 @@
 Logfire exports its spans through OpenTelemetry's own OTLP/HTTP exporter to `serve` (a process of its own on
 127.0.0.1, learning with scripted models: `--models-from _serve_models:scripted`); `serve` learns and publishes a
 version (ungated, or through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the
-new skills on its next run without restarting. And kill -9 in the middle of learning under load loses no acknowledged span and
-learns no trace twice."""
+new skills on its next run without restarting. And kill -9 in the middle of learning under load loses no
+acknowledged span and learns no trace twice."""
 
 from __future__ import annotations
 
