@@ -1,4 +1,5 @@
-"""The learning worker of `ace-eval serve`: every `learn_every` ready traces, one batch learned by the e2e runner.
+"""The learning worker of `ace-eval serve` (in its learning process, `_learning_child`): every `learn_every` ready
+traces, one batch learned by the e2e runner.
 
 A batch is `STORE/serve/learning/NNNN/`: `batch.json` (its OTel trace ids, its trace uids and the skillbook it
 starts from), `traces/` (a trace collection) and the run folder `run_<id>/` that `ace-eval e2e --traces` makes of

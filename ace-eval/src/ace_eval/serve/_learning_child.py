@@ -99,6 +99,7 @@ class _Status:
 def learning_process(spec: ChildSpec, control: Connection) -> None:
     """The process's body: learn and publish until told to stop, then `os._exit(0)`."""
     _die_with_parent(spec.parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the server decides
     folder = spec.store / "serve"
     status = _Status(folder / STATUS_FILE)
     pid = os.getpid()
@@ -120,6 +121,7 @@ def learning_process(spec: ChildSpec, control: Connection) -> None:
         status.write({"pid": pid, "state": state, "counts": learner.counts(), "publishing": publishing})
 
     threading.Thread(target=_watch, args=(control, learner.stopping), name="ace-learn-control", daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: learner.stopping.set())  # as the server's "stop"
 
     def keep_reporting() -> None:  # the batch in flight and the queue move while a batch runs
         while not learner.stopping.wait(0.25):

@@ -1,6 +1,6 @@
 """What `ace-eval serve` learns with and publishes through, resolved and checked before it listens: the e2e model
-settings with their models built once (the preflight of `ace-eval e2e`), the gate's benchmark or scorer and its
-tasks. A fixable mistake is a `UserError` (exit 2) before anything is written."""
+settings (their models built once, by the preflight of `ace-eval e2e`, in the learning process), the models of
+`--models-from`, the gate's benchmark or scorer and its tasks. A fixable mistake is a `UserError` (exit 2)."""
 
 from __future__ import annotations
 
