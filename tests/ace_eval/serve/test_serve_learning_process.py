@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import select
 import subprocess
-import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from _serve_helpers import agent_span, otlp_json, request, running, url, wait_for
+from _serve_helpers import agent_span, otlp_json, request, running, start_serve, url, wait_for
 
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.samples import load_samples
 from ace_eval.serve import LearnConfig, LearningStartError, ServeApp, ServeConfig
 
 JSON = {"Content-Type": "application/json"}
-TESTS = Path(__file__).parents[2]
 
 
 def _learn(models: str = "scripted", every: int = 3) -> LearnConfig:
@@ -129,23 +126,11 @@ def test_stop_with_a_batch_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def _serve(store: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    command = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve", "--store", str(store)]
-    command += ["--port", "0", "--feedback-wait", "0", *args]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(TESTS), os.environ.get("PYTHONPATH")] if p)}
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, env=env)
-    assert process.stderr is not None
-    deadline, seen = time.monotonic() + 120, b""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stderr], [], [], 1.0)
-        if ready:
-            seen += os.read(process.stderr.fileno(), 65536)
-            found = re.search(rb"listening on (http://\S+) ", seen)
-            if found:
-                return process, found.group(1).decode()
-        if process.poll() is not None:
-            return process, (seen + process.stderr.read()).decode(errors="replace")
-    process.kill()
-    raise AssertionError(f"serve did not start: {seen!r}")
+    """`serve` on a free port: (the process, its base URL, or all it said when it ended before listening)."""
+    process, base, seen = start_serve(["--store", str(store), "--port", "0", "--feedback-wait", "0", *args])
+    if process.stderr is not None:
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # drain the rest
+    return process, base if base is not None else seen
 
 
 def test_kill_9_of_the_server_leaves_no_learning_process(tmp_path: Path) -> None:
