@@ -90,6 +90,7 @@ def test_a_crashed_learning_process_is_restarted_and_its_batch_continues(
         process = app.status()["learning_process"]
         assert isinstance(process, dict) and process["restarts"] == 1 and process["pid"] != first
         assert f"the learning process ({first}) ended: killed by SIGKILL" in process["last_crash"]
+        assert "ace_serve_learning_restarts_total 1" in request(url(app, "/metrics"))[2].decode()
     crashed_on = (tmp_path / "crashed").read_text()
     assert crashed_on in _learned_once(store)  # the sample committed before the crash was not learned again
     (run_dir,) = (store / "serve" / "learning" / "0001").glob("run_*")

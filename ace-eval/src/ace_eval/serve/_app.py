@@ -205,6 +205,10 @@ class ServeApp:
         assert isinstance(queues, dict)
         metric("traces_to_learn", "gauge", queues.get("traces_to_learn", 0), "Ready traces not learned yet.")
         metric("version", "gauge", status["version"] if status["version"] is not None else "NaN", "Current version.")
+        process = status.get("learning_process")
+        if isinstance(process, dict):
+            restarts = process["restarts"]
+            metric("learning_restarts_total", "counter", restarts, "Learning processes restarted after a crash.")
         requests = status["requests"]
         assert isinstance(requests, dict)
         lines += [

@@ -182,6 +182,8 @@ class LearningProcess:
         """Stop it, waiting until `deadline` (time.monotonic) for its sample in flight; True when it ended by itself,
         False when it was killed at the deadline (its batch resumes after its last finished sample)."""
         self.request_stop()
+        if self._thread.ident is None:  # never started
+            return True
         self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
         with self._lock:
             process = self._process
