@@ -1,8 +1,8 @@
 """The learning process of `ace-eval serve`: learning runs in a spawned process of its own, whose status the server
 serves; a crashed one is restarted with a backoff and continues its batch (nothing learned twice); stopping with a
-batch in flight lets the sample finish or, past the grace, kills the process; killing the server (kill -9) leaves
-no learning process behind; a learning process that cannot start stops `serve` with exit 2 before it listens.
-Servers on 127.0.0.1 with the scripted models of `_serve_models`; bounded loops."""
+batch or a gate in flight lets the sample finish or, past the grace, kills the process; killing the server (kill -9)
+leaves no learning process behind; a learning process that cannot start stops `serve` with exit 2 before it
+listens. Servers on 127.0.0.1 with the scripted models of `_serve_models`; bounded loops."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from _serve_helpers import agent_span, otlp_json, request, running, start_serve, url, wait_for
 
+from ace_eval.benchmarks.scorer import scorer_benchmark
 from ace_eval.e2e.config import E2ESettings
 from ace_eval.run.samples import load_samples
-from ace_eval.serve import LearnConfig, LearningStartError, ServeApp, ServeConfig
+from ace_eval.serve import LearnConfig, LearningStartError, PublishConfig, ServeApp, ServeConfig
 
 JSON = {"Content-Type": "application/json"}
 
@@ -157,3 +158,40 @@ def test_a_learning_process_that_cannot_start_exits_2_before_listening(tmp_path:
     assert "listening" not in said
     with pytest.raises(LearningStartError, match="must be a function that takes no argument"):
         ServeApp(ServeConfig(store=tmp_path / "s2", port=0, learn=_learn("FailedOnce"))).start()
+
+
+SLOW_SCORER = """
+import time
+
+def score(skillbook, task_ids, num_trials):
+    time.sleep(120)  # a gate's benchmark run that takes long
+    return {task: [1.0] * num_trials for task in task_ids}
+"""
+
+
+def test_stop_grace_bounds_a_gate_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "slow_gate_scorer.py").write_text(SLOW_SCORER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the learning process starts with this process's sys.path
+    gate = scorer_benchmark("slow_gate_scorer:score", {"tasks": ["t1"]})
+    store = tmp_path / "store"
+    config = ServeConfig(
+        store=store,
+        port=0,
+        settle=0.0,
+        feedback_wait=0,
+        learn=_learn(),
+        publish=PublishConfig(every=3, gate=gate, tasks=["t1"]),
+        stop_grace=0.5,
+    )
+    app = ServeApp(config)
+    app.start()
+    try:
+        pid = app.status()["learning_process"]["pid"]  # type: ignore[index]
+        _send(app, 0, 3)
+        wait_for(lambda: app.status()["traces_learned"] == 3, seconds=60)
+        wait_for(lambda: any((store / "serve" / "gates").glob("*")), seconds=30)  # the gate has started
+    finally:
+        started = time.monotonic()
+        finished = app.stop()
+    assert not finished and time.monotonic() - started < 10 and not _alive(pid)
+    assert not (store / "serve" / "publish.json").exists()  # the attempt is made again at the next start
