@@ -60,8 +60,8 @@ def test_ungated_versions_every_n_learned_traces_and_rollback_while_serving(tmp_
         assert _etag(app) == '"1"'  # the served skillbook follows `current`
         _send(app, 6, 3)  # learning goes on from the version rolled back to, not from what was rolled back
         wait_for(lambda: SkillbookStore(store).current_number() == 3, seconds=60)
-        status = app.status()
-        assert status["publishing"]["published"] == 3  # type: ignore[index]
+        # publish.json, which the status reads, is written by the learning process right after the version
+        wait_for(lambda: app.status()["publishing"]["published"] == 3)  # type: ignore[index]
     third = json.loads((store / "serve" / "learning" / "0003" / "batch.json").read_text())
     assert third["start"] == str(SkillbookStore(store).version(1).skillbook_path) and third["store_version"] == 1
     second = json.loads((store / "serve" / "learning" / "0002" / "batch.json").read_text())

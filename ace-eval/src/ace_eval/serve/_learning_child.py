@@ -131,8 +131,9 @@ def learning_process(spec: ChildSpec, control: Connection) -> None:
     threading.Thread(target=keep_reporting, name="ace-learn-status", daemon=True).start()
     while not learner.stopping.wait(0.5):
         learner.step()
+        report("ready")  # before publishing: no version is seen before the learned traces it was made from
         if publisher is not None and not learner.stopping.is_set():
             publisher.step(learner.learned, learner.traces_learned)
-        report("ready")
+            report("ready")
     report("stopped")
     _exit(0)

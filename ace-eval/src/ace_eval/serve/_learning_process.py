@@ -24,7 +24,7 @@ from typing import Any
 from ace.exceptions import UserError
 from ace_eval.serve._learn import LearnConfig
 from ace_eval.serve._learning_child import STATUS_FILE, ChildSpec, learning_process
-from ace_eval.serve._publish import PublishConfig
+from ace_eval.serve._publish import PublishConfig, publishing_status, read_attempts
 
 __all__ = ["LearningProcess", "LearningStartError"]
 
@@ -164,7 +164,11 @@ class LearningProcess:
             "restarts": self.crashes,
             "last_crash": self.last_crash,
         }
-        counts["publishing"] = report.get("publishing")
+        if self.publish is not None:  # from the file the learning process's publisher writes after each attempt
+            try:
+                counts["publishing"] = publishing_status(self.publish, read_attempts(self.store / "serve"))
+            except (OSError, ValueError):
+                counts["publishing"] = report.get("publishing")
         return counts
 
     def _send_stop(self) -> None:
