@@ -195,3 +195,11 @@ def test_stop_grace_bounds_a_gate_in_flight(tmp_path: Path, monkeypatch: pytest.
         finished = app.stop()
     assert not finished and time.monotonic() - started < 10 and not _alive(pid)
     assert not (store / "serve" / "publish.json").exists()  # the attempt is made again at the next start
+
+
+def test_a_learning_process_that_cannot_be_spawned_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    unpicklable = PublishConfig(every=3, no_gate=True)
+    object.__setattr__(unpicklable, "command", lambda: None)  # as a benchmark holding a lambda: it cannot be pickled
+    app = ServeApp(ServeConfig(store=tmp_path / "store", port=0, learn=_learn(), publish=unpicklable))
+    with pytest.raises(RuntimeError, match="the learning process could not be started: .*pickle"):
+        app.start()

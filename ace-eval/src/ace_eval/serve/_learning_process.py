@@ -94,7 +94,13 @@ class LearningProcess:
     def _watch(self) -> None:
         learn, in_a_row = self.learn, 0
         while not self._stopping.is_set():
-            process, control = self._spawn(learn)
+            try:
+                process, control = self._spawn(learn)
+            except Exception as e:  # e.g. a gate whose benchmark cannot be pickled to the learning process
+                self._start_error = (f"the learning process could not be started: {type(e).__name__}: {e}", False)
+                self.last_crash = self._start_error[0]
+                self._started.set()
+                return
             with self._lock:
                 self._process, self._control = process, control
                 if self._stopping.is_set():  # stop() came while it was starting
