@@ -201,5 +201,5 @@ def test_a_learning_process_that_cannot_be_spawned_is_an_error_not_a_hang(tmp_pa
     unpicklable = PublishConfig(every=3, no_gate=True)
     object.__setattr__(unpicklable, "command", lambda: None)  # as a benchmark holding a lambda: it cannot be pickled
     app = ServeApp(ServeConfig(store=tmp_path / "store", port=0, learn=_learn(), publish=unpicklable))
-    with pytest.raises(RuntimeError, match="the learning process could not be started: .*pickle"):
+    with pytest.raises(RuntimeError, match=r"the learning process could not be started: .*pickle"):
         app.start()
