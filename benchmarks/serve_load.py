@@ -12,13 +12,14 @@ of the inbox.
 Scenarios, per exporter count: `paced` offers `--rate` spans/s in all (the issue's target: 2,000 spans/s acknowledged
 with p99 under 50 ms, one exporter), `max` sends as fast as the server answers (its capacity). Printed: spans/s
 acknowledged, p50 / p99 latency of a request, the ratios to the target, the floor measured in the same run (one
-fsynced append of the same bytes per request), and the server's CPU time per request (all its threads: intake and
-assembly; unlike the latencies, it hardly depends on what else the machine runs). Then the server's VmHWM with
-`--backlog` spans acknowledged and waiting in it (traces whose root span has not come yet, so the assembler holds
-every one), next to a fresh server's. `--learn scripted` runs `serve` with the tests' scripted models
-(`tests/_serve_worker.py`: `--learn-every 10 --publish-every 50 --no-gate`), so the learner works through batches
-all along, as with a hosted model that leaves the CPU to the intake; `--learn local` learns with the embedded `local`
-models (the `local` extra) on the same cores; `--learn off` measures intake and assembly alone.
+fsynced append of the same bytes per request), the server process's CPU time per request (all its threads: intake
+and assembly; unlike the latencies, it hardly depends on what else the machine runs) and its learning process's
+(`serve` learns in a process of its own). Then the server's VmHWM with `--backlog` spans acknowledged and waiting in
+it (traces whose root span has not come yet, so the assembler holds every one), next to a fresh server's. `--learn
+scripted` runs `serve --models-from _serve_models:scripted` (the tests' scripted models, `tests/_serve_models.py`;
+`--learn-every 10 --publish-every 50 --no-gate`), so the learner works through batches all along, as with a hosted
+model that leaves the CPU to the intake; `--learn local` learns with the embedded `local` models (the `local` extra)
+on the same cores; `--learn off` measures intake and assembly alone.
 """
 
 from __future__ import annotations
@@ -111,12 +112,13 @@ def _body(batch: int, seed: int, *, roots: bool = True) -> bytes:
     return bytes(request.SerializeToString())
 
 
-WORKER = Path(__file__).resolve().parents[1] / "tests" / "_serve_worker.py"
-"""`ace-eval serve` with the tests' scripted reflector and skill manager (pydantic-ai FunctionModels, no key)."""
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+"""Where `_serve_models` is: the tests' scripted reflector and skill manager (pydantic-ai FunctionModels, no key)."""
 _CLI = ["-c", "from ace_eval.cli import main; main()", "serve"]
+_LEARNING = ["--learn-every", "10", "--publish-every", "50", "--no-gate"]
 LEARN = {
-    "scripted": [str(WORKER), "--learn-every", "10", "--publish-every", "50", "--no-gate"],
-    "local": [*_CLI, "--learn-every", "10", "--publish-every", "50", "--no-gate"],
+    "scripted": [*_CLI, "--models-from", "_serve_models:scripted", *_LEARNING],
+    "local": [*_CLI, *_LEARNING],
     "off": [*_CLI, "--learn-every", "0"],
 }
 
@@ -125,8 +127,9 @@ def _start(store: Path, learn: str = "off") -> tuple[subprocess.Popen[bytes], in
     """A server on a free port; its stderr (the learner's progress lines too) goes to `STORE.log`."""
     command = [sys.executable, *LEARN[learn], "--store", str(store), "--port", "0", "--feedback-wait", "0"]
     log = store.with_name(store.name + ".log")
+    path = os.pathsep.join(p for p in [str(TESTS), os.environ.get("PYTHONPATH", "")] if p)
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stderr=out)
+        process = subprocess.Popen(command, stderr=out, env={**os.environ, "PYTHONPATH": path})
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", log.read_bytes())
@@ -161,9 +164,27 @@ def _exporter(
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU time the process has used so far (all its threads; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _status(port: int) -> dict[str, object]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", "/v1/status")
+    status: dict[str, object] = json.loads(connection.getresponse().read())
+    connection.close()
+    return status
+
+
+def _learning_pid(port: int) -> int | None:
+    """The learning process's pid (`None`: not learning, or a `serve` that learns in its own process)."""
+    process = _status(port).get("learning_process")
+    pid = process.get("pid") if isinstance(process, dict) else None
+    return pid if isinstance(pid, int) else None
 
 
 def _vm_hwm_mb(pid: int) -> float:
@@ -190,7 +211,9 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
 
 def _run(process: subprocess.Popen[bytes], port: int, work: list[list[bytes]], interval: float) -> _Measured:
     """Latencies, elapsed seconds and server CPU seconds of one scenario (a request refused stops the benchmark)."""
+    learner = _learning_pid(port)
     cpu = _cpu_seconds(process.pid)
+    learning_cpu = _cpu_seconds(learner) if learner is not None else 0.0
     latencies: list[float] = []
     failures: list[int] = []
     threads = [  # independent exporters: each starts at its own point of the interval
@@ -206,11 +229,9 @@ def _run(process: subprocess.Popen[bytes], port: int, work: list[list[bytes]], i
     time.sleep(0.5)  # the assembly of the last requests counts too
     if failures:
         raise SystemExit(f"{len(failures)} requests refused ({sorted(set(failures))})")
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    connection.request("GET", "/v1/status")
-    learned = int(json.loads(connection.getresponse().read())["traces_learned"])
-    connection.close()
-    return _Measured(latencies, elapsed, _cpu_seconds(process.pid) - cpu, learned)
+    learned = int(str(_status(port)["traces_learned"]))
+    learning = _cpu_seconds(learner) - learning_cpu if learner is not None else 0.0
+    return _Measured(latencies, elapsed, _cpu_seconds(process.pid) - cpu, learning, learned)
 
 
 @dataclass(frozen=True)
@@ -218,6 +239,8 @@ class _Measured:
     latencies: list[float]
     elapsed: float
     cpu: float
+    learning_cpu: float
+    """CPU seconds of the learning process (0 when `serve` learns in its own process, or not at all)."""
     learned: int
     """Traces learned by the server so far (since it started)."""
 
@@ -237,6 +260,7 @@ def _row(name: str, learn: str, count: int, spans: int, measured: _Measured, flo
         "50 ms / p99": f"{TARGET_P99 / p99:.2f}",
         "fsync floor ms": f"{floor * 1000:.2f}",
         "server CPU ms / request": f"{measured.cpu / len(ordered) * 1000:.1f}",
+        "learning process CPU ms / request": f"{measured.learning_cpu / len(ordered) * 1000:.1f}",
         "traces learned (server total)": str(measured.learned),
     }
 
@@ -298,7 +322,7 @@ def main() -> None:
         nargs="+",
         choices=sorted(LEARN),
         default=["scripted", "off"],
-        help="Learning while measuring: scripted models (tests/_serve_worker.py), the embedded `local` ones, or none.",
+        help="Learning while measuring: scripted models (tests/_serve_models.py), the embedded `local` ones, or none.",
     )
     parser.add_argument("--smoke", action="store_true", help="A few requests of each kind: checks the script works.")
     args = parser.parse_args()

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import select
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +19,8 @@ from typing import Any
 from ace_eval.serve import ServeApp, ServeConfig
 from ace_eval.serve._segments import Segments
 
+SERVE_CLI = [sys.executable, "-c", "from ace_eval.cli import main; main()", "serve"]
+
 
 @contextmanager
 def running(store: Path, **options: Any) -> Iterator[ServeApp]:
@@ -23,6 +30,28 @@ def running(store: Path, **options: Any) -> Iterator[ServeApp]:
         yield app
     finally:
         app.stop()
+
+
+def start_serve(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str | None, str]:
+    """`ace-eval serve ARGS` in a process of its own (this folder on PYTHONPATH: `--models-from _serve_models:...`
+    works), its stderr read until it listens: (the process, its base URL or `None` when it ended first, what it said
+    so far). The caller drains or closes its stderr."""
+    given = {**os.environ, **(env or {})}
+    path = os.pathsep.join(p for p in [str(Path(__file__).parent), given.get("PYTHONPATH", "")] if p)
+    process = subprocess.Popen([*SERVE_CLI, *args], stderr=subprocess.PIPE, env={**given, "PYTHONPATH": path})
+    assert process.stderr is not None
+    deadline, seen = time.monotonic() + 120, b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if ready:
+            seen += os.read(process.stderr.fileno(), 65536)
+            found = re.search(rb"listening on (http://\S+) ", seen)
+            if found:
+                return process, found.group(1).decode(), seen.decode(errors="replace")
+        if process.poll() is not None:
+            return process, None, (seen + process.stderr.read()).decode(errors="replace")
+    process.kill()
+    raise AssertionError(f"serve did not start: {seen!r}")
 
 
 def url(app: ServeApp, path: str) -> str:

@@ -31,7 +31,7 @@ from pydantic_ai.profiles import ModelProfile, ModelProfileSpec
 from pydantic_ai.settings import ModelSettingName, ModelSettings
 from pydantic_ai.usage import RequestUsage
 
-from ace.llm._errors import LocalModelUnavailableError, ModelConfigError, ModelRequestError
+from ace.llm._errors import LocalModelUnavailableError, ModelConfigError
 from ace.llm._local_format import (
     MAX_STRING_CHARS,
     ChatTurn,
@@ -154,7 +154,6 @@ class LocalModel(WholeResponseModel):
         self._max_string_chars = max_string_chars
         self._lock = threading.Lock()
         self._runtime: LocalRuntime | None = None
-        self._closed = False
 
     @property
     def model_name(self) -> str:
@@ -181,23 +180,7 @@ class LocalModel(WholeResponseModel):
         with self._lock:
             self._loaded()
 
-    def close(self, timeout: float = -1) -> bool:
-        """Wait for the call in flight (at most `timeout` seconds; negative: as long as it takes), then unload the
-        weights for good (a later request raises `ModelRequestError`); False, with nothing unloaded, when a call
-        still runs at the timeout. Call it before the process exits: the exit tears llama.cpp down under a running
-        call (SIGSEGV)."""
-        if not self._lock.acquire(timeout=timeout):
-            return False
-        try:
-            self._closed = True
-            self._runtime = None  # the binding's server object goes, and its threads with it
-        finally:
-            self._lock.release()
-        return True
-
     def _loaded(self) -> LocalRuntime:
-        if self._closed:
-            raise ModelRequestError(self.model_name, "closed (LocalModel.close): make a new LocalModel")
         if self._runtime is None:
             path = self._model_path or find_smollm2_gguf()
             self._runtime = load_runtime(

@@ -1,20 +1,17 @@
 """The loop of `ace-eval serve`, end to end: a real pydantic-ai agent (FunctionModel, no key) instrumented with
 Logfire exports its spans through OpenTelemetry's own OTLP/HTTP exporter to `serve` (a process of its own on
-127.0.0.1, learning with scripted models: `_serve_worker.py`); `serve` learns and publishes a version (ungated, or
-through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the new skills on its
-next run without restarting. And kill -9 in the middle of learning under load loses no acknowledged span and
-learns no trace twice."""
+127.0.0.1, learning with scripted models: `--models-from _serve_models:scripted`); `serve` learns and publishes a
+version (ungated, or through the gate with a scorer); the same agent, through `SkillInstructions.from_url`, gets the
+new skills on its next run without restarting. And kill -9 in the middle of learning under load loses no
+acknowledged span and learns no trace twice."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import re
-import select
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -27,7 +24,7 @@ from typing import Any
 import logfire
 import pytest
 from _otel_agent import support_agent
-from _serve_helpers import agent_span, otlp_json, request, wait_for
+from _serve_helpers import agent_span, otlp_json, request, start_serve, wait_for
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic_ai import Agent
@@ -40,7 +37,6 @@ from ace.integrations.pydantic_ai import SkillInstructions
 from ace_eval.run.samples import load_samples
 from ace_eval.store import SkillbookStore
 
-WORKER = Path(__file__).parents[2] / "_serve_worker.py"
 TOKEN = "acceptance-t0ken"
 SCORER = """
 def score(skillbook, task_ids, num_trials):
@@ -55,24 +51,17 @@ def serve_process(
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`serve` in its own process on 127.0.0.1 (a free port; what it said before listening goes to `said`); killed
     when the block leaves."""
-    command = [sys.executable, str(WORKER), "--store", str(store), "--port", "0", "--feedback-wait", "0", *args]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-    assert process.stderr is not None
-    deadline, seen = time.monotonic() + 120, b""
+    models = ["--models-from", "_serve_models:scripted"]
+    process, base, seen = start_serve(
+        [*models, "--store", str(store), "--port", "0", "--feedback-wait", "0", *args], env
+    )
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([process.stderr], [], [], 1.0)
-            if ready:
-                seen += os.read(process.stderr.fileno(), 65536)
-                found = re.search(rb"listening on (http://\S+) ", seen)
-                if found:
-                    if said is not None:
-                        said.append(seen.decode(errors="replace"))
-                    threading.Thread(target=process.stderr.read, daemon=True).start()  # drain the rest
-                    yield process, found.group(1).decode()
-                    return
-            assert process.poll() is None, seen.decode(errors="replace")
-        raise AssertionError(f"serve did not start: {seen!r}")
+        assert base is not None, seen
+        if said is not None:
+            said.append(seen)
+        assert process.stderr is not None
+        threading.Thread(target=process.stderr.read, daemon=True).start()  # drain the rest
+        yield process, base
     finally:
         if process.poll() is None:
             process.kill()

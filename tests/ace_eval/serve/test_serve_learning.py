@@ -1,7 +1,8 @@
 """Learning in `ace-eval serve`: every `learn_every` ready traces one batch goes through the e2e runner (scripted
 reflector and skill manager: each sample searches, then adds or updates a skill); a restart continues; a batch that
 failed halfway is resumed, never learned twice; one that fails every time is set aside after a few attempts; a trace
-whose sample failed is not counted as learned. Servers on 127.0.0.1."""
+whose sample failed is not counted as learned. Servers on 127.0.0.1; the learning process learns with the scripted
+models of `_serve_models`."""
 
 from __future__ import annotations
 
@@ -12,14 +13,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _e2e_support import ScriptedReflector, prompt_text, scripted_injections
+import pytest
 from _serve_helpers import MESSAGES, agent_span, otlp_json, request, running, string_attr, url, wait_for
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models.function import AgentInfo
 
 from ace.core.skillbook import Skillbook
 from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.training_results import SampleResult
 from ace_eval.run.samples import load_samples
 from ace_eval.serve import LearnConfig, ServeApp
 
@@ -30,10 +28,10 @@ def _send(app: ServeApp, n: int) -> None:
     assert request(url(app, "/v1/traces"), otlp_json(f"{n:032x}", [agent_span("1" * 16)]), JSON)[0] == 200
 
 
-def _learn(every: int = 3, **injected: Any) -> LearnConfig:
+def _learn(every: int = 3, models: str = "scripted") -> LearnConfig:
     return LearnConfig(
         settings=E2ESettings(reflector_type="simple"),
-        injections=scripted_injections(**injected),
+        models_from=f"_serve_models:{models}",
         learn_every=every,
         retry_seconds=0.2,
     )
@@ -79,20 +77,10 @@ def test_learns_every_n_traces_and_a_restart_continues(tmp_path: Path) -> None:
     assert '"sm.session"' in spans and '"ace.run"' in spans
 
 
-class _FailOnce(Exception):
-    pass
-
-
-def test_a_batch_that_failed_halfway_is_resumed_not_relearned(tmp_path: Path) -> None:
+def test_a_batch_that_failed_halfway_is_resumed_not_relearned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = tmp_path / "store"
-    failed: list[str] = []
-
-    def fail_once(sample: SampleResult) -> None:
-        if not failed:
-            failed.append(sample.trace_uid)
-            raise _FailOnce("the model went away")
-
-    with running(store, feedback_wait=0, learn=_learn(on_sample=fail_once)) as app:
+    monkeypatch.setenv("ACE_TEST_FAILED_LOG", str(tmp_path / "failed.txt"))
+    with running(store, feedback_wait=0, learn=_learn(models="fail_once")) as app:
         for n in range(3):
             _send(app, n)
         wait_for(lambda: app.status()["traces_learned"] == 3, seconds=60)
@@ -103,17 +91,9 @@ def test_a_batch_that_failed_halfway_is_resumed_not_relearned(tmp_path: Path) ->
     assert [s["status"] for s in record["segments"]] == ["failed", "completed"]
     samples = load_samples(run_dir / "samples.jsonl")
     assert sorted(s.trace_uid for s in samples) == sorted(line["trace_uids"])  # one line each: none ran twice
-    assert failed[0] in line["trace_uids"]
+    failed = (tmp_path / "failed.txt").read_text().split()
+    assert len(failed) == 1 and failed[0] in line["trace_uids"]
     assert sum(_provenance(Path(line["skillbook"])).values()) == sum(len(s.operations) for s in samples)
-
-
-class _BrokenOn(ScriptedReflector):
-    """The scripted reflector, except that it fails on a trace whose conversation says `BROKEN`."""
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if "BROKEN" in prompt_text(messages):
-            raise RuntimeError("the reflector cannot read this trace")
-        return super().__call__(messages, info)
 
 
 def _send_text(app: ServeApp, n: int, text: str) -> None:
@@ -125,7 +105,7 @@ def _send_text(app: ServeApp, n: int, text: str) -> None:
 
 def test_a_trace_whose_sample_failed_is_counted_apart_from_the_learned_ones(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with running(store, feedback_wait=0, learn=_learn(reflector=_BrokenOn())) as app:
+    with running(store, feedback_wait=0, learn=_learn(models="broken_on")) as app:
         for n, text in enumerate(["Cancel order A1", "Cancel order BROKEN", "Cancel order A3"]):
             _send_text(app, n, text)
         wait_for(lambda: app.status()["batches_learned"] == 1, seconds=60)
@@ -134,13 +114,13 @@ def test_a_trace_whose_sample_failed_is_counted_apart_from_the_learned_ones(tmp_
         assert "ace_serve_traces_errored_total 1" in request(url(app, "/metrics"))[2].decode()
     (line,) = _learned(store)
     assert len(line["errored_trace_uids"]) == 1 and line["errored_trace_uids"][0] in line["trace_uids"]
-    with running(store, feedback_wait=0, learn=_learn(reflector=_BrokenOn())) as app:
+    with running(store, feedback_wait=0, learn=_learn(models="broken_on")) as app:
         assert (app.status()["traces_learned"], app.status()["traces_errored"]) == (2, 1)  # from learned.jsonl
 
 
 def test_a_batch_that_fails_every_time_is_set_aside_and_later_batches_go_on(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    learn = dataclasses.replace(_learn(every=2, reflector=_BrokenOn()), retry_seconds=0.1, max_attempts=2)
+    learn = dataclasses.replace(_learn(every=2, models="broken_on"), retry_seconds=0.1, max_attempts=2)
     batch = store / "serve" / "learning" / "0001"
     with running(store, feedback_wait=0, learn=learn) as app:
         for n, text in enumerate(["BROKEN one", "BROKEN two", "Cancel order A3", "Cancel order A4"]):

@@ -4,6 +4,7 @@ exits 0. Servers on 127.0.0.1, bounded loops."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -61,7 +62,7 @@ def _load(base: str, acked: list[int], stop: threading.Event, worker: int) -> No
         ]
         try:
             status, _, _ = request(f"{base}/v1/traces", otlp_json(trace, spans), {"Content-Type": "application/json"})
-        except OSError:
+        except (OSError, http.client.HTTPException):  # the server was killed, perhaps mid-answer
             return
         if status == 200:
             acked.append(5)

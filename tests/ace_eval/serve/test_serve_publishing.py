@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _e2e_support import scripted_injections
 from _serve_helpers import agent_span, otlp_json, request, running, url, wait_for
 
 from ace_eval.benchmarks.scorer import scorer_benchmark
@@ -35,7 +34,8 @@ def scorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _learn() -> LearnConfig:
-    return LearnConfig(settings=E2ESettings(reflector_type="simple"), injections=scripted_injections(), learn_every=3)
+    settings = E2ESettings(reflector_type="simple")
+    return LearnConfig(settings=settings, models_from="_serve_models:scripted", learn_every=3)
 
 
 def _send(app: ServeApp, first: int, count: int) -> None:
@@ -60,8 +60,8 @@ def test_ungated_versions_every_n_learned_traces_and_rollback_while_serving(tmp_
         assert _etag(app) == '"1"'  # the served skillbook follows `current`
         _send(app, 6, 3)  # learning goes on from the version rolled back to, not from what was rolled back
         wait_for(lambda: SkillbookStore(store).current_number() == 3, seconds=60)
-        status = app.status()
-        assert status["publishing"]["published"] == 3  # type: ignore[index]
+        # publish.json, which the status reads, is written by the learning process right after the version
+        wait_for(lambda: app.status()["publishing"]["published"] == 3)  # type: ignore[index]
     third = json.loads((store / "serve" / "learning" / "0003" / "batch.json").read_text())
     assert third["start"] == str(SkillbookStore(store).version(1).skillbook_path) and third["store_version"] == 1
     second = json.loads((store / "serve" / "learning" / "0002" / "batch.json").read_text())

@@ -16,17 +16,10 @@ from _store_support import BY_TEST
 from ace.core.skillbook import Skillbook
 from ace.embeddings.test import TestEmbedder
 from ace.integrations.pydantic_ai import SkillInstructions
-from ace_eval.e2e.config import E2ESettings
-from ace_eval.e2e.runner import RunInjections
-from ace_eval.serve import LearnConfig
 from ace_eval.store import SkillbookStore
 
 REFUND = "Refund requests: the agent refunded an order without checking the refund window."
 WEATHER = "Weather questions: the agent guessed the city instead of asking for it."
-
-
-def _learn() -> LearnConfig:  # only its embedder is used here: no trace is sent
-    return LearnConfig(settings=E2ESettings(), injections=RunInjections(embedder=TestEmbedder()))
 
 
 def _publish(store: Path, *issues: str) -> int:
@@ -47,7 +40,7 @@ def _skills(base: str, query: str, max_tokens: int | None = None, token: str | N
 
 def test_skills_selected_for_a_query_within_the_budget(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with running(store, learn=_learn(), token="t0ken-for-the-test") as app:
+    with running(store, embedder=TestEmbedder(), token="t0ken-for-the-test") as app:
         base = url(app, "")
         assert _skills(base, "refund my order", token="t0ken-for-the-test")[0] == 404  # no version yet
         assert _skills(base, "refund my order")[0] == 401

@@ -4,20 +4,21 @@ from in the background, learned skillbooks published to the store through the ga
 from __future__ import annotations
 
 import gc
-import os
 import shlex
 import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ace_eval.commands import benchmark_option
 from ace_eval.commands.e2e import benchmark_options
 from ace_eval.commands.e2e import e2e as _e2e
-from ace_eval.e2e.runner import RunInjections
+
+if TYPE_CHECKING:
+    from ace.embeddings.base import Embedder
 
 __all__ = ["serve"]
 
@@ -42,11 +43,6 @@ MODEL_SETTINGS = (
     "no_preflight",
 )
 """The e2e options serve takes as they are (`ace-eval e2e --help`); each learning batch is an e2e run with them."""
-
-
-def _injections() -> RunInjections:
-    """What the learning runs are handed instead of building it (nothing: the models come from the options)."""
-    return RunInjections()
 
 
 def _e2e_options(command: click.Command) -> click.Command:
@@ -165,6 +161,14 @@ def _e2e_options(command: click.Command) -> click.Command:
     "(the batch resumes at the next start).",
 )
 @click.option(
+    "--models-from",
+    default=None,
+    metavar="MODULE:FUNCTION",
+    help="Learn with the models your function returns (no argument -> ace_eval.e2e.runner.RunInjections: "
+    "pydantic-ai models by role, an embedder) instead of building them from the options below; it is called in the "
+    "learning process (and for its embedder in the server). For scripted models in tests and benchmarks.",
+)
+@click.option(
     "--config",
     "config_file",
     type=click.Path(path_type=Path),
@@ -190,6 +194,7 @@ def serve(
     num_trials: int,
     no_gate: bool,
     stop_grace: float,
+    models_from: str | None,
     config_file: Path | None,
     **model_flags: Any,
 ) -> None:
@@ -205,21 +210,23 @@ def serve(
     --scorer with --tasks; the store's current version is the incumbent) or ungated with --no-gate.
     GET /healthz, /v1/status (JSON) and /metrics (Prometheus) show progress; GET /v1/skillbook serves the
     current version (ETag = its number), GET /v1/skills?query=...&max_tokens=... the skills selected for a query.
-    SIGTERM or Ctrl-C finishes the requests in flight, flushes and checkpoints, then exits 0 (a learning batch in
-    flight resumes at the next start).
+    Learning and publishing run in a process of their own (restarted after a crash, shown in /v1/status), so
+    they never slow the intake down for the interpreter lock. SIGTERM or Ctrl-C finishes the requests in flight,
+    flushes and checkpoints, lets the learning sample in flight finish (at most --stop-grace seconds), then exits 0
+    (a learning batch in flight resumes at the next start).
     """
     from ace_eval.serve import (
         NOT_PUBLISHED_NOTE,
+        LearnConfig,
         ServeApp,
         ServeConfig,
-        learning_config,
         learning_settings,
         publishing_config,
         refuse_exposed,
     )
 
     refuse_exposed(host, token)  # before the models load
-    learn = publish = None
+    learn = publish = embedder = None
     if learn_every:
         flags = {**model_flags, "redact": False if no_redact else None}
         settings = learning_settings(flags, store=store, config_file=config_file)
@@ -236,7 +243,8 @@ def serve(
         )
         if publish is None:
             click.echo(NOT_PUBLISHED_NOTE, err=True)
-        learn = learning_config(settings, learn_every=learn_every, injections=_injections(), say=_say)
+        learn = LearnConfig(settings=settings, models_from=models_from, learn_every=learn_every)
+        embedder = _skills_embedder(settings.embedding_model, models_from)
     else:
         click.echo("note: --learn-every 0: traces are assembled, nothing is learned or published", err=True)
     app = ServeApp(
@@ -252,6 +260,7 @@ def serve(
             redact=not no_redact,
             learn=learn,
             publish=publish,
+            embedder=embedder,
             stop_grace=stop_grace,
         )
     )
@@ -273,17 +282,20 @@ def serve(
         err=True,
     )
     if not finished:
-        # The learning thread is inside a model call: the interpreter's shutdown would tear the embedded llama.cpp
-        # runtime down under it (a SIGSEGV or an abort after "stopped"). Everything serve owns is flushed and
-        # checkpointed; the sample in flight is written by temp file and rename, so it resumes as after kill -9.
         click.echo(
-            f"ace-eval serve: the learning step in flight did not finish within --stop-grace {stop_grace:g} s; "
-            "it resumes at the next start",
+            f"ace-eval serve: the learning sample in flight did not finish within --stop-grace {stop_grace:g} s: "
+            "the learning process was stopped; its batch resumes at the next start",
             err=True,
         )
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+
+
+def _skills_embedder(model: str, models_from: str | None) -> Embedder:
+    """The embedder `GET /v1/skills` ranks with: `--models-from`'s, else the learning's (loaded at the first query)."""
+    from ace_eval.e2e.embedder import embedder_for
+    from ace_eval.serve import load_injections
+
+    injected = load_injections(models_from).embedder if models_from else None
+    return injected or embedder_for(model)
 
 
 COLLECTOR_THRESHOLDS = (50_000, 20, 10)
@@ -298,7 +310,3 @@ def steady_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
-
-
-def _say(line: str) -> None:
-    click.echo(f"ace-eval serve: {line}", err=True)

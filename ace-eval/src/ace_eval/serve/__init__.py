@@ -7,16 +7,24 @@ app.start()        # POST /v1/traces, POST /v1/feedback, GET /healthz, /v1/statu
 app.stop()         # finish requests in flight, flush, checkpoint
 ```
 
-With `ServeConfig(learn=LearnConfig(...), publish=PublishConfig(...))` it also learns from the ready traces in the
-background (`ace_eval.serve._learn`) and publishes the learned skillbooks to the store (`ace_eval.serve._publish`).
+With `ServeConfig(learn=LearnConfig(...), publish=PublishConfig(...))` it also learns from the ready traces in a
+process of its own (`ace_eval.serve._learning_process`: `ace_eval.serve._learn` there) and publishes the learned
+skillbooks to the store from it (`ace_eval.serve._publish`).
 """
 
 from ace_eval.serve._app import ServeApp, ServeConfig, is_loopback, refuse_exposed
 from ace_eval.serve._assembly import Assembler, Feedback
 from ace_eval.serve._inbox import Inbox, InboxFull
 from ace_eval.serve._learn import LearnConfig, Learner
+from ace_eval.serve._learning_process import LearningProcess, LearningStartError
 from ace_eval.serve._publish import PublishConfig, Publisher
-from ace_eval.serve._setup import NOT_PUBLISHED_NOTE, learning_config, learning_settings, publishing_config
+from ace_eval.serve._setup import (
+    NOT_PUBLISHED_NOTE,
+    learning_models,
+    learning_settings,
+    load_injections,
+    publishing_config,
+)
 
 __all__ = [
     "NOT_PUBLISHED_NOTE",
@@ -26,13 +34,16 @@ __all__ = [
     "InboxFull",
     "LearnConfig",
     "Learner",
+    "LearningProcess",
+    "LearningStartError",
     "PublishConfig",
     "Publisher",
     "ServeApp",
     "ServeConfig",
     "is_loopback",
-    "learning_config",
+    "learning_models",
     "learning_settings",
+    "load_injections",
     "publishing_config",
     "refuse_exposed",
 ]

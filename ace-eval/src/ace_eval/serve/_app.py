@@ -2,7 +2,9 @@
 
 Files live under `STORE/serve/`: `inbox/` (the redacted OTLP requests, in segment files deleted once assembled)
 and `state.json` (the acknowledged count), `traces.jsonl` (assembled traces), `feedback.jsonl`, `ready.jsonl`
-(traces with their outcome, for learning), `assembly.json` (where assembly restarts).
+(traces with their outcome, for learning), `assembly.json` (where assembly restarts). Learning and publishing run
+in a process of their own (`ace_eval.serve._learning_process`), which writes `learning/`, `learned.jsonl`,
+`publish.json` and its status, `learning.json`.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+from ace.embeddings.base import Embedder
 from ace.exceptions import UserError
-from ace.llm import LocalModel
 from ace.redaction import Redactor
 from ace_eval.serve._assembly import Assembler
 from ace_eval.serve._connections import Connections
 from ace_eval.serve._http import make_handler
 from ace_eval.serve._inbox import Inbox
-from ace_eval.serve._learn import LearnConfig, Learner
-from ace_eval.serve._publish import PublishConfig, Publisher
+from ace_eval.serve._learn import LearnConfig
+from ace_eval.serve._learning_process import LearningProcess
+from ace_eval.serve._publish import PublishConfig
 from ace_eval.serve._skills import SkillsSelector
 from ace_eval.store import SkillbookStore
 
@@ -49,12 +52,16 @@ class ServeConfig:
     retry_after: int = 2
     redact: bool = True
     learn: LearnConfig | None = None
-    """Learn from the ready traces (`None`: only assemble them)."""
+    """Learn from the ready traces, in a process of its own (`None`: only assemble them)."""
     publish: PublishConfig | None = None
-    """Publish learned skillbooks to the store (`None`: learned skillbooks stay in STORE/serve/learning/)."""
+    """Publish learned skillbooks to the store, from the learning process (`None`: learned skillbooks stay in
+    STORE/serve/learning/). Pickled to that process: a gate whose benchmark can be pickled."""
+    embedder: Embedder | None = None
+    """The embedder of `GET /v1/skills` (`None`: keyword retrieval only)."""
     stop_grace: float = 30.0
     """Seconds `stop()` waits for the learning batch in flight to reach the end of a sample (it stops there and
-    resumes at the next start); past them the process may exit with the sample unfinished (resumed all the same)."""
+    resumes at the next start); past them the learning process is killed with the sample unfinished (resumed all
+    the same)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -96,14 +103,12 @@ class ServeApp:
             idle_timeout=config.idle_timeout,
             settle=config.settle,
         )
-        self.learner = (
-            Learner(folder, self.store, self.assembler.ready_journal, config.learn, say=self.say)
+        self.learning = (
+            LearningProcess(self.store.root, config.learn, config.publish, say=self.say)
             if config.learn is not None
             else None
         )
-        self.publisher = Publisher(folder, self.store, config.publish, self.say) if config.publish is not None else None
-        embedder = config.learn.injections.embedder if config.learn is not None else None
-        self.skills = SkillsSelector(self.store.root, embedder=embedder)
+        self.skills = SkillsSelector(self.store.root, embedder=config.embedder)
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._stopping = threading.Event()
@@ -122,14 +127,15 @@ class ServeApp:
         return str(host), int(port)
 
     def start(self) -> None:
-        """Listen and start the background threads (the HTTP loop and the assembler)."""
+        """Start the learning process and wait until its models are built (`LearningStartError` when they cannot
+        be), then listen and start the background threads (the HTTP loop and the assembler)."""
+        if self.learning is not None:
+            self.learning.start()
         server = ThreadingHTTPServer((self.config.host, self.config.port), make_handler(self))
         server.daemon_threads = False
         server.block_on_close = True  # stop() waits for the requests in flight
         self._server = server
         loops = [(server.serve_forever, "ace-serve-http"), (self._assemble_loop, "ace-serve-assembly")]
-        if self.learner is not None:
-            loops.append((self._learn_loop, "ace-serve-learning"))
         for target, name in loops:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -139,55 +145,34 @@ class ServeApp:
         """A log line on stderr."""
         print(f"ace-eval serve: {line}", file=sys.stderr, flush=True)
 
-    def _learn_loop(self) -> None:
-        assert self.learner is not None
-        while not self._stopping.wait(0.5):
-            self.learner.step()
-            if self.publisher is not None:
-                self.publisher.step(self.learner.learned, self.learner.traces_learned)
-
     def _assemble_loop(self) -> None:
         while not self._stopping.wait(0.2):
             self.assembler.step()
 
     def stop(self) -> bool:
-        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint; True
-        when the learning thread ended and no embedded model call runs any more (the models closed), False when one
-        still runs after `stop_grace` seconds: its work resumes at the next start, and the process must end without
-        the interpreter's shutdown, which would tear llama.cpp down under the running call (see `ace-eval serve`)."""
-        if self.learner is not None:
-            self.learner.stopping.set()  # the batch in flight stops after its next sample
+        """Stop listening, let requests in flight finish, commit the inbox, assemble what is due, checkpoint, and
+        stop the learning process; True when it reached the end of a sample within `stop_grace` seconds, False when
+        it was killed then (its batch resumes after its last finished sample at the next start)."""
+        deadline = time.monotonic() + self.config.stop_grace
+        if self.learning is not None:
+            self.learning.request_stop()  # the batch in flight stops after its next sample
         if self._server is not None:
             self._server.shutdown()  # serve_forever returns; no new connection is taken
             self.connections.stop()  # idle keep-alive connections end; requests in flight finish
             self._server.server_close()  # joins the request threads (block_on_close)
         self._stopping.set()
-        deadline = time.monotonic() + self.config.stop_grace
         for thread in self._threads:
-            thread.join(timeout=self.config.stop_grace if thread.name == "ace-serve-learning" else 30)
+            thread.join(timeout=30)
         self.inbox.close()
         self.assembler.step()
-        # A model call of the stopped batch may still run on a worker thread of its own: wait for it, then unload.
-        closed = [model.close(max(0.0, deadline - time.monotonic())) for model in self._local_models()]
-        return all(closed) and not any(thread.is_alive() for thread in self._threads)
-
-    def _local_models(self) -> list[LocalModel]:
-        """The embedded models learning uses (each once, however many roles share it)."""
-        models = self.config.learn.injections.models.values() if self.config.learn is not None else ()
-        found: list[LocalModel] = []
-        for model in models:
-            inner: object = model
-            while inner is not None and not isinstance(inner, LocalModel):
-                inner = getattr(inner, "wrapped", None)  # pydantic-ai's wrapper models
-            if isinstance(inner, LocalModel) and inner not in found:
-                found.append(inner)
-        return found
+        return self.learning.stop(deadline) if self.learning is not None else True
 
     def status(self) -> dict[str, object]:
         current = self.store.current_number()
         with self._counts_lock:
             counts = dict(self._counts)
-        learning = self.learner.counts() if self.learner is not None else {"traces_learned": 0, "traces_errored": 0}
+        learning = self.learning.status() if self.learning is not None else {"traces_learned": 0, "traces_errored": 0}
+        publishing = learning.pop("publishing", None)
         queues: dict[str, object] = {"inbox_spans": self.inbox.backlog, "inbox_limit": self.inbox.max_backlog}
         if "traces_to_learn" in learning:
             queues["traces_to_learn"] = learning.pop("traces_to_learn")
@@ -197,7 +182,7 @@ class ServeApp:
             **learning,
             "version": current,
             "queues": queues,
-            "publishing": self.publisher.status() if self.publisher is not None else None,
+            "publishing": publishing,
             "requests": counts,
         }
 
@@ -220,6 +205,10 @@ class ServeApp:
         assert isinstance(queues, dict)
         metric("traces_to_learn", "gauge", queues.get("traces_to_learn", 0), "Ready traces not learned yet.")
         metric("version", "gauge", status["version"] if status["version"] is not None else "NaN", "Current version.")
+        process = status.get("learning_process")
+        if isinstance(process, dict):
+            restarts = process["restarts"]
+            metric("learning_restarts_total", "counter", restarts, "Learning processes restarted after a crash.")
         requests = status["requests"]
         assert isinstance(requests, dict)
         lines += [

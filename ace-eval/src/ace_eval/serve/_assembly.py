@@ -27,7 +27,10 @@ from ace_eval.serve._decode import record_spans
 from ace_eval.serve._inbox import Inbox
 from ace_eval.serve._journal import Journal, write_json
 
-__all__ = ["Assembler", "Feedback"]
+__all__ = ["READY_FILE", "Assembler", "Feedback"]
+
+READY_FILE = "ready.jsonl"
+"""Traces with their outcome, one line per OTel trace, appended by assembly and read by the learning process."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class Assembler:
         self.state_path = folder / "assembly.json"
         self.assembled_journal = Journal(folder / "traces.jsonl")
         self.feedback_journal = Journal(folder / "feedback.jsonl")
-        self.ready_journal = Journal(folder / "ready.jsonl")
+        self.ready_journal = Journal(folder / READY_FILE)
         self._lock = threading.Lock()
         self.pending: dict[str, _Group] = {}
         self.feedback: dict[str, Feedback] = {}

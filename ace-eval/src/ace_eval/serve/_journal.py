@@ -16,12 +16,14 @@ __all__ = ["Journal", "write_json"]
 
 
 class Journal:
-    """One JSON-lines file; `records()` reads the whole lines, `append()` adds lines durably."""
+    """One JSON-lines file; `records()` reads the whole lines, `append()` adds lines durably. `repair=False` for a
+    reader in another process than the writer's: a line being appended there is not a torn line to cut off."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, repair: bool = True) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._repair()
+        if repair:
+            self._repair()
 
     def _repair(self) -> None:
         if not self.path.exists():

@@ -1,4 +1,5 @@
-"""The learning worker of `ace-eval serve`: every `learn_every` ready traces, one batch learned by the e2e runner.
+"""The learning worker of `ace-eval serve` (in its learning process, `_learning_child`): every `learn_every` ready
+traces, one batch learned by the e2e runner.
 
 A batch is `STORE/serve/learning/NNNN/`: `batch.json` (its OTel trace ids, its trace uids and the skillbook it
 starts from), `traces/` (a trace collection) and the run folder `run_<id>/` that `ace-eval e2e --traces` makes of
@@ -25,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +57,20 @@ class LearningStopped(KeyboardInterrupt):
 
 @dataclass(frozen=True, kw_only=True)
 class LearnConfig:
-    """How serve learns: the e2e settings (models, profile, steps; each batch sets its own traces, skillbook and
-    folder) and what the runner is handed instead of building it (models loaded once, scripted ones in tests)."""
+    """How serve learns, in a process of its own (`ace_eval.serve._process`): the e2e settings (models, profile,
+    steps; each batch sets its own traces, skillbook and folder), from which that process builds its models."""
 
     settings: E2ESettings
-    injections: RunInjections = field(default_factory=RunInjections)
+    models_from: str | None = None
+    """`MODULE:FUNCTION` returning `RunInjections` (pydantic-ai models by role, an embedder), called in the learning
+    process instead of building those models from `settings`: scripted models for tests and benchmarks."""
     learn_every: int = 10
     retry_seconds: float = 60.0
     """Wait before the first retry of a failed batch; each further retry waits twice as long as the one before."""
     max_attempts: int = 3
     """Failed runs after which a batch is set aside (`failed.jsonl`) and the next batch is learned."""
+    restart_seconds: float = 1.0
+    """Wait before restarting a learning process that crashed; each further crash in a row waits twice as long."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,13 @@ class Learner:
         ready: Journal,
         config: LearnConfig,
         *,
+        injections: RunInjections | None = None,
         say: Callable[[str], None] | None = None,
     ) -> None:
         self.folder = folder / "learning"
         self.store = store
         self.config = config
+        self.injections = injections or RunInjections()
         self.ready = ready
         self.say = say or (lambda line: print(f"ace-eval serve: {line}", file=sys.stderr))
         self.learned_journal = Journal(folder / LEARNED_FILE)
@@ -265,7 +272,7 @@ class Learner:
         return str(self.learned[-1]["skillbook"]), number
 
     def _on_sample(self, sample: SampleResult) -> None:
-        given = self.config.injections.on_sample
+        given = self.injections.on_sample
         if given is not None:
             given(sample)
         if self.stopping.is_set():
@@ -273,7 +280,7 @@ class Learner:
 
     def _run(self, batch: _Batch) -> RunFolder:
         """The batch's run: resumed when it has one that did not complete, reused when it completed, else started."""
-        inj = dataclasses.replace(self.config.injections, on_sample=self._on_sample)
+        inj = dataclasses.replace(self.injections, on_sample=self._on_sample)
         runs = sorted(p for p in batch.folder.iterdir() if (p / RUN_JSON).is_file())
         if runs:
             folder = RunFolder.open(runs[-1])

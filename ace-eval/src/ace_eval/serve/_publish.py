@@ -23,7 +23,7 @@ from ace_eval.benchmarks import Benchmark, BenchmarkEnv
 from ace_eval.gate import Side, incumbent_side, publish_promoted, run_gate
 from ace_eval.store import ProducedBy, SkillbookStore, Version
 
-__all__ = ["NO_GATE_REASON", "PUBLISH_FILE", "PublishConfig", "Publisher"]
+__all__ = ["NO_GATE_REASON", "PUBLISH_FILE", "PublishConfig", "Publisher", "publishing_status", "read_attempts"]
 
 PUBLISH_FILE = "publish.json"
 NO_GATE_REASON = "published with --no-gate by ace-eval serve: not compared with anything"
@@ -46,6 +46,21 @@ class PublishConfig:
             raise ValueError("PublishConfig needs a gate (a benchmark or scorer) or no_gate=True, not both")
 
 
+def read_attempts(folder: Path) -> list[dict[str, Any]]:
+    """The publishing attempts recorded in `folder/publish.json` (none yet: empty)."""
+    path = folder / PUBLISH_FILE
+    attempts: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))["attempts"] if path.is_file() else []
+    return attempts
+
+
+def publishing_status(config: PublishConfig, attempts: Sequence[dict[str, Any]]) -> dict[str, object]:
+    """`/v1/status`'s `publishing`: how, every how many learned traces, how many published, the last attempt."""
+    last = attempts[-1] if attempts else None
+    published = sum(1 for a in attempts if a.get("version") is not None)
+    how = "ungated (--no-gate)" if config.no_gate else f"through the gate ({config.gate.name})"  # type: ignore[union-attr]
+    return {"every": config.every, "how": how, "published": published, "last": last}
+
+
 class Publisher:
     """Publishes (or holds) a candidate once `every` more traces were learned since the last attempt."""
 
@@ -56,16 +71,11 @@ class Publisher:
         self.say = say
         self.path = folder / PUBLISH_FILE
         self._lock = threading.Lock()
-        self.attempts: list[dict[str, Any]] = (
-            json.loads(self.path.read_text("utf-8"))["attempts"] if self.path.is_file() else []
-        )
+        self.attempts = read_attempts(folder)
 
     def status(self) -> dict[str, object]:
         with self._lock:
-            last = self.attempts[-1] if self.attempts else None
-            published = sum(1 for a in self.attempts if a.get("version") is not None)
-        how = "ungated (--no-gate)" if self.config.no_gate else f"through the gate ({self.config.gate.name})"  # type: ignore[union-attr]
-        return {"every": self.config.every, "how": how, "published": published, "last": last}
+            return publishing_status(self.config, self.attempts)
 
     def step(self, learned: Sequence[dict[str, Any]], traces_learned: int) -> None:
         """Publish the last learned batch's skillbook when `every` traces were learned since the last attempt."""

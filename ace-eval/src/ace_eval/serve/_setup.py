@@ -1,10 +1,11 @@
 """What `ace-eval serve` learns with and publishes through, resolved and checked before it listens: the e2e model
-settings with their models built once (the preflight of `ace-eval e2e`), the gate's benchmark or scorer and its
-tasks. A fixable mistake is a `UserError` (exit 2) before anything is written."""
+settings (their models built once, by the preflight of `ace-eval e2e`, in the learning process), the models of
+`--models-from`, the gate's benchmark or scorer and its tasks. A fixable mistake is a `UserError` (exit 2)."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -16,10 +17,9 @@ from ace_eval.e2e.plan import plan_run_pipeline
 from ace_eval.e2e.preflight import preflight, step_models
 from ace_eval.e2e.profiles import with_profiles
 from ace_eval.e2e.runner import RunInjections
-from ace_eval.serve._learn import LearnConfig
 from ace_eval.serve._publish import PublishConfig
 
-__all__ = ["NOT_PUBLISHED_NOTE", "learning_config", "learning_settings", "publishing_config"]
+__all__ = ["NOT_PUBLISHED_NOTE", "learning_models", "learning_settings", "load_injections", "publishing_config"]
 
 NOT_PUBLISHED_NOTE = (
     "note: learned skillbooks will not be published to the store (they stay in STORE/serve/learning/): pass "
@@ -35,14 +35,33 @@ def learning_settings(flags: Mapping[str, object], *, store: Path, config_file: 
     return resolve_settings({**given, "traces": store / "serve", "no_benchmark": True}, config=config_file)
 
 
-def learning_config(
-    settings: E2ESettings,
-    *,
-    learn_every: int,
-    injections: RunInjections | None = None,
-    say: Callable[[str], None] = print,
-) -> LearnConfig:
-    """`settings` with their models built and checked once (the e2e preflight: `PreflightError`, exit 2)."""
+def load_injections(spec: str) -> RunInjections:
+    """What `MODULE:FUNCTION` (`--models-from`) returns: the models (and embedder) learning uses instead of building
+    them from the settings."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UserError(f"--models-from {spec!r}: give MODULE:FUNCTION, e.g. my_models:scripted")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UserError(
+            f"--models-from {spec!r}: module {module_name!r} cannot be imported ({e}); put its folder on PYTHONPATH"
+        ) from None
+    factory = getattr(module, attr, None)
+    made = factory() if callable(factory) else None
+    if not isinstance(made, RunInjections):
+        raise UserError(
+            f"--models-from {spec!r}: {module_name}.{attr} must be a function that takes no argument and returns "
+            "ace_eval.e2e.runner.RunInjections"
+        )
+    return made
+
+
+def learning_models(
+    settings: E2ESettings, injections: RunInjections | None = None, *, say: Callable[[str], None] = print
+) -> tuple[E2ESettings, RunInjections]:
+    """`settings` with their models built and checked once (the e2e preflight: `PreflightError`, exit 2), in the
+    learning process: the settings each batch runs with and the models handed to every batch."""
     settings, inj = with_profiles(settings, injections or RunInjections())
     plan = plan_run_pipeline(settings)
     checked = preflight(
@@ -57,7 +76,7 @@ def learning_config(
         show_progress=False,
     )
     settings = dataclasses.replace(settings, no_preflight=True)  # checked now; each batch trusts these models
-    return LearnConfig(settings=settings, injections=inj, learn_every=learn_every)
+    return settings, inj
 
 
 def publishing_config(
