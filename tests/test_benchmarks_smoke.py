@@ -32,6 +32,7 @@ SMOKE: dict[str, list[str]] = {
     "gate_stats.py": ["--smoke"],
     "serve_load.py": ["--smoke"],
     "report.py": ["--samples", "5"],
+    "redaction_scripts.py": ["--smoke"],
     "pipeline_overhead.py": ["--traces", "6", "--skills", "100", "--workers", "1", "--skip-latency", "--repeat", "1"],
 }
 NOT_RUN = {

@@ -1,6 +1,7 @@
 """The files of a maintained project: the MIT licence the pyprojects declare, a CI workflow (valid for actionlint)
 that runs `.ci/run` on Linux and macOS for every supported Python, pre-commit hooks that run dev.py's checks, a
-CONTRIBUTING benchmark table that matches benchmarks/, and a changelog with an Unreleased section."""
+CONTRIBUTING benchmark table that matches benchmarks/, and a changelog with an Unreleased section and one heading
+of each kind per version."""
 
 from __future__ import annotations
 
@@ -187,3 +188,11 @@ def test_the_changelog_has_an_unreleased_section_and_the_current_version() -> No
     assert headings[0] == ("Unreleased", ""), "the first entry is `## [Unreleased]`"
     assert headings[1][0] == version, f"the latest release entry is pyproject.toml's version, {version}"
     assert headings[1][1], f"`## [{version}] - YYYY-MM-DD`: date the release"
+
+
+def test_each_changelog_version_has_one_heading_of_each_kind() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    for version in re.split(r"^## ", text, flags=re.M)[1:]:
+        kinds = re.findall(r"^### (\w+)", version, re.M)
+        repeated = sorted({k for k in kinds if kinds.count(k) > 1})
+        assert not repeated, f"{version.splitlines()[0]}: one `### {repeated[0]}` heading (add to the one there is)"

@@ -438,7 +438,7 @@ def test_inspect_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert _stable(result.output.replace(str(tmp_path), "<tmp>")) == snapshot("""\
 Run run_<id> (completed): 2 samples, 0 errors
 Skillbook: 2 active skills from <tmp>/run_<id>/skillbook.json
-Models: agent=local, reflector=local, skill_manager=local, user=local, embedding=local
+Models: agent=none (a replay of --traces: no agent ran), reflector=local, skill_manager=local, user=none (a replay of --traces: no agent ran), embedding=local
 Steps: redact 2 x <t>s (<t>ms each), reflect 2 x <t>s (<t>ms each), update 2 x <t>s (<t>ms each), quarantine 2 x <t>s (<t>ms each), checkpoint 2 x <t>s (<t>ms each), export_markdown 1 x <t>s (<t>ms each), persist 1 x <t>s (<t>ms each)
 
 [1] demo-airline:cancel-business-trial-0  epoch 0  ok (<t>s)

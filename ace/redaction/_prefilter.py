@@ -149,12 +149,13 @@ class Prefilter:
         for gate in self.shapes:
             if gate.search(shaped) is not None:
                 return False
-        if _ZERO in shaped or (not text.isascii() and DIGIT.search(text) is not None):
-            for pattern in self.digit_patterns:
-                if pattern.search(text) is not None:
-                    return False
-            for gate in self.digit_shapes:
-                if gate.search(shaped) is not None:
+        if _ZERO in shaped or not text.isascii():  # a digit of another script hides in a non-ASCII text's bytes
+            if self.digit_patterns and (_ZERO in shaped or DIGIT.search(text) is not None):
+                for pattern in self.digit_patterns:
+                    if pattern.search(text) is not None:
+                        return False
+            for gate in self.digit_shapes:  # without the `\d` scan of the text (slow beyond ASCII): a gate that
+                if gate.search(shaped) is not None:  # opens on a digitless text only sends it to the detectors
                     return False
         return True
 
@@ -164,23 +165,36 @@ class Prefilter:
         detector to search them; `clean` looks at each of the others on its own. Texts of any length are set aside
         (`clean` would refuse a long one without looking)."""
         joined = "\x00".join(texts)
-        if not joined.isascii():  # the shape and the fold are UTF-8 bytes: their offsets are the text's only in ASCII
-            return [text for text in texts if not self.clean(text)]
         positions: set[int] = set()
         for pattern in (self.literals, *self.patterns, *self.digit_patterns):
             if pattern is not None:
                 positions.update(m.start() for m in pattern.finditer(joined))
         for literal in (*self.common_literals, *(s for literals, _ in self.shaped_literals for s in literals)):
             positions.update(_finds(joined, literal))
+        starts = _starts(len(text) for text in texts)
+        opened = {bisect.bisect_right(starts, p) - 1 for p in positions}
+        at_bytes: set[int] = set()  # the shape and the fold are UTF-8 bytes: offsets of the text's only in ASCII
         if self.folded:
             folded = fold(joined)
-            positions.update(i for words, _ in self.folded for word in words for i in _finds(folded, word))
+            at_bytes.update(i for words, _ in self.folded for word in words for i in _finds(folded, word))
         if self.shapes or self.digit_shapes:
             shaped = shape(joined)
-            positions.update(m.start() for gate in (*self.shapes, *self.digit_shapes) for m in gate.finditer(shaped))
-        starts = list(itertools.accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
-        opened = sorted({bisect.bisect_right(starts, p) - 1 for p in positions})
-        return [texts[i] for i in opened if not self.clean(texts[i])]
+            at_bytes.update(m.start() for gate in (*self.shapes, *self.digit_shapes) for m in gate.finditer(shaped))
+        if at_bytes:
+            ascii_ = joined.isascii()
+            byte_starts = starts if ascii_ else _starts(len(t) if t.isascii() else len(_utf8(t)) for t in texts)
+            opened.update(bisect.bisect_right(byte_starts, p) - 1 for p in at_bytes)
+        return [texts[i] for i in sorted(opened) if not self.clean(texts[i])]
+
+
+def _starts(lengths: Iterable[int]) -> list[int]:
+    """Where each of texts of these lengths starts in their join by one separator (the last length is not needed)."""
+    return list(itertools.accumulate((n + 1 for n in lengths), initial=0))[:-1]
+
+
+def _utf8(text: str) -> bytes:
+    """The UTF-8 bytes `shape` and `fold` make of `text` (same length)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _finds(text: AnyStr, literal: AnyStr) -> Iterator[int]:

@@ -4,13 +4,15 @@ join) does, on random texts with planted secrets of every built-in kind among ma
 
 from __future__ import annotations
 
+import dataclasses
+
 from _planted_secrets import PLANTS, Planting, plantings
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_prefilter import SKILL_TEXTS, SURROUNDINGS
+from test_prefilter import ALPHABET, SKILL_TEXTS, SURROUNDINGS
 
 from ace.redaction import NOT_IN_IDS, Redactor
-from ace.redaction._prefilter import MAX_CHARS
+from ace.redaction._prefilter import MAX_CHARS, Prefilter
 
 REDACTOR = Redactor()
 IDS = Redactor(detectors=tuple(d for d in REDACTOR.detectors if d.kind not in NOT_IN_IDS))
@@ -33,6 +35,21 @@ FILLER = TEXTS + ID_TEXTS
 """Clean texts as a serve request holds them: conversation turns with booking codes, dates and flight numbers,
 prose with numbers, attribute keys, hex ids and nanosecond timestamps; over `MAX_CHARS` joined."""
 assert len("\x00".join(FILLER)) > MAX_CHARS
+NON_ASCII = [
+    f"{text} [{n}]"
+    for n, text in enumerate(
+        [
+            "L'agent doit confirmer la réservation HAT170 avant de modifier le vol du 15 mai à 15 h.",
+            "代理应在更改航班之前确认预订，并先向用户询问预订编号 ZFA04Y。",
+            "お客様の予約を確認してから、変更内容と料金を伝えてください。",
+            "The flight ✈️ is booked 👍 for tomorrow 🙂 at 9:40, gate B12 🚪.",
+            "Müller über Straße: größer als ٣ oder ０, Ж и ß.",
+        ]
+        * 30
+    )
+]
+"""Clean texts beyond ASCII (accented Latin, CJK, emoji, digits of other scripts); over `MAX_CHARS` joined."""
+assert len("\x00".join(NON_ASCII)) > MAX_CHARS
 
 
 def full(redactor: Redactor, texts: list[str]) -> tuple[str, ...] | None:
@@ -81,3 +98,46 @@ def test_clean_requests_leave_few_texts_to_the_detectors_and_extra_patterns_sear
     assert not extra._builtin and REDACTOR._builtin and IDS._builtin
     texts = [*FILLER, "by EMP-123456"]
     assert extra.redact_texts(texts) == full(extra, texts) == (*FILLER, "by [REDACTED:employee_id]")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    planting=plantings(st.text(alphabet=ALPHABET + "预订確認お客様✈👍🙂", max_size=40)),
+    where=st.integers(0, len(NON_ASCII)),
+)
+def test_a_secret_in_a_non_ascii_record_is_redacted_as_the_full_redactor_does(planting: Planting, where: int) -> None:
+    texts = [*NON_ASCII[:where], planting.text, *NON_ASCII[where:]]
+    for redactor in (REDACTOR, IDS):
+        assert redactor.redact_texts(texts) == full(redactor, texts)
+    if REDACTOR.find(planting.text):
+        assert planting.text in REDACTOR._prefilter.unclean(texts)
+
+
+def test_a_non_ascii_record_is_prescanned_as_a_whole_not_text_by_text() -> None:
+    """Only the texts a gate opens in are looked at one by one, whatever their script (the shape's and the fold's
+    UTF-8 offsets are mapped back to the texts)."""
+    looked_at: list[str] = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Counting(Prefilter):
+        def clean(self, text: str) -> bool:
+            looked_at.append(text)
+            return super().clean(text)
+
+    prefilter = Counting(**{f.name: getattr(REDACTOR._prefilter, f.name) for f in dataclasses.fields(Prefilter)})
+    secrets = [
+        "écrivez à jane.doe@example.com",
+        "预订的 password=hunter22x 谢谢",
+        "IBAN DE89 3704 0044 0532 0130 00 für Müller",
+        "卡号 4111 1111 1111 1111 谢谢",
+    ]
+    texts = [*NON_ASCII[:50], *secrets, *NON_ASCII[50:]]
+    assert prefilter.unclean(texts) == looked_at == secrets
+    redacted = REDACTOR.redact_texts(texts)
+    assert redacted is not None and redacted == full(REDACTOR, texts)
+    assert [redacted[50 + i] for i in range(4)] == [
+        "écrivez à [REDACTED:email]",
+        "预订的 password=[REDACTED:password] 谢谢",
+        "IBAN [REDACTED:iban] für Müller",
+        "卡号 [REDACTED:card_number] 谢谢",
+    ]

@@ -89,7 +89,7 @@ def test_outcomes_at_import_on_the_command_line(tmp_path: Path, monkeypatch: pyt
     result = CliRunner().invoke(main, ["collection", "import", str(path), "--out", "c", "--outcomes", str(outcomes)])
     assert result.exit_code == 0, result.output
     assert f"Outcomes: 2 traces judged from {outcomes} (a JSON object of trace id -> outcome)." in result.output
-    assert "1 successes of 2 with a reward" in result.output
+    assert "1 success of 2 with a reward" in result.output
     assert [(t.reward, t.feedback) for t in read_collection(tmp_path / "c")[1]][1] == (0.0, "Bad.")
 
     monkeypatch.setattr(

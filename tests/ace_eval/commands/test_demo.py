@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _e2e_support import scripted_injections
@@ -22,7 +23,8 @@ from ace.skill_manager.prompts import SMALL_MODEL_SKILL_MANAGER_PROMPT
 from ace_eval.cli import main
 from ace_eval.collection import read_collection, write_collection
 from ace_eval.commands import demo as demo_module
-from ace_eval.e2e.segment import RunInjections
+from ace_eval.e2e.config import E2ESettings
+from ace_eval.e2e.segment import E2EResult, RunInjections
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
 
@@ -163,6 +165,32 @@ def test_the_demo_learns_from_the_graders_verdicts_by_default(tmp_path: Path, mo
     assert "[context-00001] In airline, the agent called cancel_reservation when the policy did not allow" in (
         result.stdout
     )
+
+
+def test_the_graded_demo_numbers_its_skills_in_the_collections_order_as_the_readme_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sample at a time (no model to keep busy): the same skill ids every run, those the README prints (two
+    at once numbered them in the order the samples finished, which varied from run to run)."""
+    workers: list[int] = []
+    real = demo_module.run_e2e
+
+    def run(settings: E2ESettings, **kwargs: Any) -> E2EResult:
+        workers.append(settings.max_workers)
+        return real(settings, **kwargs)
+
+    monkeypatch.setattr(demo_module, "run_e2e", run)
+    monkeypatch.setattr(demo_module, "demo_injections", lambda **_: RunInjections(show_progress=False))
+    result = CliRunner().invoke(main, ["demo", "--output-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert workers == [1]
+    readme = (EXAMPLES.parents[1] / "README.md").read_text(encoding="utf-8")
+    shown = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("[context-")]
+    assert len(shown) == 3 and all(f"  {line}\n" in readme for line in shown), shown
+    assert [line.split()[0] for line in shown] == ["[context-00001]", "[context-00002]", "[context-00003]"]
+    assert [line for line in readme.splitlines() if line.strip().startswith("[context-")] == [
+        f"  {line}" for line in shown
+    ]
 
 
 def test_a_collection_without_verdicts_keeps_the_llm_roles(tmp_path: Path) -> None:

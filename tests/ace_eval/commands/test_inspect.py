@@ -79,6 +79,9 @@ def test_text_view_of_every_session(demo_run: Path) -> None:
     assert sum(line.strip().startswith("sm.session") for line in lines) == 10
     assert sum(line.strip().startswith("reflect ") for line in lines) == 10  # the simple reflector's span
     assert sum(line.strip().startswith("reflection: Check the policy first") for line in lines) == 10
+    [models] = [line for line in lines if line.startswith("Models: ")]
+    none = "none (a replay of --traces: no agent ran)"  # their settings say `local`, but a replay runs neither
+    assert f"agent={none}" in models and f"user={none}" in models
 
 
 def test_json_errors_filter_and_a_run_without_spans(demo_run: Path, tmp_path: Path) -> None:

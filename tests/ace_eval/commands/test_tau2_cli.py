@@ -67,3 +67,21 @@ def test_flags_of_the_other_benchmark_family_are_refused(tmp_path: Path, args: l
     assert result.exit_code == 2
     assert refused in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_trials_on_tau2_prints_the_step_cap_note_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark both learns and judges: it is checked once, so its notes are printed once."""
+    import ace_eval.benchmarks.tau2_plugin as plugin
+    import ace_eval.trials
+
+    monkeypatch.setattr(plugin, "import_runtime", lambda: None)  # the embedded model need not be installed
+    monkeypatch.setattr(plugin, "find_smollm2_gguf", lambda: None)
+
+    def stop(*args: object) -> None:
+        raise SystemExit(3)  # the checks are done: stop before the trial runs
+
+    monkeypatch.setattr(ace_eval.trials, "claim_trial", stop)
+    args = ["trials", "--benchmark", "tau2-mock", "--vary", "reflector_type=simple,grounded"]
+    result = CliRunner().invoke(main, [*args, "--dev-tasks", "create_task_1", "--out", str(tmp_path / "t")])
+    assert result.exit_code == 3, result.output
+    assert result.stderr.count("note: the embedded model plays tau2-mock with at most 20 messages") == 1

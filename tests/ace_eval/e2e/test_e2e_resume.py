@@ -202,3 +202,14 @@ def test_a_resume_that_waited_in_preflight_keeps_the_segment_of_the_one_that_fin
     assert [s["status"] for s in record["segments"]] == ["failed", "completed", "completed"]
     assert record["status"] == "completed"
     assert_each_sample_once(folder)
+
+
+def test_a_resume_of_a_completed_run_says_there_is_nothing_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = Path(__file__).resolve().parents[3] / "examples" / "demo-collection"
+    settings = E2ESettings(traces=demo, no_benchmark=True, output_dir=tmp_path, limit=2)
+    folder = runner.run_e2e(settings, injections=scripted_injections()).folder.path
+    capsys.readouterr()
+    runner.resume_e2e(folder, injections=scripted_injections())
+    assert f"note: {folder} completed with no failed sample: there is nothing left to resume" in capsys.readouterr().err

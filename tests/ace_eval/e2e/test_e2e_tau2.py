@@ -86,6 +86,32 @@ def test_tau2_mock_learns_on_one_split_and_is_scored_on_the_other(
     assert verified.exit_code == 0, verified.output
 
 
+def test_run_json_records_the_step_cap_the_episodes_used_when_none_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the embedded model in a role, tau2 plays 20 messages an episode unless told: `config.max_num_steps`
+    records that (it said tau2's default 200 beside `resolved_benchmark`'s 20), and `inspect` shows the same."""
+    from ace_eval.benchmarks import load_benchmark, tau2_plugin
+
+    plugin = type(load_benchmark("tau2-mock", {}))  # the class the registry builds (its module may be another copy)
+    monkeypatch.setitem(plugin.__dict__["_max_steps"].__globals__, "_plays_locally", lambda env: True)  # as `local`
+    _, agent, user = tau2_models("mock", MOCK_LEARN[:1], "e2e-mock-cap")
+    args = ["--benchmark", "tau2-mock", "--agent-model", agent, "--user-model", user, "--num-trials", "1"]
+    args += ["--train-split", MOCK_LEARN[0], "--no-benchmark", "--output-dir", str(tmp_path / "out")]
+    code, output, folder = _run(monkeypatch, args)
+    assert code == 0, output
+    assert folder is not None
+    record = json.loads((folder / "run.json").read_text())
+    assert record["resolved_benchmark"]["options"]["max_num_steps"] == tau2_plugin.LOCAL_MAX_STEPS
+    assert record["config"]["max_num_steps"] == tau2_plugin.LOCAL_MAX_STEPS
+    assert record["config"]["sources"]["max_num_steps"] == "default: the benchmark's"
+    inspected = CliRunner().invoke(main, ["inspect", str(folder)])
+    assert f"max_num_steps={tau2_plugin.LOCAL_MAX_STEPS}" in inspected.output
+    resumed = CliRunner().invoke(main, ["e2e", "--resume", str(folder), "--max-num-steps", "200"])
+    assert resumed.exit_code == 2  # 200 is not what the run used: a different setting
+    assert "different settings (max_num_steps: 20 in the run, 200 now)" in resumed.output
+
+
 WORKER = Path(__file__).parents[2] / "_tau2_worker.py"
 
 

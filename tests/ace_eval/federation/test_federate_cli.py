@@ -26,6 +26,7 @@ def hub(tmp_path: Path) -> Path:
         book = project_book(tmp_path / name / "skillbook.json", name, [RATE_LIMIT])
         result = CliRunner().invoke(main, ["federate", "push", str(book), "--project", name, "--hub", str(root)])
         assert result.exit_code == 0, result.output
+        assert result.output == f"{name}: 1 eligible, 0 contradicting (its first push)\n"  # nothing replaced
     return root
 
 
@@ -61,7 +62,7 @@ def test_a_repush_of_the_same_file_changes_nothing(hub: Path, tmp_path: Path) ->
     before = (hub / "contributions" / "retail.json").read_bytes()
     book = tmp_path / "retail" / "skillbook.json"
     result = CliRunner().invoke(main, ["federate", "push", str(book), "--project", "retail", "--hub", str(hub)])
-    assert "unchanged" in result.output
+    assert result.output == "retail: 1 eligible, 0 contradicting (unchanged)\n"
     assert (hub / "contributions" / "retail.json").read_bytes() == before
 
 

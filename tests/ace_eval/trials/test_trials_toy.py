@@ -373,3 +373,4 @@ def test_off_a_terminal_each_scoring_shows_its_progress_under_its_name(
         lines = [line for line in result.output.splitlines() if line.startswith(f"{name} (dev): ")]
         assert [line.split(" done")[0] for line in lines] == [f"{name} (dev): {n}/{dev}" for n in range(1, dev + 1)]
     assert f"winner (test): {len(TEST.split(','))}/{len(TEST.split(','))} done" in result.output
+    assert re.search(r"^learn split: (\d+)/\1 done", result.output, re.M), result.output  # collected once, shown too

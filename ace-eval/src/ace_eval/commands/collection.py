@@ -124,8 +124,9 @@ def import_command(
     )
     counts = manifest.counts
     shape = f": {imported.metadata['shape']}" if imported.metadata.get("shape") else ""
+    successes = plural(counts.successes, "success", "successes")
     click.echo(
-        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {counts.successes} successes of "
+        f"Imported {plural(counts.traces, 'trace')} from {src} ({fmt}{shape}): {successes} of "
         f"{counts.with_reward} with a reward, {plural(counts.tasks, 'task')}.{judged}"
     )
     if redactor is None:

@@ -29,8 +29,10 @@ __all__ = [
 
 DEMO_COLLECTION = Path("examples") / "demo-collection"
 _WORKERS = 2
-"""Two samples at once: one sample's reflection runs beside another's skill-manager session (each role has its own
-model, one thread each), so both cores of a small machine work."""
+"""Two samples at once on the embedded LLM: one sample's reflection runs beside another's skill-manager session
+(each role has its own model, one thread each), so both cores of a small machine work. The grounded demo needs no
+model and takes one sample at a time: its skills are then numbered in the collection's order, the same every run
+(two at once numbered them in the order the samples finished)."""
 _SHOWN_SKILLS = 3
 _SHOWN_ERRORS = 3
 
@@ -145,7 +147,7 @@ def demo(traces: Path | None, output_dir: Path, limit: int | None, verbose: bool
         no_benchmark=True,
         reflector_type="grounded" if grounded else "simple",
         skill_manager_model="rules" if grounded else DEFAULT_MODEL,
-        max_workers=_WORKERS,
+        max_workers=1 if grounded else _WORKERS,
         output_dir=output_dir,
         limit=limit,
         verbose=verbose,

@@ -73,7 +73,7 @@ def push(source: Path, project: str, hub: Path | None) -> None:
     from ace_eval.federation import push as do_push
 
     r = do_push(_open(hub), source, project=project, embedder=LazyEmbedder())
-    done = "replaced" if r.changed else "unchanged"
+    done = "its first push" if r.first else "replaced" if r.changed else "unchanged"
     click.echo(f"{project}: {r.eligible} eligible, {r.contradicting} contradicting ({done})")
     for gid in r.revoked:
         click.echo(f"global skill {gid} quarantined: contradicted by too many projects")

@@ -30,7 +30,7 @@ def _header(view: RunView, skillbook: str | None = None) -> list[str]:
     if skillbook is not None:
         lines.append(skillbook)
     if run.models:
-        lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models.items()))
+        lines.append("Models: " + ", ".join(f"{role}={name}" for role, name in run.models_run().items()))
     if run.resolved_benchmark is not None:
         options = run.resolved_benchmark.options
         lines.append(f"Benchmark {run.resolved_benchmark.name}: " + ", ".join(f"{k}={v}" for k, v in options.items()))

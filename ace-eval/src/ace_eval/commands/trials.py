@@ -266,7 +266,8 @@ def _run(
     env = BenchmarkEnv(model_names=names, max_workers=max_workers, show_progress=None)
     judge.check(env)
     if learner is not None and a.traces is None:
-        learner.check(env)
+        if learner is not judge:  # one benchmark both learns and judges: checked once, its notes printed once
+            learner.check(env)
         learner.tasks("learn")
     if max_parallel > 1 and "fork" not in multiprocessing.get_all_start_methods():
         raise UserError(

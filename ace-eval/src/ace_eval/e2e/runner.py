@@ -79,6 +79,9 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         source = (settings.traces, loaded.manifest, loaded.traces[: settings.limit])
         traces_sha, imported_from = loaded.sha256, loaded.imported_from
     benchmark = _plan_benchmark(settings, source[2] if source is not None else None)
+    resolved = _resolved(settings, benchmark)
+    if resolved is not None:
+        settings = settings.with_resolved(resolved.options)
     if settings.logfire:
         find_logfire_target()  # a broken .logfire/ credentials file is refused before the run folder exists
     if source is not None and settings.reflector_type == "grounded":
@@ -105,7 +108,6 @@ def run_e2e(settings: E2ESettings, *, injections: RunInjections | None = None) -
         if (origin := store_origin(settings.skillbook))
         else None,
     )
-    resolved = _resolved(settings, benchmark)
     return SegmentRun(
         settings, folder, record, inj, checked, resumed=False, benchmark=benchmark, resolved=resolved
     ).execute()
@@ -123,6 +125,12 @@ def resume_e2e(
     folder = RunFolder.open(run_dir)
     check_resumable(folder)  # the folder's own refusals come before the models' (checked again under the lock)
     record = folder.read_record()
+    if record.status == "completed" and not record.errors:
+        print(
+            f"note: {folder.path} completed with no failed sample: there is nothing left to resume (its summary "
+            "follows; start a new run to learn again)",
+            file=sys.stderr,
+        )
     stored = record.config.as_dict()
     requested = dict(overrides or {})
     if requested.get("traces") is not None:

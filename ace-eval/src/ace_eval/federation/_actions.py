@@ -32,6 +32,8 @@ class PushResult:
     contradicting: int
     changed: bool
     revoked: list[str] = field(default_factory=list[str])
+    first: bool = False
+    """The project's first push to this hub (nothing was replaced)."""
 
 
 @dataclass
@@ -80,7 +82,7 @@ def push(hub: Hub, source: Path, *, project: str, embedder: Embedder | None) -> 
             for g in state.globals.values()
             if g.quarantined is None and len(g.contradicting) >= policy.max_contradictions
         ]
-    return PushResult(project, counts["eligible"], counts["contradicting"], changed, revoked)
+    return PushResult(project, counts["eligible"], counts["contradicting"], changed, revoked, first=old is None)
 
 
 def revoke(hub: Hub, global_id: str, *, by: str, reason: str, embedder: Embedder | None) -> str:

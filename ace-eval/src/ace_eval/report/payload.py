@@ -33,7 +33,7 @@ def run_payload(run: ReportRun) -> dict[str, Any]:
             {"name": s.name, "phase": s.phase, "options": s.options}
             for s in (record.pipeline.steps if record.pipeline is not None else [])
         ],
-        "models": _models(record.models, record.resolved_models, config),
+        "models": record.models_run({**record.models, **record.resolved_models}),
         "resolved_benchmark": (
             record.resolved_benchmark.model_dump(mode="json") if record.resolved_benchmark is not None else None
         ),
@@ -58,19 +58,6 @@ def _shown_config(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("no_benchmark") and "benchmark" in shown:
         shown["benchmark"] = "none (replay of --traces)"
     return shown
-
-
-_AGENT_ROLES = ("agent", "user")
-_NO_AGENT = "none (a replay of --traces: no agent ran)"
-
-
-def _models(models: dict[str, Any], resolved: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """The models per role; a replay without the benchmark ran no agent and no simulated user, whatever their
-    (default) settings say."""
-    out = {**models, **resolved}
-    if config.get("traces") is not None and config.get("no_benchmark"):
-        out.update(dict.fromkeys((r for r in _AGENT_ROLES if r in out), _NO_AGENT))
-    return out
 
 
 def _state(view: SampleView) -> str:

@@ -28,6 +28,7 @@ from ace_eval.run.segments import Segment
 from ace_eval.run.usage import RoleUsage
 
 __all__ = [
+    "NO_AGENT",
     "RUN_JSON",
     "BenchmarkRecord",
     "CollectionRecord",
@@ -54,6 +55,9 @@ __all__ = [
     "load_run_record",
     "read_run_record",
 ]
+
+NO_AGENT = "none (a replay of --traces: no agent ran)"
+"""The agent's and the user's model in a replay without the benchmark (`RunRecord.models_run`)."""
 
 RUN_JSON = "run.json"
 
@@ -219,6 +223,14 @@ class RunRecord(_Strict):
     def to_json(self) -> dict[str, Any]:
         """JSON data, every field."""
         return self.model_dump(mode="json")
+
+    def models_run(self, models: Mapping[str, str] | None = None) -> dict[str, str]:
+        """`models` (default: the model string of each role) with the agent's and the simulated user's said to be
+        `NO_AGENT` in a replay without the benchmark: their settings default to `local`, but neither ran."""
+        out = dict(self.models if models is None else models)
+        if self.config.traces is not None and self.config.no_benchmark:
+            out.update(dict.fromkeys((role for role in ("agent", "user") if role in out), NO_AGENT))
+        return out
 
     # -- what the runner changes, each through one method ------------------------------------------------------
 

@@ -82,13 +82,9 @@ def _shared_traces(plan: TrialPlan) -> Path:
     directory = plan.directory / "traces"
     if not (directory / _COLLECTED).is_file():  # an interrupted collection resumes: the protocol redoes only the rest
         plan.say(f"collecting the learn split of {plan.learner.name} once (shared by every candidate) ...")
-        plan.learner.collect(
-            plan.env,
-            skillbook=None,
-            task_ids=list(plan.learner.tasks("learn")),
-            num_trials=plan.num_trials,
-            directory=directory,
-        )
+        tasks = list(plan.learner.tasks("learn"))
+        with episode_progress(plan.learner, plan.env, "learn split", len(tasks) * plan.num_trials) as shown:
+            plan.learner.collect(shown, skillbook=None, task_ids=tasks, num_trials=plan.num_trials, directory=directory)
         (directory / _COLLECTED).write_text("", encoding="utf-8")
     return directory
 

@@ -163,8 +163,9 @@ def test_the_plugin_routes_local_roles_and_shortens_their_episodes(
 def test_through_e2e_settings_the_embedded_models_cap_holds_unless_given_and_is_noted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """e2e fills `max_num_steps` with tau2's default for its record; that filled value is not an option given, so the
-    embedded model's cap applies (a run on main once played 200 messages an episode); a flag still sets it."""
+    """e2e fills `max_num_steps` with tau2's default (its record then takes the value resolved); that filled value is
+    not an option given, so the embedded model's cap applies (a run on main once played 200 messages an episode); a
+    flag still sets it."""
     from ace_eval.e2e.config import resolve_settings
 
     local = BenchmarkEnv(model_names={"agent": "local", "user": "local"})

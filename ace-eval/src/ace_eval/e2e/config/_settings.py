@@ -293,6 +293,17 @@ class E2ESettings:
         }
         return {**given, **self.benchmark_options}
 
+    def with_resolved(self, options: Mapping[str, object]) -> E2ESettings:
+        """These settings with each one the harness filled with the benchmark's default (`BENCHMARK_DEFAULT`) set to
+        the value the benchmark resolved, so `run.json`'s `config` records what the run used (a step cap the benchmark
+        lowers for the embedded model, not its options model's default)."""
+        used: dict[str, Any] = {  # Any: each setting has its own type, checked by the dataclass
+            name: options[name]
+            for name, source in self.sources.items()
+            if source == BENCHMARK_DEFAULT and name in options and options[name] != getattr(self, name, None)
+        }
+        return dataclasses.replace(self, **used) if used else self
+
     def benchmark_roles(self) -> tuple[str, ...]:
         """The model roles the benchmark calls (`Benchmark.models`) through the run's pydantic-ai models, when its
         agent runs (none when it has its own clients: `BenchmarkFactory.own_clients`)."""

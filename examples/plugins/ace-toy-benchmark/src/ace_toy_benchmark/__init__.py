@@ -156,6 +156,8 @@ class ToySupport:
                     trace = self._trace(by_id[task_id], trial, seeds[trial], skillbook)
                     if trace.trace_uid not in writer:  # a resume writes only what is missing
                         writer.append(trace)
+                    if env.on_episode is not None:
+                        env.on_episode(env.phase, f"{task_id} trial {trial}  reward {trace.reward:g}")
 
     def evaluate(
         self,
