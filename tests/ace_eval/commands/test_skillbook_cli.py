@@ -47,6 +47,17 @@ def test_publish_versions_path_diff_rollback(tmp_path: Path) -> None:
     assert (store / "versions" / "0002").is_dir()
 
 
+def test_publishing_the_same_skillbook_again_says_so(tmp_path: Path) -> None:
+    store = tmp_path / "st"
+    first = skillbook_file(tmp_path / "a" / "skillbook.json", "Refunds need the booking id")
+    other = skillbook_file(tmp_path / "b" / "skillbook.json", "Refunds need the booking id", "Bags depend on cabin")
+    assert "byte for byte" not in cli("skillbook", "publish", first, "--to", store, "--no-gate").output
+    again = cli("skillbook", "publish", first, "--to", store, "--no-gate")
+    assert again.exit_code == 0 and "version 2 (parent 1)" in again.output
+    assert "note: its skillbook.json is the same, byte for byte, as version 1's" in again.output
+    assert "byte for byte" not in cli("skillbook", "publish", other, "--to", store, "--no-gate").output
+
+
 def test_a_source_that_is_not_a_skillbook_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     bad = tmp_path / "notes.json"
     bad.write_text('{"hello": "world"}')

@@ -46,6 +46,7 @@ def publish(source: Path, store: Path, no_gate: bool, reason: str | None) -> Non
     time, this command, the SHA-256 of every file, and that it is ungated and why), then `current` moves to it.
     A SOURCE that does not read as a skillbook is refused before anything is written.
     """
+    from ace.integrations.store_format import SKILLBOOK_FILE
     from ace_eval.store import ProducedBy, SkillbookStore, read_source
 
     read_source(source)  # refuse a bad source before the store folder is even created
@@ -64,6 +65,14 @@ def publish(source: Path, store: Path, no_gate: bool, reason: str | None) -> Non
         click.echo("note: published without the gate (pass --no-gate --reason TEXT to say why)", err=True)
     parent = f" (parent {version.parent})" if version.parent is not None else " (the first)"
     click.echo(f"published version {version.number}{parent} to {store}; current is {version.number}")
+    if version.parent is not None and target.version(version.parent).files.get(SKILLBOOK_FILE) == version.files.get(
+        SKILLBOOK_FILE
+    ):
+        click.echo(
+            f"note: its skillbook.json is the same, byte for byte, as version {version.parent}'s: the agent reads "
+            "the same skills (`skillbook diff` shows no change)",
+            err=True,
+        )
     click.echo(str(version.skillbook_path))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ace_eval.benchmarks.scores import PassHatK
 from ace_eval.benchmarks.table import format_table
 from ace_eval.gate._result import GateResult
+from ace_eval.text import plural
 
 __all__ = ["format_gate", "format_pass_hat_k", "gate_rows", "pass_hat_k_cells"]
 
@@ -17,7 +18,7 @@ def format_pass_hat_k(rows: list[PassHatK]) -> str:
 def format_gate(result: GateResult) -> str:
     """The table `ace-eval gate compare` prints."""
     seeds = f", seeds {', '.join(map(str, result.seeds))}" if result.seeds else ""
-    lines = [f"{result.benchmark}: {result.tasks} tasks x {result.num_trials} trials{seeds}", ""]
+    lines = [f"{_sides(result)}{seeds}", ""]
     lines.append(
         format_table(result.baseline.pass_hat_k, result.candidate.pass_hat_k, labels=("baseline", "candidate"))
     )
@@ -30,8 +31,7 @@ def format_gate(result: GateResult) -> str:
         f"95 % interval [{100 * d.ci95[0]:+.1f}, {100 * d.ci95[1]:+.1f}] "
         f"(paired bootstrap over tasks, {d.resamples} resamples, seed {d.seed})",
         f"tasks: {better} better, {worse} worse, {result.tasks - better - worse} the same",
-        f"p = {result.p_value:.4g} (two-sided sign-flip test, {result.test.method}, "
-        f"{result.test.patterns} sign patterns over the {result.test.nonzero} tasks that differ)",
+        f"p = {result.p_value:.4g} (two-sided sign-flip test, {result.test.method}, {_patterns(result)})",
     ]
     if result.baseline.errors or result.candidate.errors:
         lines.append(
@@ -61,7 +61,7 @@ def gate_rows(result: GateResult, *, moved: int = 12) -> list[tuple[str, str]]:
     changes = sorted((row for row in result.per_task if row.delta != 0), key=lambda row: (-abs(row.delta), row.task))
     shown = ", ".join(f"{row.task} {100 * row.delta:+.0f}" for row in changes[:moved])
     rows = [
-        ("benchmark", f"{result.benchmark}: {result.tasks} tasks x {result.num_trials} trials"),
+        ("benchmark", _sides(result)),
         ("baseline", result.baseline.skillbook or "none"),
         ("candidate", result.candidate.skillbook or "none"),
         (
@@ -71,8 +71,7 @@ def gate_rows(result: GateResult, *, moved: int = 12) -> list[tuple[str, str]]:
         ),
         (
             "p-value",
-            f"{result.p_value:.4g} (two-sided sign-flip test, {t.method}, {t.patterns} patterns over the "
-            f"{t.nonzero} tasks that differ)",
+            f"{result.p_value:.4g} (two-sided sign-flip test, {t.method}, {_patterns(result, noun='pattern')})",
         ),
         (
             "tasks",
@@ -90,6 +89,20 @@ def gate_rows(result: GateResult, *, moved: int = 12) -> list[tuple[str, str]]:
     if result.reasons:
         rows.append(("why held", "; ".join(result.reasons)))
     return rows
+
+
+def _sides(result: GateResult) -> str:
+    """`toy: 3 tasks x 2 trials`, counted right for one."""
+    return f"{result.benchmark}: {plural(result.tasks, 'task')} x {plural(result.num_trials, 'trial')}"
+
+
+def _patterns(result: GateResult, *, noun: str = "sign pattern") -> str:
+    """What the sign-flip test went through: its patterns over the tasks that differ, or that none differs."""
+    t = result.test
+    if t.nonzero == 0:
+        return "no task differs"
+    verb = "differs" if t.nonzero == 1 else "differ"
+    return f"{plural(t.patterns, noun)} over the {plural(t.nonzero, 'task')} that {verb}"
 
 
 def pass_hat_k_cells(result: GateResult) -> list[tuple[int, list[str]]]:
