@@ -47,6 +47,21 @@ def test_a_tau2_run_on_the_offline_model_without_its_runtime_is_refused_before_w
     assert not (tmp_path / "out").exists()
 
 
+def test_a_typo_of_a_listed_model_is_refused_before_writing_unless_no_preflight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tau2 calls its models itself: its check names a typo as e2e's preflight does, not as a missing key or an
+    episode's connection error later."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    args = ["e2e", "--benchmark", "tau2-mock", "--agent-model", "openai/gpt-4.1-mnii", "--user-model", "ace-scripted/u"]
+    result = CliRunner().invoke(main, [*args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "did you mean 'openai/gpt-4.1-mini'?" in result.output
+    assert not (tmp_path / "out").exists()
+    benchmark = ace_eval.benchmarks.load_benchmark("tau2-mock")
+    benchmark.check(ace_eval.benchmarks.BenchmarkEnv(model_names={"agent": "openai/gpt-4.1-mnii", "user": "local"}))
+
+
 def test_an_unknown_split_is_refused_naming_the_splits(tmp_path: Path) -> None:
     args = ["e2e", "--benchmark", "tau2-airline", "--agent-model", "ace-scripted/a", "--user-model", "ace-scripted/u"]
     result = CliRunner().invoke(main, [*args, "--eval-split", "held-out", "--output-dir", str(tmp_path / "out")])

@@ -77,6 +77,9 @@ class BenchmarkEnv:
     phase: str = ""
     """The harness's name of the phase being run (`collect`, `baseline`, `evaluate`, ...), for a benchmark that
     shows its own progress (`EpisodeFolders`)."""
+    check_names: bool = False
+    """`check` refuses a model string one typo away from a name of litellm's offline list, as e2e's preflight does
+    for the models it calls itself (set by e2e unless `--no-preflight`)."""
     retry_errored: bool = False
     """Run again the episodes a resumed phase left errored (`--retry-failed`), for a benchmark that keeps its
     episodes in the phase's folder (`EpisodeFolders`); the others redo what is missing only."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ace.core.skillbook import Skillbook
 from ace.llm import ModelConfigError, find_smollm2_gguf
-from ace.llm.credentials import missing_credentials
+from ace.llm.credentials import check_model_name, missing_credentials
 from ace.llm.local import import_runtime
 from ace_eval.benchmarks._protocol import BenchmarkConfigError, BenchmarkEnv, BenchmarkFactory, Collected, SplitRole
 from ace_eval.benchmarks.injection import SkillInjection
@@ -127,6 +127,8 @@ class Tau2Benchmark:
             if model.startswith(f"{PROVIDER}/"):  # a scripted model registered in this process (tests)
                 continue
             try:
+                if env.check_names:
+                    check_model_name(model)  # a typo of a listed model is named as such, not as a missing key
                 missing = missing_credentials(model)
             except ModelConfigError as e:
                 problems.append(f"{where}: {e}")

@@ -208,7 +208,11 @@ def _plan_benchmark(settings: E2ESettings, replayed: list[Trace] | None) -> Benc
         return None
     benchmark = load_benchmark(settings.benchmark, settings.benchmark_raw_options())
     try:
-        benchmark.check(BenchmarkEnv(model_names=settings.models, max_workers=settings.max_workers))
+        benchmark.check(
+            BenchmarkEnv(
+                model_names=settings.models, max_workers=settings.max_workers, check_names=not settings.no_preflight
+            )
+        )
     except BenchmarkConfigError as e:
         raise ConfigError(str(e)) from None  # a setting of the run (its data folder, a model) to fix
     if settings.traces is None:
