@@ -5,12 +5,15 @@ the `ace.reward` / `ace.feedback` attributes of its spans. Servers on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
 from _serve_helpers import agent_span, otlp_json, request, running, string_attr, url, wait_for
 
 from ace_eval.serve import ServeApp
+from ace_eval.serve._assembly import GIVE_WAY_S
 
 JSON = {"Content-Type": "application/json"}
 
@@ -103,3 +106,40 @@ def test_a_trace_pending_at_a_restart_is_completed_after_it_and_late_spans_are_c
         wait_for(lambda: app.status()["late_spans"] == 1)
     ids = [json.loads(line)["otel_trace_id"] for line in (store / "serve" / "traces.jsonl").read_text().splitlines()]
     assert sorted(ids) == sorted(["9" * 32, trace])
+
+
+class _Client:
+    """A connection in the middle of a request, as `Connections` sees a handler."""
+
+    def __init__(self) -> None:
+        self.connection = socket.socket()
+
+
+def test_assembly_gives_way_to_requests_in_flight_for_at_most_a_pass(tmp_path: Path) -> None:
+    """Between two traces assembly waits while a request is in flight, at most `GIVE_WAY_S` in a pass, so an
+    acknowledgement does not wait behind it and requests that never stop cannot stop assembly either."""
+    client = _Client()
+    with running(tmp_path / "store", feedback_wait=0) as app:
+        waits: list[tuple[float, bool, float]] = []
+
+        def give_way(seconds: float) -> bool:
+            started = time.monotonic()
+            quiet = app.connections.wait_quiet(seconds)
+            waits.append((seconds, quiet, time.monotonic() - started))
+            return quiet
+
+        app.assembler.give_way = give_way
+        app.connections.opened(client)
+        app.connections.busy(client)  # a request in flight all along
+        for n in range(3):
+            _send(app, f"{n + 1:032x}", [agent_span("1" * 16)])  # its own request ends: the client is still busy
+        wait_for(lambda: app.status()["traces_assembled"] == 3)
+        busy = list(waits)
+        app.connections.idle(client)
+        _send(app, "e" * 32, [agent_span("1" * 16)])
+        wait_for(lambda: app.status()["traces_assembled"] == 4)
+        app.connections.closed(client)
+    client.connection.close()
+    assert busy and not any(quiet for _, quiet, _ in busy)
+    assert all(budget <= GIVE_WAY_S and waited <= max(budget, 0) + 0.15 for budget, _, waited in busy)
+    assert waits[len(busy) :] and all(quiet for _, quiet, _ in waits[len(busy) :])

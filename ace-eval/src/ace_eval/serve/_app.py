@@ -96,12 +96,14 @@ class ServeApp:
         self.store = SkillbookStore.open_or_create(config.store)
         folder = Path(config.store) / "serve"
         self.inbox = Inbox(folder, max_backlog=config.max_backlog, segment_bytes=config.segment_bytes)
+        self.connections = Connections()
         self.assembler = Assembler(
             self.inbox,
             folder,
             feedback_wait=config.feedback_wait,
             idle_timeout=config.idle_timeout,
             settle=config.settle,
+            give_way=lambda seconds: self.connections.wait_quiet(seconds),
         )
         self.learning = (
             LearningProcess(self.store.root, config.learn, config.publish, say=self.say)
@@ -112,7 +114,6 @@ class ServeApp:
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._stopping = threading.Event()
-        self.connections = Connections()
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
 

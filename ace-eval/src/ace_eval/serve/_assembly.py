@@ -6,6 +6,10 @@ assembled after `idle_timeout` seconds without a new span, marked `incomplete`. 
 outcome up to `feedback_wait` seconds (`POST /v1/feedback`), unless its spans carry `ace.reward` / `ace.feedback`;
 it is then ready to learn from (`ready.jsonl`).
 
+Assembly runs on a thread of the server's process, under the interpreter lock the requests need too: between two
+traces it waits while a request is in flight (`give_way`), for at most `GIVE_WAY_S` in a pass, so that an
+acknowledgement does not wait behind it and a steady stream of requests cannot stop assembly.
+
 Restart: `assembly.json` holds the inbox offset before which every span belongs to an assembled trace; the records
 after it are read again, and traces already in `traces.jsonl` are skipped, so each trace is assembled once. Once
 `assembly.json` is written, the inbox deletes its segments before that offset (`Inbox.release`).
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,9 @@ from ace_eval.serve._inbox import Inbox
 from ace_eval.serve._journal import Journal, write_json
 
 __all__ = ["READY_FILE", "Assembler", "Feedback"]
+
+GIVE_WAY_S = 0.2
+"""How long one pass of assembly may wait, in all, for the requests in flight (the pass interval)."""
 
 READY_FILE = "ready.jsonl"
 """Traces with their outcome, one line per OTel trace, appended by assembly and read by the learning process."""
@@ -63,8 +71,12 @@ class Assembler:
         idle_timeout: float = 300.0,
         settle: float = 1.0,
         source_system: str = "otel",
+        give_way: Callable[[float], object] | None = None,
     ) -> None:
         self.inbox = inbox
+        self.give_way = give_way
+        """Called between traces with the seconds left of the pass's `GIVE_WAY_S`: waits while requests are in
+        flight (`Connections.wait_quiet`)."""
         self.feedback_wait = feedback_wait
         self.idle_timeout = idle_timeout
         self.settle = settle
@@ -121,7 +133,12 @@ class Assembler:
             if (group.root_seen is not None and clock - group.root_seen >= self.settle)
             or clock - group.last_seen >= self.idle_timeout
         ]
-        records = [self._assemble(trace_id, group) for trace_id, group in due]
+        records: list[dict[str, Any]] = []
+        deadline = time.monotonic() + GIVE_WAY_S
+        for trace_id, group in due:
+            if self.give_way is not None:
+                self.give_way(deadline - time.monotonic())
+            records.append(self._assemble(trace_id, group))
         self.assembled_journal.append(records)
         with self._lock:
             for (trace_id, _group), record in zip(due, records, strict=True):

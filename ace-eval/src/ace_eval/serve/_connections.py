@@ -1,5 +1,6 @@
 """The open connections of the server, so that stopping can close the idle ones (a client keeping a connection
-alive would otherwise hold the server for the socket timeout) while the requests in flight finish."""
+alive would otherwise hold the server for the socket timeout) while the requests in flight finish, and so that
+background work in the server's process (assembly) can give way to the requests in flight (`wait_quiet`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class Connections:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: dict[int, tuple[_Handler, bool]] = {}
+        self._quiet = threading.Event()
+        self._quiet.set()
         self.stopping = False
 
     def opened(self, handler: _Handler) -> None:
@@ -30,15 +33,26 @@ class Connections:
     def busy(self, handler: _Handler) -> None:
         with self._lock:
             self._open[id(handler)] = (handler, True)
+            self._quiet.clear()
 
     def idle(self, handler: _Handler) -> None:
         with self._lock:
             if id(handler) in self._open:
                 self._open[id(handler)] = (handler, False)
+            self._update_quiet()
 
     def closed(self, handler: _Handler) -> None:
         with self._lock:
             self._open.pop(id(handler), None)
+            self._update_quiet()
+
+    def _update_quiet(self) -> None:
+        if not any(busy for _, busy in self._open.values()):
+            self._quiet.set()
+
+    def wait_quiet(self, timeout: float) -> bool:
+        """Wait until no request is in flight, at most `timeout` seconds; True when none is."""
+        return self._quiet.wait(timeout) if timeout > 0 else self._quiet.is_set()
 
     def stop(self) -> None:
         """From now on connections close after their request; idle ones are shut for reading at once (the thread

@@ -36,6 +36,9 @@ __all__ = ["STATUS_FILE", "ChildSpec", "learning_process"]
 
 STATUS_FILE = "learning.json"
 """Under `STORE/serve/`: the learning process's `{"pid", "state", "counts", "publishing"}` (temp file and rename)."""
+LEARNING_NICENESS = 10
+"""Added to the learning process's niceness: under load the scheduler favours the server's requests (learning with a
+hosted model mostly waits; a scripted or embedded one computes)."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -69,6 +72,13 @@ def _die_with_parent(parent_pid: int) -> None:
         _exit(1)
 
 
+def _lower_priority() -> None:
+    """Learning is background work: the operating system gives the intake's process the CPU first (a niceness of
+    `LEARNING_NICENESS`); where it cannot be lowered, learning runs as it is."""
+    with contextlib.suppress(AttributeError, OSError):  # no os.nice (Windows), or refused
+        os.nice(LEARNING_NICENESS)
+
+
 def _watch(control: Connection, stopping: threading.Event) -> None:
     """`"stop"` from the server: stop after the next committed sample; the pipe's end: the server is gone."""
     while True:
@@ -99,6 +109,7 @@ class _Status:
 def learning_process(spec: ChildSpec, control: Connection) -> None:
     """The process's body: learn and publish until told to stop, then `os._exit(0)`."""
     _die_with_parent(spec.parent_pid)
+    _lower_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the server decides
     folder = spec.store / "serve"
     status = _Status(folder / STATUS_FILE)
