@@ -118,6 +118,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--smoke", action="store_true", help="40 documents, a hashing embedder: checks it runs")
+    parser.add_argument(
+        "--windows",
+        type=int,
+        nargs="*",
+        default=[50, 100, 256, 1000],
+        help="also print the hybrid with RRF over each ranking's first W items only, for each W (and in full)",
+    )
     args = parser.parse_args()
     docs, queries = load(args.data_dir)
     if args.smoke:
@@ -143,12 +150,29 @@ def main() -> None:
         scores = reference.get_scores(tokenize(q.text))
         return [doc_of[skills[i].id] for i in np.argsort(-scores, kind="stable")[:10]]
 
+    def windowed(window: int | None) -> Callable[[Query], list[str]]:
+        """RRF (k = 60) of the full BM25 and dense rankings, each cut at `window` (`None`: in full)."""
+        order = {s.id: i for i, s in enumerate(skills)}  # creation order: how equal fused scores rank
+
+        def rank(q: Query) -> list[str]:
+            fused: dict[str, float] = {}
+            for mode in ("dense", "bm25"):
+                ranked = index.search(book, q.text, top_k=len(skills), mode=mode)
+                for r, s in enumerate(ranked[:window] if window is not None else ranked, start=1):
+                    fused[s.id] = fused.get(s.id, 0.0) + 1.0 / (60 + r)
+            best = sorted(fused, key=lambda sid: (-fused[sid], order[sid]))
+            return [doc_of[sid] for sid in best[:10]]
+
+        return rank
+
     rows = {
         "BM25 (ours)": evaluate(ours("bm25"), queries),
         "BM25 (rank-bm25 reference)": evaluate(rank_bm25, queries),
         DENSE: evaluate(ours("dense"), queries),
         "hybrid RRF k=60": evaluate(ours("hybrid"), queries),
     }
+    for window in [*args.windows, None]:
+        rows[f"  RRF window {window or 'full'}"] = evaluate(windowed(window), queries)
     print(f"{len(docs)} documents, {len(queries)} queries; embedding the documents took {embed_s:.1f} s")
     print(f"{'ranking':<28} {'recall@5':>9} {'recall@10':>10} {'nDCG@10':>8} {'ms/query':>9}")
     for name, res in rows.items():

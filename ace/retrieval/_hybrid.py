@@ -1,10 +1,10 @@
-"""The hybrid ranking of one search: dense and BM25 rankings of the candidate slots, fused by RRF.
+"""The hybrid ranking of one search: dense and BM25 rankings of the candidate slots, fused by RRF over a window.
 
 `exact=True` is the reference: every candidate gets its dense cosine in float32 (from the skills' own vectors when
-the index searches an HNSW graph) and every ranking is sorted in full (`fuse_full`), at any size. The default gives
-the same top k from the float32 rows (`fuse_top_k` is proven equal to `fuse_full`); from `_dense._QUANT_MIN` slots
-with SimSIMD, the dense scores come from an int8 scan, the best `DENSE_DEPTH` and the fusion's contenders re-scored
-in float32 (measured against the reference: docs/performance.md); with an opt-in HNSW graph, from the graph's best.
+the index searches an HNSW graph) and every ranking is sorted in full, then cut at the window (`fuse_window_full`),
+at any size. The default gives the same top k from the float32 rows (`fuse_window` is proven equal); from
+`_dense._QUANT_MIN` slots with SimSIMD, the dense window comes from probed k-means lists (`ace.retrieval._lists`:
+approximate, measured against the reference in docs/performance.md); with an opt-in HNSW graph, from the graph's best.
 """
 
 from __future__ import annotations
@@ -15,17 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ace.core.skillbook import Skillbook
+from ace.retrieval import fusion
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._keywords import KeywordTable
 from ace.retrieval._slots import TextColumn
 from ace.retrieval.bm25 import BM25Index
-from ace.retrieval.fusion import Ranking, fuse_full, fuse_top_k
+from ace.retrieval.fusion import Ranking, fuse_window, fuse_window_full
 
-__all__ = ["DENSE_DEPTH", "UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
-
-DENSE_DEPTH = 1024
-"""The best candidates by the int8 scan that are scored exactly (the others keep the scan's score: their ranks lie
-beyond any that can move the top k, but for near-ties measured in docs/performance.md)."""
+__all__ = ["UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
 
 _ROWS_BLOCK = 4096
 _F32 = npt.NDArray[np.float32]
@@ -49,19 +46,20 @@ def hybrid_rank(
 ) -> _I64:
     """Positions in `cand` of the `top_k` best, best first (`cand`: slots in tie order)."""
     n, m = bm25.n_slots, cand.size
+    window = max(fusion.RRF_WINDOW, top_k)
     lists: list[Ranking] = []
     if query_vec is not None:
         if exact and dense.approximate:
             lists.append(Ranking(np.arange(m, dtype=np.int64), exact_cosines(unit_rows, query_vec, n)[cand]))
         else:
-            lists.append(dense.ranking(query_vec, n, cand, depth=max(DENSE_DEPTH, 4 * top_k), exact=exact))
+            lists.append(dense.window(query_vec, n, cand, window, exact=exact))
     if tokens:
         scores, hit = bm25.scores(tokens)
         matched = np.flatnonzero(hit[cand])
         lists.append(Ranking(matched, scores[cand[matched]]))
     if exact:
-        return fuse_full(lists, m, top_k, k=k, extra=extra)
-    return fuse_top_k(lists, m, top_k, k=k, extra=extra)
+        return fuse_window_full(lists, m, top_k, window=window, k=k, extra=extra)
+    return fuse_window(lists, top_k, window=window, k=k, extra=extra)
 
 
 def keyword_boost(

@@ -1,10 +1,10 @@
-"""int8 codes of the dense store's unit rows, scanned in full per query to pick the few rows scored exactly.
+"""int8 codes of the dense store's unit rows, scanned to pick the few rows scored exactly.
 
 Each row `x` is stored as `c = round(x / s)` with `s = max|x| / 127` (its own scale), so `q . x` is approximated by
 `(q8 . c) s_q s` with the query quantised the same way: one SIMD int8 pass (SimSIMD, the `ann` extra) reads a
 quarter of the float32 matrix's bytes (~2 ms at 100,000 x 384 against ~10 ms for float32). By Cauchy-Schwarz the
 error is at most `|q| |x - s c| + |q - s_q q8| |s c| `: `bounds` gives it per row, so callers can prove which rows
-need an exact score (`DenseStore.above`), or take the best by approximation and score those exactly (`scores`).
+need an exact score (`DenseStore.above`, and the dense window of a search: `ace.retrieval._lists`).
 """
 
 from __future__ import annotations
@@ -78,9 +78,20 @@ class Int8Codes:
             at += part.shape[0]
         self.count = n
 
-    def approximate(self, simsimd: ModuleType, query: _F32) -> _F32:
-        """The approximate `query . row` of every row (`scores` without the bounds)."""
-        return self._approximate(simsimd, query)[0]
+    def decode(self, rows: npt.NDArray[np.int64]) -> _F32:
+        """The rows `s c` these codes stand for (float32)."""
+        decoded: _F32 = self._codes[rows].astype(np.float32) * self._scales[rows, None]
+        return decoded
+
+    def rows_scores(self, simsimd: ModuleType, query: _F32, rows: npt.NDArray[np.int64]) -> tuple[_F32, _F32]:
+        """`scores` of these rows only (their codes gathered, then one scan)."""
+        codes, scale, error = _encode(query[None, :])
+        gathered = np.take(self._codes, rows, axis=0)  # twice as fast as `self._codes[rows]`
+        dots = np.asarray(simsimd.cdist(codes, gathered, metric="dot", threads=1), dtype=np.float32)
+        approx: _F32 = dots[0] * (self._scales[rows] * scale[0])
+        errors = self._errors[rows]
+        bound: _F32 = float(np.linalg.norm(query)) * errors + float(error[0]) * (1.0 + errors)
+        return approx, bound + np.float32(_SLOP)
 
     def scores(self, simsimd: ModuleType, query: _F32) -> tuple[_F32, _F32]:
         """(approximate `query . row` of every row, the bound on each one's error)."""

@@ -1,5 +1,5 @@
-"""`exact=True` is the reference hybrid answer at any size; the default at scale (an int8 scan of the vectors, the
-best re-scored in float32) is compared with it, and its error bounds are proved on random vectors."""
+"""`exact=True` is the reference hybrid answer at any size; the default at scale (probed k-means lists of int8 codes,
+the best re-scored in float32) is compared with it, and the codes' error bounds are proved on random vectors."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ace.core.storage import sidecar_path
 from ace.embeddings import TestEmbedder
 from ace.retrieval import SkillSearchIndex, search_index
 from ace.retrieval._dense import DenseStore, faiss_module
+from ace.retrieval._lists import ProbeLists
 from ace.retrieval._persist import index_path
 from ace.retrieval._quantised import Int8Codes, simsimd_module
 from ace.retrieval.top_k import retrieve_top_k
@@ -40,14 +41,16 @@ def test_exact_search_of_an_hnsw_index_is_the_exact_index_answer(monkeypatch: py
 
 
 @needs_simsimd
-def test_the_int8_scan_gives_the_exact_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probed_lists_give_the_exact_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ace.retrieval.fusion.RRF_WINDOW", 20)
     sb, emb = _book(1200), TestEmbedder()
     want = _results(sb, SkillSearchIndex(emb), exact=True, n=60)
     monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
-    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)  # most candidates keep their int8 score
+    monkeypatch.setattr("ace.retrieval._lists._MIN_PROBED", 64)  # a few lists of the 35, then the margin's
     scanned = SkillSearchIndex(emb)
     assert _results(sb, scanned, n=60) == want
-    assert scanned._dense._codes.count == scanned._bm25.n_slots  # the scan did run
+    assert scanned._dense._codes.count == scanned._bm25.n_slots  # the lists were probed
+    assert scanned._dense._lists is not None and scanned._dense._lists.count == 1200
     assert _results(sb, scanned, exact=True, n=60) == want
     sb.add_skill("harness", "ka1 ka2 lo3 brand new words", ["kw1"])  # codes follow new rows
     top = retrieve_top_k(sb, "ka1 ka2 lo3 brand new words", embedder=emb, exact=True)[0]
@@ -97,9 +100,10 @@ def test_int8_error_bounds_hold() -> None:
 def _saved_with_codes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Skillbook, TestEmbedder, list[list[str]], Path]:
-    """600 skills saved with an index that scans int8 codes (from 256 skills, 64 re-scored); the exact results."""
+    """600 skills saved with an index that probes lists of int8 codes (from 256 skills); the exact results."""
     monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 256)
-    monkeypatch.setattr("ace.retrieval._hybrid.DENSE_DEPTH", 64)
+    monkeypatch.setattr("ace.retrieval.fusion.RRF_WINDOW", 20)
+    monkeypatch.setattr("ace.retrieval._lists._MIN_PROBED", 64)
     sb, emb = _book(600), TestEmbedder()
     want = _results(sb, search_index(sb, emb), exact=True)
     path = tmp_path / "skillbook.json"
@@ -115,11 +119,22 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
     with zipfile.ZipFile(index_path(path)) as zf:
         names = set(zf.namelist())  # the vectors themselves are in `.embeddings.npz` only: named, not repeated
         assert {"codes.npy", "code_scales.npy", "code_errors.npy", "vector_rows.npy", "vector_norms.npy"} <= names
+        assert {"list_of.npy", "list_centroids.npy", "list_radii.npy"} <= names  # the k-means lists
         assert "vectors.npy" not in names
     loaded = Skillbook.load_from_file(path)
     index = SkillSearchIndex(emb)
-    assert _results(loaded, index) == want
+    with monkeypatch.context() as patched:
+        patched.setattr(ProbeLists, "build", None)  # read back: clustering again would fail here
+        assert _results(loaded, index) == want
     assert index.loaded_from is not None and index._dense._codes.count == 600  # read, not encoded again
+    assert index._dense._lists is not None and index._dense._lists.count == 600
+    # A sidecar without lists (an older version's) loads; the lists are made again at the first search.
+    arrays = dict(np.load(index_path(path)))
+    del arrays["list_of"], arrays["list_centroids"], arrays["list_radii"]
+    np.savez(index_path(path), **arrays)
+    index = SkillSearchIndex(emb)
+    assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
+    assert index._dense._lists is not None and index._dense._lists.count == 600
     # A sidecar without codes (written below the threshold, or by an older version) loads; codes are encoded.
     arrays = dict(np.load(index_path(path)))
     del arrays["codes"], arrays["code_scales"], arrays["code_errors"]
