@@ -171,8 +171,12 @@ def main() -> None:
         DENSE: evaluate(ours("dense"), queries),
         "hybrid RRF k=60": evaluate(ours("hybrid"), queries),
     }
+    full = windowed(None)
     for window in [*args.windows, None]:
         rows[f"  RRF window {window or 'full'}"] = evaluate(windowed(window), queries)
+    for window in args.windows:
+        same = sum(windowed(window)(q) == full(q) for q in queries)
+        print(f"RRF window {window}: the same top 10 as full RRF on {same} of {len(queries)} queries")
     print(f"{len(docs)} documents, {len(queries)} queries; embedding the documents took {embed_s:.1f} s")
     print(f"{'ranking':<28} {'recall@5':>9} {'recall@10':>10} {'nDCG@10':>8} {'ms/query':>9}")
     for name, res in rows.items():

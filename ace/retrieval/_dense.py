@@ -188,18 +188,17 @@ class DenseStore:
             at += part.shape[0]
         return out
 
-    def window(self, query: _F32, n_slots: int, cand: _I64, window: int, *, exact: bool = False) -> Ranking:
+    def window(self, query: _F32, n_slots: int, cand: _I64, pos: _I64, window: int, *, exact: bool = False) -> Ranking:
         """The dense `Ranking` for RRF over a `window` (`fuse_window`): from `_QUANT_MIN` slots with SimSIMD (unless
         `exact`), the exact best `window` of the probed lists (`ace.retrieval._lists.probe_window`: approximate,
-        measured); otherwise every candidate's cosine, or the HNSW graph's best `window`."""
+        measured); otherwise every candidate's cosine, or the HNSW graph's best `window`. `pos`: each slot's position
+        in `cand`, -1 for none."""
         simsimd = None if exact or self._hnsw is not None or cand.size <= window else self._encoded(n_slots)
         if simsimd is None:
             return Ranking(*self.scores(query, n_slots, cand, window))
         lists = self._probe_lists(n_slots)
-        pos = np.full(n_slots, -1, dtype=np.int64)
-        pos[cand] = np.arange(cand.size, dtype=np.int64)
         rows = functools.partial(self.rows_of, n_slots=n_slots)
-        return Ranking(*probe_window(lists, self._codes, simsimd, query, pos, window, rows))
+        return Ranking(*probe_window(lists, self._codes, simsimd, query, pos, cand.size / n_slots, window, rows))
 
     def _probe_lists(self, n_slots: int) -> ProbeLists:
         """The k-means lists of the codes of every slot (made, or made again once outgrown: ~1 s at 100,000)."""

@@ -20,7 +20,7 @@ from ace.retrieval._dense import DenseStore
 from ace.retrieval._keywords import KeywordTable
 from ace.retrieval._slots import TextColumn
 from ace.retrieval.bm25 import BM25Index
-from ace.retrieval.fusion import Ranking, fuse_window, fuse_window_full
+from ace.retrieval.fusion import Boost, Ranking, fuse_window, fuse_window_full
 
 __all__ = ["UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
 
@@ -37,14 +37,16 @@ def hybrid_rank(
     query_vec: _F32 | None,
     tokens: list[str],
     cand: _I64,
+    pos: _I64,
     top_k: int,
     *,
     k: int,
-    extra: npt.NDArray[np.float64] | None,
+    extra: Boost | None,
     exact: bool,
     unit_rows: UnitRows,
 ) -> _I64:
-    """Positions in `cand` of the `top_k` best, best first (`cand`: slots in tie order)."""
+    """Positions in `cand` of the `top_k` best, best first (`cand`: slots in tie order; `pos`: each slot's position
+    in `cand`, -1 for none)."""
     n, m = bm25.n_slots, cand.size
     window = max(fusion.RRF_WINDOW, top_k)
     lists: list[Ranking] = []
@@ -52,7 +54,7 @@ def hybrid_rank(
         if exact and dense.approximate:
             lists.append(Ranking(np.arange(m, dtype=np.int64), exact_cosines(unit_rows, query_vec, n)[cand]))
         else:
-            lists.append(dense.window(query_vec, n, cand, window, exact=exact))
+            lists.append(dense.window(query_vec, n, cand, pos, window, exact=exact))
     if tokens:
         scores, hit = bm25.scores(tokens)
         matched = np.flatnonzero(hit[cand])
@@ -63,23 +65,21 @@ def hybrid_rank(
 
 
 def keyword_boost(
-    table: KeywordTable, alive: npt.NDArray[np.bool_], keywords: list[str], cand: _I64, k: int
-) -> npt.NDArray[np.float64] | None:
-    """The keyword ranking's RRF share per candidate: tied ranks by how many of `keywords` a skill carries."""
-    shared = np.zeros(alive.shape[0], dtype=np.int64)
-    for kw in keywords:
-        hits = table.slots(kw, lambda: alive)
-        shared[np.fromiter(hits, dtype=np.int64, count=len(hits))] += 1
-    counts = shared[cand]
-    labelled = np.flatnonzero(counts)
-    if not labelled.size:
+    table: KeywordTable, alive: npt.NDArray[np.bool_], keywords: list[str], pos: _I64, k: int
+) -> Boost | None:
+    """The keyword ranking's RRF share per candidate: tied ranks by how many of `keywords` a skill carries (`pos`:
+    each slot's position among the candidates, -1 for none)."""
+    found = [table.slots(kw, lambda: alive) for kw in keywords]
+    slots = np.concatenate([np.fromiter(hits, dtype=np.int64, count=len(hits)) for hits in found] or [pos[:0]])
+    positions = np.sort(pos[slots])
+    positions = positions[positions >= 0]
+    if not positions.size:
         return None
+    starts = np.flatnonzero(np.diff(positions, prepend=-1))  # each position once, with how many keywords it has
+    counts = np.diff(np.append(starts, positions.size))
     # Tied ranks: every skill sharing the same number of keywords gets the same rank.
-    negative = -counts[labelled]
-    ranks = 1 + np.searchsorted(np.sort(negative), negative, side="left")
-    extra = np.zeros(cand.size, dtype=np.float64)
-    extra[labelled] = 1.0 / (k + ranks.astype(np.float64))
-    return extra
+    ranks = 1 + np.searchsorted(np.sort(-counts), -counts, side="left")
+    return positions[starts], 1.0 / (k + ranks.astype(np.float64))
 
 
 def skill_unit_rows(skillbook: Skillbook, slot_ids: TextColumn, alive: npt.NDArray[np.bool_], dim: int) -> UnitRows:

@@ -4,11 +4,11 @@ over a window needs, `ace.retrieval.fusion.fuse_window`) without a pass over eve
 The rows are clustered once into about `sqrt(n)` lists (k-means on a sample of the int8 codes, decoded, then every
 row assigned to its nearest centroid; later rows are assigned as they come). A query ranks the lists by an estimate
 of the best cosine inside each, `q . c + PROBE_MARGIN * r / sqrt(d)` (`c` the centroid, `r` the farthest member's
-distance from it, `d` the dimension), probes the best until it has seen `_MIN_PROBED` rows (more when a section filter keeps only part of them), takes
-the `window`-th best exact cosine `t` among them, then probes every other list whose estimate reaches `t`. Within the
-probed lists the best `window` are exact (int8 scan, then float32 for every row whose error bound reaches the
-threshold: `DenseStore.window`). A row of a list left out whose cosine beats `t` is a miss: the margin is chosen by
-measurement (docs/performance.md), the reference (`exact=True`) scores every row.
+distance from it, `d` the dimension), probes the best until it has seen `_MIN_PROBED` rows (more when a section
+filter keeps only part of them), takes the `window`-th best exact cosine `t` among them, then probes every other
+list whose estimate reaches `t`. Within the probed lists the best `window` are exact (int8 scan, then float32 for
+every row whose error bound reaches the threshold). A row of a list left out whose cosine beats `t` is a miss: the
+margin is chosen by measurement (docs/performance.md); the reference (`exact=True`) scores every row.
 """
 
 from __future__ import annotations
@@ -145,14 +145,15 @@ def probe_window(
     simsimd: Any,
     query: _F32,
     pos: _I64,
+    share: float,
     window: int,
     exact_rows: Callable[[_I64], _F32],
 ) -> tuple[_I64, npt.NDArray[np.floating]]:
     """The best `window` of the probed rows allowed by `pos` (each row's position in the search's candidates, -1 for
-    none): (their positions, ascending; their exact cosines). `exact_rows(rows)` gives rows' float32 vectors."""
+    none; `share`: the share of rows allowed): (their positions, ascending; their exact cosines). `exact_rows(rows)`
+    gives rows' float32 vectors."""
     order, upper, sizes = lists.ranked(query)
-    share = max(int(np.count_nonzero(pos >= 0)), 1) / max(pos.size, 1)
-    wanted = max(_MIN_PROBED, 4 * window) / share
+    wanted = max(_MIN_PROBED, 4 * window) / max(share, 1e-9)
     first = int(np.searchsorted(np.cumsum(sizes), wanted)) + 1
     found = [_best_in(codes, simsimd, query, lists.members(order[:first]), pos, window, exact_rows)]
     if first < order.size:

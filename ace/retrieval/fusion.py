@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["RRF_K", "RRF_WINDOW", "Ranking", "fuse_window", "fuse_window_full", "rrf_fuse", "window_of"]
+__all__ = ["RRF_K", "RRF_WINDOW", "Boost", "Ranking", "fuse_window", "fuse_window_full", "rrf_fuse", "window_of"]
 
 RRF_K = 60
 RRF_WINDOW = 100
@@ -24,8 +24,12 @@ nDCG@10 is 0.371 at 100, 256, 1,000 and in full (0.372 at 50; docs/performance.m
 best 100 of the dense ranking, which probed lists find without scanning every row (`ace.retrieval._lists`), where
 full RRF needed the deep ranks of the BM25 leaders among every cosine. 100 rather than 50: the same answers as full
 RRF on more of the benchmark's queries at 5,000 skills, at little cost."""
+_SAMPLED = 16
+"""A ranking longer than `2 * _SAMPLED * depth` is first cut at the best of a sample of `~_SAMPLED * depth` scores."""
 _IntArray = npt.NDArray[np.int64]
 _FloatArray = npt.NDArray[np.float64]
+Boost = tuple[_IntArray, _FloatArray]
+"""An already fused share per position, added last (the keyword ranking's): (positions, ascending; their shares)."""
 
 
 @dataclass(frozen=True)
@@ -70,41 +74,53 @@ def window_of(r: Ranking, window: int) -> _IntArray:
 
 
 def fuse_window(
-    rankings: Sequence[Ranking], top_k: int, *, window: int, k: int = RRF_K, extra: _FloatArray | None = None
+    rankings: Sequence[Ranking], top_k: int, *, window: int, k: int = RRF_K, extra: Boost | None = None
 ) -> _IntArray:
     """RRF over a window per ranking: each ranking gives `1 / (k + rank)` to its first `window` items only, `extra`
-    (a fused share per position, e.g. the keyword ranking's) is added last; the `top_k` positions, best first.
+    (`Boost`: the keyword ranking's shares) is added last; the `top_k` positions, best first.
 
     Touches only the windows' items and the `extra` ones: no pass over the rankings' other items but finding their
     first `window` (a partition). `fuse_window_full` is the same by a full sort of every ranking."""
     tops = [window_of(r, window) for r in rankings]
-    labelled = [np.flatnonzero(extra)] if extra is not None else []
+    labelled = [extra[0]] if extra is not None else []
     union = np.sort(np.concatenate([*tops, *labelled, np.zeros(0, dtype=np.int64)]))
     union = union[np.diff(union, prepend=-1) != 0]  # not `np.unique`: its first call imports for ~0.3 s
     fused = np.zeros(union.size, dtype=np.float64)
     for top in tops:  # in the order `rrf_fuse` adds them: the same sums, bit for bit
         fused[np.searchsorted(union, top)] += 1.0 / (k + np.arange(1, top.size + 1, dtype=np.int64).astype(np.float64))
     if extra is not None:
-        fused += extra[union]
+        fused[np.searchsorted(union, extra[0])] += extra[1]
     return _top_items(fused, union, top_k)
 
 
 def fuse_window_full(
-    rankings: Sequence[Ranking], m: int, top_k: int, *, window: int, k: int = RRF_K, extra: _FloatArray | None = None
+    rankings: Sequence[Ranking], m: int, top_k: int, *, window: int, k: int = RRF_K, extra: Boost | None = None
 ) -> _IntArray:
     """The reference for `fuse_window`: every ranking sorted in full and cut at `window`, fused over all `m`."""
     cut = [(items[:window], ranks[:window]) for items, ranks in (_full_ranks(r) for r in rankings)]
     fused = rrf_fuse(cut, m, k=k)
     if extra is not None:
-        fused += extra
+        fused[extra[0]] += extra[1]
     return _top_items(fused, np.arange(m, dtype=np.int64), top_k)
 
 
 def _best_prefix(r: Ranking, depth: int) -> _IntArray:
-    """The first items of the full ranking: at least `depth` of them, all ties of the last one included."""
+    """The first items of the full ranking: at least `depth` of them, all ties of the last one included.
+
+    A long ranking is cut first at the `depth`-th best score of an evenly spaced sample of it (no higher than the
+    `depth`-th best of all), so that the partition runs over ~`_SAMPLED` times fewer scores."""
     n = r.items.size
     if n <= depth:
         return r.items[np.argsort(-r.scores, kind="stable")]
-    threshold = np.partition(r.scores, n - depth)[n - depth]
-    chosen = np.flatnonzero(r.scores >= threshold)
+    scores, at = r.scores, None
+    step = n // (_SAMPLED * depth)
+    if step >= 2:
+        sample = scores[::step]
+        floor = np.partition(sample, sample.size - depth)[sample.size - depth]
+        at = np.flatnonzero(scores >= floor)  # holds the sample's best `depth`: at least `depth` items
+        scores = scores[at]
+    threshold = np.partition(scores, scores.size - depth)[scores.size - depth]
+    chosen = np.flatnonzero(scores >= threshold)
+    if at is not None:
+        chosen = at[chosen]
     return r.items[chosen[np.argsort(-r.scores[chosen], kind="stable")]]

@@ -165,10 +165,12 @@ class SkillSearchIndex:
         cand = self._by_key[mask[self._by_key]]
         if cand.size == 0:
             return []
-        extra = keyword_boost(self._keywords, self._bm25.alive, keywords, cand, k) if keywords else None
-        unit_rows = self._unit_rows(skillbook)
+        pos = np.full(n, -1, dtype=np.int64)  # each slot's position among the candidates
+        pos[cand] = np.arange(cand.size, dtype=np.int64)
+        extra = keyword_boost(self._keywords, self._bm25.alive, keywords, pos, k) if keywords else None
+        rows = self._unit_rows(skillbook)
         best = hybrid_rank(
-            self._dense, self._bm25, query_vec, tokens, cand, top_k, k=k, extra=extra, exact=exact, unit_rows=unit_rows
+            self._dense, self._bm25, query_vec, tokens, cand, pos, top_k, k=k, extra=extra, exact=exact, unit_rows=rows
         )
         return [int(s) for s in cand[best]]
 

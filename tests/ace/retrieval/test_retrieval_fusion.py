@@ -9,6 +9,7 @@ from ace.retrieval.fusion import Ranking, fuse_window, fuse_window_full, rrf_fus
 
 
 def _random_case(rng: np.random.Generator, m: int) -> tuple[list[Ranking], np.ndarray | None]:
+    """Two rankings of `m` positions, and a dense `extra` share per position (or none)."""
     # Few distinct values so that ties (within a list, at the window's edge, between fused scores) are frequent.
     levels = int(rng.integers(2, 50))
     dense = Ranking(np.arange(m, dtype=np.int64), rng.integers(0, levels, m).astype(np.float32))
@@ -43,8 +44,9 @@ def test_windowed_fusion_equals_the_reference_and_the_definition(seed: int) -> N
         for window in (1, 10, 100, 5000):
             window = max(window, top_k)
             expected = _brute_force(rankings, m, top_k, window, extra)
-            assert fuse_window_full(rankings, m, top_k, window=window, extra=extra).tolist() == expected
-            assert fuse_window(rankings, top_k, window=window, extra=extra).tolist() == expected
+            boost = (np.flatnonzero(extra), extra[extra > 0]) if extra is not None else None
+            assert fuse_window_full(rankings, m, top_k, window=window, extra=boost).tolist() == expected
+            assert fuse_window(rankings, top_k, window=window, extra=boost).tolist() == expected
 
 
 def test_a_window_as_long_as_the_rankings_is_full_rrf() -> None:
