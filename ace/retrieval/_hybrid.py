@@ -20,7 +20,7 @@ from ace.retrieval._dense import DenseStore
 from ace.retrieval._keywords import KeywordTable
 from ace.retrieval._slots import TextColumn
 from ace.retrieval.bm25 import BM25Index
-from ace.retrieval.fusion import Boost, Ranking, fuse_window, fuse_window_full
+from ace.retrieval.fusion import Boost, Ranking, best_prefix, fuse_window, fuse_window_full
 
 __all__ = ["UnitRows", "exact_cosines", "hybrid_rank", "keyword_boost", "skill_unit_rows"]
 
@@ -57,11 +57,32 @@ def hybrid_rank(
             lists.append(dense.window(query_vec, n, cand, pos, window, exact=exact))
     if tokens:
         scores, hit = bm25.scores(tokens)
-        matched = np.flatnonzero(hit[cand])
-        lists.append(Ranking(matched, scores[cand[matched]]))
+        if exact:
+            matched = np.flatnonzero(hit[cand])
+            lists.append(Ranking(matched, scores[cand[matched]]))
+        else:
+            lists.append(_lexical_window(scores, hit, pos, window))
     if exact:
         return fuse_window_full(lists, m, top_k, window=window, k=k, extra=extra)
     return fuse_window(lists, top_k, window=window, k=k, extra=extra)
+
+
+def _lexical_window(
+    scores: npt.NDArray[np.float64], hit: npt.NDArray[np.bool_], pos: _I64, window: int
+) -> Ranking:
+    """The BM25 ranking's first `window` candidates (ties in position order), chosen among the slots: only those
+    are moved to their positions (the full ranking would gather every matched candidate's score)."""
+    matched = hit & (pos >= 0)
+    allowed = np.where(matched, scores, -np.inf)
+    if np.count_nonzero(matched) <= window:
+        best = np.flatnonzero(matched)
+    else:  # every slot scoring at least the `window`-th best: the ties of the last one too, whatever their order
+        best = best_prefix(Ranking(np.arange(allowed.size, dtype=np.int64), allowed), window)
+    items, kept = pos[best], allowed[best]
+    first = np.lexsort((items, -kept))[:window]
+    items, kept = items[first], kept[first]
+    ascending = np.argsort(items)
+    return Ranking(items[ascending], kept[ascending])
 
 
 def keyword_boost(

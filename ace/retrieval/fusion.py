@@ -15,7 +15,17 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["RRF_K", "RRF_WINDOW", "Boost", "Ranking", "fuse_window", "fuse_window_full", "rrf_fuse", "window_of"]
+__all__ = [
+    "RRF_K",
+    "RRF_WINDOW",
+    "Boost",
+    "Ranking",
+    "best_prefix",
+    "fuse_window",
+    "fuse_window_full",
+    "rrf_fuse",
+    "window_of",
+]
 
 RRF_K = 60
 RRF_WINDOW = 100
@@ -70,7 +80,7 @@ def _top_items(fused: _FloatArray, positions: _IntArray, top_k: int) -> _IntArra
 
 def window_of(r: Ranking, window: int) -> _IntArray:
     """The first `window` items of the ranking sorted in full (higher score first, ties in position order)."""
-    return _best_prefix(r, window)[:window]
+    return best_prefix(r, window)[:window]
 
 
 def fuse_window(
@@ -104,7 +114,7 @@ def fuse_window_full(
     return _top_items(fused, np.arange(m, dtype=np.int64), top_k)
 
 
-def _best_prefix(r: Ranking, depth: int) -> _IntArray:
+def best_prefix(r: Ranking, depth: int) -> _IntArray:
     """The first items of the full ranking: at least `depth` of them, all ties of the last one included.
 
     A long ranking is cut first at the `depth`-th best score of an evenly spaced sample of it (no higher than the

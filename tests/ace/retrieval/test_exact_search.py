@@ -3,12 +3,16 @@ the best re-scored in float32) is compared with it, and the codes' error bounds 
 
 from __future__ import annotations
 
+import hashlib
+import random
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from _retrieval_books import search_results, small_book
+from rank_bm25 import BM25Okapi
 
 from ace.core.npz import RowReader, is_mapped
 from ace.core.skillbook import Skillbook
@@ -19,6 +23,7 @@ from ace.retrieval._dense import DenseStore, faiss_module
 from ace.retrieval._lists import ProbeLists
 from ace.retrieval._persist import index_path
 from ace.retrieval._quantised import Int8Codes, simsimd_module
+from ace.retrieval.tokenize import tokenize
 from ace.retrieval.top_k import retrieve_top_k
 
 needs_simsimd = pytest.mark.skipif(simsimd_module() is None, reason="simsimd (the ann extra) is not installed")
@@ -170,3 +175,82 @@ def test_rows_of_a_mapped_sidecar_are_read_from_its_file(tmp_path: Path, monkeyp
     sb.save_to_file(path)
     assert RowReader.reader(base, sidecar_path(path), seen) is None
     assert RowReader.reader(np.zeros((3, 4), dtype=np.float32), sidecar_path(path), seen) is None  # not mapped
+
+
+class _ClusteredEmbedder:
+    """Topics from a text's first word, subtopics from its second, the rest its own direction (as
+    `benchmarks/_synthetic.py`'s `ClusteredEmbedder`): lists of such vectors hold whole clusters, hard to prune."""
+
+    dimension = 48
+    model_name = "test-clustered-48"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = text.split()
+            parts = [f"t{words[0]}", f"s{words[0]}/{words[1] if len(words) > 1 else ''}", text]
+            seeds = [int.from_bytes(hashlib.blake2b(p.encode(), digest_size=8).digest(), "little") for p in parts]
+            out[row] = sum(
+                w * np.random.default_rng(seed).standard_normal(self.dimension)
+                for w, seed in zip((0.5, 0.5, 0.7), seeds, strict=True)
+            )
+        unit: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return unit
+
+
+@needs_simsimd
+def test_probed_lists_on_a_clustered_book_give_the_exact_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 skills in clusters, the lists probed from 1,024 skills: the default's top 5 is `exact=True`'s on every
+    query (the margin's job), and `exact=True` is the windowed RRF computed from scratch."""
+    monkeypatch.setattr("ace.retrieval._dense._QUANT_MIN", 1024)
+    monkeypatch.setattr("ace.retrieval._lists._MIN_PROBED", 128)
+    monkeypatch.setattr("ace.retrieval.fusion.RRF_WINDOW", 30)
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(300)]
+    sb = Skillbook()
+    for i in range(3000):  # Zipf-like first words: a few large clusters, many small ones
+        text = " ".join(words[min(int(rng.paretovariate(1.2)) - 1, 299)] for _ in range(rng.randint(6, 14)))
+        sb.add_skill("context" if i % 4 else "harness", text, [f"kw{i % 9}"], f"step {i}" if i % 4 else None)
+    emb = _ClusteredEmbedder()
+    index = SkillSearchIndex(emb)
+    queries = [" ".join(words[min(int(rng.paretovariate(1.2)) - 1, 299)] for _ in range(8)) for _ in range(60)]
+    lexical = BM25Okapi([tokenize(s.embedding_text()) for s in sb.skills()])
+    for k, q in enumerate(queries):
+        filters: dict[str, Any] = {"section": "context", "keywords": ["kw2"]} if k % 2 else {}
+        got = [s.id for s in index.search(sb, q, top_k=5, **filters)]
+        want = [s.id for s in index.search(sb, q, top_k=5, exact=True, **filters)]
+        assert got == want
+        assert want == _windowed_rrf_from_scratch(sb, emb, lexical, q, 30, **filters)
+    assert index._dense._lists is not None and index._dense._lists.count == 3000
+
+
+def _windowed_rrf_from_scratch(
+    sb: Skillbook, emb: _ClusteredEmbedder, bm25: BM25Okapi, query: str, window: int, **filters: Any
+) -> list[str]:
+    """The definition, from the skills: cosines and rank-bm25's scores, each ranking cut at `window`, RRF k=60 plus
+    the keyword ranking (tied ranks by shared keywords), ties by creation order."""
+    from ace.retrieval._slots import tie_key  # creation order: number, then section
+
+    skills = sorted(
+        (s for s in sb.skills() if filters.get("section") in (None, s.section)), key=lambda s: tie_key(s.id)
+    )
+    vectors = np.stack([s.embedding / np.linalg.norm(s.embedding) for s in skills if s.embedding is not None])
+    cosines = np.einsum("ij,j->i", vectors, emb.embed([query])[0])
+    tokens = tokenize(query)
+    lexical = bm25.get_scores(tokens)
+    every = {s.id: i for i, s in enumerate(sb.skills())}
+    words = set(tokens)
+    matched = [i for i, s in enumerate(skills) if words & set(tokenize(s.embedding_text()))]
+    fused = [0.0] * len(skills)
+    for ranked in (
+        sorted(range(len(skills)), key=lambda i: (-cosines[i], i)),
+        sorted(matched, key=lambda i: (-lexical[every[skills[i].id]], i)),
+    ):
+        for rank, i in enumerate(ranked[:window], start=1):
+            fused[i] += 1.0 / (60 + rank)
+    wanted = set(filters.get("keywords") or ())
+    counts = [len(wanted & set(s.keywords)) for s in skills]
+    for i, c in enumerate(counts):
+        if c:
+            fused[i] += 1.0 / (60 + 1 + sum(1 for other in counts if other > c))
+    return [skills[i].id for i in sorted(range(len(skills)), key=lambda i: (-fused[i], i)) if fused[i] > 0][:5]
