@@ -67,9 +67,7 @@ def hybrid_rank(
     return fuse_window(lists, top_k, window=window, k=k, extra=extra)
 
 
-def _lexical_window(
-    scores: npt.NDArray[np.float64], hit: npt.NDArray[np.bool_], pos: _I64, window: int
-) -> Ranking:
+def _lexical_window(scores: npt.NDArray[np.float64], hit: npt.NDArray[np.bool_], pos: _I64, window: int) -> Ranking:
     """The BM25 ranking's first `window` candidates (ties in position order), chosen among the slots: only those
     are moved to their positions (the full ranking would gather every matched candidate's score)."""
     matched = hit & (pos >= 0)

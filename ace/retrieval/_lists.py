@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ace.retrieval._quantised import Int8Codes
+from ace.retrieval._quantised import Int8Codes, Query8, encode_query
 
 __all__ = ["PROBE_MARGIN", "ProbeLists", "probe_window"]
 
@@ -31,6 +32,8 @@ _MIN_PROBED = 2048
 """Rows probed before the window's threshold is taken (divided by the share of rows the search allows)."""
 _SLACK = 64
 """Rows scored exactly beyond the window's by the int8 scan, before the error bounds decide the rest."""
+_TAIL_MIN = 4096
+"""Rows assigned after the list-ordered copy was made that are gathered one by one before it is made again."""
 _ITERATIONS = 8
 _SAMPLE_PER_LIST = 40
 _BLOCK = 8192
@@ -41,6 +44,38 @@ _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
 
 
+@dataclass(frozen=True)
+class _Ordered:
+    """The int8 codes in list order: `codes` row `i` is row `rows[i]`, list `l` is `starts[l] .. starts[l + 1]`, for the
+    first `count` rows; rows from `count` on (assigned since) are read from the codes themselves."""
+
+    codes: Int8Codes
+    rows: _I64
+    starts: _I64
+    count: int
+
+    def scores(
+        self, simsimd: Any, query: Query8, lists: _I64, list_of: npt.NDArray[np.int32], codes: Int8Codes
+    ) -> tuple[_I64, _F32, _F32]:
+        """(rows of these lists, their approximate cosines, the bounds on their errors)."""
+        ranges = [(int(self.starts[i]), int(self.starts[i + 1])) for i in lists.tolist()]
+        approx, bound = self.codes.ranges_scores(simsimd, query, [(lo, hi) for lo, hi in ranges if hi > lo])
+        rows = self.rows[np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges] or [lists[:0]])]
+        if list_of.shape[0] > self.count:
+            tail = self.count + np.flatnonzero(np.isin(list_of[self.count :], lists))
+            more_approx, more_bound = codes.rows_scores(simsimd, query, tail)
+            rows = np.concatenate([rows, tail])
+            approx, bound = np.concatenate([approx, more_approx]), np.concatenate([bound, more_bound])
+        return rows, approx, bound
+
+    def sizes(self, list_of: npt.NDArray[np.int32]) -> _I64:
+        """Rows per list."""
+        sizes: _I64 = np.diff(self.starts)
+        if list_of.shape[0] > self.count:
+            sizes = sizes + np.bincount(list_of[self.count :], minlength=sizes.size)
+        return sizes
+
+
 class ProbeLists:
     """The list of each row (`list_of`), the lists' centroids and radii; rows `0 .. count - 1`."""
 
@@ -48,8 +83,8 @@ class ProbeLists:
         self.centroids = centroids
         self.radii = radii
         self.list_of = list_of
-        self._members: tuple[_I64, _I64] | None = None
-        """Rows sorted by list and each list's start in them (one more at the end), made when first probed."""
+        self._ordered: _Ordered | None = None
+        """The codes in list order, made when first probed (`ordered`)."""
 
     @property
     def count(self) -> int:
@@ -91,29 +126,24 @@ class ProbeLists:
             np.maximum.at(self.radii, nearest, far)
             parts.append(nearest.astype(np.int32))
         self.list_of = np.concatenate(parts)
-        self._members = None
 
-    def ranked(self, query: _F32) -> tuple[_I64, _F32, _I64]:
-        """(the lists, best estimate first; their estimates; their sizes)."""
+    def ranked(self, query: _F32) -> tuple[_I64, _F32]:
+        """(the lists, best estimate first; their estimates)."""
         spread = PROBE_MARGIN / math.sqrt(self.centroids.shape[1])
         upper = (self.centroids @ query + spread * self.radii).astype(np.float32)
         order = np.argsort(-upper, kind="stable").astype(np.int64)
-        _, starts = self._rows()
-        return order, upper[order], np.diff(starts)[order]
+        return order, upper[order]
 
-    def members(self, lists: _I64) -> _I64:
-        """The rows of these lists."""
-        rows, starts = self._rows()
-        if lists.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([rows[starts[i] : starts[i + 1]] for i in lists.tolist()])
-
-    def _rows(self) -> tuple[_I64, _I64]:
-        if self._members is None:
+    def ordered(self, codes: Int8Codes) -> _Ordered:
+        """The codes of the rows in list order (a copy: 38 MB at 100,000 x 384), so that probing a list reads a block
+        of them; rows assigned since are gathered one by one (`_Ordered.tail`) until they are an eighth of all."""
+        made = self._ordered
+        if made is None or self.count - made.count > max(_TAIL_MIN, self.count // 8):
             rows = np.argsort(self.list_of, kind="stable").astype(np.int64)
             counts = np.bincount(self.list_of, minlength=self.centroids.shape[0])
-            self._members = rows, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return self._members
+            starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            made = self._ordered = _Ordered(codes.reordered(rows), rows, starts, self.count)
+        return made
 
     def arrays(self, n: int) -> dict[str, npt.NDArray[np.generic]]:
         """Rows `0 .. n - 1` (`n <= count`) for a sidecar: `list_of`, `list_centroids`, `list_radii`."""
@@ -152,10 +182,14 @@ def probe_window(
     """The best `window` of the probed rows allowed by `pos` (each row's position in the search's candidates, -1 for
     none; `share`: the share of rows allowed): (their positions, ascending; their exact cosines). `exact_rows(rows)`
     gives rows' float32 vectors."""
-    order, upper, sizes = lists.ranked(query)
+    order, upper = lists.ranked(query)
+    ordered = lists.ordered(codes)
+    encoded = encode_query(query)
     wanted = max(_MIN_PROBED, 4 * window) / max(share, 1e-9)
-    first = int(np.searchsorted(np.cumsum(sizes), wanted)) + 1
-    found = [_best_in(codes, simsimd, query, lists.members(order[:first]), pos, window, exact_rows)]
+    first = int(np.searchsorted(np.cumsum(ordered.sizes(lists.list_of)[order]), wanted)) + 1
+    found = [
+        _best_in(*ordered.scores(simsimd, encoded, order[:first], lists.list_of, codes), query, pos, window, exact_rows)
+    ]
     if first < order.size:
         kept = found[0][1]
         if kept.size >= window:
@@ -164,7 +198,8 @@ def probe_window(
         else:
             more = order[first:]
         if more.size:
-            found.append(_best_in(codes, simsimd, query, lists.members(more), pos, window, exact_rows))
+            scored = ordered.scores(simsimd, encoded, more, lists.list_of, codes)
+            found.append(_best_in(*scored, query, pos, window, exact_rows))
     positions = np.concatenate([p for p, _ in found])
     scores = np.concatenate([s for _, s in found])
     best = np.lexsort((positions, -scores))[:window]  # higher first, ties in position order
@@ -173,22 +208,21 @@ def probe_window(
 
 
 def _best_in(
-    codes: Int8Codes,
-    simsimd: Any,
-    query: _F32,
     rows: _I64,
+    approx: _F32,
+    bound: _F32,
+    query: _F32,
     pos: _I64,
     window: int,
     exact_rows: Callable[[_I64], _F32],
 ) -> tuple[_I64, npt.NDArray[np.floating]]:
-    """(positions, exact cosines) of a set of rows holding their best `window` by exact cosine: the best by the int8
-    scan, and every other row whose error bound reaches the `window`-th best exact cosine among those."""
+    """(positions, exact cosines) of the allowed `rows` holding their best `window` by exact cosine: the best by the
+    int8 scan (`approx`), and every other row whose error `bound` reaches the `window`-th best exact cosine of those."""
     at = pos[rows]
     allowed = at >= 0
-    rows, at = rows[allowed], at[allowed]
+    rows, at, approx, bound = rows[allowed], at[allowed], approx[allowed], bound[allowed]
     if rows.size <= window:
         return at, np.einsum("ij,j->i", exact_rows(rows), query)
-    approx, bound = codes.rows_scores(simsimd, query, rows)
     take = min(rows.size, window + _SLACK)
     chosen = np.argpartition(-approx, take - 1)[:take] if take < rows.size else np.arange(rows.size)
     exact = np.einsum("ij,j->i", exact_rows(rows[chosen]), query)

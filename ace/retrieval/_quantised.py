@@ -17,9 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Int8Codes", "simsimd_module"]
+from ace.core.npz import drop_resident
+
+__all__ = ["Int8Codes", "Query8", "encode_query", "simsimd_module"]
 
 _F32 = npt.NDArray[np.float32]
+Query8 = tuple[npt.NDArray[np.int8], float, float, float]
+"""A query as `encode_query` gives it: (int8 codes, 1 x d; scale; quantisation error; norm)."""
 _CHUNK = 4096
 _SLOP = 1e-5
 """Added to every bound: float32 rounding in the products and the scales."""
@@ -83,14 +87,43 @@ class Int8Codes:
         decoded: _F32 = self._codes[rows].astype(np.float32) * self._scales[rows, None]
         return decoded
 
-    def rows_scores(self, simsimd: ModuleType, query: _F32, rows: npt.NDArray[np.int64]) -> tuple[_F32, _F32]:
-        """`scores` of these rows only (their codes gathered, then one scan)."""
-        codes, scale, error = _encode(query[None, :])
-        gathered = np.take(self._codes, rows, axis=0)  # twice as fast as `self._codes[rows]`
-        dots = np.asarray(simsimd.cdist(codes, gathered, metric="dot", threads=1), dtype=np.float32)
-        approx: _F32 = dots[0] * (self._scales[rows] * scale[0])
+    def reordered(self, order: npt.NDArray[np.int64]) -> Int8Codes:
+        """A copy whose row `i` is this one's row `order[i]`. Read in order a chunk at a time, each chunk's mapped
+        pages let go again (`drop_resident`), so a mapped sidecar's codes are not all resident beside the copy."""
+        out = Int8Codes(self.dim)
+        n = int(order.size)
+        where = np.empty(self.count, dtype=np.int64)
+        where[order] = np.arange(n, dtype=np.int64)
+        out._codes = np.empty((n, self.dim), dtype=np.int8)
+        for start in range(0, self.count, _CHUNK):
+            chunk = self._codes[start : min(self.count, start + _CHUNK)]
+            out._codes[where[start : start + chunk.shape[0]]] = chunk
+            drop_resident(chunk)
+        out._scales, out._errors, out.count = self._scales[order], self._errors[order], n
+        return out
+
+    def rows_scores(self, simsimd: ModuleType, query: Query8, rows: npt.NDArray[np.int64]) -> tuple[_F32, _F32]:
+        """`scores` of these rows only (their codes gathered, then one scan) for a query encoded by `encode_query`."""
+        return self._scored(simsimd, query, np.take(self._codes, rows, axis=0), rows)
+
+    def ranges_scores(self, simsimd: ModuleType, query: Query8, ranges: Sequence[tuple[int, int]]) -> tuple[_F32, _F32]:
+        """`scores` of the rows of these `(start, stop)` ranges, in order (their codes copied as blocks: ~4x faster
+        than gathering as many rows one by one)."""
+        blocks = [self._codes[lo:hi] for lo, hi in ranges]
+        rows = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges] or [np.zeros(0, np.int64)])
+        codes = np.concatenate(blocks) if blocks else np.zeros((0, self.dim), dtype=np.int8)
+        return self._scored(simsimd, query, codes, rows)
+
+    def _scored(
+        self, simsimd: ModuleType, query: Query8, codes: npt.NDArray[np.int8], rows: npt.NDArray[np.int64]
+    ) -> tuple[_F32, _F32]:
+        q_codes, q_scale, q_error, q_norm = query
+        if not rows.size:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        dots = np.asarray(simsimd.cdist(q_codes, codes, metric="dot", threads=1), dtype=np.float32)
+        approx: _F32 = dots[0] * (self._scales[rows] * q_scale)
         errors = self._errors[rows]
-        bound: _F32 = float(np.linalg.norm(query)) * errors + float(error[0]) * (1.0 + errors)
+        bound: _F32 = q_norm * errors + q_error * (1.0 + errors)
         return approx, bound + np.float32(_SLOP)
 
     def scores(self, simsimd: ModuleType, query: _F32) -> tuple[_F32, _F32]:
@@ -106,6 +139,12 @@ class Int8Codes:
         dots = np.asarray(simsimd.cdist(codes, self._codes[: self.count], metric="dot", threads=1), dtype=np.float32)
         approx: _F32 = dots[0] * (self._scales[: self.count] * scale[0])
         return approx, float(error[0])
+
+
+def encode_query(query: _F32) -> Query8:
+    """The query's int8 codes, scale, quantisation error and norm, for `rows_scores` / `ranges_scores`."""
+    codes, scale, error = _encode(query[None, :])
+    return codes, float(scale[0]), float(error[0]), float(np.linalg.norm(query))
 
 
 def _encode(rows: _F32) -> tuple[npt.NDArray[np.int8], _F32, _F32]:
