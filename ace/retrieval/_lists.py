@@ -58,9 +58,10 @@ class _Ordered:
         self, simsimd: Any, query: Query8, lists: _I64, list_of: npt.NDArray[np.int32], codes: Int8Codes
     ) -> tuple[_I64, _F32, _F32]:
         """(rows of these lists, their approximate cosines, the bounds on their errors)."""
-        ranges = [(int(self.starts[i]), int(self.starts[i + 1])) for i in lists.tolist()]
-        approx, bound = self.codes.ranges_scores(simsimd, query, [(lo, hi) for lo, hi in ranges if hi > lo])
-        rows = self.rows[np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges] or [lists[:0]])]
+        starts, stops = self.starts[lists].tolist(), self.starts[lists + 1].tolist()
+        ranges = [(lo, hi) for lo, hi in zip(starts, stops, strict=True) if hi > lo]
+        approx, bound = self.codes.ranges_scores(simsimd, query, ranges)
+        rows = np.concatenate([self.rows[lo:hi] for lo, hi in ranges] or [lists[:0]])
         if list_of.shape[0] > self.count:
             tail = self.count + np.flatnonzero(np.isin(list_of[self.count :], lists))
             more_approx, more_bound = codes.rows_scores(simsimd, query, tail)

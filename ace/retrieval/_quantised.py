@@ -104,25 +104,26 @@ class Int8Codes:
 
     def rows_scores(self, simsimd: ModuleType, query: Query8, rows: npt.NDArray[np.int64]) -> tuple[_F32, _F32]:
         """`scores` of these rows only (their codes gathered, then one scan) for a query encoded by `encode_query`."""
-        return self._scored(simsimd, query, np.take(self._codes, rows, axis=0), rows)
+        codes = np.take(self._codes, rows, axis=0)  # twice as fast as `self._codes[rows]`
+        return self._scored(simsimd, query, codes, self._scales[rows], self._errors[rows])
 
     def ranges_scores(self, simsimd: ModuleType, query: Query8, ranges: Sequence[tuple[int, int]]) -> tuple[_F32, _F32]:
         """`scores` of the rows of these `(start, stop)` ranges, in order (their codes copied as blocks: ~4x faster
         than gathering as many rows one by one)."""
-        blocks = [self._codes[lo:hi] for lo, hi in ranges]
-        rows = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges] or [np.zeros(0, np.int64)])
-        codes = np.concatenate(blocks) if blocks else np.zeros((0, self.dim), dtype=np.int8)
-        return self._scored(simsimd, query, codes, rows)
+        if not ranges:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        codes = np.concatenate([self._codes[lo:hi] for lo, hi in ranges])
+        scales = np.concatenate([self._scales[lo:hi] for lo, hi in ranges])
+        return self._scored(simsimd, query, codes, scales, np.concatenate([self._errors[lo:hi] for lo, hi in ranges]))
 
     def _scored(
-        self, simsimd: ModuleType, query: Query8, codes: npt.NDArray[np.int8], rows: npt.NDArray[np.int64]
+        self, simsimd: ModuleType, query: Query8, codes: npt.NDArray[np.int8], scales: _F32, errors: _F32
     ) -> tuple[_F32, _F32]:
         q_codes, q_scale, q_error, q_norm = query
-        if not rows.size:
+        if not codes.shape[0]:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
         dots = np.asarray(simsimd.cdist(q_codes, codes, metric="dot", threads=1), dtype=np.float32)
-        approx: _F32 = dots[0] * (self._scales[rows] * q_scale)
-        errors = self._errors[rows]
+        approx: _F32 = dots[0] * (scales * q_scale)
         bound: _F32 = q_norm * errors + q_error * (1.0 + errors)
         return approx, bound + np.float32(_SLOP)
 
