@@ -133,19 +133,21 @@ def test_int8_codes_are_saved_read_back_and_rebuilt_when_missing_or_impossible(
         assert _results(loaded, index) == want
     assert index.loaded_from is not None and index._dense._codes.count == 600  # read, not encoded again
     assert index._dense._lists is not None and index._dense._lists.count == 600
-    # A sidecar without lists (an older version's) loads; the lists are made again at the first search.
+    # A list that does not exist would send rows nowhere: the sidecar is refused with a warning and rebuilt.
     arrays = dict(np.load(index_path(path)))
-    del arrays["list_of"], arrays["list_centroids"], arrays["list_radii"]
-    np.savez(index_path(path), **arrays)
+    np.savez(index_path(path), **{**arrays, "list_of": np.full(600, 10**6, dtype=np.int32)})
     index = SkillSearchIndex(emb)
-    assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
-    assert index._dense._lists is not None and index._dense._lists.count == 600
-    # A sidecar without codes (written below the threshold, or by an older version) loads; codes are encoded.
-    arrays = dict(np.load(index_path(path)))
-    del arrays["codes"], arrays["code_scales"], arrays["code_errors"]
-    np.savez(index_path(path), **arrays)
-    index = SkillSearchIndex(emb)
-    assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
+    with pytest.warns(RuntimeWarning, match="probe lists"):
+        assert _results(Skillbook.load_from_file(path), index) == want
+    assert index.loaded_from is None
+    # A sidecar without lists (an older version's), or without codes and lists (written below the threshold), loads;
+    # what is missing is made again at the first search.
+    for missing in (("list_of", "list_centroids", "list_radii"), ("codes", "code_scales", "code_errors")):
+        arrays = {k: v for k, v in arrays.items() if k not in missing}
+        np.savez(index_path(path), **arrays)
+        index = SkillSearchIndex(emb)
+        assert _results(Skillbook.load_from_file(path), index) == want and index.loaded_from is not None
+        assert index._dense._lists is not None and index._dense._lists.count == 600
     # Impossible bounds (negative) would let `above` miss rows: the sidecar is refused with a warning and rebuilt.
     arrays["code_errors"], arrays["codes"] = -np.ones(600, dtype=np.float32), np.zeros((600, 64), dtype=np.int8)
     arrays["code_scales"] = np.ones(600, dtype=np.float32)
