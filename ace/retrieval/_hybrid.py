@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
+import ace.retrieval.fusion as fusion
 from ace.core.skillbook import Skillbook
-from ace.retrieval import fusion
 from ace.retrieval._dense import DenseStore
 from ace.retrieval._keywords import KeywordTable
 from ace.retrieval._slots import TextColumn
