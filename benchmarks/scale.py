@@ -343,7 +343,8 @@ def main() -> None:
     print_table(rows)
     if len(medians) > 1:
         low, high = min(medians), max(medians)
-        print(f"search CPU median, {high:,} / {low:,} skills: {medians[high] / medians[low]:.1f}x")
+        ratio, ms = medians[high] / medians[low], f"{medians[high]:.2f} / {medians[low]:.2f} ms"
+        print(f"search CPU median, {high:,} / {low:,} skills: {ratio:.2f}x ({ms})")
 
 
 if __name__ == "__main__":
