@@ -6,9 +6,11 @@ The 698 documents become harness skills (issue = title + content, keywords from 
 customer scenario is a query whose `relevant` documents are the gold set. Prints recall@5, recall@10 and
 nDCG@10 (binary relevance) averaged over the queries, for our BM25, rank-bm25's BM25Okapi with the same
 tokens (the reference our scores must equal), dense cosine with the offline default (MiniLM int8), and
-the hybrid. Documents keep their full length (the skillbook's 2,000-character cap on new text is lifted here:
-some documents run to ~4,800 characters). `--smoke` runs the first 40 documents and the queries answered among
-them with the hashing `TestEmbedder` instead of MiniLM, in seconds, to check the script works
+the hybrid; then the hybrid recomputed from the full BM25 and dense rankings with RRF over each one's first W (the
+`--windows`, then in full: their ms/query is that of the fusion alone, the rankings cached), and for each W on how
+many queries its top 10 is full RRF's. Documents keep their full length (the skillbook's 2,000-character cap on new
+text is lifted here: some documents run to ~4,800 characters). `--smoke` runs the first 40 documents and the
+queries answered among them with the hashing `TestEmbedder` instead of MiniLM, in seconds, to check the script works
 (tests/test_benchmarks_smoke.py runs it in CI); its numbers say nothing about quality.
 """
 
@@ -27,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ace.core.skill import Skill
 from ace.core.skillbook import Skillbook
 from ace.embeddings import TestEmbedder, default_embedder
 from ace.retrieval import SearchMode, search_index, tokenize
@@ -118,6 +121,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--smoke", action="store_true", help="40 documents, a hashing embedder: checks it runs")
+    parser.add_argument(
+        "--windows",
+        type=int,
+        nargs="*",
+        default=[50, 100, 256, 1000],
+        help="also print the hybrid with RRF over each ranking's first W items only, for each W (and in full)",
+    )
     args = parser.parse_args()
     docs, queries = load(args.data_dir)
     if args.smoke:
@@ -143,12 +153,42 @@ def main() -> None:
         scores = reference.get_scores(tokenize(q.text))
         return [doc_of[skills[i].id] for i in np.argsort(-scores, kind="stable")[:10]]
 
+    full_rankings: dict[tuple[str, SearchMode], list[Skill]] = {}
+
+    def full_ranking(q: Query, mode: SearchMode) -> list[Skill]:
+        """Every skill the `mode` ranks, in order (embedding a long query takes MiniLM ~1 s: once per query)."""
+        if (q.id, mode) not in full_rankings:
+            full_rankings[q.id, mode] = index.search(book, q.text, top_k=len(skills), mode=mode)
+        return full_rankings[q.id, mode]
+
+    def windowed(window: int | None) -> Callable[[Query], list[str]]:
+        """RRF (k = 60) of the full BM25 and dense rankings, each cut at `window` (`None`: in full)."""
+        order = {s.id: i for i, s in enumerate(skills)}  # creation order: how equal fused scores rank
+
+        def rank(q: Query) -> list[str]:
+            fused: dict[str, float] = {}
+            modes: tuple[SearchMode, SearchMode] = ("dense", "bm25")
+            for mode in modes:
+                ranked = full_ranking(q, mode)
+                for r, s in enumerate(ranked[:window] if window is not None else ranked, start=1):
+                    fused[s.id] = fused.get(s.id, 0.0) + 1.0 / (60 + r)
+            best = sorted(fused, key=lambda sid: (-fused[sid], order[sid]))
+            return [doc_of[sid] for sid in best[:10]]
+
+        return rank
+
     rows = {
         "BM25 (ours)": evaluate(ours("bm25"), queries),
         "BM25 (rank-bm25 reference)": evaluate(rank_bm25, queries),
         DENSE: evaluate(ours("dense"), queries),
         "hybrid RRF k=60": evaluate(ours("hybrid"), queries),
     }
+    full = windowed(None)
+    for window in [*args.windows, None]:
+        rows[f"  RRF window {window or 'full'}"] = evaluate(windowed(window), queries)
+    for window in args.windows:
+        same = sum(windowed(window)(q) == full(q) for q in queries)
+        print(f"RRF window {window}: the same top 10 as full RRF on {same} of {len(queries)} queries")
     print(f"{len(docs)} documents, {len(queries)} queries; embedding the documents took {embed_s:.1f} s")
     print(f"{'ranking':<28} {'recall@5':>9} {'recall@10':>10} {'nDCG@10':>8} {'ms/query':>9}")
     for name, res in rows.items():

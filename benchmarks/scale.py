@@ -9,16 +9,18 @@ Skills and vectors are synthetic (`_synthetic.py`: Zipf words, 1% planted near-d
 is hybrid (BM25 + dense + RRF, top 5); half the queries filter on `section="context"` with two keywords. Times are
 wall clock and, in brackets, this thread's CPU time, which a loaded machine inflates far less (quote CPU medians and
 ratios from one run). `recall@5 / same top 5` compares the default search with `exact=True` (every cosine in
-float32, every ranking sorted) on the same index: the share of the exact top 5 found, and the share of queries whose
-top 5 is the same list. With the `ann` extra, from 16,384 skills the dense half scans int8 codes first (`int8
-scan`); `--ann-min N` builds the opt-in HNSW graph from N skills. The last line is the ratio of the largest size's
+float32, every ranking sorted, then cut at the RRF window) on the same index: the share of the exact top 5 found, and
+the share of queries whose top 5 is the same list; `exact: same top 5 as full RRF` the share of queries whose exact
+top 5 with the window is the one of RRF over the full rankings. With the `ann` extra, from 16,384 skills the dense
+window comes from probed k-means lists of int8 codes (`int8 lists`); `--ann-min N` builds the opt-in HNSW graph from
+N skills. The last line is the ratio of the largest size's
 search CPU median to the smallest's. Similar pairs (cosine >= 0.85) are compared with the exact answer: the full
 O(n^2) pass up to 50,000; at 100,000 the pairs within groups of skills sharing their first 20 words (the embedder's
 near-duplicate seed: any other pair shares at most a topic, cosine < 0.5, so this is the exact answer, as the full
 pass confirms at 5,000 and 50,000).
 "First search" and the RSS columns come from a fresh process that loads the saved skillbook (with its index
 sidecar) and searches; RSS counts the pages of mapped files the process touched (`file`) besides its own memory
-(`anon`). `--smoke` runs 400 skills with the int8 scan from 200 skills (64 re-scored), in seconds.
+(`anon`). `--smoke` runs 400 skills with int8 lists from 200 skills, in seconds.
 `--memory-only` builds and saves each skillbook, then only runs the fresh process, three times; with `--baseline
 DIR` (another checkout of the repository, e.g. `main`) it alternates that code and this one on the same files
 (the older reader reads the newer files as it reads its own), so both are measured under the same load.
@@ -48,7 +50,7 @@ from ace import InsightSource
 from ace.core.journal import SkillbookMark, delta_since
 from ace.core.skillbook import Skillbook
 from ace.deduplication.detector import find_similar_pairs
-from ace.retrieval import SkillSearchIndex, _dense, _hybrid
+from ace.retrieval import SkillSearchIndex, _dense, fusion
 from ace.retrieval._dense import faiss_module
 from ace.retrieval.index import _CACHE_KEY
 
@@ -209,7 +211,7 @@ def bench(
     dense = index._dense
     row = {
         "skills": f"{n:,}",
-        "dense": "HNSW" if dense.approximate else ("int8 scan" if dense._codes.count else "exact"),
+        "dense": "HNSW" if dense.approximate else ("int8 lists" if dense._codes.count else "exact"),
         "search med / p95 ms": "{:.1f} / {:.1f} ({:.1f} / {:.1f} CPU)".format(*timed["wall"], *timed["cpu"]),
         "index build s": f"{build_wall:.1f} ({build_cpu:.1f} CPU)",
     }
@@ -219,6 +221,13 @@ def bench(
     found, same = hits / max(1, sum(len(a) for a, _ in pairs_found)), sum(a == b for a, b in pairs_found)
     row["recall@5 / same top 5 vs exact"] = f"{found:.3f} / {same / len(pairs_found):.3f}"
     row["exact med ms (CPU)"] = "{:.1f}".format(want["cpu"][0])
+    window, fusion.RRF_WINDOW = fusion.RRF_WINDOW, 10**9  # every rank counts: RRF over the full rankings
+    try:
+        full = search_times(index, book, queries[: len(pairs_found)], exact=True)["results"]
+    finally:
+        fusion.RRF_WINDOW = window
+    same_full = sum(a == b for a, b in zip(want["results"], full, strict=True)) / len(full)
+    row[f"exact: same top 5 as full RRF (window {window})"] = f"{same_full:.3f}"
     medians[n] = timed["cpu"][0]
     pairs_wall, pairs_cpu, pairs = clocked(lambda: find_similar_pairs(book, threshold=THRESHOLD, embedder=emb))
     truth = reference_pairs(book, exact=n <= 50_000)
@@ -315,7 +324,7 @@ def main() -> None:
         return
     sizes, ann_min, mutations = (args.sizes, args.ann_min, 300) if not args.smoke else ([400], None, 20)
     if args.smoke:  # the int8 scan, on a small skillbook
-        _dense._QUANT_MIN, _hybrid.DENSE_DEPTH = 200, 64
+        _dense._QUANT_MIN = 200
     queries = 20 if args.smoke else args.queries
     print(f"load average at start: {load_average()}; faiss installed: {faiss_module() is not None}")
     rows: list[dict[str, str]] = []
@@ -334,7 +343,8 @@ def main() -> None:
     print_table(rows)
     if len(medians) > 1:
         low, high = min(medians), max(medians)
-        print(f"search CPU median, {high:,} / {low:,} skills: {medians[high] / medians[low]:.1f}x")
+        ratio, ms = medians[high] / medians[low], f"{medians[high]:.2f} / {medians[low]:.2f} ms"
+        print(f"search CPU median, {high:,} / {low:,} skills: {ratio:.2f}x ({ms})")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
 """The dense half of skill search: float32 rows (scanned first as int8 codes at scale), or an opt-in HNSW graph.
 
 By default every candidate is scored from the float32 rows. From `_QUANT_MIN` slots, with the `ace[ann]` extra
-(SimSIMD), a query first scans int8 codes of the rows (`ace.retrieval._quantised`, ~2 ms at 100,000 x 384 against
-~10 ms for float32) and scores exactly the best by that scan (`scores`) or every row its error bound cannot rule out
-(`above`: exact). An index built with `ann_min` (e.g. `ANN_MIN`) moves its vectors at that size into a faiss
-`IndexHNSWSQ` (float16 codes, inner product, M=16): the only copy of them, searched with a bitmap of the allowed
-slots (live, in the section), at a measured recall (0.91 of the exact top 5 at 100,000). HNSW ids are slot numbers:
-slots are added in order and never reused; dead ones are filtered out by the bitmap.
+(SimSIMD), the rows also have int8 codes (`ace.retrieval._quantised`): a search's dense window scans the codes of the
+k-means lists it probes (`window`, `ace.retrieval._lists`) and scores the best in float32; similar pairs scan every
+code and score in float32 each row its error bound cannot rule out (`above`: exact). An index built with `ann_min`
+(e.g. `ANN_MIN`) moves its vectors at that size into a faiss `IndexHNSWSQ` (float16 codes, inner product, M=16): the
+only copy of them, searched with a bitmap of the allowed slots (live, in the section), at a measured recall (0.91 of
+the exact top 5 at 100,000). HNSW ids are slot numbers: slots are added in order and never reused; dead ones are
+filtered out by the bitmap.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import functools
 import os
 import weakref
 from collections.abc import Callable, Mapping
@@ -25,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ace.core.npz import RowReader, Streamed, drop_resident
-from ace.core.storage import gc_paused
 from ace.extras import missing_extra_message
+from ace.retrieval._graph import byte_reader, faiss_module, graph_problem
+from ace.retrieval._lists import ProbeLists, probe_window
 from ace.retrieval._quantised import Int8Codes, simsimd_module
 from ace.retrieval._rows import RowBlocks
 from ace.retrieval.fusion import Ranking
@@ -50,22 +52,11 @@ _DEPTH_MAX = 4096
 """Longest best-k list `above` asks the graph for before it scores every candidate."""
 
 _QUANT_MIN = 16_384
-"""Slots from which exact search first scans int8 codes of the rows (with SimSIMD, the `ann` extra) and scores
-exactly only the best `depth` by that scan and the rows its error bounds cannot rule out (`above`)."""
+"""Slots from which the rows get int8 codes (with SimSIMD, the `ann` extra): a search probes k-means lists of them
+for its dense window (`window`) and `above` scans them all, scoring in float32 what the codes cannot rule out."""
 
 _F32 = npt.NDArray[np.float32]
 _I64 = npt.NDArray[np.int64]
-
-
-def faiss_module() -> ModuleType | None:
-    """faiss, when the `ace[ann]` extra is installed; `None` otherwise."""
-    try:
-        # Paused: the import makes enough objects to set off full collections, each walking every live object
-        # (~0.5 s with 100,000 loaded skills, against ~50 ms in a fresh process).
-        with gc_paused():
-            return importlib.import_module("faiss")
-    except ImportError:
-        return None
 
 
 class DenseStore:
@@ -100,6 +91,8 @@ class DenseStore:
         """Reads rows of `_base` from its file when it is mapped (`rows_of`)."""
         self._codes = Int8Codes(dim)
         """int8 codes of the exact rows, encoded at the first search that scans them (`_encoded`)."""
+        self._lists: ProbeLists | None = None
+        """k-means lists of the rows (`ace.retrieval._lists`), made at the first search that probes them."""
 
     @property
     def approximate(self) -> bool:
@@ -195,18 +188,25 @@ class DenseStore:
             at += part.shape[0]
         return out
 
-    def ranking(self, query: _F32, n_slots: int, cand: _I64, depth: int, *, exact: bool = False) -> Ranking:
-        """The dense `Ranking` of the candidate slots `cand` (`scores`; with `exact`, no int8 scan); after a scan,
-        the contenders `fuse_top_k` ranks exactly are scored exactly (`Ranking.rescore`)."""
-        items, scores = self.scores(query, n_slots, cand, depth, scan=not exact)
-        if exact or not self._codes.count or self._hnsw is not None or cand.size <= depth:
-            return Ranking(items, scores)
+    def window(self, query: _F32, n_slots: int, cand: _I64, pos: _I64, window: int, *, exact: bool = False) -> Ranking:
+        """The dense `Ranking` for RRF over a `window` (`fuse_window`): from `_QUANT_MIN` slots with SimSIMD (unless
+        `exact`), the exact best `window` of the probed lists (`ace.retrieval._lists.probe_window`: approximate,
+        measured); otherwise every candidate's cosine, or the HNSW graph's best `window`. `pos`: each slot's position
+        in `cand`, -1 for none."""
+        simsimd = None if exact or self._hnsw is not None or cand.size <= window else self._encoded(n_slots)
+        if simsimd is None:
+            return Ranking(*self.scores(query, n_slots, cand, window))
+        lists = self._probe_lists(n_slots)
+        rows = functools.partial(self.rows_of, n_slots=n_slots)
+        return Ranking(*probe_window(lists, self._codes, simsimd, query, pos, cand.size / n_slots, window, rows))
 
-        def rescore(positions: _I64) -> npt.NDArray[np.floating]:
-            exact_scores: npt.NDArray[np.floating] = np.einsum("ij,j->i", self.rows_of(cand[positions], n_slots), query)
-            return exact_scores
-
-        return Ranking(items, scores, rescore)
+    def _probe_lists(self, n_slots: int) -> ProbeLists:
+        """The k-means lists of the codes of every slot (made, or made again once outgrown: ~1 s at 100,000)."""
+        self._encoded(n_slots)
+        if self._lists is None or self._lists.outgrown(n_slots) or self._lists.count > n_slots:
+            self._lists = ProbeLists.build(self._codes, n_slots)
+        self._lists.extend(self._codes, n_slots)
+        return self._lists
 
     def _flush(self) -> None:
         if self._pending:
@@ -220,26 +220,16 @@ class DenseStore:
             return
         faiss = faiss_module()
         assert faiss is not None
-        self._hnsw = faiss.read_index(faiss.PyCallbackIOReader(_reader(self._graph)))
+        self._hnsw = faiss.read_index(faiss.PyCallbackIOReader(byte_reader(self._graph)))
         self._graph = None  # only now: the viewing graph is gone with the line above
 
-    def scores(
-        self, query: _F32, n_slots: int, cand: _I64, depth: int, *, scan: bool = True
-    ) -> tuple[_I64, npt.NDArray[np.floating]]:
+    def scores(self, query: _F32, n_slots: int, cand: _I64, depth: int) -> tuple[_I64, npt.NDArray[np.floating]]:
         """Dense ranking over the candidate slots `cand`: (positions in `cand`, ascending; their cosines).
 
-        Exact mode scores every candidate: from `_QUANT_MIN` slots (with SimSIMD) the best `depth` by the int8 scan
-        exactly and the others by the scan (their ranks, deep in the list, move by a few places at most). HNSW mode
-        returns about the `depth` best, searched with a bitmap of `cand` (efSearch raised by the share of slots
-        allowed), or scores all when there are few.
+        Exact mode scores every candidate in float32. HNSW mode returns about the `depth` best, searched with a
+        bitmap of `cand` (efSearch raised by the share of slots allowed), or scores all when there are few.
         """
         m = cand.size
-        simsimd = self._encoded(n_slots) if scan and m > depth else None
-        if simsimd is not None:
-            approx = self._codes.approximate(simsimd, query)[cand]
-            best = np.argpartition(approx, m - depth)[m - depth :]
-            approx[best] = np.einsum("ij,j->i", self.rows_of(cand[best], n_slots), query)
-            return np.arange(m, dtype=np.int64), approx
         if self._hnsw is None and self._base_norms is not None and n_slots >= _QUANT_MIN and m <= depth:
             return np.arange(m, dtype=np.int64), np.einsum("ij,j->i", self.rows_of(cand, n_slots), query)
         if self._hnsw is None:
@@ -323,9 +313,9 @@ class DenseStore:
             if vectors and len(parts) > 1:
                 out["vectors"] = Streamed((n_slots, self.dim), np.dtype(np.float32), _parts(parts))
             if n_slots >= _QUANT_MIN and simsimd_module() is not None:
-                if self._codes.count < n_slots:
-                    self._codes.extend(self._to_encode(n_slots), n_slots)
+                lists = self._probe_lists(n_slots)  # encodes the missing codes first
                 out.update(self._codes.arrays(n_slots))
+                out.update(lists.arrays(n_slots))
             return out
         self._flush()
         faiss = faiss_module()
@@ -362,6 +352,8 @@ class DenseStore:
                 weakref.finalize(store, reader.close)
             if "codes" in state:
                 store._codes = Int8Codes.from_arrays(state["codes"], state["code_scales"], state["code_errors"])
+            if "list_of" in state:
+                store._lists = ProbeLists.from_arrays(state)
             return store
         faiss = faiss_module()
         if faiss is None:
@@ -374,7 +366,7 @@ class DenseStore:
                 index = faiss.read_index(faiss.ZeroCopyIOReader(faiss.swig_ptr(view), view.size))
                 store._graph = view
             else:
-                source = contextlib.nullcontext(_reader(view)) if view is not None else graph
+                source = contextlib.nullcontext(byte_reader(view)) if view is not None else graph
                 assert source is not None
                 with source as read:
                     index = faiss.read_index(faiss.PyCallbackIOReader(read))
@@ -387,57 +379,6 @@ class DenseStore:
             raise ValueError(problem)
         store._hnsw = index
         return store
-
-
-def graph_problem(faiss: ModuleType, index: Any, dim: int, n_slots: int) -> str | None:
-    """What makes a graph read from a file unfit to search, or `None`: faiss trusts its file, and a link to a vector
-    that does not exist would make a search read (and write) out of bounds."""
-    if not isinstance(index, faiss.IndexHNSW) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
-        return f"its graph is a {type(index).__name__}, not an inner-product HNSW index"
-    if index.d != dim or index.ntotal != n_slots:
-        return f"HNSW graph of {index.ntotal} vectors of dimension {index.d}, expected {n_slots}, {dim}"
-    storage = faiss.downcast_index(index.storage)
-    if (
-        not isinstance(storage, faiss.IndexFlatCodes)
-        or storage.ntotal != n_slots
-        or storage.d != dim
-        or storage.codes.size() != n_slots * storage.code_size
-    ):
-        return "its HNSW graph's vectors do not fit its size"
-    hnsw = index.hnsw
-    levels = faiss.vector_to_array(hnsw.levels).astype(np.int64)
-    offsets = faiss.vector_to_array(hnsw.offsets).astype(np.int64)
-    per_level = faiss.vector_to_array(hnsw.cum_nneighbor_per_level).astype(np.int64)
-    size = int(hnsw.neighbors.size())
-    links = faiss.rev_swig_ptr(hnsw.neighbors.data(), size) if size else np.zeros(0, dtype=np.int32)
-    top = per_level.shape[0] - 1
-    fits = (
-        levels.shape == (n_slots,)
-        and offsets.shape == (n_slots + 1,)
-        and int(offsets[0]) == 0
-        and int(offsets[-1]) == size
-        and bool(((levels >= 1) & (levels <= top)).all())
-        and bool((np.diff(offsets) == per_level[np.clip(levels, 0, top)]).all())
-    )
-    entry = int(hnsw.entry_point)
-    if n_slots and fits:
-        fits = 0 <= entry < n_slots and int(hnsw.max_level) == int(levels[entry]) - 1
-    if not fits or (size and (int(links.min()) < -1 or int(links.max()) >= n_slots)):
-        return "its HNSW graph's links do not fit its vectors"
-    return None
-
-
-def _reader(buffer: npt.NDArray[np.uint8]) -> Callable[[int], bytes]:
-    """A `read(n)` over bytes in memory, for faiss's callback reader."""
-    position = 0
-
-    def read(n: int) -> bytes:
-        nonlocal position
-        chunk = buffer[position : position + n].tobytes()
-        position += len(chunk)
-        return chunk
-
-    return read
 
 
 def _parts(parts: list[_F32]) -> Callable[[Callable[[Any], object]], None]:

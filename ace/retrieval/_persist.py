@@ -72,6 +72,8 @@ each slot's vector, -1 for none, and the norm its unit row is that vector divide
 an HNSW graph."""
 _CODES = {"codes": ("i1", ("n", "d")), "code_scales": ("f4", ("n",)), "code_errors": ("f4", ("n",))}
 """The int8 codes of the vectors, beside `vectors` from 16,384 skills (`ace.retrieval._quantised`)."""
+_LISTS = {"list_of": ("i4", ("n",)), "list_centroids": ("f4", ("c", "d")), "list_radii": ("f4", ("c",))}
+"""The k-means lists of the codes (`ace.retrieval._lists`), beside them: clustering again would cost ~1 s at 100,000."""
 _MAX_TEXT = 1024
 _BLOCK = 4096
 """Rows compared at a time when a save checks that the index's rows are the vector cache's (`cache_rows`)."""
@@ -89,6 +91,7 @@ def index_writer(header: dict[str, Any], arrays: Mapping[str, npt.NDArray[Any] |
     """A writer of the sidecar: the JSON `header` and the arrays, stored uncompressed and aligned (`ace.core.npz`),
     so a later process maps them instead of reading them. The header gets the `sizes` of `_LAYOUT` from them."""
     ref = {"n": "slot_ids", "p": "bm25_terms", "v": "bm25_vocab", "m": "bm25_main_slots", "k": "kw_vocab"}
+    ref["c"] = "list_centroids"
     sizes = {
         key: arrays[name].shape[0]
         for key, name in {**ref, "w": "kw_ids", "r": "pending", "h": "hnsw"}.items()
@@ -142,6 +145,7 @@ def _read(path: Path, *, digest: str, model: str, dim: int) -> tuple[dict[str, A
         dense: _DENSE[dense],
         **(_NORMS if dense == "vector_rows" else {}),
         **(_CODES if dense != "hnsw" and "codes.npy" in names else {}),
+        **(_LISTS if dense != "hnsw" and "codes.npy" in names and "list_of.npy" in names else {}),
     }
     members = npz_members(path, frozenset(f"{name}.npy" for name in layout))
     if isinstance(members, str):

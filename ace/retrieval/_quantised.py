@@ -1,10 +1,10 @@
-"""int8 codes of the dense store's unit rows, scanned in full per query to pick the few rows scored exactly.
+"""int8 codes of the dense store's unit rows, scanned to pick the few rows scored exactly.
 
 Each row `x` is stored as `c = round(x / s)` with `s = max|x| / 127` (its own scale), so `q . x` is approximated by
 `(q8 . c) s_q s` with the query quantised the same way: one SIMD int8 pass (SimSIMD, the `ann` extra) reads a
 quarter of the float32 matrix's bytes (~2 ms at 100,000 x 384 against ~10 ms for float32). By Cauchy-Schwarz the
 error is at most `|q| |x - s c| + |q - s_q q8| |s c| `: `bounds` gives it per row, so callers can prove which rows
-need an exact score (`DenseStore.above`), or take the best by approximation and score those exactly (`scores`).
+need an exact score (`DenseStore.above`, and the dense window of a search: `ace.retrieval._lists`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Int8Codes", "simsimd_module"]
+from ace.core.npz import drop_resident
+
+__all__ = ["Int8Codes", "Query8", "encode_query", "simsimd_module"]
 
 _F32 = npt.NDArray[np.float32]
+Query8 = tuple[npt.NDArray[np.int8], float, float, float]
+"""A query as `encode_query` gives it: (int8 codes, 1 x d; scale; quantisation error; norm)."""
 _CHUNK = 4096
 _SLOP = 1e-5
 """Added to every bound: float32 rounding in the products and the scales."""
@@ -78,9 +82,50 @@ class Int8Codes:
             at += part.shape[0]
         self.count = n
 
-    def approximate(self, simsimd: ModuleType, query: _F32) -> _F32:
-        """The approximate `query . row` of every row (`scores` without the bounds)."""
-        return self._approximate(simsimd, query)[0]
+    def decode(self, rows: npt.NDArray[np.int64]) -> _F32:
+        """The rows `s c` these codes stand for (float32)."""
+        decoded: _F32 = self._codes[rows].astype(np.float32) * self._scales[rows, None]
+        return decoded
+
+    def reordered(self, order: npt.NDArray[np.int64]) -> Int8Codes:
+        """A copy whose row `i` is this one's row `order[i]`. Read in order a chunk at a time, each chunk's mapped
+        pages let go again (`drop_resident`), so a mapped sidecar's codes are not all resident beside the copy."""
+        out = Int8Codes(self.dim)
+        n = int(order.size)
+        where = np.empty(self.count, dtype=np.int64)
+        where[order] = np.arange(n, dtype=np.int64)
+        out._codes = np.empty((n, self.dim), dtype=np.int8)
+        for start in range(0, self.count, _CHUNK):
+            chunk = self._codes[start : min(self.count, start + _CHUNK)]
+            out._codes[where[start : start + chunk.shape[0]]] = chunk
+            drop_resident(chunk)
+        out._scales, out._errors, out.count = self._scales[order], self._errors[order], n
+        return out
+
+    def rows_scores(self, simsimd: ModuleType, query: Query8, rows: npt.NDArray[np.int64]) -> tuple[_F32, _F32]:
+        """`scores` of these rows only (their codes gathered, then one scan) for a query encoded by `encode_query`."""
+        codes = np.take(self._codes, rows, axis=0)  # twice as fast as `self._codes[rows]`
+        return self._scored(simsimd, query, codes, self._scales[rows], self._errors[rows])
+
+    def ranges_scores(self, simsimd: ModuleType, query: Query8, ranges: Sequence[tuple[int, int]]) -> tuple[_F32, _F32]:
+        """`scores` of the rows of these `(start, stop)` ranges, in order (their codes copied as blocks: ~4x faster
+        than gathering as many rows one by one)."""
+        if not ranges:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        codes = np.concatenate([self._codes[lo:hi] for lo, hi in ranges])
+        scales = np.concatenate([self._scales[lo:hi] for lo, hi in ranges])
+        return self._scored(simsimd, query, codes, scales, np.concatenate([self._errors[lo:hi] for lo, hi in ranges]))
+
+    def _scored(
+        self, simsimd: ModuleType, query: Query8, codes: npt.NDArray[np.int8], scales: _F32, errors: _F32
+    ) -> tuple[_F32, _F32]:
+        q_codes, q_scale, q_error, q_norm = query
+        if not codes.shape[0]:
+            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+        dots = np.asarray(simsimd.cdist(q_codes, codes, metric="dot", threads=1), dtype=np.float32)
+        approx: _F32 = dots[0] * (scales * q_scale)
+        bound: _F32 = q_norm * errors + q_error * (1.0 + errors)
+        return approx, bound + np.float32(_SLOP)
 
     def scores(self, simsimd: ModuleType, query: _F32) -> tuple[_F32, _F32]:
         """(approximate `query . row` of every row, the bound on each one's error)."""
@@ -95,6 +140,12 @@ class Int8Codes:
         dots = np.asarray(simsimd.cdist(codes, self._codes[: self.count], metric="dot", threads=1), dtype=np.float32)
         approx: _F32 = dots[0] * (self._scales[: self.count] * scale[0])
         return approx, float(error[0])
+
+
+def encode_query(query: _F32) -> Query8:
+    """The query's int8 codes, scale, quantisation error and norm, for `rows_scores` / `ranges_scores`."""
+    codes, scale, error = _encode(query[None, :])
+    return codes, float(scale[0]), float(error[0]), float(np.linalg.norm(query))
 
 
 def _encode(rows: _F32) -> tuple[npt.NDArray[np.int8], _F32, _F32]:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from ace.core.npz import drop_resident, text_array, text_list
 from ace.core.skill import embedding_input_hash
 
-__all__ = ["TextColumn", "tie_key"]
+__all__ = ["Candidates", "TextColumn", "tie_key"]
 
 
 class TextColumn:
@@ -60,3 +60,34 @@ def tie_key(skill_id: str) -> int:
     if number.isdigit() and code is not None:
         return int(number) * 2 + code
     return (1 << 62) + int(embedding_input_hash(skill_id)[:15], 16)
+
+
+class Candidates:
+    """A search's candidates: the live slots (of a section) in tie order, and each slot's position among them (-1 for
+    none); kept per section for the next search until the index changes (`clear`), since making them takes three
+    passes over every slot (~0.2 ms at 100,000). Read-only arrays."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+
+    def clear(self) -> None:
+        """Forget them: a slot was added, dropped or reordered."""
+        self._kept = {}
+
+    def of(
+        self, alive: npt.NDArray[np.bool_], sections: npt.NDArray[np.int8], code: int | None, by_key: npt.NDArray[Any]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(candidates, positions) for the section `code` (`None`: every section); `by_key`: every slot in tie order."""
+        key = -1 if code is None else code
+        found = self._kept.get(key)
+        if found is None:
+            mask = alive.copy()
+            if code is not None:
+                mask &= sections[: alive.size] == code
+            cand: npt.NDArray[np.int64] = by_key[mask[by_key]]
+            pos = np.full(alive.size, -1, dtype=np.int64)
+            pos[cand] = np.arange(cand.size, dtype=np.int64)
+            cand.setflags(write=False)
+            pos.setflags(write=False)
+            found = self._kept[key] = (cand, pos)
+        return found

@@ -30,7 +30,7 @@ from ace.retrieval._embedding import embed_query, embed_texts, own_copy
 from ace.retrieval._hybrid import UnitRows, hybrid_rank, keyword_boost, skill_unit_rows
 from ace.retrieval._keywords import KeywordTable, search_keywords
 from ace.retrieval._persist import INDEX_FORMAT, graph_reader, index_path, index_writer, read_index
-from ace.retrieval._slots import TextColumn, tie_key
+from ace.retrieval._slots import Candidates, TextColumn, tie_key
 from ace.retrieval.bm25 import BM25Index
 from ace.retrieval.fusion import RRF_K
 from ace.retrieval.tokenize import tokenize
@@ -76,6 +76,7 @@ class SkillSearchIndex:
         self._sections = np.zeros(64, dtype=np.int8)
         self._tie_keys = np.zeros(64, dtype=np.int64)
         self._by_key = np.zeros(0, dtype=np.int64)
+        self._candidates = Candidates()
         """All slots (dead ones too) in creation order of their skills: `_sorted_keys` are their tie keys."""
         self._sorted_keys = np.zeros(0, dtype=np.int64)
         self._new_slots: list[int] = []
@@ -157,18 +158,15 @@ class SkillSearchIndex:
         k: int,
         exact: bool,
     ) -> list[int]:
-        n = self._bm25.n_slots
-        mask = self._bm25.alive.copy()
-        if section is not None:
-            mask &= self._sections[:n] == _SECTION_CODE[section]
         # Candidates in creation order, so every tie below breaks the same way however the index grew.
-        cand = self._by_key[mask[self._by_key]]
+        code = _SECTION_CODE[section] if section is not None else None
+        cand, pos = self._candidates.of(self._bm25.alive, self._sections, code, self._by_key)
         if cand.size == 0:
             return []
-        extra = keyword_boost(self._keywords, self._bm25.alive, keywords, cand, k) if keywords else None
-        unit_rows = self._unit_rows(skillbook)
+        extra = keyword_boost(self._keywords, self._bm25.alive, keywords, pos, k) if keywords else None
+        rows = self._unit_rows(skillbook)
         best = hybrid_rank(
-            self._dense, self._bm25, query_vec, tokens, cand, top_k, k=k, extra=extra, exact=exact, unit_rows=unit_rows
+            self._dense, self._bm25, query_vec, tokens, cand, pos, top_k, k=k, extra=extra, exact=exact, unit_rows=rows
         )
         return [int(s) for s in cand[best]]
 
@@ -278,6 +276,7 @@ class SkillSearchIndex:
         at = np.searchsorted(self._sorted_keys, keys, side="right")
         self._by_key = np.insert(self._by_key, at, new)
         self._sorted_keys = np.insert(self._sorted_keys, at, keys)
+        self._candidates.clear()
 
     def _reserve(self, n: int) -> None:
         """Room for `n` slots in the per-slot arrays (grown by doubling, or to `n` at once)."""
@@ -310,6 +309,7 @@ class SkillSearchIndex:
         return None
 
     def _add(self, sid: str, digest: str, skill: Skill, vec: EmbeddingMatrix, text: str) -> None:
+        self._candidates.clear()
         slot = self._bm25.add(tokenize(text))
         self._reserve(slot + 1)
         norm = float(np.linalg.norm(vec))
@@ -329,6 +329,7 @@ class SkillSearchIndex:
         self._live += 1
 
     def _drop(self, slot: int) -> None:
+        self._candidates.clear()
         self._bm25.remove(slot)
         del self._slots_by_id()[self._slot_ids[slot]]
         self._keywords.drop(slot)
@@ -419,6 +420,7 @@ class SkillSearchIndex:
         self._sections, self._tie_keys = a["sections"], a["tie_keys"]  # writable: copy-on-write when mapped
         self._by_key = np.argsort(self._tie_keys, kind="stable").astype(np.int64)
         self._sorted_keys = self._tie_keys[self._by_key]
+        self._candidates.clear()
         self._pending = set(text_list(a["pending"]))
         self._version, self._model = state.version, self.embedder.model_name
         self.loaded_from = str(path)
